@@ -13,7 +13,8 @@ namespace est::data {
 
 class DatasetNode;
 
-/// As num_parallel_calls: one call per hardware thread (tf.data's AUTOTUNE, fixed here).
+/// As map's num_parallel_calls: one worker per hardware thread. Unlike tf.data's AUTOTUNE,
+/// the number is fixed when the Dataset is built, not tuned while it runs.
 inline constexpr int64_t kAutotune = -1;
 
 /// An immutable description of an input pipeline: a source followed by transformations.

@@ -12,10 +12,9 @@ ParallelMapIterator::ParallelMapIterator(std::unique_ptr<Iterator> input,
       num_workers_(num_workers),
       slots_(max_in_flight),
       input_(std::move(input)) {
-  const at::ThreadLocalState state;  // captured here, on the thread that made the iterator
   workers_.reserve(num_workers);
   try {
-    for (size_t i = 0; i < num_workers; ++i) workers_.emplace_back([this, state] { work(state); });
+    for (size_t i = 0; i < num_workers; ++i) workers_.emplace_back([this] { work(); });
   } catch (...) {
     stop();
     throw;
@@ -43,11 +42,20 @@ std::optional<Element> ParallelMapIterator::next() {
   Slot& slot = slots_[consumed_ % slots_.size()];
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    if (!slot.done) {
-      awaited_ = consumed_;
-      consumer_waiting_ = true;
-      work_done_.wait(lock, [&slot] { return slot.done; });
-      consumer_waiting_ = false;
+    while (!slot.done) {
+      if (claimed_ < published_) {  // help rather than sleep: a run of its own
+        const Run run = claim(num_workers_ + 1);
+        lock.unlock();
+        const at::ThreadLocalStateGuard state_guard(state_);
+        const uint64_t end = call(run);
+        lock.lock();
+        finish(run.begin, end);
+      } else {
+        awaited_ = consumed_;
+        consumer_waiting_ = true;
+        work_done_.wait(lock, [&slot] { return slot.done; });
+        consumer_waiting_ = false;
+      }
     }
     slot.done = false;
   }
@@ -84,8 +92,32 @@ void ParallelMapIterator::fill() {
   for (size_t i = 0; i < to_wake; ++i) work_published_.notify_one();
 }
 
-void ParallelMapIterator::work(const at::ThreadLocalState& state) {
-  const at::ThreadLocalStateGuard state_guard(state);
+ParallelMapIterator::Run ParallelMapIterator::claim(size_t sharers) {
+  const uint64_t begin = claimed_;
+  claimed_ += std::max<uint64_t>(1, (published_ - claimed_) / sharers);
+  return Run{begin, claimed_};
+}
+
+uint64_t ParallelMapIterator::call(Run run) {
+  uint64_t n = run.begin;
+  for (; n < run.end && !stopping_; ++n) {
+    Slot& slot = slots_[n % slots_.size()];
+    try {
+      slot.output = (*fn_)(std::move(slot.input));
+    } catch (...) {
+      slot.error = std::current_exception();
+    }
+  }
+  return n;
+}
+
+void ParallelMapIterator::finish(uint64_t begin, uint64_t end) {
+  for (uint64_t n = begin; n < end; ++n) slots_[n % slots_.size()].done = true;
+  if (consumer_waiting_ && begin <= awaited_ && awaited_ < end) work_done_.notify_one();
+}
+
+void ParallelMapIterator::work() {
+  const at::ThreadLocalStateGuard state_guard(state_);
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     if (!stopping_ && claimed_ == published_) {
@@ -94,23 +126,11 @@ void ParallelMapIterator::work(const at::ThreadLocalState& state) {
       --idle_workers_;
     }
     if (stopping_) return;
-    // A fair share of what is published, so that every worker gets a run.
-    const uint64_t begin = claimed_;
-    const uint64_t count = std::max<uint64_t>(1, (published_ - claimed_) / num_workers_);
-    claimed_ += count;
+    const Run run = claim(num_workers_);
     lock.unlock();
-    uint64_t end = begin;
-    for (; end < begin + count && !stopping_; ++end) {
-      Slot& slot = slots_[end % slots_.size()];
-      try {
-        slot.output = (*fn_)(std::move(slot.input));
-      } catch (...) {
-        slot.error = std::current_exception();
-      }
-    }
+    const uint64_t end = call(run);
     lock.lock();
-    for (uint64_t n = begin; n < end; ++n) slots_[n % slots_.size()].done = true;
-    if (consumer_waiting_ && begin <= awaited_ && awaited_ < end) work_done_.notify_one();
+    finish(run.begin, end);
   }
 }
 

@@ -24,11 +24,13 @@ using MapFunction = std::function<Element(Element)>;
 /// Calls a map function on worker threads and yields the results in input order.
 ///
 /// next() reads the input on the calling thread into a ring of `max_in_flight` slots
-/// (refilling it once it is half empty), and then waits for the oldest slot. Workers take
-/// runs of consecutive slots, so that a cheap function costs one hand-off per run rather
-/// than per element. An exception from the function is rethrown by the next() that would
+/// (refilling it once it is half empty), and then waits for the oldest slot, calling the
+/// function itself on elements no worker has taken rather than sleeping (so that a map
+/// whose workers wait for a busy core still makes progress). Workers take runs of
+/// consecutive slots, so that a cheap function costs one hand-off per run rather than
+/// per element. An exception from the function is rethrown by the next() that would
 /// have returned its element; one from the input is rethrown after the elements read
-/// before it, and by every later call. The workers run with the thread-local LibTorch
+/// before it, and by every later call. Every call runs with the thread-local LibTorch
 /// state (grad mode and the like) of the thread that made the iterator. Destroying the
 /// iterator joins the workers once their current calls return.
 class ParallelMapIterator : public Iterator {
@@ -52,14 +54,29 @@ class ParallelMapIterator : public Iterator {
     bool done = false;  ///< guarded by mutex_; output and error are final once it is set
   };
 
+  /// Elements [begin, end), taken by one thread.
+  struct Run {
+    uint64_t begin;
+    uint64_t end;
+  };
+
   /// Reads the input until the ring is full or the input ends, and publishes what it read.
   void fill();
-  /// A worker thread: calls the function on runs of published slots until stopping_.
-  void work(const at::ThreadLocalState& state);
+  /// Takes the next run of published elements: a 1/`sharers` share, at least one. Needs
+  /// mutex_ held and an unclaimed published element.
+  Run claim(size_t sharers);
+  /// Calls the function on the run's elements until its end or stopping_; returns the
+  /// end reached. Without mutex_.
+  uint64_t call(Run run);
+  /// Marks [begin, end) done and wakes next() if it waits for one of them; needs mutex_.
+  void finish(uint64_t begin, uint64_t end);
+  /// A worker thread: calls the function on runs of published elements until stopping_.
+  void work();
   /// Stops and joins the workers.
   void stop();
 
   std::shared_ptr<const MapFunction> fn_;
+  const at::ThreadLocalState state_;  ///< of the thread that made the iterator
   const size_t num_workers_;
   std::vector<Slot> slots_;
 

@@ -1,6 +1,7 @@
 #include "estimator/async_checkpoint_writer.h"
 
 #include <ATen/ATen.h>
+#include <torch/torch.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -15,8 +16,8 @@
 #include "common/error.h"
 #include "common/file_util.h"
 #include "estimator/estimator.h"
-#include "tests/estimator/test_models.h"
 #include "tests/checkpoint/checkpoint_test_util.h"
+#include "tests/estimator/test_models.h"
 #include "tests/test_util.h"
 
 using est::AsyncCheckpointWriter;

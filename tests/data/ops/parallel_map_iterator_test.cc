@@ -225,7 +225,7 @@ TEST_CASE("Dataset::map with num_parallel_calls stops its workers", "[data]") {
 }
 
 TEST_CASE("Dataset::map with num_parallel_calls: thread state and arguments", "[data]") {
-  SECTION("workers see the grad mode of the thread that made the iterator") {
+  SECTION("calls see the grad mode of the thread that made the iterator") {
     Dataset grad_enabled = Range(40).map(
         [](Element e) {
           e.features["x"] = at::scalar_tensor(at::GradMode::is_enabled() ? 1 : 0, at::kLong);
@@ -235,6 +235,8 @@ TEST_CASE("Dataset::map with num_parallel_calls: thread state and arguments", "[
     CHECK(Xs(grad_enabled) == Ints(40, 1));
     at::NoGradGuard no_grad;
     CHECK(Xs(grad_enabled) == Ints(40, 0));
+    // Made here, consumed on prefetch's thread: calls made by next() see this thread's mode.
+    CHECK(Xs(grad_enabled.prefetch(1)) == Ints(40, 0));
   }
 
   SECTION("num_parallel_calls must be at least 1 or kAutotune") {
