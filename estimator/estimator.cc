@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "common/file_util.h"
 #include "common/logging.h"
+#include "common/malloc_tuning.h"
 #include "distribute/strategy.h"
 #include "estimator/estimator_impl.h"
 
@@ -43,6 +44,7 @@ Estimator::Estimator(ModelFn model_fn, std::string model_dir, RunConfig config, 
     : impl_(std::make_unique<Impl>()) {
   EST_CHECK(static_cast<bool>(model_fn), ConfigError, "Estimator needs a model_fn");
   config.validate();
+  TuneMallocForTraining();
   EST_CHECK(params.is_null() || params.is_object(), ConfigError, "Estimator params must be a JSON object, got ",
             params.type_name());
   impl_->model_fn = std::move(model_fn);

@@ -6,6 +6,7 @@ usage: ddp_peer.py --model cnn|mlp --batch-size B --steps N --warmup W --workers
 """
 
 import argparse
+import gzip
 import json
 import os
 import resource
@@ -19,17 +20,35 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
+FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
+
+
 def make_model(name):
+    """train_bench's models, initialised from the same seed."""
+    torch.manual_seed(1)
     if name == "cnn":
         return nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                              nn.Linear(32 * 13 * 13, 64), nn.ReLU(), nn.Linear(64, 10))
     return nn.Sequential(nn.Linear(1024, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 10))
 
 
-def make_batch(name, batch_size):
+def read_idx(path):
+    """An IDX file (gzip) as a uint8 tensor of its items, the header dropped."""
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    dims = data[3]
+    return torch.frombuffer(bytearray(data[4 + 4 * dims:]), dtype=torch.uint8)
+
+
+def make_batches(name, batch_size, count):
+    """train_bench's data: the first Fashion-MNIST training images for the CNN, noise for the MLP."""
+    examples = batch_size * count
+    if name == "cnn":
+        images = read_idx(f"{FASHION_MNIST}/train-images-idx3-ubyte.gz")[:examples * 784].float().div_(255.0)
+        labels = read_idx(f"{FASHION_MNIST}/train-labels-idx1-ubyte.gz")[:examples].long()
+        return images.reshape(count, batch_size, 1, 28, 28), labels.reshape(count, batch_size)
     torch.manual_seed(7)
-    inputs = torch.rand(batch_size, 1, 28, 28) if name == "cnn" else torch.randn(batch_size, 1024)
-    return inputs, torch.randint(0, 10, (batch_size,))
+    return torch.randn(count, batch_size, 1024), torch.randint(0, 10, (count, batch_size))
 
 
 def worker(rank, args, port, results):
@@ -38,19 +57,19 @@ def worker(rank, args, port, results):
     dist.init_process_group("gloo", rank=rank, world_size=args.workers)
     model = nn.parallel.DistributedDataParallel(make_model(args.model))
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    inputs, labels = make_batch(args.model, args.batch_size)
+    inputs, labels = make_batches(args.model, args.batch_size, args.warmup + args.steps)
 
-    def step():
+    def step(i):
         optimizer.zero_grad()
-        F.cross_entropy(model(inputs), labels).backward()
+        F.cross_entropy(model(inputs[i]), labels[i]).backward()
         optimizer.step()
 
-    for _ in range(args.warmup):
-        step()
+    for i in range(args.warmup):
+        step(i)
     dist.barrier()
     start = time.perf_counter()
-    for _ in range(args.steps):
-        step()
+    for i in range(args.warmup, args.warmup + args.steps):
+        step(i)
     seconds = time.perf_counter() - start
     results.put((rank, seconds, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0))
     dist.destroy_process_group()
