@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "apps/common/fashion_mnist_cnn.h"
 #include "data/dataset.h"
 #include "data/mnist.h"
 
@@ -31,7 +32,6 @@ using est::data::Dataset;
 using est::data::Element;
 
 constexpr int64_t kBatchSize = 64;
-constexpr int64_t kShuffleBuffer = 10000;
 constexpr uint64_t kShuffleSeed = 42;
 
 /// What the command line chose.
@@ -51,41 +51,14 @@ struct Sizes {
   int64_t first_epoch_batches = 0;  ///< batches made only of first-epoch (mapped) examples
 };
 
-/// est-train's map: uint8 [28, 28] image -> float [1, 28, 28] in [0, 1].
-Element Scale(Element example) {
-  example.features["image"] =
-      example.features["image"].to(torch::kFloat32).div_(255.0).unsqueeze_(0);
-  return example;
-}
-
 /// est-train's training pipeline over `source`, built afresh (so its cache starts empty).
 Dataset TrainingPipeline(const Dataset& source, int64_t num_parallel_calls) {
-  return source.shard(1, 0)
-      .map(Scale, num_parallel_calls)
-      .cache()
-      .shuffle(kShuffleBuffer, kShuffleSeed)
-      .repeat()
-      .batch(kBatchSize)
-      .prefetch(2);
+  est_apps::FashionMnistPipelineOptions options;
+  options.num_parallel_calls = num_parallel_calls;
+  options.batch_size = kBatchSize;
+  options.shuffle_seed = kShuffleSeed;
+  return est_apps::FashionMnistPipeline(source, options);
 }
-
-/// The Fashion-MNIST CNN of est-train's fashion_mnist_cnn model.
-struct CnnImpl : torch::nn::Module {
-  CnnImpl()
-      : conv(register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3)))),
-        hidden(register_module("hidden", torch::nn::Linear(32 * 13 * 13, 64))),
-        logits(register_module("logits", torch::nn::Linear(64, 10))) {}
-
-  torch::Tensor forward(torch::Tensor images) {
-    auto x = torch::max_pool2d(torch::relu(conv(images)), 2);
-    return logits(torch::relu(hidden(x.flatten(1))));
-  }
-
-  torch::nn::Conv2d conv;
-  torch::nn::Linear hidden;
-  torch::nn::Linear logits;
-};
-TORCH_MODULE(Cnn);
 
 using Clock = std::chrono::steady_clock;
 
@@ -139,7 +112,7 @@ PipelineRate TimePipeline(const Dataset& source, int64_t num_parallel_calls, con
 /// returns, after `warmup` untimed steps.
 double TimeTraining(const std::function<Element()>& next_batch, int64_t warmup, int64_t steps) {
   torch::manual_seed(0);
-  Cnn net;
+  est_apps::FashionMnistCnn net;
   torch::optim::Adam adam(net->parameters(), 1e-3);
   auto step = [&] {
     Element batch = next_batch();
@@ -260,7 +233,7 @@ int Run(BenchOptions options) {
       "medians of %d repetitions, %lld batches or steps per timed run; %lld hardware threads, "
       "%d intra-op threads; load average %.2f at the start\n",
       options.split.c_str(), static_cast<long long>(sizes.examples),
-      static_cast<long long>(kBatchSize), static_cast<long long>(kShuffleBuffer),
+      static_cast<long long>(kBatchSize), static_cast<long long>(est_apps::kFashionMnistShuffleBuffer),
       options.repetitions, static_cast<long long>(options.batches),
       static_cast<long long>(autotune_workers), at::get_num_threads(), LoadAverage());
 

@@ -1,0 +1,35 @@
+// The Fashion-MNIST CNN, its map and its input pipeline.
+
+#include "apps/common/fashion_mnist_cnn.h"
+
+#include <torch/torch.h>
+
+namespace est_apps {
+
+FashionMnistCnnImpl::FashionMnistCnnImpl()
+    : conv(register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3)))),
+      hidden(register_module("hidden", torch::nn::Linear(32 * 13 * 13, 64))),
+      logits(register_module("logits", torch::nn::Linear(64, 10))) {}
+
+torch::Tensor FashionMnistCnnImpl::forward(torch::Tensor images) {
+  auto x = torch::max_pool2d(torch::relu(conv(images)), 2);
+  return logits(torch::relu(hidden(x.flatten(1))));
+}
+
+est::data::Element Scale(est::data::Element example) {
+  example.features["image"] = example.features["image"].to(torch::kFloat32).div_(255.0).unsqueeze_(0);
+  return example;
+}
+
+est::data::Dataset FashionMnistPipeline(const est::data::Dataset& source,
+                                        const FashionMnistPipelineOptions& options) {
+  auto dataset = source.shard(options.num_shards, options.shard_index)
+                     .map(Scale, options.num_parallel_calls)
+                     .cache();
+  if (options.training) {
+    dataset = dataset.shuffle(kFashionMnistShuffleBuffer, options.shuffle_seed).repeat();
+  }
+  return dataset.batch(options.batch_size).prefetch(2);
+}
+
+}  // namespace est_apps

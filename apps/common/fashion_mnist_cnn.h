@@ -1,0 +1,57 @@
+#pragma once
+// The Fashion-MNIST CNN of TensorFlow's "Multi-worker training with Estimator" tutorial,
+// its uint8 -> float map and its input pipeline: one definition for est-train and the
+// benchmarks.
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstdint>
+
+#include "data/dataset.h"
+#include "data/element.h"
+
+namespace est_apps {
+
+/// Conv 32×3×3 → relu → max-pool 2 → dense 64 → relu → dense 10, on float [N, 1, 28, 28]
+/// images; returns logits [N, 10]. Its submodules are named "conv", "hidden" and "logits"
+/// (checkpoint keys: keep them).
+struct FashionMnistCnnImpl : torch::nn::Module {
+  FashionMnistCnnImpl();
+
+  /// Logits [N, 10] of float images [N, 1, 28, 28].
+  torch::Tensor forward(torch::Tensor images);
+
+  torch::nn::Conv2d conv;    ///< 1 → 32 channels, 3×3
+  torch::nn::Linear hidden;  ///< 32·13·13 → 64
+  torch::nn::Linear logits;  ///< 64 → 10
+};
+/// The module holder (shared pointer) of FashionMnistCnnImpl.
+TORCH_MODULE(FashionMnistCnn);
+
+/// The map of the pipeline: a uint8 [28, 28] "image" feature becomes float [1, 28, 28]
+/// in [0, 1]; the labels are kept.
+est::data::Element Scale(est::data::Element example);
+
+/// The shuffle buffer of the training pipeline, in examples.
+inline constexpr int64_t kFashionMnistShuffleBuffer = 10000;
+
+/// How FashionMnistPipeline builds the pipeline.
+struct FashionMnistPipelineOptions {
+  bool training = true;            ///< shuffle and repeat forever; eval makes one pass
+  int64_t num_shards = 1;          ///< shard(num_shards, shard_index)
+  int64_t shard_index = 0;
+  int64_t num_parallel_calls = 1;  ///< map's; est::data::kAutotune allowed
+  int64_t batch_size = 64;         ///< per replica
+  uint64_t shuffle_seed = 42;      ///< training only
+};
+
+/// The pipeline over `source` (Fashion-MNIST examples): shard, map(Scale), cache, then
+/// for training shuffle(kFashionMnistShuffleBuffer, seed) and repeat(), then batch and
+/// prefetch(2). Built afresh on each call, so its cache starts empty.
+est::data::Dataset FashionMnistPipeline(const est::data::Dataset& source,
+                                        const FashionMnistPipelineOptions& options);
+
+}  // namespace est_apps
