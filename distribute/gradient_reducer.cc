@@ -8,13 +8,14 @@
 namespace est::distribute {
 
 GradientReducer::GradientReducer(Collective& collective, std::vector<at::Tensor> parameters, int divisor,
-                                 GradientReducerOptions options)
-    : collective_(collective), parameters_(std::move(parameters)), divisor_(divisor) {
+                                 GradientReducerOptions options, int64_t extras_numel)
+    : collective_(collective), parameters_(std::move(parameters)), divisor_(divisor), extras_numel_(extras_numel) {
   EST_CHECK(divisor > 0, ConfigError, "GradientReducer: divisor must be positive, got ", divisor);
   EST_CHECK(options.first_bucket_bytes() > 0 && options.bucket_cap_bytes() > 0, ConfigError,
             "GradientReducer: bucket sizes must be positive, got first ", options.first_bucket_bytes(), " and cap ",
             options.bucket_cap_bytes());
-  // Assign buckets in reverse registration order.
+  EST_CHECK(extras_numel >= 0, ConfigError, "GradientReducer: extras_numel must not be negative, got ", extras_numel);
+  // Assign buckets in reverse registration order; a bucket closes once it reaches its cap.
   slots_.resize(parameters_.size());
   std::vector<std::vector<size_t>> members;
   std::vector<at::ScalarType> dtypes;
@@ -23,8 +24,8 @@ GradientReducer::GradientReducer(Collective& collective, std::vector<at::Tensor>
     const at::Tensor& parameter = parameters_[k];
     const int64_t size = parameter.numel() * static_cast<int64_t>(parameter.element_size());
     const int64_t cap = members.size() <= 1 ? options.first_bucket_bytes() : options.bucket_cap_bytes();
-    const bool fits = !members.empty() && dtypes.back() == parameter.scalar_type() && bytes.back() + size <= cap;
-    if (!fits) {
+    const bool open = !members.empty() && dtypes.back() == parameter.scalar_type() && bytes.back() < cap;
+    if (!open) {
       members.emplace_back();
       dtypes.push_back(parameter.scalar_type());
       bytes.push_back(0);
@@ -32,12 +33,23 @@ GradientReducer::GradientReducer(Collective& collective, std::vector<at::Tensor>
     members.back().push_back(k);
     bytes.back() += size;
   }
+  // The extras ride in the last bucket (issued last, after prepare() wrote them) when it
+  // holds float32, else in a bucket of their own.
+  if (extras_numel_ > 0 && (members.empty() || dtypes.back() != at::kFloat)) {
+    members.emplace_back();
+    dtypes.push_back(at::kFloat);
+  }
   for (size_t b = 0; b < members.size(); ++b) {
     Bucket bucket;
     int64_t offset = 0;
     for (size_t k : members[b]) {
       slots_[k] = Slot{b, offset, parameters_[k].numel()};
       offset += parameters_[k].numel();
+    }
+    if (extras_numel_ > 0 && b + 1 == members.size()) {
+      extras_bucket_ = b;
+      extras_offset_ = offset;
+      offset += extras_numel_;
     }
     bucket.buffer = at::zeros({offset}, at::TensorOptions().dtype(dtypes[b]));
     bucket.parameters = members[b];
@@ -70,11 +82,19 @@ std::vector<int64_t> GradientReducer::bucket_bytes() const {
   return sizes;
 }
 
-void GradientReducer::prepare() {
+at::Tensor GradientReducer::extras() const {
+  EST_ASSERT(extras_numel_ > 0, "GradientReducer::extras: the reducer was made without extras");
+  return buckets_[extras_bucket_].buffer.narrow(0, extras_offset_, extras_numel_);
+}
+
+void GradientReducer::prepare(const at::Tensor& extras) {
   std::lock_guard<std::mutex> lock(mutex_);
   EST_ASSERT(!armed_, "GradientReducer::prepare called twice without finish");
   EST_CHECK(!failed_, CommunicationError,
             "the gradient all-reduce failed earlier; the collective cannot be used again");
+  EST_ASSERT(extras.defined() == (extras_numel_ > 0) && (!extras.defined() || extras.numel() == extras_numel_),
+             "GradientReducer::prepare: expected ", extras_numel_, " extras");
+  if (extras_numel_ > 0) this->extras().copy_(extras.reshape({-1}));
   for (auto& bucket : buckets_) bucket.pending = bucket.parameters.size();
   std::fill(filled_.begin(), filled_.end(), false);
   next_to_launch_ = 0;

@@ -19,36 +19,44 @@ class Collective;
 
 /// Bucket sizes of the GradientReducer.
 struct GradientReducerOptions {
-  /// The first bucket (the last layers' gradients, ready first) is small, so that
-  /// communication starts early in backward.
+  /// The first bucket (the last layers' gradients, ready first) closes once it holds
+  /// this many bytes, so that communication starts early in backward.
   TORCH_ARG(int64_t, first_bucket_bytes) = int64_t{1} << 20;
-  /// Every other bucket holds up to this many bytes (one parameter larger than this gets a bucket of its own).
+  /// Every other bucket closes once it holds this many bytes (as DDP's bucket_cap_mb).
   TORCH_ARG(int64_t, bucket_cap_bytes) = int64_t{25} << 20;
 };
 
 /// Averages the gradients of `parameters` over all replicas in sync. Parameters go into
-/// buckets in reverse registration order (gradients of later layers are ready first);
-/// small tensors share a bucket, a bucket holds one dtype. A gradient hook copies each
-/// gradient into its bucket as backward produces it; a full bucket is all-reduced on the
-/// communication thread, and buckets are issued strictly in bucket order, so every rank
-/// issues the same sequence. finish() (after backward) issues what is left (parameters
-/// that got no gradient count as zero), waits, and writes the averages into `.grad`.
-/// Bucket buffers are allocated once.
+/// buckets in reverse registration order (gradients of later layers are ready first); a
+/// bucket takes parameters until it reaches its cap, and holds one dtype. A gradient hook
+/// copies each gradient into its bucket as backward produces it; a full bucket is
+/// all-reduced on the communication thread, and buckets are issued strictly in bucket
+/// order, so every rank issues the same sequence. finish() (after backward) issues what
+/// is left (parameters that got no gradient count as zero), waits, and writes the
+/// averages into `.grad`. Bucket buffers are allocated once.
+///
+/// `extras_numel` float32 values per step (the loss, an input-ended flag) can ride along
+/// in the last bucket: prepare() takes them, extras() gives their average after finish(),
+/// so a training step synchronizes once.
 class GradientReducer {
  public:
-  /// `divisor` is the number of replicas in sync (the sum is divided by it).
+  /// The sum over replicas is divided by `divisor`: the number of replicas in sync, times
+  /// the micro-batches accumulated per step.
   GradientReducer(Collective& collective, std::vector<at::Tensor> parameters, int divisor,
-                  GradientReducerOptions options = {});
+                  GradientReducerOptions options = {}, int64_t extras_numel = 0);
   ~GradientReducer();
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
 
-  /// Call before each backward that must be synchronized: arms the hooks. Throws
+  /// Call before each backward that must be synchronized: arms the hooks. `extras` is a
+  /// float32 tensor of extras_numel values (undefined when extras_numel is 0). Throws
   /// CommunicationError after an earlier communication failure.
-  void prepare();
+  void prepare(const at::Tensor& extras = {});
   /// Call after backward: issues the remaining buckets, waits for every all-reduce, and
   /// sets every parameter's gradient to the average. Rethrows a communication error.
   void finish();
+  /// The average of the extras of the last finish(): a float32 view of extras_numel values.
+  at::Tensor extras() const;
   /// Number of buckets (for logs and tests).
   size_t num_buckets() const { return buckets_.size(); }
   /// Byte size of each bucket, in bucket order.
@@ -76,6 +84,9 @@ class GradientReducer {
   std::vector<Slot> slots_;
   std::vector<Bucket> buckets_;
   std::vector<bool> filled_;
+  size_t extras_bucket_ = 0;
+  int64_t extras_offset_ = 0;
+  int64_t extras_numel_ = 0;
 
   std::vector<unsigned> hooks_;  ///< hook handles, removed on destruction
 

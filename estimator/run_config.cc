@@ -24,6 +24,8 @@ void RunConfig::validate() const {
             "RunConfig: keep_checkpoint_every_n_hours must be positive, got ", keep_checkpoint_every_n_hours);
   EST_CHECK(log_step_count_steps > 0, ConfigError, "RunConfig: log_step_count_steps must be positive, got ",
             log_step_count_steps);
+  EST_CHECK(gradient_accumulation_steps > 0, ConfigError,
+            "RunConfig: gradient_accumulation_steps must be positive, got ", gradient_accumulation_steps);
 }
 
 std::optional<double> RunConfig::effective_save_checkpoints_secs() const {

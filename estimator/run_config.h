@@ -38,6 +38,10 @@ struct RunConfig {
   double keep_checkpoint_every_n_hours = 10000;
   /// Log loss and global_step/sec every this many steps.
   int64_t log_step_count_steps = 100;
+  /// Micro-batches per training step: each replica runs forward and backward on this many
+  /// batches, summing gradients locally (no all-reduce), and the optimizer steps once on
+  /// their average, synchronized once. A global step consumes this many batches per replica.
+  int64_t gradient_accumulation_steps = 1;
   /// How training is distributed; one replica on the CPU when null.
   std::shared_ptr<distribute::Strategy> train_distribute;
   /// How evaluation is distributed; train_distribute's strategy when null.

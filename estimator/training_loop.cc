@@ -76,7 +76,8 @@ class TrainingSession : public Session {
       : estimator_(estimator),
         strategy_(strategy),
         replicas_(strategy, estimator.params, std::move(restore_from), restore_optimizers, /*sync_with_chief=*/true),
-        complete_saves_(complete_saves) {
+        complete_saves_(complete_saves),
+        accumulation_steps_(estimator.config.gradient_accumulation_steps) {
     if (strategy.is_chief())
       checkpoint_writer_.emplace(checkpoint::CheckpointManager(
           estimator.model_dir, checkpoint::RetentionOptions()
@@ -113,109 +114,163 @@ class TrainingSession : public Session {
     }
     for (auto& hook : hooks) hook->begin();
     for (auto& hook : hooks) hook->after_create_session(*this);
-    std::vector<data::Element> elements(static_cast<size_t>(replicas_.size()));
-    while (true) {
+    // A step's batches: micro-batch m of local replica r at index m * replicas + r. The next
+    // step's batches are read before this step synchronizes, and whether every worker got
+    // them travels in this step's all-reduce, so a step synchronizes once.
+    const size_t batches_per_step = static_cast<size_t>(replicas_.size() * accumulation_steps_);
+    std::vector<data::Element> current(batches_per_step);
+    std::vector<data::Element> upcoming(batches_per_step);
+    bool input_ended = strategy_.any_worker(!read_batches(*iterator, current));
+    while (!input_ended) {
       RunContext run_context(*this);
       std::vector<RunArgs> requests;
       requests.reserve(hooks.size());
       for (auto& hook : hooks) requests.push_back(hook->before_run(run_context));
-      if (!next_elements(*iterator, elements)) {
-        Log().info("Input exhausted at global step {}: stopping training", global_step_);
-        break;
-      }
-      EstimatorSpec spec = step(elements);
+      const bool local_input_ended = !read_batches(*iterator, upcoming);
+      EstimatorSpec spec = step(current, local_input_ended, input_ended);
+      input_position_ += static_cast<int64_t>(batches_per_step);
       last_loss_ = spec.loss;
       if (checkpoint_writer_) checkpoint_writer_->check();
       for (size_t i = 0; i < hooks.size(); ++i) hooks[i]->after_run(run_context, select(requests[i], spec));
       if (run_context.stop_requested()) break;
+      std::swap(current, upcoming);
     }
+    if (input_ended) Log().info("Input exhausted at global step {}: stopping training", global_step_);
     for (auto& hook : hooks) hook->end(*this);
     if (checkpoint_writer_) checkpoint_writer_->wait();
   }
 
  private:
-  // One element per local replica; false when the input of any worker has ended.
-  bool next_elements(data::Iterator& iterator, std::vector<data::Element>& elements) {
-    bool exhausted = false;
-    for (auto& element : elements) {
+  // Fills `batches` from the input; false when it ends first.
+  static bool read_batches(data::Iterator& iterator, std::vector<data::Element>& batches) {
+    for (auto& batch : batches) {
       std::optional<data::Element> next = iterator.next();
-      if (!next) {
-        exhausted = true;
-        break;
-      }
-      element = std::move(*next);
-      ++input_position_;
+      if (!next) return false;
+      batch = std::move(*next);
     }
-    return !strategy_.any_worker(exhausted);
+    return true;
+  }
+
+  // Forward and backward of local replica `r` on each of its micro-batches in `batches`,
+  // gradients summed in `.grad` (zeroed first). `before_last_backward(spec)` runs after the
+  // last forward, when spec's loss and summaries hold their means over the micro-batches.
+  // Returns that spec.
+  template <typename BeforeLastBackward>
+  EstimatorSpec forward_backward(int r, const std::vector<data::Element>& batches,
+                                 BeforeLastBackward&& before_last_backward) {
+    ModelContext& ctx = replicas_.replica(r);
+    const int64_t micro_batches = accumulation_steps_;
+    at::Tensor loss_sum;
+    TensorMap summary_sums;
+    for (int64_t m = 0; m < micro_batches; ++m) {
+      const auto& batch = batches[static_cast<size_t>(m * replicas_.size() + r)];
+      EstimatorSpec spec = CallModelFn(estimator_.model_fn, ToDevice(batch, ctx.device()), Mode::kTrain, ctx,
+                                       global_step_);
+      if (m == 0) spec.optimizer->zero_grad();
+      const at::Tensor loss = spec.loss;
+      if (micro_batches > 1) {
+        loss_sum = m == 0 ? loss.detach().clone() : loss_sum.add_(loss.detach());
+        for (auto& [tag, value] : spec.summaries) {
+          auto [it, inserted] = summary_sums.try_emplace(tag, value.detach().to(at::kFloat));
+          if (!inserted) it->second = it->second.add(value.detach().to(at::kFloat));
+        }
+      }
+      if (m + 1 < micro_batches) {
+        loss.backward();
+        continue;
+      }
+      if (micro_batches > 1) {
+        spec.loss = loss_sum.div_(micro_batches);
+        for (auto& [tag, value] : spec.summaries) value = summary_sums.at(tag).div_(micro_batches);
+      }
+      before_last_backward(spec);
+      loss.backward();
+      return spec;
+    }
+    EST_ASSERT(false, "gradient_accumulation_steps must be positive");
+  }
+
+  // Divides every gradient of replica `r` by the number of micro-batches summed into it.
+  void average_micro_batches(int r) {
+    if (accumulation_steps_ == 1) return;
+    for (at::Tensor& variable : replicas_.replica(r).trainable_variables())
+      if (variable.grad().defined()) variable.mutable_grad().div_(accumulation_steps_);
   }
 
   // The only replica: nothing to average.
-  EstimatorSpec single_replica_step(const data::Element& element) {
-    ModelContext& ctx = replicas_.replica(0);
-    EstimatorSpec spec =
-        CallModelFn(estimator_.model_fn, ToDevice(element, ctx.device()), Mode::kTrain, ctx, global_step_);
-    spec.optimizer->zero_grad();
-    spec.loss.backward();
+  EstimatorSpec single_replica_step(const std::vector<data::Element>& batches) {
+    EstimatorSpec spec = forward_backward(0, batches, [](EstimatorSpec&) {});
+    average_micro_batches(0);
     spec.optimizer->step();
     ++global_step_;
     return spec;
   }
 
-  // One replica per worker: gradients are all-reduced in buckets while backward runs;
-  // the loss and summaries follow in one small all-reduce.
-  EstimatorSpec overlapped_step(const data::Element& element, distribute::Collective& collective) {
+  // One replica per worker: gradients are all-reduced in buckets while the last backward
+  // runs; the loss and the input-ended flag ride in the last bucket. Summaries, when the
+  // model has any, follow in one small all-reduce.
+  EstimatorSpec overlapped_step(const std::vector<data::Element>& batches, bool local_input_ended,
+                                bool& input_ended, distribute::Collective& collective) {
     ModelContext& ctx = replicas_.replica(0);
-    EstimatorSpec spec =
-        CallModelFn(estimator_.model_fn, ToDevice(element, ctx.device()), Mode::kTrain, ctx, global_step_);
-    std::vector<at::Tensor> variables = ctx.trainable_variables();
-    if (!reducer_) {
-      reducer_ = std::make_unique<distribute::GradientReducer>(collective, variables, strategy_.num_replicas_in_sync(),
-                                                               strategy_.gradient_reducer_options());
-      reducer_variables_ = variables.size();
-      Log().info("Gradient all-reduce: {} buckets", reducer_->num_buckets());
-    }
-    EST_CHECK(variables.size() == reducer_variables_, ModelError, "model_fn created trainable variables after the "
-              "first training step (", reducer_variables_, " then ", variables.size(),
-              "); create all state on the first call");
-    spec.optimizer->zero_grad();
-    reducer_->prepare();
-    spec.loss.backward();
+    EstimatorSpec spec = forward_backward(0, batches, [&](EstimatorSpec& last) {
+      std::vector<at::Tensor> variables = ctx.trainable_variables();
+      if (!reducer_) {
+        reducer_ = std::make_unique<distribute::GradientReducer>(
+            collective, variables, static_cast<int>(strategy_.num_replicas_in_sync() * accumulation_steps_),
+            strategy_.gradient_reducer_options(), /*extras_numel=*/2);
+        reducer_variables_ = variables.size();
+        Log().info("Gradient all-reduce: {} buckets", reducer_->num_buckets());
+      }
+      EST_CHECK(variables.size() == reducer_variables_, ModelError, "model_fn created trainable variables after the "
+                "first training step (", reducer_variables_, " then ", variables.size(),
+                "); create all state on the first call");
+      // Averaged over workers, then divided once more by the micro-batches (see divisor).
+      const double scale = static_cast<double>(accumulation_steps_);
+      reducer_->prepare(at::stack({last.loss.detach().to(at::kFloat).reshape({}) * scale,
+                                   at::scalar_tensor(local_input_ended ? scale : 0.0, at::kFloat)}));
+    });
     reducer_->finish();
-    std::vector<std::vector<at::Tensor>> extras(1);
-    extras[0].push_back(spec.loss.detach().clone());
-    for (const auto& [tag, value] : spec.summaries) extras[0].push_back(value.detach().to(at::kFloat).clone());
-    strategy_.average_across_replicas(extras);
+    const at::Tensor extras = reducer_->extras();
+    spec.loss = extras[0].to(spec.loss.scalar_type());
+    input_ended = extras[1].item<float>() > 0;
+    if (!spec.summaries.empty()) {
+      std::vector<std::vector<at::Tensor>> summaries(1);
+      for (const auto& [tag, value] : spec.summaries) summaries[0].push_back(value.detach().to(at::kFloat).clone());
+      strategy_.average_across_replicas(summaries);
+      size_t index = 0;
+      for (auto& [tag, value] : spec.summaries) value = summaries[0][index++];
+    }
     spec.optimizer->step();
     ++global_step_;
-    spec.loss = extras[0][0];
-    size_t index = 1;
-    for (auto& [tag, value] : spec.summaries) value = extras[0][index++];
     return spec;
   }
 
-  // Forward and backward on every replica, gradients (with loss and summaries) averaged
-  // over all replicas in sync, then every replica's optimizer steps. Returns replica 0's
-  // spec holding the averaged loss and summaries.
-  EstimatorSpec step(const std::vector<data::Element>& elements) {
-    if (strategy_.num_replicas_in_sync() == 1) return single_replica_step(elements[0]);
+  // Forward and backward on every replica, gradients (with loss, summaries and the
+  // input-ended flag) averaged over all replicas in sync in one flat all-reduce, then
+  // every replica's optimizer steps. Returns replica 0's spec holding the averaged loss
+  // and summaries; sets `input_ended` when the input of any worker has ended.
+  EstimatorSpec step(const std::vector<data::Element>& batches, bool local_input_ended, bool& input_ended) {
+    if (strategy_.num_replicas_in_sync() == 1) {
+      input_ended = local_input_ended;
+      return single_replica_step(batches);
+    }
     if (replicas_.size() == 1)
-      if (distribute::Collective* collective = strategy_.collective()) return overlapped_step(elements[0], *collective);
+      if (distribute::Collective* collective = strategy_.collective())
+        return overlapped_step(batches, local_input_ended, input_ended, *collective);
     std::vector<EstimatorSpec> specs;
     std::vector<std::vector<at::Tensor>> averaged(static_cast<size_t>(replicas_.size()));
     for (int r = 0; r < replicas_.size(); ++r) {
-      ModelContext& ctx = replicas_.replica(r);
-      specs.push_back(CallModelFn(estimator_.model_fn, ToDevice(elements[static_cast<size_t>(r)], ctx.device()),
-                                  Mode::kTrain, ctx, global_step_));
+      specs.push_back(forward_backward(r, batches, [](EstimatorSpec&) {}));
+      average_micro_batches(r);
       EstimatorSpec& spec = specs.back();
-      spec.optimizer->zero_grad();
-      spec.loss.backward();
       auto& values = averaged[static_cast<size_t>(r)];
-      for (at::Tensor& variable : ctx.trainable_variables()) {
+      for (at::Tensor& variable : replicas_.replica(r).trainable_variables()) {
         if (!variable.grad().defined()) variable.mutable_grad() = at::zeros_like(variable);
         values.push_back(variable.grad());
       }
       values.push_back(spec.loss.detach().clone());
       for (const auto& [tag, value] : spec.summaries) values.push_back(value.detach().to(at::kFloat).clone());
+      values.push_back(at::scalar_tensor(local_input_ended ? 1.0 : 0.0, at::kFloat));
     }
     strategy_.average_across_replicas(averaged);
     for (auto& spec : specs) spec.optimizer->step();
@@ -223,9 +278,10 @@ class TrainingSession : public Session {
 
     EstimatorSpec& first = specs.front();
     const auto& first_values = averaged.front();
-    size_t index = first_values.size() - first.summaries.size() - 1;
+    size_t index = first_values.size() - first.summaries.size() - 2;
     first.loss = first_values[index++];
     for (auto& [tag, value] : first.summaries) value = first_values[index++];
+    input_ended = first_values[index].item<float>() > 0;
     return std::move(first);
   }
 
@@ -253,6 +309,7 @@ class TrainingSession : public Session {
   std::unique_ptr<distribute::GradientReducer> reducer_;
   size_t reducer_variables_ = 0;
   bool complete_saves_;
+  const int64_t accumulation_steps_;
   std::optional<AsyncCheckpointWriter> checkpoint_writer_;
   int64_t global_step_ = 0;
   int64_t input_position_ = 0;

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "apps/common/fashion_mnist_cnn.h"
 #include "data/idx.h"
 
 namespace est_bench {
@@ -15,12 +16,8 @@ namespace est_bench {
 /// Where Debian's dataset-fashion-mnist installs the IDX files.
 inline const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 
-/// The Fashion-MNIST CNN of the tutorial: Conv 32×3×3, max-pool, dense 64, dense 10.
-inline torch::nn::Sequential MakeCnn() {
-  return torch::nn::Sequential(torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3)), torch::nn::ReLU(),
-                               torch::nn::MaxPool2d(2), torch::nn::Flatten(), torch::nn::Linear(32 * 13 * 13, 64),
-                               torch::nn::ReLU(), torch::nn::Linear(64, 10));
-}
+/// est-train's Fashion-MNIST CNN (Conv 32×3×3, max-pool, dense 64, dense 10).
+inline torch::nn::Sequential MakeCnn() { return torch::nn::Sequential(est_apps::FashionMnistCnn()); }
 
 /// A communication-heavy MLP of about 21 M parameters: 1024 → 4096 → 4096 → 10.
 inline torch::nn::Sequential MakeMlp() {

@@ -10,6 +10,7 @@ Figures (see the README's Performance section):
   efficiency_cnn our 2-worker examples/s / (2 x our 1-worker examples/s), one thread per worker
   allreduce      bus bandwidth of the bucketed all-reduce inside training vs a raw Gloo all-reduce
   memory         peak RSS of the Estimator loop vs the hand-written loop
+  vs_glibc_malloc  the Estimator loop vs the hand-written loop left with glibc's default malloc thresholds
 and, when built, the figures of input_pipeline_bench and checkpoint_bench.
 """
 
@@ -22,6 +23,10 @@ import subprocess
 import sys
 
 PYTHON = "/usr/bin/python3"  # Debian's, which has python3-torch
+# Our Estimator raises glibc's mmap and trim thresholds itself (common/malloc_tuning.h);
+# the peers get the same through the environment, so that the figures compare frameworks,
+# not allocator settings. One extra figure shows the hand-written loop without them.
+TUNED_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
 
 
 def run(command, env=None):
@@ -48,6 +53,8 @@ class Runner:
         self.bin = os.path.join(build, "bin")
         self.quick = quick
         self.single_thread = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        self.peer_env = dict(os.environ, **TUNED_MALLOC)
+        self.peer_single_thread = dict(self.single_thread, **TUNED_MALLOC)
 
     def sizes(self, model):
         if self.quick:
@@ -69,13 +76,13 @@ class Runner:
     def ddp(self, model, workers, batch=64):
         command = [PYTHON, os.path.join(os.path.dirname(__file__), "ddp_peer.py"), "--model", model,
                    "--batch-size", str(batch), "--workers", str(workers)] + self.sizes(model)
-        return json_lines(run(command, self.single_thread))[-1]
+        return json_lines(run(command, self.peer_single_thread))[-1]
 
     def raw_allreduce(self, num_bytes, calls):
         command = [os.path.join(self.bin, "est-launch"), "--workers", "2", "--",
                    os.path.join(self.bin, "train_bench"), "--loop", "raw_allreduce", "--bytes", str(num_bytes),
                    "--steps", str(calls), "--warmup", "1"]
-        return json_lines(run(command, self.single_thread))[0]["allreduce"]
+        return json_lines(run(command, self.peer_single_thread))[0]["allreduce"]
 
 
 def main():
@@ -96,8 +103,10 @@ def main():
 
     for _ in range(repetitions):
         estimator = runner.train_bench("estimator", "cnn")
-        handwritten = runner.train_bench("handwritten", "cnn")
+        handwritten = runner.train_bench("handwritten", "cnn", env=runner.peer_env)
+        untuned = runner.train_bench("handwritten", "cnn")
         record("overhead", estimator["examples_per_sec"], handwritten["examples_per_sec"], "examples/s")
+        record("vs_glibc_malloc", estimator["examples_per_sec"], untuned["examples_per_sec"], "examples/s")
         record("memory", estimator["peak_rss_mb"], handwritten["peak_rss_mb"], "MB peak RSS")
         for model in ("cnn", "mlp"):
             ours = runner.ours_workers(model, 2)
@@ -113,6 +122,7 @@ def main():
         record("efficiency_cnn", two["examples_per_sec"] / 2, one["examples_per_sec"], "examples/s per worker")
 
     peers = {"overhead": "hand-written LibTorch loop", "memory": "hand-written LibTorch loop",
+             "vs_glibc_malloc": "hand-written loop, glibc's default malloc thresholds",
              "scaling_cnn": "PyTorch DDP (gloo)", "scaling_mlp": "PyTorch DDP (gloo)",
              "allreduce": "raw Gloo all-reduce", "efficiency_cnn": "our 1 worker"}
     print(f"TorchEstimator benchmarks on {platform.node()}: {os.cpu_count()} cores, "

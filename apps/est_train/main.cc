@@ -34,6 +34,8 @@ struct Flags {
   std::string devices = "cpu";
   double start_delay_secs = 0;
   double timeout_secs = 300;
+  int64_t gradient_accumulation_steps = 1;
+  double bucket_cap_mb = 25;
 };
 
 void AddFlags(CLI::App& app, Flags& flags) {
@@ -73,6 +75,14 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "multi_worker: limit on waiting for peers and on every collective operation")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--gradient-accumulation-steps", flags.gradient_accumulation_steps,
+                 "Sum the gradients of this many batches of --batch-size per optimizer step (one all-reduce)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--bucket-cap-mb", flags.bucket_cap_mb,
+                 "multi_worker: gradient all-reduce buckets close at this many MiB (the first at 1 MiB)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--start-delay-secs", flags.start_delay_secs,
                  "Evaluator task: seconds to wait before the first evaluation")
       ->check(CLI::NonNegativeNumber)
@@ -102,7 +112,12 @@ std::shared_ptr<est::distribute::Strategy> MakeStrategy(const Flags& flags, cons
   if (flags.strategy == "mirrored") return est::distribute::MirroredStrategy::Create(devices);
   if (flags.strategy == "multi_worker")
     return est::distribute::MultiWorkerMirroredStrategy::Create(
-        est::distribute::MultiWorkerOptions().devices(devices).cluster(cluster).timeout_secs(flags.timeout_secs));
+        est::distribute::MultiWorkerOptions()
+            .devices(devices)
+            .cluster(cluster)
+            .timeout_secs(flags.timeout_secs)
+            .buckets(est::distribute::GradientReducerOptions().bucket_cap_bytes(
+                static_cast<int64_t>(flags.bucket_cap_mb * (1 << 20)))));
   return nullptr;
 }
 
@@ -136,6 +151,7 @@ int Run(const Flags& flags) {
   config.tf_random_seed = flags.seed;
   config.save_checkpoints_steps = flags.save_checkpoints_steps;
   config.log_step_count_steps = flags.log_step_count_steps;
+  config.gradient_accumulation_steps = flags.gradient_accumulation_steps;
   est::Estimator estimator(recipe.model_fn, flags.model_dir, config, params);
   auto eval_spec =
       est::EvalSpec(recipe.input_fn).throttle_secs(flags.throttle_secs).start_delay_secs(flags.start_delay_secs);

@@ -110,3 +110,37 @@ TEST_CASE("GradientReducer with accumulated micro-batches averages the sums", "[
   // Rank sums are 1 + 10 and 2 + 10; their mean is 11.5.
   for (const auto& grad : grads) CHECK(torch::equal(grad, torch::full({10}, 11.5f)));
 }
+
+TEST_CASE("GradientReducer closes a bucket once it reaches its cap, as DDP does", "[distribute]") {
+  auto collectives = ConnectRanks(1);
+  // Reverse order 160, 120, 80, 40 bytes: 160 reaches the first cap (100); 120 is under
+  // the cap (150), so 80 joins it; 40 starts the last bucket.
+  GradientReducer reducer(*collectives[0], MakeParameters(), 1,
+                          GradientReducerOptions().first_bucket_bytes(100).bucket_cap_bytes(150));
+  CHECK(reducer.bucket_bytes() == std::vector<int64_t>{160, 200, 40});
+}
+
+TEST_CASE("GradientReducer carries extras in its last bucket and averages them with the gradients", "[distribute]") {
+  const int world = 2;
+  auto collectives = ConnectRanks(world);
+  auto results = RunRanks<std::pair<torch::Tensor, torch::Tensor>>(world, [&](int rank) {
+    auto parameters = MakeParameters();
+    GradientReducer reducer(*collectives[rank], parameters, world,
+                            GradientReducerOptions().first_bucket_bytes(160).bucket_cap_bytes(200),
+                            /*extras_numel=*/2);
+    CHECK(reducer.bucket_bytes() == std::vector<int64_t>{160, 200, 48});  // 40 bytes + 2 floats
+    std::pair<torch::Tensor, torch::Tensor> last;
+    for (int step = 1; step <= 2; ++step) {
+      reducer.prepare(torch::tensor({static_cast<float>(rank + step), static_cast<float>(rank * 10)}));
+      for (auto& p : parameters) p.mutable_grad() = torch::Tensor();
+      (parameters[0] * static_cast<float>(rank + 1)).sum().backward();
+      reducer.finish();
+      last = {reducer.extras().clone(), parameters[0].grad().clone()};
+    }
+    return last;
+  });
+  for (const auto& [extras, grad] : results) {
+    CHECK(torch::equal(extras, torch::tensor({2.5f, 5.0f})));  // step 2: mean of (2, 0) and (3, 10)
+    CHECK(torch::equal(grad, torch::full({10}, 1.5f)));
+  }
+}

@@ -44,13 +44,26 @@ EstimatorSpec SgdRegression(const Features& features, const at::Tensor& labels, 
   return EstimatorSpec::Train(loss, sgd);
 }
 
-// 128 fixed examples, sharded over the workers; each worker batches its share of the global batch 32.
-data::Dataset Input(Mode mode, const distribute::InputContext& input) {
+// 128 fixed examples, sharded over the workers; each worker batches its share of the
+// global batch `global_batch`.
+data::Dataset InputOfBatch(Mode mode, const distribute::InputContext& input, int64_t global_batch) {
   auto x = torch::cos(torch::arange(384, torch::kFloat32) * 0.37).reshape({128, 3});
   auto y = x.select(1, 0) * 2 - x.select(1, 1) * x.select(1, 2);
   auto dataset = data::Dataset::FromTensors({{"x", x}}, y).shard(input.num_input_pipelines(), input.input_pipeline_id());
   if (mode == Mode::kTrain) dataset = dataset.repeat();
-  return dataset.batch(input.per_replica_batch_size(32));
+  return dataset.batch(input.per_replica_batch_size(global_batch));
+}
+
+data::Dataset Input(Mode mode, const distribute::InputContext& input) { return InputOfBatch(mode, input, 32); }
+
+// Max relative difference of every variable of two model_dirs' latest checkpoints.
+void CheckSameVariables(const Estimator& expected, const Estimator& actual, double tolerance) {
+  for (const auto& name : expected.get_variable_names()) {
+    INFO(name);
+    auto a = expected.get_variable_value(name).to(torch::kDouble);
+    auto b = actual.get_variable_value(name).to(torch::kDouble);
+    CHECK(((a - b).abs().max() / (a.abs().max() + 1e-12)).item<double>() <= tolerance);
+  }
 }
 
 RunConfig Config(std::shared_ptr<distribute::Strategy> strategy) {
@@ -102,12 +115,7 @@ TEST_CASE("2 workers x batch B train like 1 worker x batch 2B; only the chief wr
 
   Estimator trained(SgdRegression, shared_dir, Config(nullptr));
   CHECK(trained.get_variable_value("global_step").item<int64_t>() == 30);
-  for (const auto& name : single.get_variable_names()) {
-    INFO(name);
-    auto a = single.get_variable_value(name).to(torch::kDouble);
-    auto b = trained.get_variable_value(name).to(torch::kDouble);
-    CHECK(((a - b).abs().max() / (a.abs().max() + 1e-12)).item<double>() <= 1e-5);
-  }
+  CheckSameVariables(single, trained, 1e-5);
   // One writer: one event file, checkpoints at 10, 20, 30, and evaluation results written once.
   CHECK(ListEventFiles(shared_dir).size() == 1);
   CHECK(ListEventFiles(shared_dir + "/eval").size() == 1);
@@ -142,4 +150,47 @@ TEST_CASE("a restarted multi-worker job resumes from the chief's checkpoint", "[
     INFO(name);
     CHECK(torch::allclose(resumed.get_variable_value(name), straight.get_variable_value(name), 1e-6, 1e-7));
   }
+}
+
+TEST_CASE("gradient accumulation: 2 workers x 2 micro-batches of 8 train like 1 worker x batch 32", "[distribute][estimator][multiprocess]") {
+  const std::string single_dir = est::testing::FreshTempDir("accumulate_single").string();
+  Estimator single(SgdRegression, single_dir, Config(nullptr));
+  single.train(Input, TrainOptions().max_steps(30));
+
+  auto micro_batches_of_16 = [](Mode mode, const distribute::InputContext& input) {
+    return InputOfBatch(mode, input, 16);
+  };
+  const std::string local_dir = est::testing::FreshTempDir("accumulate_local").string();
+  RunConfig local_config = Config(nullptr);
+  local_config.gradient_accumulation_steps = 2;
+  Estimator local(SgdRegression, local_dir, local_config);
+  local.train(micro_batches_of_16, TrainOptions().max_steps(30));
+  CHECK(local.get_variable_value("global_step").item<int64_t>() == 30);
+  CheckSameVariables(single, local, 1e-5);
+
+  const std::string shared_dir = est::testing::FreshTempDir("accumulate_shared").string();
+  RunWorkers(2, [&](int, std::shared_ptr<distribute::Strategy> strategy) {
+    RunConfig config = Config(strategy);
+    config.gradient_accumulation_steps = 2;
+    Estimator estimator(SgdRegression, shared_dir, config);
+    estimator.train(micro_batches_of_16, TrainOptions().max_steps(30));
+  });
+  Estimator trained(SgdRegression, shared_dir, Config(nullptr));
+  CHECK(trained.get_variable_value("global_step").item<int64_t>() == 30);
+  CheckSameVariables(single, trained, 1e-5);
+}
+
+TEST_CASE("when one worker's input ends first, every worker stops after the same step", "[distribute][estimator][multiprocess]") {
+  const std::string shared_dir = est::testing::FreshTempDir("mwms_input_ends").string();
+  std::vector<int64_t> final_steps(2);
+  RunWorkers(2, [&](int rank, std::shared_ptr<distribute::Strategy> strategy) {
+    // Worker 0 has 3 batches of 16, worker 1 only 2: training stops everywhere after step 2.
+    auto input_fn = [](Mode mode, const distribute::InputContext& input) {
+      return Input(mode, input).take(input.input_pipeline_id() == 0 ? 3 : 2);
+    };
+    Estimator estimator(SgdRegression, shared_dir, Config(strategy));
+    estimator.train(input_fn, TrainOptions().max_steps(30));
+    final_steps[static_cast<size_t>(rank)] = estimator.get_variable_value("global_step").item<int64_t>();
+  });
+  CHECK(final_steps == std::vector<int64_t>{2, 2});
 }

@@ -44,4 +44,5 @@ TEST_CASE("RunConfig rejects invalid values naming the field", "[estimator]") {
   expect_error([](RunConfig& c) { c.keep_checkpoint_max = -2; }, "keep_checkpoint_max");
   expect_error([](RunConfig& c) { c.keep_checkpoint_every_n_hours = 0; }, "keep_checkpoint_every_n_hours");
   expect_error([](RunConfig& c) { c.log_step_count_steps = 0; }, "log_step_count_steps");
+  expect_error([](RunConfig& c) { c.gradient_accumulation_steps = 0; }, "gradient_accumulation_steps must be positive, got 0");
 }
