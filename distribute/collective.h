@@ -47,6 +47,8 @@ struct GlooOptions {
   std::string hostname = "127.0.0.1";
   /// Limit on connecting the full mesh and on every collective call.
   std::chrono::milliseconds timeout = std::chrono::minutes(5);
+  /// All-reduce through shared memory when every rank runs on this host (else over TCP).
+  bool shared_memory = true;
 };
 
 /// A Gloo collective over TCP (CPU tensors; other devices are staged through host memory),

@@ -158,6 +158,24 @@ TEST_CASE("Gloo collectives across 4 processes over a TCP store", "[distribute][
     }
   }
 
+  SECTION("a peer process that exits fails the others' shared-memory all-reduce at once, naming it") {
+    const uint16_t port = FreePort();
+    std::vector<std::vector<std::string>> runs;
+    for (int rank = 0; rank < 3; ++rank) runs.push_back(RankArguments(port, rank, 3, "peer_exits", 20000));
+    runs.front().push_back("--serve");
+    const auto start = std::chrono::steady_clock::now();
+    const auto finished = RunWorkers(runs, "gloo_peer_exits");
+    CHECK(std::chrono::steady_clock::now() - start < 10s);  // well within the 20 s timeout
+    CHECK(finished[1].exit_code == 0);
+    for (size_t rank : {0, 2}) {
+      INFO(finished[rank].output);
+      CHECK(finished[rank].exit_code == 4);
+      CHECK_THAT(finished[rank].output, Catch::Contains("CommunicationError: Gloo allreduce on rank " +
+                                                        std::to_string(rank) + " of 3 failed: rank 1 (pid") &&
+                                            Catch::Contains(") exited (shared memory"));
+    }
+  }
+
   SECTION("a second job on the same store is refused, naming both jobs") {
     auto server = Server();
     const auto first = RunWorkers({RankArguments(server->port(), 0, 1, "rendezvous", 5000, "alpha")}, "job_alpha");

@@ -6,7 +6,8 @@
 //
 // Modes: "collectives" (rendezvous, Gloo collective, every operation checked), "rendezvous"
 // (the rendezvous only), "gloo" (the Gloo collective straight over the store, without a
-// rendezvous of its own). With --serve this rank hosts the store on port P, as a chief does.
+// rendezvous of its own), "peer_exits" (rank 1 exits after connecting, the others
+// all-reduce). With --serve this rank hosts the store on port P, as a chief does.
 // Exit status: 0 success, 1 wrong result or bad usage, 2 ConfigError, 3 TimeoutError,
 // 4 CommunicationError, 5 any other error. Errors are printed as "<Type>: <message>".
 
@@ -127,6 +128,13 @@ int Run(const Arguments& arguments) {
   auto view = Rendezvous(store, rendezvous);
   if (arguments.mode == "rendezvous") return 0;
   auto collective = CreateGlooCollective(view, arguments.rank, arguments.world, gloo_options);
+  if (arguments.mode == "peer_exits") {  // rank 1 vanishes without closing anything; the others all-reduce
+    if (arguments.rank == 1) std::_Exit(0);
+    at::Tensor tensor = at::ones({1 << 20});
+    collective->allreduce(tensor, ReduceOp::kSum);
+    std::printf("the all-reduce succeeded without rank 1\n");
+    return 1;
+  }
   Checker checker;
   RunCollectives(*collective, checker);
   return checker.failures() == 0 ? 0 : 1;

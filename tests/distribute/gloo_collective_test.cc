@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -286,4 +287,63 @@ TEST_CASE("Gloo collective of one rank needs no store and no network", "[distrib
   CHECK_THROWS_AS(CreateGlooCollective(nullptr, 0, 2), est::ConfigError);
   CHECK_THROWS_AS(CreateGlooCollective(CreateInMemoryStore(), 2, 2), est::ConfigError);
   CHECK_THROWS_AS(CreateGlooCollective(nullptr, 0, 0), est::ConfigError);
+}
+
+TEST_CASE("Gloo allreduce gives the same exact sums through shared memory and over TCP", "[distribute]") {
+  // 2.5 M elements: several chunks of the shared-memory path, and odd sizes that split unevenly.
+  const int world = 3;
+  for (int64_t numel : {int64_t{1}, int64_t{7}, int64_t{2'500'001}}) {
+    for (at::ScalarType type : {at::kFloat, at::kDouble, at::kInt, at::kLong}) {
+      INFO("numel " << numel << " dtype " << at::toString(type));
+      std::vector<at::Tensor> results[2];
+      for (bool shared_memory : {false, true}) {
+        auto store = CreateInMemoryStore();
+        results[shared_memory] = est::testing::RunRanks<at::Tensor>(world, [&](int rank) {
+          GlooOptions options = WithTimeout(20s);
+          options.shared_memory = shared_memory;
+          auto collective = CreateGlooCollective(store, rank, world, options);
+          at::Tensor tensor = (at::arange(numel, at::kLong) % 1000 * (rank + 1)).to(type);
+          collective->allreduce(tensor, ReduceOp::kSum);
+          collective->allreduce(tensor, ReduceOp::kSum);  // twice: the second uses the other slot set
+          return tensor;
+        });
+      }
+      const at::Tensor expected = (at::arange(numel, at::kLong) % 1000 * 6 * world).to(type);
+      for (int rank = 0; rank < world; ++rank) {
+        CHECK(at::equal(results[0][static_cast<size_t>(rank)], expected));
+        CHECK(at::equal(results[1][static_cast<size_t>(rank)], expected));
+      }
+    }
+  }
+}
+
+TEST_CASE("the shared-memory all-reduce leaves nothing in /dev/shm and names disagreeing ranks", "[distribute]") {
+  auto segments = [] {
+    int count = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("/dev/shm"))
+      count += entry.path().filename().string().rfind("est-allreduce-", 0) == 0;
+    return count;
+  };
+  const int before = segments();
+  auto store = CreateInMemoryStore();
+  std::vector<std::exception_ptr> errors(2);
+  est::testing::RunRanks<int>(2, [&](int rank) {
+    auto collective = CreateGlooCollective(store, rank, 2, WithTimeout(5s));
+    collective->barrier();        // both have connected, so rank 0 has removed the name
+    CHECK(segments() == before);  // while the segment is still in use
+    at::Tensor tensor = at::ones({rank == 0 ? 10 : 12});
+    try {
+      collective->allreduce(tensor, ReduceOp::kSum);
+    } catch (...) {
+      errors[static_cast<size_t>(rank)] = std::current_exception();
+    }
+    return 0;
+  });
+  for (int rank = 0; rank < 2; ++rank) {
+    REQUIRE(errors[static_cast<size_t>(rank)]);
+    CHECK_THROWS_MATCHES(std::rethrow_exception(errors[static_cast<size_t>(rank)]), est::CommunicationError,
+                         MessageMatches(Catch::Contains("rank " + std::to_string(1 - rank) + " reduces a chunk of " +
+                                                        std::to_string(rank == 0 ? 12 : 10) + " elements")));
+  }
+  CHECK(segments() == before);
 }
