@@ -8,7 +8,8 @@ Figures (see the README's Performance section):
   scaling_cnn    2 workers: our MultiWorkerMirroredStrategy (Gloo) vs PyTorch DDP (gloo), examples/s
   scaling_mlp    the same on a 21 M-parameter MLP
   efficiency_cnn our 2-worker examples/s / (2 x our 1-worker examples/s), one thread per worker
-  allreduce      bus bandwidth of the bucketed all-reduce inside training vs a raw Gloo all-reduce
+  allreduce      bus bandwidth of the bucketed all-reduce inside training vs a raw Gloo all-reduce (TCP)
+  allreduce_own  the same vs our own all-reduce (shared memory between ranks on one host) outside training
   memory         peak RSS of the Estimator loop vs the hand-written loop
   vs_glibc_malloc  the Estimator loop vs the hand-written loop left with glibc's default malloc thresholds
 and, when built, the figures of input_pipeline_bench and checkpoint_bench.
@@ -78,10 +79,10 @@ class Runner:
                    "--batch-size", str(batch), "--workers", str(workers)] + self.sizes(model)
         return json_lines(run(command, self.peer_single_thread))[-1]
 
-    def raw_allreduce(self, num_bytes, calls):
+    def raw_allreduce(self, num_bytes, calls, transport):
         command = [os.path.join(self.bin, "est-launch"), "--workers", "2", "--",
                    os.path.join(self.bin, "train_bench"), "--loop", "raw_allreduce", "--bytes", str(num_bytes),
-                   "--steps", str(calls), "--warmup", "1"]
+                   "--steps", str(calls), "--warmup", "1", "--transport", transport]
         return json_lines(run(command, self.peer_single_thread))[0]["allreduce"]
 
 
@@ -115,8 +116,10 @@ def main():
             if model == "mlp" and ours["allreduce"].get("calls"):
                 stats = ours["allreduce"]
                 per_call = stats["bytes"] // stats["calls"]
-                raw = runner.raw_allreduce(per_call, max(3, stats["calls"]))
+                raw = runner.raw_allreduce(per_call, max(3, stats["calls"]), "tcp")
                 record("allreduce", stats["bus_gbytes_per_sec"], raw["bus_gbytes_per_sec"], "GB/s bus")
+                own = runner.raw_allreduce(per_call, max(3, stats["calls"]), "auto")
+                record("allreduce_own", stats["bus_gbytes_per_sec"], own["bus_gbytes_per_sec"], "GB/s bus")
         one = runner.ours_workers("cnn", 1)
         two = runner.ours_workers("cnn", 2)
         record("efficiency_cnn", two["examples_per_sec"] / 2, one["examples_per_sec"], "examples/s per worker")
@@ -124,7 +127,8 @@ def main():
     peers = {"overhead": "hand-written LibTorch loop", "memory": "hand-written LibTorch loop",
              "vs_glibc_malloc": "hand-written loop, glibc's default malloc thresholds",
              "scaling_cnn": "PyTorch DDP (gloo)", "scaling_mlp": "PyTorch DDP (gloo)",
-             "allreduce": "raw Gloo all-reduce", "efficiency_cnn": "our 1 worker"}
+             "allreduce": "raw Gloo all-reduce (TCP)",
+             "allreduce_own": "our shared-memory all-reduce alone", "efficiency_cnn": "our 1 worker"}
     print(f"TorchEstimator benchmarks on {platform.node()}: {os.cpu_count()} cores, "
           f"{repetitions} repetition(s), medians{' (quick sizes: not a measurement)' if args.quick else ''}")
     print(f"{'figure':<16} {'ours':>12} {'peer':>12} {'ratio':>7}  unit / peer")

@@ -2,7 +2,7 @@
 // which compares our Estimator with a hand-written LibTorch loop and PyTorch DDP.
 //
 //   train_bench --loop estimator|handwritten|raw_allreduce --model cnn|mlp --batch-size B
-//               --steps N --warmup W [--strategy none|multi_worker] [--bytes X]
+//               --steps N --warmup W [--strategy none|multi_worker] [--bytes X] [--transport auto|tcp]
 
 #include <sys/resource.h>
 
@@ -36,6 +36,7 @@ struct Flags {
   int64_t steps = 200;
   int64_t warmup = 20;
   int64_t bytes = 0;
+  std::string transport = "auto";  ///< raw_allreduce: "tcp" forces Gloo over TCP, "auto" lets ranks on one host use shared memory
 };
 
 double PeakRssMegabytes() {
@@ -62,7 +63,8 @@ class StepTimer : public est::SessionRunHook {
 };
 
 // The chief's collective for --strategy multi_worker, timed.
-std::shared_ptr<est_bench::TimingCollective> ConnectWorkers(const est::distribute::ClusterConfig& cluster) {
+std::shared_ptr<est_bench::TimingCollective> ConnectWorkers(const est::distribute::ClusterConfig& cluster,
+                                                            bool shared_memory = true) {
   const auto chief = est::distribute::ParseHostPort(cluster.chief_address, "chief address");
   est::distribute::TcpStoreOptions store_options;
   store_options.host = chief.host;
@@ -74,8 +76,10 @@ std::shared_ptr<est_bench::TimingCollective> ConnectWorkers(const est::distribut
   rendezvous.job_id = "train_bench";
   rendezvous.rank = cluster.rank;
   rendezvous.world_size = cluster.num_worker_replicas;
+  est::distribute::GlooOptions gloo;
+  gloo.shared_memory = shared_memory;
   return std::make_shared<est_bench::TimingCollective>(est::distribute::CreateGlooCollective(
-      est::distribute::Rendezvous(store, rendezvous), cluster.rank, cluster.num_worker_replicas));
+      est::distribute::Rendezvous(store, rendezvous), cluster.rank, cluster.num_worker_replicas, gloo));
 }
 
 nlohmann::json RunEstimator(const Flags& flags) {
@@ -130,7 +134,7 @@ nlohmann::json RunHandwritten(const Flags& flags) {
 }
 
 nlohmann::json RunRawAllreduce(const Flags& flags) {
-  auto collective = ConnectWorkers(est::distribute::ResolveCluster());
+  auto collective = ConnectWorkers(est::distribute::ResolveCluster(), flags.transport != "tcp");
   torch::Tensor buffer = torch::ones({flags.bytes / 4});
   for (int64_t i = 0; i < flags.warmup; ++i) collective->allreduce(buffer, est::distribute::ReduceOp::kSum);
   collective->reset();
@@ -150,6 +154,7 @@ int main(int argc, char** argv) {
   app.add_option("--steps", flags.steps)->check(CLI::PositiveNumber);
   app.add_option("--warmup", flags.warmup)->check(CLI::PositiveNumber);
   app.add_option("--bytes", flags.bytes)->check(CLI::NonNegativeNumber);
+  app.add_option("--transport", flags.transport)->check(CLI::IsMember({"auto", "tcp"}));
   if (auto exit_status = est_apps::ParseFlags(app, argc, argv, "train_bench")) return *exit_status;
   try {
     nlohmann::json result = flags.loop == "estimator"     ? RunEstimator(flags)
