@@ -23,6 +23,7 @@
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_writer.h"
 #include "common/error.h"
+#include "common/malloc_tuning.h"
 #include "estimator/async_checkpoint_writer.h"
 
 namespace {
@@ -291,6 +292,7 @@ void Print(const std::vector<Figure>& figures, const Flags& flags, int64_t bytes
 }  // namespace
 
 int main(int argc, char** argv) {
+  est::TuneMallocForTraining();  // as every Estimator does: the loops here train like one
   Flags flags;
   CLI::App app{"Checkpoint save/restore throughput and step time during an asynchronous save"};
   app.add_option("--megabytes", flags.megabytes, "Size of the model")

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "apps/common/fashion_mnist_cnn.h"
+#include "common/malloc_tuning.h"
 #include "data/dataset.h"
 #include "data/mnist.h"
 
@@ -270,6 +271,7 @@ int Run(BenchOptions options) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  est::TuneMallocForTraining();  // as every Estimator does: the loops here train like one
   BenchOptions options;
   CLI::App app{"Input pipeline benchmark: the Fashion-MNIST pipeline alone, and training fed "
                "by it versus training on pre-built batches"};

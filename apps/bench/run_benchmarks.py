@@ -8,6 +8,8 @@ Figures (see the README's Performance section):
   scaling_cnn    2 workers: our MultiWorkerMirroredStrategy (Gloo) vs PyTorch DDP (gloo), examples/s
   scaling_mlp    the same on a 21 M-parameter MLP
   efficiency_cnn our 2-worker examples/s / (2 x our 1-worker examples/s), one thread per worker
+  ceiling_cnn    two independent 1-worker runs at once / (2 x one alone): what the machine's shared
+                 caches and memory allow efficiency_cnn before any communication
   allreduce      bus bandwidth of the bucketed all-reduce inside training vs a raw Gloo all-reduce (TCP)
   allreduce_own  the same vs our own all-reduce (shared memory between ranks on one host) outside training
   memory         peak RSS of the Estimator loop vs the hand-written loop
@@ -74,6 +76,20 @@ class Runner:
         return {"examples_per_sec": sum(r["examples_per_sec"] for r in results),
                 "allreduce": results[0].get("allreduce", {}), "peak_rss_mb": max(r["peak_rss_mb"] for r in results)}
 
+    def independent_pair(self, model, batch=64):
+        """Two single-worker runs at once, each on a CPU of its own, without communicating:
+        what the machine allows two workers before any all-reduce."""
+        command = [os.path.join(self.bin, "train_bench"), "--loop", "estimator", "--model", model,
+                   "--batch-size", str(batch)] + self.sizes(model)
+        cpus = sorted(os.sched_getaffinity(0))
+        processes = [subprocess.Popen((["taskset", "-c", str(cpus[i])] if len(cpus) >= 2 else []) + command,
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                      env=self.single_thread) for i in range(2)]
+        outputs = [process.communicate(timeout=1200)[0] for process in processes]
+        if any(process.returncode != 0 for process in processes):
+            sys.exit(f"run_benchmarks: {' '.join(command)} failed when run twice at once")
+        return sum(json_lines(output)[-1]["examples_per_sec"] for output in outputs)
+
     def ddp(self, model, workers, batch=64):
         command = [PYTHON, os.path.join(os.path.dirname(__file__), "ddp_peer.py"), "--model", model,
                    "--batch-size", str(batch), "--workers", str(workers)] + self.sizes(model)
@@ -123,12 +139,14 @@ def main():
         one = runner.ours_workers("cnn", 1)
         two = runner.ours_workers("cnn", 2)
         record("efficiency_cnn", two["examples_per_sec"] / 2, one["examples_per_sec"], "examples/s per worker")
+        record("ceiling_cnn", runner.independent_pair("cnn") / 2, one["examples_per_sec"], "examples/s per worker")
 
     peers = {"overhead": "hand-written LibTorch loop", "memory": "hand-written LibTorch loop",
              "vs_glibc_malloc": "hand-written loop, glibc's default malloc thresholds",
              "scaling_cnn": "PyTorch DDP (gloo)", "scaling_mlp": "PyTorch DDP (gloo)",
              "allreduce": "raw Gloo all-reduce (TCP)",
-             "allreduce_own": "our shared-memory all-reduce alone", "efficiency_cnn": "our 1 worker"}
+             "allreduce_own": "our shared-memory all-reduce alone", "efficiency_cnn": "our 1 worker",
+             "ceiling_cnn": "our 1 worker (ours: 2 independent 1-worker runs at once, no all-reduce)"}
     print(f"TorchEstimator benchmarks on {platform.node()}: {os.cpu_count()} cores, "
           f"{repetitions} repetition(s), medians{' (quick sizes: not a measurement)' if args.quick else ''}")
     print(f"{'figure':<16} {'ours':>12} {'peer':>12} {'ratio':>7}  unit / peer")
