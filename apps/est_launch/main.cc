@@ -5,10 +5,13 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 
 #include "apps/common/parse_flags.h"
 #include "apps/est_launch/cluster_spec.h"
+#include "apps/est_launch/cpu_affinity.h"
+#include "apps/est_launch/cpu_binding.h"
 #include "apps/est_launch/port_finder.h"
 #include "apps/est_launch/supervisor.h"
 #include "common/error.h"
@@ -24,6 +27,13 @@ in a process group of its own, with stdin from /dev/null. Each line a task write
 est-launch's stdout or stderr, prefixed with "[chief 0] ", "[worker 1] ", "[evaluator 0] ".
 Without --port, P is a port the kernel picks for a bind to port 0, such that P..P+tasks-1
 are all free when checked.
+
+With --cpu-bind auto (the default), the training tasks (chief and workers) get disjoint
+blocks of the CPUs est-launch may run on, as mpirun --bind-to core does: with C CPUs and
+T training tasks, task k gets the C/T CPUs (rounded down) from position k*(C/T) of the
+ascending list, and OMP_NUM_THREADS=C/T unless est-launch's environment sets it. The
+evaluator stays on all CPUs. With fewer CPUs than training tasks, or --cpu-bind none, no
+task is bound.
 
 When a task exits with a non-zero status or is killed by a signal, every task's process
 group gets SIGTERM; when est-launch gets SIGINT, SIGTERM or SIGHUP, it gets that signal.
@@ -41,6 +51,7 @@ struct Flags {
   int port = 0;
   std::string host = "127.0.0.1";
   double grace_secs = 10;
+  std::string cpu_bind = "auto";
   std::vector<std::string> command;
 };
 
@@ -53,6 +64,9 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->capture_default_str();
   app.add_option("--grace-secs", flags.grace_secs, "Seconds from SIGTERM to SIGKILL when tasks are stopped")
       ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
+  app.add_option("--cpu-bind", flags.cpu_bind, "auto: bind chief and workers to disjoint CPU sets; none: do not bind")
+      ->check(CLI::IsMember({"auto", "none"}))
       ->capture_default_str();
   app.add_option("command", flags.command, "The program to run for every task and its arguments (after -- when they start with -)")
       ->required();
@@ -94,6 +108,13 @@ int Run(const Flags& flags, const est_launch::ClusterLayout& layout, bool port_g
                                 : "ports " + std::to_string(cluster.first_port()) + "-" + std::to_string(cluster.last_port());
   std::fprintf(stderr, "est-launch: starting %zu task(s) on %s %s, EST_JOB_ID=%s\n", cluster.tasks().size(),
                cluster.host().c_str(), ports.c_str(), options.job_id.c_str());
+  using est_launch::CpuBindMode;
+  const CpuBindMode mode = flags.cpu_bind == "none" ? CpuBindMode::kNone : CpuBindMode::kAuto;
+  const std::vector<int> cpus = mode == CpuBindMode::kNone ? std::vector<int>{} : est_launch::AvailableCpus();
+  options.task_cpus = est_launch::PlanCpuBinding(cpus, cluster.tasks(), mode);
+  const std::string binding = est_launch::DescribeCpuBinding(options.task_cpus, cluster.tasks(), cpus.size(), mode,
+                                                             std::getenv("OMP_NUM_THREADS") != nullptr);
+  if (!binding.empty()) std::fprintf(stderr, "est-launch: %s\n", binding.c_str());
   std::fflush(stderr);
   return est_launch::RunCluster(cluster, options).exit_code;
 }

@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
+#include <map>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -105,7 +107,9 @@ class Supervisor {
 
   void StartAll() {
     tasks_.reserve(cluster_.tasks().size());
-    for (const TaskId& id : cluster_.tasks()) {
+    for (size_t i = 0; i < cluster_.tasks().size(); ++i) {
+      const TaskId& id = cluster_.tasks()[i];
+      const std::vector<int> cpus = i < options_.task_cpus.size() ? options_.task_cpus[i] : std::vector<int>{};
       const std::string prefix = "[" + id.label() + "] ";
       Task task{id,
                 -1,
@@ -113,9 +117,12 @@ class Supervisor {
                 {-1, LinePrefixer(prefix, [this](std::string_view s) { stdout_.write(s); }), &stdout_},
                 {-1, LinePrefixer(prefix, [this](std::string_view s) { stderr_.write(s); }), &stderr_}};
       try {
-        const auto environment =
-            EnvironmentWith({{"TF_CONFIG", cluster_.tf_config(id)}, {"EST_JOB_ID", options_.job_id}});
-        const TaskProcess process = SpawnTask(options_.command, environment, signals_.handled());
+        std::map<std::string, std::string> overrides{{"TF_CONFIG", cluster_.tf_config(id)},
+                                                     {"EST_JOB_ID", options_.job_id}};
+        // As torchrun does: one OpenMP thread per CPU of the task, unless the user chose.
+        if (!cpus.empty() && std::getenv("OMP_NUM_THREADS") == nullptr)
+          overrides.emplace("OMP_NUM_THREADS", std::to_string(cpus.size()));
+        const TaskProcess process = SpawnTask(options_.command, EnvironmentWith(overrides), signals_.handled(), cpus);
         task.pid = process.pid;
         task.out.fd = process.stdout_fd;
         task.err.fd = process.stderr_fd;

@@ -17,6 +17,10 @@ struct LaunchOptions {
   double grace_secs = 10;
   /// EST_JOB_ID of every task: shared within the launch, different between launches.
   std::string job_id;
+  /// The CPUs of each task, in the order of ClusterSpec::tasks() (see PlanCpuBinding); an
+  /// empty list, or no lists at all, leaves a task on est-launch's CPUs. A bound task gets
+  /// OMP_NUM_THREADS=<its number of CPUs> unless est-launch's environment sets it.
+  std::vector<std::vector<int>> task_cpus;
 };
 
 /// How a launch ended.
@@ -31,7 +35,8 @@ struct LaunchResult {
 };
 
 /// Starts `options.command` once per task of `cluster`, each in a process group of its
-/// own, with TF_CONFIG and EST_JOB_ID set and the rest of the environment inherited.
+/// own, with TF_CONFIG and EST_JOB_ID set and the rest of the environment inherited, on
+/// the CPUs of `options.task_cpus`.
 /// Every line of a task's stdout (stderr) is written to est-launch's stdout (stderr) with
 /// the prefix "[worker 1] ", whole lines at a time.
 ///

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "apps/est_launch/cpu_affinity.h"
+
 extern char** environ;
 
 namespace est_launch {
@@ -74,7 +76,7 @@ std::vector<std::string> EnvironmentWith(const std::map<std::string, std::string
 }
 
 TaskProcess SpawnTask(const std::vector<std::string>& command, const std::vector<std::string>& environment,
-                      const sigset_t& default_signals) {
+                      const sigset_t& default_signals, const std::vector<int>& cpus) {
   EST_ASSERT(!command.empty());
   Pipe out;
   Pipe err;
@@ -96,7 +98,10 @@ TaskProcess SpawnTask(const std::vector<std::string>& command, const std::vector
   std::vector<char*> argv = NullTerminated(command);
   std::vector<char*> envp = NullTerminated(environment);
   pid_t pid = -1;
-  rc = ::posix_spawnp(&pid, argv[0], &setup.actions, &setup.attributes, argv.data(), envp.data());
+  {
+    const ScopedThreadAffinity affinity(cpus);  // the child inherits this thread's CPUs
+    rc = ::posix_spawnp(&pid, argv[0], &setup.actions, &setup.attributes, argv.data(), envp.data());
+  }
   if (rc != 0) {
     const bool searched = command[0].find('/') == std::string::npos;
     throw SpawnError("cannot execute '" + command[0] + "': " + std::strerror(rc) +

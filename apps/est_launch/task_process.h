@@ -39,10 +39,11 @@ std::vector<std::string> EnvironmentWith(const std::map<std::string, std::string
 
 /// Starts `command` (searched in PATH when it has no '/') with exactly `environment`, in a
 /// new process group whose id is its pid, with stdin from /dev/null, the signals in
-/// `default_signals` at their default disposition and no signal blocked. Throws
-/// SpawnError naming the command when it cannot be executed, est::Error for other failures.
+/// `default_signals` at their default disposition and no signal blocked, bound to `cpus`
+/// (empty: the calling thread's CPUs). Throws SpawnError naming the command when it cannot
+/// be executed, est::Error for other failures (one names the CPUs it could not bind to).
 TaskProcess SpawnTask(const std::vector<std::string>& command, const std::vector<std::string>& environment,
-                      const sigset_t& default_signals);
+                      const sigset_t& default_signals, const std::vector<int>& cpus);
 
 /// "SIGTERM" for the common signals, "signal 42" for the others.
 std::string SignalName(int signal_number);

@@ -2,6 +2,7 @@
 // stopping every task when one fails or on SIGINT, SIGKILL after the grace period, errors.
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -150,6 +151,63 @@ std::string SleeperScript(int failing_after_pid_files, bool ignore_term = false)
   // Written under another name and renamed, so that a pid file is complete when it appears.
   return script + R"(sleep 60 & echo $! > "$1/tmp.$!"; mv "$1/tmp.$!" "$1/pid.$!"; )"
                   R"(echo $$ > "$1/tmp.$$"; mv "$1/tmp.$$" "$1/pid.$$"; wait)";
+}
+
+// The CPUs this process may run on, ascending: est-launch started from here gets the same.
+std::vector<int> OwnCpus() {
+  cpu_set_t set;
+  REQUIRE(::sched_getaffinity(0, sizeof(set), &set) == 0);
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  return cpus;
+}
+
+// CPUs in the kernel's list format ("0-2,5") as an ascending list.
+std::vector<int> ParseCpuList(const std::string& text) {
+  std::vector<int> cpus;
+  std::istringstream in(text);
+  for (std::string range; std::getline(in, range, ',');) {
+    const size_t dash = range.find('-');
+    const int first = std::stoi(range.substr(0, dash));
+    const int last = dash == std::string::npos ? first : std::stoi(range.substr(dash + 1));
+    for (int cpu = first; cpu <= last; ++cpu) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+// Sets an environment variable (or unsets it, for nullptr) until the end of the scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    value == nullptr ? ::unsetenv(name) : ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() { old_.empty() ? ::unsetenv(name_.c_str()) : ::setenv(name_.c_str(), old_.c_str(), 1); }
+
+ private:
+  std::string name_;
+  std::string old_;
+};
+
+// What a task of kCpuReportScript printed: the CPUs it may run on and its OMP_NUM_THREADS.
+struct CpuReport {
+  std::vector<int> cpus;
+  std::string omp;
+};
+const char* const kCpuReportScript = "grep Cpus_allowed_list /proc/self/status; echo OMP=$OMP_NUM_THREADS";
+
+std::map<std::string, CpuReport> CpuReports(const std::string& output) {
+  std::map<std::string, CpuReport> reports;
+  for (const auto& [label, lines] : ByTask(output)) {
+    REQUIRE(lines.size() == 2);
+    const std::string prefix = "Cpus_allowed_list:";
+    REQUIRE(lines[0].rfind(prefix, 0) == 0);
+    REQUIRE(lines[1].rfind("OMP=", 0) == 0);
+    reports[label] = {ParseCpuList(lines[0].substr(lines[0].find_first_not_of(" \t", prefix.size()))),
+                      lines[1].substr(4)};
+  }
+  return reports;
 }
 
 }  // namespace
@@ -318,6 +376,67 @@ TEST_CASE("est-launch stops every task when one fails or when interrupted", "[la
   }
 }
 
+TEST_CASE("est-launch binds chief and workers to disjoint CPUs, as mpirun --bind-to core does", "[launch]") {
+  const std::vector<int> all = OwnCpus();
+  REQUIRE(!all.empty());
+  // The rule of --cpu-bind auto for 2 workers: blocks of floor(CPUs / 2), none below 2 CPUs.
+  const size_t block = all.size() / 2;
+  const std::vector<int> first(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(block));
+  const std::vector<int> second(all.begin() + static_cast<std::ptrdiff_t>(block),
+                                all.begin() + static_cast<std::ptrdiff_t>(2 * block));
+  INFO("CPUs of the test: " << all.size());
+
+  SECTION("auto, the default: workers on disjoint blocks with OMP_NUM_THREADS, the evaluator on all CPUs") {
+    const ScopedEnv omp("OMP_NUM_THREADS", nullptr);
+    LaunchRun run = RunLaunch({"--workers", "2", "--evaluator", "--", "sh", "-c", kCpuReportScript}, "launch_cpu_bind");
+    INFO(run.out << run.err);
+    REQUIRE(run.exit_code == 0);
+    const auto reports = CpuReports(run.out);
+    REQUIRE(reports.size() == 3);
+    if (block > 0) {
+      CHECK(reports.at("worker 0").cpus == first);
+      CHECK(reports.at("worker 1").cpus == second);
+      CHECK(reports.at("worker 0").omp == std::to_string(block));
+      CHECK(reports.at("worker 1").omp == std::to_string(block));
+      CHECK(Contains(run.err, "est-launch: binding worker 0 to CPU"));
+    } else {  // one CPU for two workers: oversubscribed, nothing bound
+      for (const char* worker : {"worker 0", "worker 1"}) {
+        CHECK(reports.at(worker).cpus == all);
+        CHECK(reports.at(worker).omp.empty());
+      }
+      CHECK(Contains(run.err, "est-launch: not binding tasks to CPUs: 2 training task(s) but only 1 CPU(s)"));
+    }
+    CHECK(reports.at("evaluator 0").cpus == all);
+    CHECK(reports.at("evaluator 0").omp.empty());
+  }
+  SECTION("--cpu-bind none: every task on all CPUs, OMP_NUM_THREADS left unset") {
+    const ScopedEnv omp("OMP_NUM_THREADS", nullptr);
+    LaunchRun run = RunLaunch({"--workers", "2", "--cpu-bind", "none", "--", "sh", "-c", kCpuReportScript},
+                              "launch_cpu_bind_none");
+    INFO(run.out << run.err);
+    REQUIRE(run.exit_code == 0);
+    const auto reports = CpuReports(run.out);
+    REQUIRE(reports.size() == 2);
+    for (const auto& [label, report] : reports) {
+      INFO(label);
+      CHECK(report.cpus == all);
+      CHECK(report.omp.empty());
+    }
+    CHECK_FALSE(Contains(run.err, "binding"));
+  }
+  SECTION("OMP_NUM_THREADS set by the user is kept") {
+    const ScopedEnv omp("OMP_NUM_THREADS", "3");
+    LaunchRun run = RunLaunch({"--workers", "2", "--", "sh", "-c", kCpuReportScript}, "launch_cpu_bind_omp");
+    INFO(run.out << run.err);
+    REQUIRE(run.exit_code == 0);
+    const auto reports = CpuReports(run.out);
+    REQUIRE(reports.size() == 2);
+    CHECK(reports.at("worker 0").cpus == (block > 0 ? first : all));
+    CHECK(reports.at("worker 1").cpus == (block > 0 ? second : all));
+    for (const auto& [label, report] : reports) CHECK(report.omp == "3");
+  }
+}
+
 TEST_CASE("est-launch rejects bad flags and commands it cannot run with one clear line", "[launch]") {
   SECTION("bad flags: one line, exit status 2") {
     const std::vector<std::vector<std::string>> bad_flags = {
@@ -332,6 +451,7 @@ TEST_CASE("est-launch rejects bad flags and commands it cannot run with one clea
         {"--workers", "1", "--grace-secs", "-1", "--", "true"},
         {"--workers", "1", "--host", "203.0.113.7", "--", "true"},
         {"--workers", "1", "--no-such-flag", "--", "true"},
+        {"--workers", "1", "--cpu-bind", "sometimes", "--", "true"},
     };
     for (const auto& args : bad_flags) {
       std::string joined;
@@ -343,10 +463,13 @@ TEST_CASE("est-launch rejects bad flags and commands it cannot run with one clea
       CHECK(Lines(run.err).size() == 1);
       CHECK(run.err.rfind("est-launch: error: ", 0) == 0);
     }
+    LaunchRun bad_bind = RunLaunch({"--workers", "1", "--cpu-bind", "sometimes", "--", "true"}, "launch_flags");
+    CHECK(Contains(bad_bind.err, "--cpu-bind"));
     LaunchRun help = RunLaunch({"--help"}, "launch_help");
     CHECK(help.exit_code == 0);
     CHECK(Contains(help.out, "--grace-secs"));
     CHECK(Contains(help.out, "TF_CONFIG"));
+    CHECK(Contains(help.out, "--cpu-bind"));
   }
   SECTION("a command that is not found or not executable") {
     LaunchRun missing = RunLaunch({"--workers", "2", "--", "est-launch-no-such-command", "--flag"}, "launch_missing");
