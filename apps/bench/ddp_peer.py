@@ -2,7 +2,7 @@
 optimizer, trained with DDP over the gloo backend on `--workers` local processes.
 Prints one JSON line like train_bench's (examples_per_sec summed over workers).
 
-usage: ddp_peer.py --model cnn|mlp --batch-size B --steps N --warmup W --workers K
+usage: ddp_peer.py --model cnn|mlp --batch-size B --steps N --warmup W --workers K [--pin]
 """
 
 import argparse
@@ -52,6 +52,11 @@ def make_batches(name, batch_size, count):
 
 
 def worker(rank, args, port, results):
+    if args.pin:  # as est-launch --cpu-bind auto binds our workers: one block of CPUs each
+        cpus = sorted(os.sched_getaffinity(0))
+        block = len(cpus) // args.workers
+        if block > 0:
+            os.sched_setaffinity(0, cpus[rank * block:(rank + 1) * block])
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     dist.init_process_group("gloo", rank=rank, world_size=args.workers)
@@ -88,6 +93,7 @@ def main():
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--pin", action="store_true", help="bind each worker to its own block of CPUs")
     args = parser.parse_args()
     context = mp.get_context("spawn")
     results = context.Queue()

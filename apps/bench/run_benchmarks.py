@@ -7,6 +7,7 @@ Figures (see the README's Performance section):
   overhead       est-train's Estimator loop vs a hand-written LibTorch loop (Fashion-MNIST CNN, batch 64)
   scaling_cnn    2 workers: our MultiWorkerMirroredStrategy (Gloo) vs PyTorch DDP (gloo), examples/s
   scaling_mlp    the same on a 21 M-parameter MLP
+  scaling_*_pinned_ddp  the same against DDP workers bound to CPUs as est-launch binds ours
   efficiency_cnn our 2-worker examples/s / (2 x our 1-worker examples/s), one thread per worker
   ceiling_cnn    two independent 1-worker runs at once / (2 x one alone): what the machine's shared
                  caches and memory allow efficiency_cnn before any communication
@@ -90,9 +91,9 @@ class Runner:
             sys.exit(f"run_benchmarks: {' '.join(command)} failed when run twice at once")
         return sum(json_lines(output)[-1]["examples_per_sec"] for output in outputs)
 
-    def ddp(self, model, workers, batch=64):
+    def ddp(self, model, workers, batch=64, pin=False):
         command = [PYTHON, os.path.join(os.path.dirname(__file__), "ddp_peer.py"), "--model", model,
-                   "--batch-size", str(batch), "--workers", str(workers)] + self.sizes(model)
+                   "--batch-size", str(batch), "--workers", str(workers)] + self.sizes(model) + (["--pin"] if pin else [])
         return json_lines(run(command, self.peer_single_thread))[-1]
 
     def raw_allreduce(self, num_bytes, calls, transport):
@@ -129,6 +130,8 @@ def main():
             ours = runner.ours_workers(model, 2)
             peer = runner.ddp(model, 2)
             record(f"scaling_{model}", ours["examples_per_sec"], peer["examples_per_sec"], "examples/s")
+            pinned = runner.ddp(model, 2, pin=True)
+            record(f"scaling_{model}_pinned_ddp", ours["examples_per_sec"], pinned["examples_per_sec"], "examples/s")
             if model == "mlp" and ours["allreduce"].get("calls"):
                 stats = ours["allreduce"]
                 per_call = stats["bytes"] // stats["calls"]
@@ -144,6 +147,8 @@ def main():
     peers = {"overhead": "hand-written LibTorch loop", "memory": "hand-written LibTorch loop",
              "vs_glibc_malloc": "hand-written loop, glibc's default malloc thresholds",
              "scaling_cnn": "PyTorch DDP (gloo)", "scaling_mlp": "PyTorch DDP (gloo)",
+             "scaling_cnn_pinned_ddp": "PyTorch DDP, each worker bound to its own CPU as ours",
+             "scaling_mlp_pinned_ddp": "PyTorch DDP, each worker bound to its own CPU as ours",
              "allreduce": "raw Gloo all-reduce (TCP)",
              "allreduce_own": "our shared-memory all-reduce alone", "efficiency_cnn": "our 1 worker",
              "ceiling_cnn": "our 1 worker (ours: 2 independent 1-worker runs at once, no all-reduce)"}
