@@ -194,17 +194,18 @@ void GradientReducer::finish() {
   }
   changed_.notify_all();
   lock.unlock();
-  for (auto& bucket : buckets_) bucket.buffer.div_(divisor_);
+  // The sums become averages as they are written into .grad: one pass over the gradients.
   for (size_t k = 0; k < parameters_.size(); ++k) {
     const Slot& slot = slots_[k];
-    at::Tensor average = buckets_[slot.bucket].buffer.narrow(0, slot.offset, slot.numel).view(parameters_[k].sizes());
+    const at::Tensor sum = buckets_[slot.bucket].buffer.narrow(0, slot.offset, slot.numel).view(parameters_[k].sizes());
     at::Tensor& grad = parameters_[k].mutable_grad();
-    if (grad.defined()) {
-      grad.copy_(average);
+    if (grad.defined() && grad.is_contiguous() && grad.scalar_type() == sum.scalar_type()) {
+      at::div_out(grad, sum, divisor_);
     } else {
-      grad = average.clone();
+      grad = sum.div(divisor_);
     }
   }
+  if (extras_numel_ > 0) extras().div_(divisor_);
 }
 
 }  // namespace est::distribute

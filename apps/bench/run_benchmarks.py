@@ -63,7 +63,8 @@ class Runner:
     def sizes(self, model):
         if self.quick:
             return ["--steps", "3", "--warmup", "1"]
-        return ["--steps", "150" if model == "cnn" else "20", "--warmup", "10" if model == "cnn" else "3"]
+        # About 6 s a CNN run: shorter runs vary by several percent from run to run.
+        return ["--steps", "600" if model == "cnn" else "20", "--warmup", "20" if model == "cnn" else "3"]
 
     def train_bench(self, loop, model, batch=64, env=None):
         command = [os.path.join(self.bin, "train_bench"), "--loop", loop, "--model", model, "--batch-size", str(batch)]
