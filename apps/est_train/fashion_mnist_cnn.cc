@@ -40,6 +40,7 @@ ModelRecipe FashionMnistCnn(const std::string& data_dir, int64_t batch_size, uin
     options.shard_index = input.input_pipeline_id();
     options.batch_size = input.per_replica_batch_size(batch_size);
     options.shuffle_seed = shuffle_seed;
+    options.num_parallel_calls = est::data::kAutotune;  // input_pipeline_bench: closest to pre-built batches
     return est_apps::FashionMnistPipeline(source, options);
   };
   return ModelRecipe{ModelFn, input_fn};
