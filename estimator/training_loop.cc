@@ -230,8 +230,8 @@ class TrainingSession : public Session {
                                    at::scalar_tensor(local_input_ended ? scale : 0.0, at::kFloat)}));
     });
     reducer_->finish();
-    const at::Tensor extras = reducer_->extras();
-    spec.loss = extras[0].to(spec.loss.scalar_type());
+    const at::Tensor extras = reducer_->extras();  // a view of the reducer's buffer: copy out
+    spec.loss = extras[0].to(spec.loss.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
     input_ended = extras[1].item<float>() > 0;
     if (!spec.summaries.empty()) {
       std::vector<std::vector<at::Tensor>> summaries(1);
