@@ -1,7 +1,9 @@
-// The Gloo collective with ranks as threads of this process, over an in-memory store and
-// Gloo's TCP transport on loopback.
+// The Gloo collective with ranks as threads of this process, over an in-memory store:
+// all-reduce through shared memory (the ranks share this host) unless turned off, every
+// other operation over Gloo's TCP transport on loopback.
 
 #include <ATen/ATen.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <atomic>
@@ -318,19 +320,22 @@ TEST_CASE("Gloo allreduce gives the same exact sums through shared memory and ov
 }
 
 TEST_CASE("the shared-memory all-reduce leaves nothing in /dev/shm and names disagreeing ranks", "[distribute]") {
-  auto segments = [] {
+  // Segments this process made (their names carry the creator's pid): tests running in
+  // parallel make their own.
+  auto segments = [prefix = "est-allreduce-" + std::to_string(::getpid()) + "-"] {
     int count = 0;
     for (const auto& entry : std::filesystem::directory_iterator("/dev/shm"))
-      count += entry.path().filename().string().rfind("est-allreduce-", 0) == 0;
+      count += entry.path().filename().string().rfind(prefix, 0) == 0;
     return count;
   };
   const int before = segments();
+  REQUIRE(before == 0);
   auto store = CreateInMemoryStore();
   std::vector<std::exception_ptr> errors(2);
   est::testing::RunRanks<int>(2, [&](int rank) {
     auto collective = CreateGlooCollective(store, rank, 2, WithTimeout(5s));
-    collective->barrier();        // both have connected, so rank 0 has removed the name
-    CHECK(segments() == before);  // while the segment is still in use
+    collective->barrier();   // both have connected, so rank 0 has removed the name
+    CHECK(segments() == 0);  // while the segment is still in use
     at::Tensor tensor = at::ones({rank == 0 ? 10 : 12});
     try {
       collective->allreduce(tensor, ReduceOp::kSum);
@@ -345,5 +350,5 @@ TEST_CASE("the shared-memory all-reduce leaves nothing in /dev/shm and names dis
                          MessageMatches(Catch::Contains("rank " + std::to_string(1 - rank) + " reduces a chunk of " +
                                                         std::to_string(rank == 0 ? 12 : 10) + " elements")));
   }
-  CHECK(segments() == before);
+  CHECK(segments() == 0);
 }
