@@ -7,6 +7,7 @@
 #include "estimator/estimator.h"
 #include "estimator/metrics/mean_squared_error.h"
 #include "estimator/summary/event_reader.h"
+#include "tests/estimator/test_models.h"
 #include "tests/test_util.h"
 
 #include <catch2/catch.hpp>
@@ -44,17 +45,6 @@ RunConfig Config(std::shared_ptr<distribute::Strategy> strategy) {
   return config;
 }
 
-double MaxRelativeDifference(const Estimator& a, const Estimator& b) {
-  double worst = 0;
-  for (const auto& name : a.get_variable_names()) {
-    if (name == "global_step") continue;
-    auto x = a.get_variable_value(name).to(torch::kDouble);
-    auto y = b.get_variable_value(name).to(torch::kDouble);
-    worst = std::max(worst, ((x - y).abs().max() / (x.abs().max() + 1e-12)).item<double>());
-  }
-  return worst;
-}
-
 }  // namespace
 
 TEST_CASE("MirroredStrategy with 2 CPU replicas equals 1 replica with the same global batch", "[distribute][estimator]") {
@@ -68,7 +58,7 @@ TEST_CASE("MirroredStrategy with 2 CPU replicas equals 1 replica with the same g
   mirrored.train(Input, TrainOptions().max_steps(20));
 
   CHECK(mirrored.get_variable_value("global_step").item<int64_t>() == 20);
-  CHECK(MaxRelativeDifference(single, mirrored) <= 1e-5);
+  CHECK(est::testing::MaxRelativeDifference(single, mirrored) <= 1e-5);
 
   // The logged loss is the mean over replicas: the same curve as one replica's.
   auto losses = [](const std::string& dir) {

@@ -13,6 +13,7 @@
 #include "estimator/estimator.h"
 #include "estimator/metrics/mean_squared_error.h"
 #include "estimator/summary/event_reader.h"
+#include "tests/estimator/test_models.h"
 #include "tests/test_util.h"
 
 #include <catch2/catch.hpp>
@@ -55,16 +56,6 @@ data::Dataset InputOfBatch(Mode mode, const distribute::InputContext& input, int
 }
 
 data::Dataset Input(Mode mode, const distribute::InputContext& input) { return InputOfBatch(mode, input, 32); }
-
-// Max relative difference of every variable of two model_dirs' latest checkpoints.
-void CheckSameVariables(const Estimator& expected, const Estimator& actual, double tolerance) {
-  for (const auto& name : expected.get_variable_names()) {
-    INFO(name);
-    auto a = expected.get_variable_value(name).to(torch::kDouble);
-    auto b = actual.get_variable_value(name).to(torch::kDouble);
-    CHECK(((a - b).abs().max() / (a.abs().max() + 1e-12)).item<double>() <= tolerance);
-  }
-}
 
 RunConfig Config(std::shared_ptr<distribute::Strategy> strategy) {
   RunConfig config;
@@ -115,7 +106,7 @@ TEST_CASE("2 workers x batch B train like 1 worker x batch 2B; only the chief wr
 
   Estimator trained(SgdRegression, shared_dir, Config(nullptr));
   CHECK(trained.get_variable_value("global_step").item<int64_t>() == 30);
-  CheckSameVariables(single, trained, 1e-5);
+  CHECK(est::testing::MaxRelativeDifference(single, trained) <= 1e-5);
   // One writer: one event file, checkpoints at 10, 20, 30, and evaluation results written once.
   CHECK(ListEventFiles(shared_dir).size() == 1);
   CHECK(ListEventFiles(shared_dir + "/eval").size() == 1);
@@ -166,7 +157,7 @@ TEST_CASE("gradient accumulation: 2 workers x 2 micro-batches of 8 train like 1 
   Estimator local(SgdRegression, local_dir, local_config);
   local.train(micro_batches_of_16, TrainOptions().max_steps(30));
   CHECK(local.get_variable_value("global_step").item<int64_t>() == 30);
-  CheckSameVariables(single, local, 1e-5);
+  CHECK(est::testing::MaxRelativeDifference(single, local) <= 1e-5);
 
   const std::string shared_dir = est::testing::FreshTempDir("accumulate_shared").string();
   RunWorkers(2, [&](int, std::shared_ptr<distribute::Strategy> strategy) {
@@ -177,7 +168,7 @@ TEST_CASE("gradient accumulation: 2 workers x 2 micro-batches of 8 train like 1 
   });
   Estimator trained(SgdRegression, shared_dir, Config(nullptr));
   CHECK(trained.get_variable_value("global_step").item<int64_t>() == 30);
-  CheckSameVariables(single, trained, 1e-5);
+  CHECK(est::testing::MaxRelativeDifference(single, trained) <= 1e-5);
 }
 
 TEST_CASE("when one worker's input ends first, every worker stops after the same step", "[distribute][estimator][multiprocess]") {

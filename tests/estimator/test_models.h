@@ -3,12 +3,28 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+
 #include "data/dataset.h"
+#include "estimator/estimator.h"
 #include "estimator/estimator_spec.h"
 #include "estimator/metrics/mean_squared_error.h"
 #include "estimator/model_context.h"
 
 namespace est::testing {
+
+/// The largest relative difference (max |a − b| / max |a|) over the variables of two
+/// Estimators' latest checkpoints, global_step left out.
+inline double MaxRelativeDifference(const Estimator& a, const Estimator& b) {
+  double worst = 0;
+  for (const auto& name : a.get_variable_names()) {
+    if (name == "global_step") continue;
+    auto x = a.get_variable_value(name).to(torch::kDouble);
+    auto y = b.get_variable_value(name).to(torch::kDouble);
+    worst = std::max(worst, ((x - y).abs().max() / (x.abs().max() + 1e-12)).item<double>());
+  }
+  return worst;
+}
 
 /// y = 3·x0 − 2·x1 + 0.5 + noise-free, 64 examples with fixed x.
 inline data::Dataset RegressionData(int64_t batch_size, bool repeat, std::optional<uint64_t> shuffle_seed = 7) {
