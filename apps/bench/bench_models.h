@@ -13,9 +13,6 @@
 
 namespace est_bench {
 
-/// Where Debian's dataset-fashion-mnist installs the IDX files.
-inline const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
-
 /// est-train's Fashion-MNIST CNN (Conv 32×3×3, max-pool, dense 64, dense 10).
 inline torch::nn::Sequential MakeCnn() { return torch::nn::Sequential(est_apps::FashionMnistCnn()); }
 
@@ -39,7 +36,7 @@ inline std::pair<torch::Tensor, torch::Tensor> MakeBatches(const std::string& mo
                                                            int64_t count) {
   const int64_t examples = batch_size * count;
   if (model == "cnn") {
-    const std::string dir = kFashionMnistDir;
+    const std::string dir = est_apps::kFashionMnistDir;
     torch::Tensor images = est::data::ReadIdx(dir + "/train-images-idx3-ubyte.gz");
     torch::Tensor labels = est::data::ReadIdx(dir + "/train-labels-idx1-ubyte.gz");
     TORCH_CHECK(images.size(0) >= examples, "the benchmark needs ", examples, " Fashion-MNIST images, ", dir,

@@ -37,7 +37,7 @@ constexpr uint64_t kShuffleSeed = 42;
 
 /// What the command line chose.
 struct BenchOptions {
-  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  std::string data_dir = est_apps::kFashionMnistDir;
   int64_t batches = 200;
   int repetitions = 5;
   bool quick = false;

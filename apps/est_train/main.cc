@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "apps/common/fashion_mnist_cnn.h"
 #include "apps/common/parse_flags.h"
 #include "apps/est_train/models.h"
 #include "common/error.h"
@@ -21,7 +22,7 @@ namespace {
 struct Flags {
   std::string model = "fashion_mnist_cnn";
   std::string model_dir;
-  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  std::string data_dir = est_apps::kFashionMnistDir;
   int64_t max_steps = 2000;
   int64_t batch_size = 64;
   double learning_rate = 0;
