@@ -10,4 +10,6 @@ Dataset::Dataset(std::shared_ptr<const DatasetNode> node) : node_(std::move(node
 
 std::unique_ptr<Iterator> Dataset::make_iterator() const { return node_->make_iterator(); }
 
+int64_t Dataset::cardinality() const { return node_->cardinality(); }
+
 }  // namespace est::data

@@ -17,14 +17,29 @@ class DatasetNode;
 /// the number is fixed when the Dataset is built, not tuned while it runs.
 inline constexpr int64_t kAutotune = -1;
 
+/// Dataset::cardinality of a pipeline that never ends (repeat() of a non-empty input).
+inline constexpr int64_t kInfiniteCardinality = -1;
+/// Dataset::cardinality of a pipeline whose length only iterating tells (a filter, a
+/// FromGenerator source).
+inline constexpr int64_t kUnknownCardinality = -2;
+
 /// An immutable description of an input pipeline: a source followed by transformations.
 /// Cheap to copy (copies share the pipeline); every transformation returns a new Dataset
 /// and leaves this one unchanged. Iterate with make_iterator(). Semantics follow tf.data.
 ///
 /// Determinism: a pipeline built afresh from the same code and seeds yields the same
 /// sequence on every run, so a consumer can restore a position by building the Dataset
-/// again and calling next() N times on a fresh iterator. The exception is an unseeded
-/// shuffle, which draws its seed from std::random_device.
+/// again and calling skip(N) on a fresh iterator. The exception is an unseeded shuffle,
+/// which draws its seed from std::random_device.
+///
+/// Skipping: Iterator::skip moves past elements without making them where it can, so a
+/// restored position costs little more than the elements it still needs: a FromTensors
+/// source, batch, take, skip, shard, a read from a filled cache, and repeat move by
+/// arithmetic; map moves its input without calling the function (map functions are
+/// taken to be pure); shuffle over an input of known cardinality replays its random draws
+/// on element numbers and then reads only the input elements still in its buffer (at
+/// most a few buffer sizes back). filter, a cache being filled, and FromGenerator
+/// sources (unless their iterator overrides skip) make and drop the elements.
 class Dataset {
  public:
   /// One element per index of dim 0 of every tensor (features and labels, when defined):
@@ -100,6 +115,11 @@ class Dataset {
 
   /// A fresh iterator from the first element.
   std::unique_ptr<Iterator> make_iterator() const;
+
+  /// The number of elements an iterator yields, as tf.data's cardinality():
+  /// kInfiniteCardinality for an endless pipeline, kUnknownCardinality where only
+  /// iterating tells (after a filter or a FromGenerator source).
+  int64_t cardinality() const;
 
  private:
   explicit Dataset(std::shared_ptr<const DatasetNode> node);

@@ -2,6 +2,7 @@
 /// Internal: one stage of a Dataset pipeline. Each source or transformation (data/sources,
 /// data/ops) implements a node; a Dataset is a shared pointer to its last node.
 
+#include <cstdint>
 #include <memory>
 
 #include "data/element.h"
@@ -18,6 +19,9 @@ class DatasetNode : public std::enable_shared_from_this<DatasetNode> {
   virtual ~DatasetNode() = default;
   /// A fresh iterator from the first element.
   virtual std::unique_ptr<Iterator> make_iterator() const = 0;
+  /// The number of elements each iterator yields, kInfiniteCardinality or
+  /// kUnknownCardinality (data/dataset.h).
+  virtual int64_t cardinality() const = 0;
   /// For a FromTensors source: the tensors whose dim-0 slices are its elements, in order,
   /// so that batch can copy a run of slices at once. nullptr for every other node.
   virtual const Element* sliced_tensors() const { return nullptr; }

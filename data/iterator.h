@@ -1,6 +1,7 @@
 #pragma once
 /// The pull interface every stage of an input pipeline implements.
 
+#include <cstdint>
 #include <optional>
 
 #include "data/element.h"
@@ -16,6 +17,19 @@ class Iterator {
   /// Dataset keep returning std::nullopt after the end and never call an input iterator
   /// again once it has returned std::nullopt, so a user-written iterator need not.
   virtual std::optional<Element> next() = 0;
+
+  /// Moves past up to `count` elements, to where `count` calls of next() would leave the
+  /// iterator, and returns how many it moved past: fewer than `count` only at the end of
+  /// the input, after which next() returns std::nullopt (and the Dataset iterators never
+  /// call an input iterator again once its skip() came up short). This default calls
+  /// next(); the Dataset iterators move past elements without making them wherever the
+  /// pipeline allows (see Dataset::Iterator skipping in dataset.h), which is how a
+  /// restored training job returns to its input position quickly.
+  virtual int64_t skip(int64_t count) {
+    int64_t skipped = 0;
+    while (skipped < count && next()) ++skipped;
+    return skipped;
+  }
 };
 
 }  // namespace est::data

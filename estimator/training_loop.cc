@@ -4,6 +4,7 @@
 #include <torch/optim/optimizer.h>
 #include <torch/utils.h>
 
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <set>
@@ -122,9 +123,10 @@ class TrainingSession : public Session {
     data::Dataset dataset = input_fn(Mode::kTrain, strategy_.input_context());
     auto iterator = dataset.make_iterator();
     if (skip_batches > 0) {
-      Log().info("Continuing the input where checkpoint step {} left it: skipping {} batches", start_step,
-                 skip_batches);
-      for (int64_t i = 0; i < skip_batches && iterator->next(); ++i) ++input_position_;
+      const auto started = std::chrono::steady_clock::now();
+      input_position_ = iterator->skip(skip_batches);
+      Log().info("Continued the input where checkpoint step {} left it: skipped {} batches in {:.3f} s", start_step,
+                 input_position_, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     }
     for (auto& hook : hooks) hook->begin();
     for (auto& hook : hooks) hook->after_create_session(*this);

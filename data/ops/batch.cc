@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "data/dataset.h"
 #include "data/dataset_node.h"
+#include "data/ops/saturating.h"
 #include "data/ops/slice_batch_iterator.h"
 #include "data/ops/stack_tensors.h"
 
@@ -99,6 +100,13 @@ class BatchNode : public DatasetNode {
     return std::make_unique<BatchIterator>(input_->make_iterator(), batch_size_, drop_remainder_);
   }
 
+  int64_t cardinality() const override {
+    const int64_t elements = input_->cardinality();
+    if (elements < 0) return elements;
+    const auto batch_size = static_cast<int64_t>(batch_size_);
+    return elements / batch_size + (!drop_remainder_ && elements % batch_size != 0 ? 1 : 0);
+  }
+
  private:
   class BatchIterator : public Iterator {
    public:
@@ -120,6 +128,18 @@ class BatchNode : public DatasetNode {
       if (elements.empty() || (drop_remainder_ && elements.size() < batch_size_))
         return std::nullopt;
       return Stack(elements);
+    }
+
+    /// Skips the input's elements of whole batches; stacks nothing.
+    int64_t skip(int64_t count) override {
+      if (!input_) return 0;
+      const auto batch_size = static_cast<int64_t>(batch_size_);
+      const int64_t wanted = SaturatingProduct(count, batch_size);
+      const int64_t skipped = input_->skip(wanted);
+      if (skipped == wanted) return count;
+      input_.reset();
+      const bool partial = skipped % batch_size != 0 && !drop_remainder_;
+      return skipped / batch_size + (partial ? 1 : 0);
     }
 
    private:

@@ -1,5 +1,7 @@
 // Dataset::cache: keeps the elements of the first complete pass in memory.
 
+#include <algorithm>
+#include <cstdint>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -21,6 +23,8 @@ class CacheNode : public DatasetNode {
     return std::make_unique<FillIterator>(self<CacheNode>(), input_->make_iterator());
   }
 
+  int64_t cardinality() const override { return input_->cardinality(); }
+
  private:
   /// Yields the cached elements.
   class ReadIterator : public Iterator {
@@ -31,6 +35,12 @@ class CacheNode : public DatasetNode {
     std::optional<Element> next() override {
       if (index_ >= elements_->size()) return std::nullopt;
       return (*elements_)[index_++];
+    }
+
+    int64_t skip(int64_t count) override {
+      const auto skipped = std::clamp<int64_t>(static_cast<int64_t>(elements_->size() - index_), 0, count);
+      index_ += static_cast<size_t>(skipped);
+      return skipped;
     }
 
    private:

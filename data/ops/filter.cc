@@ -19,6 +19,10 @@ class FilterNode : public DatasetNode {
     return std::make_unique<FilterIterator>(self<FilterNode>(), input_->make_iterator());
   }
 
+  int64_t cardinality() const override {
+    return input_->cardinality() == 0 ? 0 : kUnknownCardinality;
+  }
+
  private:
   class FilterIterator : public Iterator {
    public:

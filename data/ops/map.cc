@@ -31,6 +31,8 @@ class MapNode : public DatasetNode {
                                                  kSlotsPerCall * num_parallel_calls_);
   }
 
+  int64_t cardinality() const override { return input_->cardinality(); }
+
  private:
   /// Calls the function on the consumer's thread.
   class MapIterator : public Iterator {
@@ -46,6 +48,14 @@ class MapNode : public DatasetNode {
         return std::nullopt;
       }
       return (*fn_)(std::move(*element));
+    }
+
+    /// Skips input elements without calling the function on them.
+    int64_t skip(int64_t count) override {
+      if (!input_) return 0;
+      const int64_t skipped = input_->skip(count);
+      if (skipped < count) input_.reset();
+      return skipped;
     }
 
    private:

@@ -66,6 +66,24 @@ std::optional<Element> ParallelMapIterator::next() {
   return output;
 }
 
+int64_t ParallelMapIterator::skip(int64_t count) {
+  int64_t skipped = 0;
+  for (; skipped < count && read_ > consumed_; ++skipped) {
+    try {
+      next();
+    } catch (...) {  // NOLINT(bugprone-empty-catch): a skipped element's error goes with it
+    }
+  }
+  if (skipped == count) return skipped;
+  if (!input_) {
+    if (input_error_) std::rethrow_exception(input_error_);
+    return skipped;
+  }
+  const int64_t from_input = input_->skip(count - skipped);
+  if (from_input < count - skipped) input_.reset();
+  return skipped + from_input;
+}
+
 void ParallelMapIterator::fill() {
   const uint64_t first = read_;
   while (input_ && read_ - consumed_ < slots_.size()) {

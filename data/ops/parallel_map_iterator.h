@@ -44,6 +44,9 @@ class ParallelMapIterator : public Iterator {
   ParallelMapIterator& operator=(const ParallelMapIterator&) = delete;
 
   std::optional<Element> next() override;
+  /// Takes the elements already read through the function (an error of theirs is
+  /// dropped with them), then skips on the input without calling the function.
+  int64_t skip(int64_t count) override;
 
  private:
   /// One input element on its way through a worker; element n lives in slots_[n % size].

@@ -15,15 +15,15 @@ namespace est::data {
 namespace {
 
 /// Owns a producer thread that moves the input's elements into a queue of at most
-/// `capacity` elements; next() takes them out. The destructor stops and joins it.
+/// `capacity` elements; next() takes them out. The first next() starts the thread, and
+/// the destructor stops and joins it.
 class PrefetchIterator : public Iterator {
  public:
   PrefetchIterator(std::unique_ptr<Iterator> input, size_t capacity)
-      : input_(std::move(input)), capacity_(capacity) {
-    producer_ = std::thread([this] { produce(); });
-  }
+      : input_(std::move(input)), capacity_(capacity) {}
 
   ~PrefetchIterator() override {
+    if (!producer_.joinable()) return;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stopping_ = true;
@@ -36,6 +36,7 @@ class PrefetchIterator : public Iterator {
   PrefetchIterator& operator=(const PrefetchIterator&) = delete;
 
   std::optional<Element> next() override {
+    if (!producer_.joinable() && !input_ended_) producer_ = std::thread([this] { produce(); });
     std::unique_lock<std::mutex> lock(mutex_);
     changed_.wait(lock, [this] { return !queue_.empty() || input_ended_; });
     if (queue_.empty()) {
@@ -47,6 +48,19 @@ class PrefetchIterator : public Iterator {
     lock.unlock();
     changed_.notify_all();
     return element;
+  }
+
+  /// Before the first next(), skips on the input directly (nothing was read ahead yet);
+  /// afterwards takes the elements from the queue.
+  int64_t skip(int64_t count) override {
+    if (producer_.joinable()) return Iterator::skip(count);
+    if (!input_) return 0;
+    const int64_t skipped = input_->skip(count);
+    if (skipped < count) {
+      input_.reset();
+      input_ended_ = true;
+    }
+    return skipped;
   }
 
  private:
@@ -99,6 +113,8 @@ class PrefetchNode : public DatasetNode {
   std::unique_ptr<Iterator> make_iterator() const override {
     return std::make_unique<PrefetchIterator>(input_->make_iterator(), buffer_size_);
   }
+
+  int64_t cardinality() const override { return input_->cardinality(); }
 
  private:
   std::shared_ptr<const DatasetNode> input_;

@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "data/dataset.h"
 #include "data/dataset_node.h"
+#include "data/ops/saturating.h"
 
 namespace est::data {
 namespace {
@@ -16,6 +17,12 @@ class ShardNode : public DatasetNode {
 
   std::unique_ptr<Iterator> make_iterator() const override {
     return std::make_unique<ShardIterator>(input_->make_iterator(), num_shards_, index_);
+  }
+
+  int64_t cardinality() const override {
+    const int64_t elements = input_->cardinality();
+    if (elements < 0) return elements;
+    return elements > index_ ? (elements - index_ - 1) / num_shards_ + 1 : 0;
   }
 
  private:
@@ -39,6 +46,19 @@ class ShardNode : public DatasetNode {
       }
       to_skip_ = num_shards_ - 1;
       return element;
+    }
+
+    /// Skips the input's elements up to and including this shard's count-th next one.
+    int64_t skip(int64_t count) override {
+      if (!input_ || count == 0) return 0;
+      const int64_t wanted = SaturatingSum(to_skip_, SaturatingSum(SaturatingProduct(count - 1, num_shards_), 1));
+      const int64_t skipped = input_->skip(wanted);
+      if (skipped == wanted) {
+        to_skip_ = num_shards_ - 1;
+        return count;
+      }
+      input_.reset();
+      return skipped > to_skip_ ? (skipped - to_skip_ - 1) / num_shards_ + 1 : 0;
     }
 
    private:

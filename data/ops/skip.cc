@@ -1,10 +1,13 @@
 // Dataset::skip: drops the first elements of the input.
 
+#include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "common/error.h"
 #include "data/dataset.h"
 #include "data/dataset_node.h"
+#include "data/ops/saturating.h"
 
 namespace est::data {
 namespace {
@@ -16,6 +19,12 @@ class SkipNode : public DatasetNode {
 
   std::unique_ptr<Iterator> make_iterator() const override {
     return std::make_unique<SkipIterator>(input_->make_iterator(), count_);
+  }
+
+  int64_t cardinality() const override {
+    const int64_t elements = input_->cardinality();
+    if (count_ < 0) return elements == kInfiniteCardinality ? kUnknownCardinality : 0;  // never ends, or nothing
+    return elements < 0 ? elements : std::max<int64_t>(elements - count_, 0);
   }
 
  private:
@@ -36,6 +45,18 @@ class SkipNode : public DatasetNode {
       auto element = input_->next();
       if (!element) input_.reset();
       return element;
+    }
+
+    int64_t skip(int64_t count) override {
+      if (!input_) return 0;
+      const int64_t wanted = to_skip_ < 0 ? std::numeric_limits<int64_t>::max() : SaturatingSum(to_skip_, count);
+      const int64_t skipped = input_->skip(wanted);
+      if (skipped == wanted) {
+        to_skip_ = 0;
+        return count;
+      }
+      input_.reset();
+      return to_skip_ < 0 ? 0 : std::max<int64_t>(skipped - to_skip_, 0);
     }
 
    private:

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "data/ops/saturating.h"
+
 namespace est::data {
 namespace {
 
@@ -31,6 +33,18 @@ std::optional<Element> SliceBatchIterator::next() {
   if (tensors_.labels.defined()) batch.labels = CopyRows(tensors_.labels, index_, count);
   index_ += count;
   return batch;
+}
+
+int64_t SliceBatchIterator::skip(int64_t count) {
+  const int64_t available = std::max<int64_t>(size_ - index_, 0);
+  const int64_t wanted = SaturatingProduct(count, batch_size_);
+  if (wanted <= available) {
+    index_ += wanted;
+    return count;
+  }
+  index_ = size_;
+  const bool partial = available % batch_size_ != 0 && !drop_remainder_;
+  return available / batch_size_ + (partial ? 1 : 0);
 }
 
 }  // namespace est::data

@@ -20,6 +20,8 @@ class SliceBatchIterator : public Iterator {
                      bool drop_remainder);
 
   std::optional<Element> next() override;
+  /// Moves the index past whole batches, copying nothing.
+  int64_t skip(int64_t count) override;
 
  private:
   std::shared_ptr<const DatasetNode> source_;  ///< keeps tensors_ alive

@@ -1,5 +1,6 @@
 // Dataset::take: the first elements of the input.
 
+#include <algorithm>
 #include <utility>
 
 #include "common/error.h"
@@ -18,6 +19,13 @@ class TakeNode : public DatasetNode {
     return std::make_unique<TakeIterator>(input_->make_iterator(), count_);
   }
 
+  int64_t cardinality() const override {
+    const int64_t elements = input_->cardinality();
+    if (count_ < 0) return elements;
+    if (elements == kUnknownCardinality) return count_ == 0 ? 0 : kUnknownCardinality;
+    return elements == kInfiniteCardinality ? count_ : std::min(elements, count_);
+  }
+
  private:
   class TakeIterator : public Iterator {
    public:
@@ -34,6 +42,15 @@ class TakeNode : public DatasetNode {
       if (remaining_ > 0) --remaining_;
       if (remaining_ == 0) input_.reset();
       return element;
+    }
+
+    int64_t skip(int64_t count) override {
+      if (remaining_ == 0 || !input_) return 0;
+      const int64_t wanted = remaining_ < 0 ? count : std::min(count, remaining_);
+      const int64_t skipped = input_->skip(wanted);
+      if (remaining_ > 0) remaining_ -= skipped;
+      if (skipped < wanted || remaining_ == 0) input_.reset();
+      return skipped;
     }
 
    private:

@@ -21,6 +21,8 @@ class GeneratorSourceNode : public DatasetNode {
     return iterator;
   }
 
+  int64_t cardinality() const override { return kUnknownCardinality; }
+
  private:
   std::function<std::unique_ptr<Iterator>()> make_iterator_;
 };

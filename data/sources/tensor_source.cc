@@ -1,5 +1,6 @@
 // Dataset::FromTensors: slices in-memory tensors along dim 0, lazily.
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -20,6 +21,8 @@ class TensorSourceNode : public DatasetNode {
     return std::make_unique<SliceIterator>(self<TensorSourceNode>());
   }
 
+  int64_t cardinality() const override { return size_; }
+
   const Element* sliced_tensors() const override { return &tensors_; }
 
  private:
@@ -36,6 +39,12 @@ class TensorSourceNode : public DatasetNode {
         element.labels = node_->tensors_.labels.select(0, index_);
       ++index_;
       return element;
+    }
+
+    int64_t skip(int64_t count) override {
+      const int64_t skipped = std::clamp<int64_t>(node_->size_ - index_, 0, count);
+      index_ += skipped;
+      return skipped;
     }
 
    private:
