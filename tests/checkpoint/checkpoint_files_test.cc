@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "common/file_util.h"
+#include "tests/checkpoint/checkpoint_test_util.h"
 #include "tests/test_util.h"
 
 using namespace est::checkpoint;
@@ -39,17 +40,13 @@ TEST_CASE("RemoveCheckpointFiles removes both files and tolerates absent ones", 
 TEST_CASE("CheckpointInDirectory resolves '..', absolute paths and symbolic links", "[checkpoint]") {
   namespace fs = std::filesystem;
   auto root = FreshTempDir("in_directory");
-  const fs::path dir = root / "model";
-  const fs::path outside = root / "outside";
-  fs::create_directories(dir);
-  fs::create_directories(outside);
+  const auto [dir, outside] = est::checkpoint::testing::MakeEscapeLayout(root);
   CHECK(CheckpointInDirectory(dir.string(), CheckpointPrefix(dir.string(), 5)));
   CHECK(CheckpointInDirectory(dir.string(), (dir / "sub" / ".." / "model.ckpt-5").string()));
   CHECK_FALSE(CheckpointInDirectory(dir.string(), (dir / ".." / "outside" / "model.ckpt-5").string()));
   CHECK_FALSE(CheckpointInDirectory(dir.string(), (outside / "model.ckpt-5").string()));
   CHECK_FALSE(CheckpointInDirectory(dir.string(), (dir / "sub" / "model.ckpt-5").string()));
 
-  fs::create_directory_symlink(outside, dir / "link");
   CHECK_FALSE(CheckpointInDirectory(dir.string(), (dir / "link" / "model.ckpt-5").string()));
   est::WriteFileAtomic((outside / "victim").string(), "outside");
   fs::create_symlink(outside / "victim", IndexPath((dir / "model.ckpt-6").string()));

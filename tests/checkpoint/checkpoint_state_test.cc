@@ -8,6 +8,7 @@
 #include "checkpoint/checkpoint_writer.h"
 #include "common/error.h"
 #include "common/file_util.h"
+#include "tests/checkpoint/checkpoint_test_util.h"
 #include "tests/test_util.h"
 
 using namespace est::checkpoint;
@@ -119,14 +120,8 @@ TEST_CASE("StepFromCheckpointPath reads the step after the last dash", "[checkpo
 }
 
 TEST_CASE("LatestCheckpoint refuses a state file that points outside the directory", "[checkpoint]") {
-  namespace fs = std::filesystem;
-  auto root = FreshTempDir("state_escape");
-  const fs::path dir = root / "model";
-  const fs::path outside = root / "outside";
-  fs::create_directories(dir);
-  fs::create_directories(outside);
+  const auto [dir, outside] = est::checkpoint::testing::MakeEscapeLayout(FreshTempDir("state_escape"));
   WriteCheckpoint((outside / "model.ckpt-9").string(), {{"w", at::ones({1})}}, {}, 9);
-  fs::create_directory_symlink(outside, dir / "link");
   const std::string state_path = (dir / "checkpoint").string();
   for (const std::string& entry : {std::string("../outside/model.ckpt-9"), (outside / "model.ckpt-9").string(),
                                    std::string("link/model.ckpt-9")}) {

@@ -21,6 +21,22 @@
 
 namespace est::checkpoint::testing {
 
+/// A model_dir and a directory beside it that a path escaping model_dir would reach.
+struct EscapeLayout {
+  std::filesystem::path model;    ///< <root>/model
+  std::filesystem::path outside;  ///< <root>/outside
+};
+
+/// Creates <root>/model and <root>/outside, and the symbolic link <root>/model/link to
+/// the latter.
+inline EscapeLayout MakeEscapeLayout(const std::filesystem::path& root) {
+  EscapeLayout layout{root / "model", root / "outside"};
+  std::filesystem::create_directories(layout.model);
+  std::filesystem::create_directories(layout.outside);
+  std::filesystem::create_directory_symlink(layout.outside, layout.model / "link");
+  return layout;
+}
+
 /// Inverts every bit of the byte at `offset` of the file at `path`.
 inline void FlipByte(const std::string& path, uint64_t offset) {
   std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
