@@ -13,7 +13,6 @@
 
 #include "common/error.h"
 #include "distribute/listener_filter.h"
-#include "distribute/store.h"
 #include "tests/test_util.h"
 
 using namespace est::distribute;
@@ -113,18 +112,4 @@ TEST_CASE("a listener on every interface confined to a host opens connections to
                                                         "that port to confine to '127.0.0.1'")));
   }
   ::close(fd);
-}
-
-TEST_CASE("the chief's TCP store takes connections to its host only, and still serves them", "[distribute]") {
-  TcpStoreOptions options;
-  options.is_server = true;
-  options.timeout = 5s;
-  auto server = CreateTcpStore(options);
-  CHECK_FALSE(Connects("127.0.0.2", server->port()));
-  CHECK_FALSE(Connects("::1", server->port()));
-  options.is_server = false;
-  options.port = server->port();
-  auto client = CreateTcpStore(options);
-  client->set("k", "v");
-  CHECK(server->get("k", 1s) == "v");
 }
