@@ -1,4 +1,5 @@
-// Confining a listener bound to every interface to one host's addresses (the chief's store).
+// Confining a listener bound to every interface to one host's addresses, and limiting the
+// I/O time of the connections it accepts (c10d's server behind the chief's store front).
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 
 #include "common/error.h"
 #include "distribute/listener_filter.h"
+#include "tests/distribute/raw_connection.h"
 #include "tests/test_util.h"
 
 using namespace est::distribute;
@@ -111,5 +113,27 @@ TEST_CASE("a listener on every interface confined to a host opens connections to
                          MessageMatches(Catch::EndsWith(": found no listening socket bound to every interface on "
                                                         "that port to confine to '127.0.0.1'")));
   }
+  ::close(fd);
+}
+
+TEST_CASE("a listener's I/O time limit holds on the connections it accepts", "[distribute]") {
+  uint16_t port = 0;
+  const int fd = WildcardListener(port);
+  LimitListenerIoTime(port, 200ms);
+  est::testing::RawConnection client(port);
+  const int accepted = ::accept(fd, nullptr, nullptr);
+  REQUIRE(accepted >= 0);
+  const auto start = std::chrono::steady_clock::now();
+  char byte = 0;
+  CHECK(::recv(accepted, &byte, 1, 0) == -1);  // the client sends nothing
+  CHECK((errno == EAGAIN || errno == EWOULDBLOCK));
+  const auto waited = std::chrono::steady_clock::now() - start;
+  CHECK(waited >= 180ms);
+  CHECK(waited < 1s);
+  CHECK_THROWS_MATCHES(LimitListenerIoTime(static_cast<uint16_t>(port + 1 == 0 ? 1 : port + 1), 200ms),
+                       est::CommunicationError,
+                       MessageMatches(Catch::EndsWith(": found no listening socket bound to every interface on "
+                                                      "that port to limit its I/O time")));
+  ::close(accepted);
   ::close(fd);
 }
