@@ -95,8 +95,9 @@ bool ReadSome(int fd, std::string& bytes, size_t limit) {
   do {
     received = ::recv(fd, bytes.data() + old_size, limit, 0);
   } while (received < 0 && errno == EINTR);
+  const bool nothing_yet = received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
   bytes.resize(old_size + static_cast<size_t>(std::max<ssize_t>(received, 0)));
-  return received > 0 || (received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+  return received > 0 || nothing_yet;
 }
 
 void SetNoDelay(int fd) {
