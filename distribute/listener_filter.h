@@ -1,8 +1,9 @@
 #pragma once
-/// ListenerFilter: what a listening TCP socket that its owner (c10d's TCPStore in LibTorch
-/// 1.13, which binds every interface and serves requests one at a time) lets through: the
-/// connections addressed to one host, as binding that host's address would, and requests
-/// that arrive whole within a time limit.
+/// ListenerFilter: what a listening TCP socket that its owner binds to every interface lets
+/// through: the connections addressed to one host, as binding that host's address would,
+/// and requests that arrive whole within a time limit. Its user: the c10d TCPStore server
+/// of LibTorch 1.13 behind the chief's StoreFront, which binds every interface and serves
+/// requests one at a time, confined to loopback.
 
 #include <chrono>
 #include <cstdint>

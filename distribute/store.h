@@ -50,12 +50,13 @@ class TcpStore : public Store {
   virtual uint16_t port() const = 0;
 };
 
-/// A TCP store (LibTorch's c10d::TCPStore). The server's socket (c10d binds every
-/// interface) takes connections addressed to `options.host` only (ConfineListenerToHost):
-/// a connection to another address of the chief's machine is dropped. A client may start
-/// before the server: it retries about once a second until the timeout. Throws
-/// CommunicationError naming host:port when the server cannot listen or be confined to its
-/// host, or a client cannot connect within the timeout. Thread-safe: ranks' threads may share one store.
+/// A TCP store (LibTorch's c10d::TCPStore). On the chief, c10d's server listens on a free
+/// port that only loopback reaches (ConfineListenerToHost), behind a StoreFront that listens
+/// on `options.host`:`options.port` only and relays whole, valid requests: a malformed or
+/// stalled request closes that client's connection with a logged warning. A client may
+/// start before the server: it retries about once a second until the timeout. Throws
+/// CommunicationError naming host:port when the server cannot listen (the port is in use)
+/// or a client cannot connect within the timeout. Thread-safe: ranks' threads may share one store.
 std::shared_ptr<TcpStore> CreateTcpStore(const TcpStoreOptions& options);
 
 /// A store in this process's memory (c10d::HashStore), for ranks that are threads (tests,

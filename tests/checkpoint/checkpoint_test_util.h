@@ -2,8 +2,6 @@
 /// Helpers shared by the checkpoint tests: damaging files on purpose, reading a
 /// manifest, capturing log lines.
 
-#include <spdlog/sinks/ringbuffer_sink.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
@@ -17,7 +15,7 @@
 #include "checkpoint/index_codec.h"
 #include "checkpoint/manifest.pb.h"
 #include "common/file_util.h"
-#include "common/logging.h"
+#include "tests/log_capture.h"
 
 namespace est::checkpoint::testing {
 
@@ -78,27 +76,6 @@ inline std::vector<std::string> ListDirectory(const std::filesystem::path& dir) 
 }
 
 /// Captures what est::Log() prints while it lives.
-class LogCapture {
- public:
-  LogCapture() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(100)) {
-    Log().sinks().push_back(sink_);
-  }
-  ~LogCapture() {
-    auto& sinks = Log().sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
-  LogCapture(const LogCapture&) = delete;
-  LogCapture& operator=(const LogCapture&) = delete;
-
-  /// Every line logged so far, joined by newlines.
-  std::string text() const {
-    std::string joined;
-    for (const auto& line : sink_->last_formatted()) joined += line;
-    return joined;
-  }
-
- private:
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
-};
+using est::testing::LogCapture;
 
 }  // namespace est::checkpoint::testing

@@ -1,4 +1,5 @@
-// Confining a listener bound to every interface to one host's addresses (the chief's store).
+// Confining a listener bound to every interface to one host's addresses, and limiting the
+// I/O time of the connections it accepts (c10d's server behind the chief's store front).
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -13,7 +14,7 @@
 
 #include "common/error.h"
 #include "distribute/listener_filter.h"
-#include "distribute/store.h"
+#include "tests/distribute/raw_connection.h"
 #include "tests/test_util.h"
 
 using namespace est::distribute;
@@ -115,16 +116,24 @@ TEST_CASE("a listener on every interface confined to a host opens connections to
   ::close(fd);
 }
 
-TEST_CASE("the chief's TCP store takes connections to its host only, and still serves them", "[distribute]") {
-  TcpStoreOptions options;
-  options.is_server = true;
-  options.timeout = 5s;
-  auto server = CreateTcpStore(options);
-  CHECK_FALSE(Connects("127.0.0.2", server->port()));
-  CHECK_FALSE(Connects("::1", server->port()));
-  options.is_server = false;
-  options.port = server->port();
-  auto client = CreateTcpStore(options);
-  client->set("k", "v");
-  CHECK(server->get("k", 1s) == "v");
+TEST_CASE("a listener's I/O time limit holds on the connections it accepts", "[distribute]") {
+  uint16_t port = 0;
+  const int fd = WildcardListener(port);
+  LimitListenerIoTime(port, 200ms);
+  est::testing::RawConnection client(port);
+  const int accepted = ::accept(fd, nullptr, nullptr);
+  REQUIRE(accepted >= 0);
+  const auto start = std::chrono::steady_clock::now();
+  char byte = 0;
+  CHECK(::recv(accepted, &byte, 1, 0) == -1);  // the client sends nothing
+  CHECK((errno == EAGAIN || errno == EWOULDBLOCK));
+  const auto waited = std::chrono::steady_clock::now() - start;
+  CHECK(waited >= 180ms);
+  CHECK(waited < 1s);
+  CHECK_THROWS_MATCHES(LimitListenerIoTime(static_cast<uint16_t>(port + 1 == 0 ? 1 : port + 1), 200ms),
+                       est::CommunicationError,
+                       MessageMatches(Catch::EndsWith(": found no listening socket bound to every interface on "
+                                                      "that port to limit its I/O time")));
+  ::close(accepted);
+  ::close(fd);
 }

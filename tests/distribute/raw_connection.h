@@ -1,0 +1,107 @@
+#pragma once
+/// RawConnection: a TCP connection to a store port that sends whatever bytes a test
+/// chooses, as a stranger (or a broken client) would; and the bytes of c10d 1.13 requests.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace est::testing {
+
+/// A connection to ip:port (IPv4), opened in the constructor.
+class RawConnection {
+ public:
+  explicit RawConnection(uint16_t port, const std::string& ip = "127.0.0.1") : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    REQUIRE(fd_ >= 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    REQUIRE(::inet_pton(AF_INET, ip.c_str(), &address.sin_addr) == 1);
+    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
+  }
+  ~RawConnection() { Close(); }
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+
+  /// Sends every byte.
+  void Send(const std::string& bytes) {
+    REQUIRE(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()));
+  }
+
+  /// Exactly `size` bytes, or fewer when the connection ends or `limit` passes first.
+  std::string Receive(size_t size, std::chrono::milliseconds limit) {
+    SetReceiveTimeout(limit);
+    std::string bytes(size, '\0');
+    size_t received = 0;
+    while (received < size) {
+      const ssize_t n = ::recv(fd_, bytes.data() + received, size - received, 0);
+      if (n <= 0) break;
+      received += static_cast<size_t>(n);
+    }
+    bytes.resize(received);
+    return bytes;
+  }
+
+  /// True once the server has closed this connection (within `limit`): an end of stream, or
+  /// a reset when it closed with bytes of ours unread. Discards whatever replies come first.
+  bool ClosedByServer(std::chrono::milliseconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (true) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return false;
+      SetReceiveTimeout(left);
+      char bytes[4096];
+      const ssize_t received = ::recv(fd_, bytes, sizeof(bytes), 0);
+      if (received == 0 || (received < 0 && errno == ECONNRESET)) return true;
+      if (received < 0) return false;
+    }
+  }
+
+  /// This end's address as the server sees it: "127.0.0.1:41230".
+  std::string LocalAddress() const {
+    sockaddr_in address{};
+    socklen_t length = sizeof(address);
+    REQUIRE(::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+    char text[INET_ADDRSTRLEN];
+    ::inet_ntop(AF_INET, &address.sin_addr, text, sizeof(text));
+    return std::string(text) + ":" + std::to_string(ntohs(address.sin_port));
+  }
+
+  /// Closes the connection now.
+  void Close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  void SetReceiveTimeout(std::chrono::milliseconds limit) {
+    timeval time{static_cast<time_t>(limit.count() / 1000), static_cast<suseconds_t>(limit.count() % 1000 * 1000)};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &time, sizeof(time));
+  }
+
+  int fd_;
+};
+
+/// The bytes of a uint64 as c10d 1.13's client sends it (this machine's byte order).
+inline std::string Uint64Bytes(uint64_t value) {
+  return std::string(reinterpret_cast<const char*>(&value), sizeof(value));
+}
+
+/// A c10d 1.13 request: the type byte, then each argument as a length and its bytes. c10d's
+/// client puts "/" before each key of ours: a raw request for our key "k" names "/k".
+inline std::string RequestBytes(uint8_t type, const std::vector<std::string>& arguments) {
+  std::string bytes(1, static_cast<char>(type));
+  for (const std::string& argument : arguments) bytes += Uint64Bytes(argument.size()) + argument;
+  return bytes;
+}
+
+}  // namespace est::testing

@@ -1,0 +1,259 @@
+// The chief's store front: LibTorch's own c10d client through it, where it listens, what it
+// relays and whom it drops.
+
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/error.h"
+#include "distribute/store.h"
+#include "distribute/store_front.h"
+#include "distribute/store_request.h"
+#include "tests/distribute/raw_connection.h"
+#include "tests/log_capture.h"
+#include "tests/test_util.h"
+
+using namespace est::distribute;
+using namespace std::chrono_literals;
+using est::testing::RawConnection;
+using est::testing::RequestBytes;
+using est::testing::Uint64Bytes;
+
+namespace {
+
+std::shared_ptr<TcpStore> Server(const std::string& host = "127.0.0.1") {
+  TcpStoreOptions options;
+  options.host = host;
+  options.is_server = true;
+  options.timeout = 5s;
+  return CreateTcpStore(options);
+}
+
+std::vector<uint8_t> Bytes(const std::string& text) { return {text.begin(), text.end()}; }
+
+// How a TCP connection to ip:port ends within `limit`: "connected", "refused" or "timed out".
+std::string TryConnect(const std::string& ip, uint16_t port, std::chrono::milliseconds limit = 400ms) {
+  const bool v6 = ip.find(':') != std::string::npos;
+  sockaddr_storage address{};
+  socklen_t length = 0;
+  if (v6) {
+    auto& in6 = reinterpret_cast<sockaddr_in6&>(address);
+    in6.sin6_family = AF_INET6;
+    in6.sin6_port = htons(port);
+    REQUIRE(::inet_pton(AF_INET6, ip.c_str(), &in6.sin6_addr) == 1);
+    length = sizeof(in6);
+  } else {
+    auto& in = reinterpret_cast<sockaddr_in&>(address);
+    in.sin_family = AF_INET;
+    in.sin_port = htons(port);
+    REQUIRE(::inet_pton(AF_INET, ip.c_str(), &in.sin_addr) == 1);
+    length = sizeof(in);
+  }
+  const int fd = ::socket(address.ss_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  REQUIRE(fd >= 0);
+  int error = 0;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), length) != 0) {
+    error = errno;
+    if (error == EINPROGRESS) {
+      pollfd poll_fd{fd, POLLOUT, 0};
+      socklen_t error_length = sizeof(error);
+      if (::poll(&poll_fd, 1, static_cast<int>(limit.count())) != 1) {
+        ::close(fd);
+        return "timed out";
+      }
+      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &error_length);
+    }
+  }
+  ::close(fd);
+  if (error == 0) return "connected";
+  return error == ECONNREFUSED ? "refused" : std::string("failed: ") + std::strerror(error);
+}
+
+// The ports of this process's listening TCP sockets bound to every interface.
+std::set<uint16_t> WildcardListeningPorts() {
+  std::set<uint16_t> ports;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    const int fd = std::atoi(entry.path().filename().c_str());
+    int listening = 0;
+    socklen_t length = sizeof(listening);
+    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &length) != 0 || listening == 0) continue;
+    sockaddr_storage address{};
+    length = sizeof(address);
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) continue;
+    if (address.ss_family == AF_INET6) {
+      const auto& in6 = reinterpret_cast<const sockaddr_in6&>(address);
+      if (IN6_IS_ADDR_UNSPECIFIED(&in6.sin6_addr)) ports.insert(ntohs(in6.sin6_port));
+    } else if (address.ss_family == AF_INET) {
+      const auto& in = reinterpret_cast<const sockaddr_in&>(address);
+      if (in.sin_addr.s_addr == htonl(INADDR_ANY)) ports.insert(ntohs(in.sin_port));
+    }
+  }
+  return ports;
+}
+
+}  // namespace
+
+TEST_CASE("Every request LibTorch's c10d client sends passes the chief's store front", "[distribute]") {
+  auto server = Server();
+  c10d::TCPStoreOptions options;
+  options.port = server->port();
+  options.isServer = false;
+  options.waitWorkers = false;
+  options.timeout = 5s;
+  c10d::TCPStore client("127.0.0.1", options);
+
+  const std::vector<uint8_t> value{'v', 0, 'w'};
+  client.set("a", value);
+  CHECK(client.get("a") == value);
+  CHECK(client.compareSet("a", value, Bytes("x")) == Bytes("x"));
+  CHECK(client.compareSet("a", Bytes("not it"), Bytes("y")) == Bytes("x"));
+  CHECK(client.add("n", 5) == 5);
+  CHECK(client.add("n", -2) == 3);
+  CHECK(server->get("n", 1s) == "3");
+  CHECK(client.check({"a", "n"}));
+  CHECK_FALSE(client.check({"a", "absent"}));
+  client.wait({"a", "n"}, 1000ms);
+  CHECK(client.getNumKeys() == 2);
+  CHECK(client.deleteKey("a"));
+  CHECK_FALSE(client.deleteKey("a"));
+  CHECK(client.getNumKeys() == 1);
+
+}
+
+TEST_CASE("The chief's store front refuses watch_key, which would let a watcher that leaves break the setter",
+          "[distribute]") {
+  auto server = Server();
+  est::testing::LogCapture log;
+  RawConnection watcher(server->port());
+  watcher.Send(RequestBytes(7, {"/w"}));
+  CHECK(watcher.ClosedByServer(1s));
+  CHECK_THAT(log.text(), Catch::Contains("warning: TCP store 127.0.0.1:" + std::to_string(server->port()) +
+                                         ": dropped " + watcher.LocalAddress() + ": watch_key (type 7) is refused"));
+  server->set("w", "set");  // c10d would have failed this set on the watcher's closed socket
+  CHECK(server->get("w", 1s) == "set");
+}
+
+TEST_CASE("The chief's store front listens on the configured address only", "[distribute]") {
+  SECTION("127.0.0.1: another address of this machine is refused at once") {
+    auto server = Server("127.0.0.1");
+    const auto start = std::chrono::steady_clock::now();
+    CHECK(TryConnect("127.0.0.2", server->port()) == "refused");
+    CHECK(TryConnect("::1", server->port()) == "refused");
+    CHECK(std::chrono::steady_clock::now() - start < 200ms);
+    CHECK(TryConnect("127.0.0.1", server->port()) == "connected");
+  }
+  SECTION("127.0.0.2, a second address of loopback: 127.0.0.1 is refused, and clients of 127.0.0.2 are served") {
+    auto server = Server("127.0.0.2");
+    CHECK(server->describe() == "TCP store 127.0.0.2:" + std::to_string(server->port()));
+    CHECK(TryConnect("127.0.0.1", server->port()) == "refused");
+    TcpStoreOptions options;
+    options.host = "127.0.0.2";
+    options.port = server->port();
+    options.timeout = 5s;
+    CreateTcpStore(options)->set("k", "v");
+    CHECK(server->get("k", 1s) == "v");
+  }
+}
+
+TEST_CASE("The c10d server behind the chief's front takes connections to loopback only", "[distribute]") {
+  const std::set<uint16_t> before = WildcardListeningPorts();
+  auto server = Server();
+  std::vector<uint16_t> added;
+  for (uint16_t port : WildcardListeningPorts()) {
+    if (before.count(port) == 0) added.push_back(port);
+  }
+  REQUIRE(added.size() == 1);  // c10d's: the front binds its host's address
+  const uint16_t upstream = added.front();
+  CHECK(upstream != server->port());
+  CHECK(TryConnect("127.0.0.1", upstream) == "connected");
+  CHECK(TryConnect("127.0.0.2", upstream) == "timed out");  // the socket filter drops it
+  CHECK(TryConnect("::1", upstream) == "timed out");
+}
+
+TEST_CASE("The chief's store front relays requests however the bytes are cut", "[distribute]") {
+  auto server = Server();
+  est::testing::LogCapture log;
+  RawConnection raw(server->port());
+  SECTION("one byte at a time") {
+    const std::string set = RequestBytes(0, {"/k", "slow"});
+    for (char byte : set) {
+      raw.Send(std::string(1, byte));
+      std::this_thread::sleep_for(5ms);
+    }
+  }
+  SECTION("several requests in one send, the last one cut") {
+    const std::string get_num_keys(1, '\6');
+    const std::string set = RequestBytes(0, {"/k", "slow"});
+    raw.Send(RequestBytes(0, {"/other", "1"}) + get_num_keys + set.substr(0, 5));
+    CHECK(raw.Receive(8, 1s) == Uint64Bytes(1));  // get_num_keys: 1 key so far
+    std::this_thread::sleep_for(100ms);
+    raw.Send(set.substr(5));
+  }
+  raw.Send(RequestBytes(2, {"/k"}));  // get
+  CHECK(raw.Receive(12, 1s) == Uint64Bytes(4) + "slow");
+  CHECK(server->get("k", 1s) == "slow");
+  CHECK(log.text().empty());
+}
+
+TEST_CASE("The chief's store front drops a client that leaves its replies unread", "[distribute]") {
+  auto server = Server();
+  server->set("big", std::string(kMaxStoreValueBytes, 'v'));
+  est::testing::LogCapture log;
+  RawConnection reader(server->port());
+  std::string gets;
+  for (int i = 0; i < 8; ++i) gets += RequestBytes(2, {"/big"});  // 128 MiB of replies
+  reader.Send(gets);
+  std::this_thread::sleep_for(1s);
+  CHECK_THAT(log.text(), Catch::Contains("warning: TCP store 127.0.0.1:" + std::to_string(server->port()) +
+                                         ": dropped " + reader.LocalAddress() + ": left more than " +
+                                         std::to_string(kMaxStoreFrontReplyBacklog) + " bytes of replies unread\n"));
+  CHECK(reader.ClosedByServer(2s));
+  server->set("k", "v");
+  CHECK(server->get("k", 1s) == "v");
+}
+
+TEST_CASE("Destroying the chief's store with clients connected and mid-request is quick", "[distribute]") {
+  auto server = Server();
+  std::vector<std::unique_ptr<RawConnection>> clients;
+  for (int i = 0; i < 16; ++i) {
+    clients.push_back(std::make_unique<RawConnection>(server->port()));
+    if (i % 2 == 0) clients.back()->Send(std::string(1, '\0') + Uint64Bytes(100) + "abc");
+  }
+  std::this_thread::sleep_for(50ms);
+  const auto start = std::chrono::steady_clock::now();
+  server.reset();
+  CHECK(std::chrono::steady_clock::now() - start < 500ms);
+  for (auto& client : clients) CHECK(client->ClosedByServer(1s));
+}
+
+TEST_CASE("A StoreFront reports a port in use, naming it", "[distribute]") {
+  auto server = Server();
+  StoreFrontOptions options;
+  options.port = server->port();
+  options.upstream_port = 1;
+  CHECK_THROWS_MATCHES(StoreFront(options), est::CommunicationError,
+                       est::testing::MessageMatches(Catch::StartsWith(
+                           "TCP store 127.0.0.1:" + std::to_string(server->port()) +
+                           ": the chief cannot serve its store on port " + std::to_string(server->port()) +
+                           " (is another job or program using it?): 127.0.0.1:" + std::to_string(server->port()) +
+                           ": Address already in use")));
+  options.host = "no-such-host.invalid";
+  options.port = 0;
+  CHECK_THROWS_MATCHES(StoreFront(options), est::CommunicationError,
+                       est::testing::MessageMatches(Catch::StartsWith(
+                           "TCP store no-such-host.invalid:0: cannot resolve the chief's host 'no-such-host.invalid'")));
+}
