@@ -120,6 +120,39 @@ void WriteRoundTripSeeds(const fs::path& dir) {
   Write(dir, "session_log", std::string("/tmp/model.ckpt-1", 17) + std::string(10, '\x02'));
 }
 
+/// A c10d 1.13 store request: its type byte, then its arguments (see store_request.h).
+class StoreRequest {
+ public:
+  explicit StoreRequest(uint8_t type) : bytes_(1, static_cast<char>(type)) {}
+  StoreRequest& Bytes(const std::string& text) {
+    Number(text.size());
+    bytes_ += text;
+    return *this;
+  }
+  StoreRequest& Number(uint64_t value) {
+    bytes_.append(reinterpret_cast<const char*>(&value), sizeof(value));
+    return *this;
+  }
+  const std::string& bytes() const { return bytes_; }
+
+ private:
+  std::string bytes_;
+};
+
+void WriteStoreRequestSeeds(const fs::path& dir) {
+  Write(dir, "set", StoreRequest(0).Bytes("job/rank/0").Bytes("10.0.0.7:41230").bytes());
+  Write(dir, "compare_set", StoreRequest(1).Bytes("job/leader").Bytes("").Bytes("0").bytes());
+  Write(dir, "get", StoreRequest(2).Bytes("gloo/0/1").bytes());
+  Write(dir, "add", StoreRequest(3).Bytes("job/arrived").Number(1).bytes());
+  Write(dir, "check", StoreRequest(4).Number(2).Bytes("job/a").Bytes("job/b").bytes());
+  Write(dir, "wait", StoreRequest(5).Number(1).Bytes("job/go").bytes());
+  Write(dir, "get_num_keys", StoreRequest(6).bytes());
+  Write(dir, "delete_key", StoreRequest(8).Bytes("job/old").bytes());
+  Write(dir, "pipelined", StoreRequest(3).Bytes("n").Number(1).bytes() + StoreRequest(2).Bytes("n").bytes() +
+                              StoreRequest(6).bytes());
+  Write(dir, "huge_length", StoreRequest(0).Number(uint64_t{1} << 40).bytes());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -133,5 +166,6 @@ int main(int argc, char** argv) {
   WriteTfConfigSeeds(root / "tf_config_fuzzer");
   WriteEventSeeds(root / "event_reader_fuzzer");
   WriteRoundTripSeeds(root / "event_roundtrip_fuzzer");
+  WriteStoreRequestSeeds(root / "store_request_fuzzer");
   return 0;
 }
