@@ -122,10 +122,8 @@ class ShuffleNode : public DatasetNode {
       for (const auto& [number, place] : wanted) {
         read_past(number - position);
         auto element = input_->next();
-        EST_CHECK(element.has_value(), DataError, "Dataset::shuffle: the input ended after ", pulled_,
-                  " elements, before its cardinality; is its source changing under it?");
+        check_input_held(element.has_value() ? 1 : 0, 1);
         buffer[place] = std::move(*element);
-        ++pulled_;
         position = number + 1;
       }
       read_past(taken - position);
@@ -134,11 +132,15 @@ class ShuffleNode : public DatasetNode {
 
     /// Skips `count` input elements that the input is known to hold.
     void read_past(int64_t count) {
-      if (count == 0) return;
-      const int64_t skipped = input_->skip(count);
-      EST_CHECK(skipped == count, DataError, "Dataset::shuffle: the input ended after ", pulled_ + skipped,
-                " elements, before its cardinality; is its source changing under it?");
-      pulled_ += count;
+      if (count > 0) check_input_held(input_->skip(count), count);
+    }
+
+    /// Counts `got` of the `expected` elements just taken from the input; DataError when
+    /// the input held fewer than its cardinality promised.
+    void check_input_held(int64_t got, int64_t expected) {
+      pulled_ += got;
+      EST_CHECK(got == expected, DataError, "Dataset::shuffle: the input ended after ", pulled_,
+                " elements, fewer than its cardinality promised; is its source changing under it?");
     }
 
     void end_input() {
