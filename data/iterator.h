@@ -23,7 +23,7 @@ class Iterator {
   /// the input, after which next() returns std::nullopt (and the Dataset iterators never
   /// call an input iterator again once its skip() came up short). This default calls
   /// next(); the Dataset iterators move past elements without making them wherever the
-  /// pipeline allows (see Dataset::Iterator skipping in dataset.h), which is how a
+  /// pipeline allows (see "Skipping" in data/dataset.h), which is how a
   /// restored training job returns to its input position quickly.
   virtual int64_t skip(int64_t count) {
     int64_t skipped = 0;
