@@ -170,4 +170,8 @@ macro(est_configure_cuda)
   message(STATUS "${_est_summary}")
   set(EST_WITH_CUDA ${_est_with_cuda})
   set(EST_WITH_NCCL ${_est_with_nccl})
+  # The CUDA driver maps memory where AddressSanitizer's shadow gap is: unprotected, CUDA works.
+  if(EST_SANITIZE AND (EST_WITH_CUDA OR EST_NCCL_CORE))
+    string(APPEND EST_SANITIZER_ENVIRONMENT ":protect_shadow_gap=0")
+  endif()
 endmacro()
