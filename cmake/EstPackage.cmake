@@ -7,8 +7,9 @@ get_property(est_targets GLOBAL PROPERTY EST_LIBRARY_TARGETS)
 install(TARGETS ${est_targets} EXPORT TorchEstimatorTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# distribute/nccl/ is the NCCL core, an object library that is not installed (yet).
 install(DIRECTORY common data checkpoint distribute estimator
-  DESTINATION include/torch_estimator FILES_MATCHING PATTERN "*.h")
+  DESTINATION include/torch_estimator FILES_MATCHING PATTERN "*.h" PATTERN "nccl" EXCLUDE)
 install(DIRECTORY ${PROJECT_BINARY_DIR}/include/
   DESTINATION include/torch_estimator FILES_MATCHING PATTERN "*.h")
 install(EXPORT TorchEstimatorTargets NAMESPACE TorchEstimator::

@@ -21,9 +21,9 @@ class Store;
 
 /// How gradients travel between workers (tf.distribute.experimental.CommunicationImplementation).
 enum class CommunicationImplementation {
-  kAuto,  ///< NCCL for CUDA tensors in a CUDA build, Gloo (ring) otherwise
+  kAuto,  ///< NCCL for CUDA tensors in a CUDA build (once the NCCL collective exists), Gloo (ring) otherwise
   kRing,  ///< Gloo over TCP
-  kNccl,  ///< NCCL (CUDA builds only)
+  kNccl,  ///< NCCL: not available yet (the NCCL collective is still to come); refused with ConfigError
 };
 
 /// Options of MultiWorkerMirroredStrategy.
