@@ -149,7 +149,7 @@ TEST_CASE("Iterator::skip makes only the elements it must", "[data]") {
     auto skipped = build().make_iterator();
     CHECK(skipped->skip(20'000) == 20'000);
     const int64_t skip_calls = calls.exchange(0);
-    // The buffer's oldest element is a few buffer sizes back; replaying made 200,500.
+    // The buffer's oldest element is a few buffer sizes back; replaying makes 200,499.
     CHECK(skip_calls <= 10'000);
     auto replayed = build().make_iterator();
     for (int i = 0; i < 20'000; ++i) replayed->next();
