@@ -25,34 +25,7 @@ namespace {
 
 // Whether a TCP connection to ip:port opens within `limit` (a dropped SYN never opens one).
 bool Connects(const std::string& ip, uint16_t port, std::chrono::milliseconds limit = 400ms) {
-  const bool v6 = ip.find(':') != std::string::npos;
-  sockaddr_storage address{};
-  socklen_t length = 0;
-  if (v6) {
-    auto& in6 = reinterpret_cast<sockaddr_in6&>(address);
-    in6.sin6_family = AF_INET6;
-    in6.sin6_port = htons(port);
-    REQUIRE(::inet_pton(AF_INET6, ip.c_str(), &in6.sin6_addr) == 1);
-    length = sizeof(in6);
-  } else {
-    auto& in = reinterpret_cast<sockaddr_in&>(address);
-    in.sin_family = AF_INET;
-    in.sin_port = htons(port);
-    REQUIRE(::inet_pton(AF_INET, ip.c_str(), &in.sin_addr) == 1);
-    length = sizeof(in);
-  }
-  const int fd = ::socket(address.ss_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
-  REQUIRE(fd >= 0);
-  bool connected = ::connect(fd, reinterpret_cast<sockaddr*>(&address), length) == 0;
-  if (!connected && errno == EINPROGRESS) {
-    pollfd poll_fd{fd, POLLOUT, 0};
-    int error = 0;
-    socklen_t error_length = sizeof(error);
-    connected = ::poll(&poll_fd, 1, static_cast<int>(limit.count())) == 1 &&
-                ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &error_length) == 0 && error == 0;
-  }
-  ::close(fd);
-  return connected;
+  return est::testing::TryConnect(ip, port, limit) == "connected";
 }
 
 // A listening socket on every interface (IPv6 and IPv4), as c10d's TCPStore opens; its port.

@@ -1,9 +1,11 @@
 #pragma once
 /// RawConnection: a TCP connection to a store port that sends whatever bytes a test
-/// chooses, as a stranger (or a broken client) would; and the bytes of c10d 1.13 requests.
+/// chooses, as a stranger (or a broken client) would; the bytes of c10d 1.13 requests; and
+/// TryConnect, how a connection attempt to an address ends.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -12,10 +14,50 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
 namespace est::testing {
+
+/// How a TCP connection to ip:port ends within `limit`: "connected", "refused" or "timed out".
+inline std::string TryConnect(const std::string& ip, uint16_t port,
+                              std::chrono::milliseconds limit = std::chrono::milliseconds(400)) {
+  const bool v6 = ip.find(':') != std::string::npos;
+  sockaddr_storage address{};
+  socklen_t length = 0;
+  if (v6) {
+    auto& in6 = reinterpret_cast<sockaddr_in6&>(address);
+    in6.sin6_family = AF_INET6;
+    in6.sin6_port = htons(port);
+    REQUIRE(::inet_pton(AF_INET6, ip.c_str(), &in6.sin6_addr) == 1);
+    length = sizeof(in6);
+  } else {
+    auto& in = reinterpret_cast<sockaddr_in&>(address);
+    in.sin_family = AF_INET;
+    in.sin_port = htons(port);
+    REQUIRE(::inet_pton(AF_INET, ip.c_str(), &in.sin_addr) == 1);
+    length = sizeof(in);
+  }
+  const int fd = ::socket(address.ss_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  REQUIRE(fd >= 0);
+  int error = 0;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), length) != 0) {
+    error = errno;
+    if (error == EINPROGRESS) {
+      pollfd poll_fd{fd, POLLOUT, 0};
+      socklen_t error_length = sizeof(error);
+      if (::poll(&poll_fd, 1, static_cast<int>(limit.count())) != 1) {
+        ::close(fd);
+        return "timed out";
+      }
+      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &error_length);
+    }
+  }
+  ::close(fd);
+  if (error == 0) return "connected";
+  return error == ECONNREFUSED ? "refused" : std::string("failed: ") + std::strerror(error);
+}
 
 /// A connection to ip:port (IPv4), opened in the constructor.
 class RawConnection {

@@ -30,6 +30,7 @@
 using namespace est::distribute;
 using namespace std::chrono_literals;
 using est::testing::RawConnection;
+using est::testing::TryConnect;
 using est::testing::RequestBytes;
 using est::testing::Uint64Bytes;
 
@@ -44,44 +45,6 @@ std::shared_ptr<TcpStore> Server(const std::string& host = "127.0.0.1") {
 }
 
 std::vector<uint8_t> Bytes(const std::string& text) { return {text.begin(), text.end()}; }
-
-// How a TCP connection to ip:port ends within `limit`: "connected", "refused" or "timed out".
-std::string TryConnect(const std::string& ip, uint16_t port, std::chrono::milliseconds limit = 400ms) {
-  const bool v6 = ip.find(':') != std::string::npos;
-  sockaddr_storage address{};
-  socklen_t length = 0;
-  if (v6) {
-    auto& in6 = reinterpret_cast<sockaddr_in6&>(address);
-    in6.sin6_family = AF_INET6;
-    in6.sin6_port = htons(port);
-    REQUIRE(::inet_pton(AF_INET6, ip.c_str(), &in6.sin6_addr) == 1);
-    length = sizeof(in6);
-  } else {
-    auto& in = reinterpret_cast<sockaddr_in&>(address);
-    in.sin_family = AF_INET;
-    in.sin_port = htons(port);
-    REQUIRE(::inet_pton(AF_INET, ip.c_str(), &in.sin_addr) == 1);
-    length = sizeof(in);
-  }
-  const int fd = ::socket(address.ss_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
-  REQUIRE(fd >= 0);
-  int error = 0;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), length) != 0) {
-    error = errno;
-    if (error == EINPROGRESS) {
-      pollfd poll_fd{fd, POLLOUT, 0};
-      socklen_t error_length = sizeof(error);
-      if (::poll(&poll_fd, 1, static_cast<int>(limit.count())) != 1) {
-        ::close(fd);
-        return "timed out";
-      }
-      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &error_length);
-    }
-  }
-  ::close(fd);
-  if (error == 0) return "connected";
-  return error == ECONNREFUSED ? "refused" : std::string("failed: ") + std::strerror(error);
-}
 
 // The ports of this process's listening TCP sockets bound to every interface.
 std::set<uint16_t> WildcardListeningPorts() {
