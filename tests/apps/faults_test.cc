@@ -144,17 +144,22 @@ TEST_CASE("a worker killed without restarts makes the others fail fast, naming i
 
 TEST_CASE("SIGTERM or SIGINT stops every task after the same step, with a checkpoint there", "[apps][faults]") {
   const std::string dir = est::testing::FreshTempDir("faults_sigterm").string();
-  // Training that would last long; the signal comes once the first checkpoint exists.
+  // Training that would last long; the signal comes once the first checkpoint exists and the
+  // output holds `ready`, if given (under est-launch the evaluator may still be starting when
+  // the chief has saved, and a process that has not yet caught the signals just ends).
   const std::string train = std::string(EST_TRAIN_PATH) + " --model linear --model-dir " + dir +
                             " --max-steps 100000000 --save-checkpoints-steps 50 --log-step-count-steps 1000";
-  auto run_until_signal = [&](const std::string& command, const std::string& signal) {
-    return RunCommand("(" + command + " & pid=$!; for i in $(seq 600); do [ -e " + dir +
-                      "/checkpoint ] && break; sleep 0.05; done; kill -" + signal + " $pid; wait $pid)");
+  const std::string log = (est::testing::FreshTempDir("faults_sigterm_log") / "output").string();
+  auto run_until_signal = [&](const std::string& command, const std::string& signal, const std::string& ready) {
+    const std::string is_ready = "[ -e " + dir + "/checkpoint ]" + (ready.empty() ? "" : " && grep -qF '" + ready + "' " + log);
+    return RunCommand("(" + command + " > " + log + " 2>&1 & pid=$!; for i in $(seq 600); do " + is_ready +
+                      " && break; sleep 0.05; done; kill -" + signal + " $pid; wait $pid; status=$?; cat " + log +
+                      "; exit $status)");
   };
   SECTION("a cluster with an evaluator under est-launch gets SIGTERM") {
     RunResult run = run_until_signal(std::string(EST_LAUNCH_PATH) + " --workers 2 --evaluator -- " + train +
                                          " --strategy multi_worker --timeout-secs 60",
-                                     "TERM");
+                                     "TERM", "Running the evaluator");
     INFO(run.output);
     CHECK(run.exit_code == 143);
     std::smatch chief;
@@ -170,7 +175,7 @@ TEST_CASE("SIGTERM or SIGINT stops every task after the same step, with a checkp
     CHECK(est::checkpoint::LatestCheckpoint(dir) == dir + "/model.ckpt-" + step);
   }
   SECTION("a single process gets SIGINT (Ctrl-C)") {
-    RunResult run = run_until_signal(train, "INT");
+    RunResult run = run_until_signal(train, "INT", "");
     INFO(run.output);
     CHECK(run.exit_code == 130);
     std::smatch stopped;
