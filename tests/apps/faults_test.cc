@@ -151,7 +151,8 @@ TEST_CASE("SIGTERM or SIGINT stops every task after the same step, with a checkp
                             " --max-steps 100000000 --save-checkpoints-steps 50 --log-step-count-steps 1000";
   const std::string log = (est::testing::FreshTempDir("faults_sigterm_log") / "output").string();
   auto run_until_signal = [&](const std::string& command, const std::string& signal, const std::string& ready) {
-    const std::string is_ready = "[ -e " + dir + "/checkpoint ]" + (ready.empty() ? "" : " && grep -qF '" + ready + "' " + log);
+    std::string is_ready = "[ -e " + dir + "/checkpoint ]";
+    if (!ready.empty()) is_ready += " && grep -qF '" + ready + "' " + log;
     return RunCommand("(" + command + " > " + log + " 2>&1 & pid=$!; for i in $(seq 600); do " + is_ready +
                       " && break; sleep 0.05; done; kill -" + signal + " $pid; wait $pid; status=$?; cat " + log +
                       "; exit $status)");
