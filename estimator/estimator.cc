@@ -12,6 +12,7 @@
 #include "common/logging.h"
 #include "common/malloc_tuning.h"
 #include "distribute/strategy.h"
+#include "estimator/autocast_scope.h"
 #include "estimator/estimator_impl.h"
 
 namespace est {
@@ -142,10 +143,13 @@ void CheckSameGlobalStep(distribute::Strategy& strategy, int64_t global_step, co
 }
 
 EstimatorSpec CallModelFn(const ModelFn& model_fn, const data::Element& element, Mode mode, ModelContext& ctx,
-                          int64_t global_step) {
+                          int64_t global_step, MixedPrecision precision) {
   ctx.set_mode(mode);
   ctx.set_global_step(global_step);
-  EstimatorSpec spec = model_fn(element.features, element.labels, mode, ctx);
+  EstimatorSpec spec = [&] {
+    AutocastScope autocast(precision, ctx.device());
+    return model_fn(element.features, element.labels, mode, ctx);
+  }();
   spec.validate(mode);
   if (mode == Mode::kTrain)
     EST_CHECK(ctx.owns(spec.optimizer), ModelError,

@@ -43,9 +43,10 @@ struct Estimator::Impl {
   std::shared_ptr<distribute::Strategy> eval_strategy() const;
 };
 
-/// Calls model_fn with the context prepared for `mode`, and validates the spec.
+/// Calls model_fn with the context prepared for `mode`, under autocast in `precision` on
+/// the context's device, and validates the spec.
 EstimatorSpec CallModelFn(const ModelFn& model_fn, const data::Element& element, Mode mode, ModelContext& ctx,
-                          int64_t global_step);
+                          int64_t global_step, MixedPrecision precision);
 
 /// Checks that every worker of `strategy` is at the chief's global step (each worker
 /// reads model_dir itself); CheckpointError naming both steps otherwise.

@@ -137,7 +137,7 @@ EvalResult Estimator::Impl::evaluate(const InputFn& input_fn, const EvalOptions&
     for (int r = 0; r < replicas.size(); ++r) {
       ModelContext& ctx = replicas.replica(r);
       EstimatorSpec spec = CallModelFn(model_fn, ToDevice(std::move(elements[static_cast<size_t>(r)]), ctx.device()),
-                                       Mode::kEval, ctx, global_step);
+                                       Mode::kEval, ctx, global_step, config.mixed_precision);
       loss_sum += spec.loss.item<double>();
       ++batches;
       MergeMetrics(spec.eval_metric_ops, totals);

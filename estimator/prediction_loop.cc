@@ -44,6 +44,7 @@ struct PredictionState {
   std::unique_ptr<data::Iterator> iterator;
   std::vector<std::string> keys;
   int64_t global_step = 0;
+  MixedPrecision precision = MixedPrecision::kNone;
   std::deque<Prediction> pending;
   bool exhausted = false;
 };
@@ -63,6 +64,7 @@ Predictions Estimator::Impl::predict(const InputFn& input_fn, const PredictOptio
   state->iterator = input_fn(Mode::kPredict, distribute::InputContext()).make_iterator();
   state->keys = options.predict_keys();
   state->global_step = reader->global_step();
+  state->precision = config.mixed_precision;
 
   return Predictions([state, device]() -> std::optional<Prediction> {
     while (state->pending.empty()) {
@@ -75,7 +77,7 @@ Predictions Estimator::Impl::predict(const InputFn& input_fn, const PredictOptio
       element->labels = at::Tensor();
       torch::NoGradGuard no_grad;
       EstimatorSpec spec = CallModelFn(state->model_fn, ToDevice(std::move(*element), device), Mode::kPredict,
-                                       *state->ctx, state->global_step);
+                                       *state->ctx, state->global_step, state->precision);
       std::vector<std::string> keys = state->keys;
       if (keys.empty())
         for (const auto& [key, tensor] : spec.predictions) keys.push_back(key);

@@ -26,11 +26,18 @@ void RunConfig::validate() const {
             log_step_count_steps);
   EST_CHECK(gradient_accumulation_steps > 0, ConfigError,
             "RunConfig: gradient_accumulation_steps must be positive, got ", gradient_accumulation_steps);
+  if (loss_scale) loss_scale->validate();
 }
 
 std::optional<double> RunConfig::effective_save_checkpoints_secs() const {
   if (save_checkpoints_steps) return std::nullopt;
   return save_checkpoints_secs.value_or(600.0);
+}
+
+std::optional<LossScaleOptions> RunConfig::effective_loss_scale() const {
+  if (loss_scale) return loss_scale;
+  if (mixed_precision == MixedPrecision::kFloat16) return LossScaleOptions();
+  return std::nullopt;
 }
 
 }  // namespace est

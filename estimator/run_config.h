@@ -8,6 +8,7 @@
 
 #include "distribute/cluster_config.h"
 #include "distribute/cluster_resolver.h"
+#include "estimator/mixed_precision.h"
 
 namespace est {
 namespace distribute {
@@ -42,6 +43,14 @@ struct RunConfig {
   /// batches, summing gradients locally (no all-reduce), and the optimizer steps once on
   /// their average, synchronized once. A global step consumes this many batches per replica.
   int64_t gradient_accumulation_steps = 1;
+  /// Mixed precision: model_fn runs under autocast in this dtype in every mode, on every
+  /// replica's device; variables, optimizer state and checkpoints stay in their own dtype
+  /// (float32 master weights). float16 needs CUDA devices.
+  MixedPrecision mixed_precision = MixedPrecision::kNone;
+  /// Dynamic loss scaling of training; when unset, float16 mixed precision uses the
+  /// defaults and other precisions none. Its state (the scale and the good steps) is saved
+  /// in checkpoints and restored with them.
+  std::optional<LossScaleOptions> loss_scale;
   /// Catch SIGTERM and SIGINT during train(): every worker stops after the step in which
   /// any of them got one, the chief saves a checkpoint, and train() throws est::Interrupted
   /// (programs exit with 128 + the signal). The evaluator task of train_and_evaluate stops
@@ -57,6 +66,8 @@ struct RunConfig {
   /// The checkpoint interval in seconds after TensorFlow's defaulting rule, or nullopt
   /// when checkpoints are saved by steps.
   std::optional<double> effective_save_checkpoints_secs() const;
+  /// The loss scaling of training: loss_scale, else the defaults for float16, else none.
+  std::optional<LossScaleOptions> effective_loss_scale() const;
 };
 
 }  // namespace est

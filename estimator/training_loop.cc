@@ -5,6 +5,7 @@
 #include <torch/utils.h>
 
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <set>
@@ -27,6 +28,7 @@
 #include "estimator/hooks/step_counter_hook.h"
 #include "estimator/hooks/stop_at_step_hook.h"
 #include "estimator/hooks/summary_saver_hook.h"
+#include "estimator/loss_scaler.h"
 #include "estimator/model_checkpoint.h"
 #include "estimator/replica_set.h"
 
@@ -72,6 +74,25 @@ int64_t ParseInputPosition(const std::string& text, const checkpoint::Checkpoint
   return position;
 }
 
+// Continues `scaler` from the loss scale saved in `reader`, when it has one (a checkpoint
+// written without loss scaling starts from the initial scale).
+void RestoreLossScale(const checkpoint::CheckpointReader& reader, DynamicLossScaler& scaler) {
+  if (!reader.has_tensor(kLossScaleName)) return;
+  EST_CHECK(reader.has_tensor(kLossScaleGoodStepsName), CheckpointError, "checkpoint ", reader.prefix(), " has '",
+            kLossScaleName, "' but not '", kLossScaleGoodStepsName, "'");
+  const at::Tensor scale = reader.tensor(kLossScaleName);
+  const at::Tensor good_steps = reader.tensor(kLossScaleGoodStepsName);
+  EST_CHECK(scale.numel() == 1 && good_steps.numel() == 1, CheckpointError, "checkpoint ", reader.prefix(), ": '",
+            kLossScaleName, "' and '", kLossScaleGoodStepsName, "' must be scalars, got shapes ", scale.sizes(),
+            " and ", good_steps.sizes());
+  const double scale_value = scale.item<double>();
+  const int64_t good_steps_value = good_steps.item<int64_t>();
+  EST_CHECK(scale_value > 0 && std::isfinite(scale_value) && good_steps_value >= 0, CheckpointError, "checkpoint ",
+            reader.prefix(), " holds loss scale ", scale_value, " and good steps ", good_steps_value,
+            "; expected a positive finite scale and a count >= 0");
+  scaler.restore(scale_value, good_steps_value);
+}
+
 // One training run: owns the replicas' state, the input iterator and the hooks.
 //
 // The chief writes checkpoints asynchronously: save_checkpoint() copies the variables and
@@ -87,9 +108,13 @@ class TrainingSession : public Session {
                   bool complete_saves)
       : estimator_(estimator),
         strategy_(strategy),
-        replicas_(strategy, estimator.params, std::move(restore_from), restore_optimizers, /*sync_with_chief=*/true),
+        replicas_(strategy, estimator.params, restore_from, restore_optimizers, /*sync_with_chief=*/true),
         complete_saves_(complete_saves),
         accumulation_steps_(estimator.config.gradient_accumulation_steps) {
+    if (auto options = estimator.config.effective_loss_scale()) {
+      loss_scaler_.emplace(*options);
+      if (restore_from && restore_optimizers) RestoreLossScale(*restore_from, *loss_scaler_);
+    }
     if (strategy.is_chief())
       checkpoint_writer_.emplace(checkpoint::CheckpointManager(
           estimator.model_dir, checkpoint::RetentionOptions()
@@ -112,6 +137,10 @@ class TrainingSession : public Session {
               strategy_.worker_index(), " asked to");
     CheckpointContents contents = SnapshotModel(replicas_.replica(0), global_step_);
     contents.blobs[kInputPositionBlob] = std::to_string(input_position_);
+    if (loss_scaler_) {
+      contents.tensors.emplace_back(kLossScaleName, at::scalar_tensor(loss_scaler_->scale(), at::kDouble));
+      contents.tensors.emplace_back(kLossScaleGoodStepsName, at::scalar_tensor(loss_scaler_->good_steps(), at::kLong));
+    }
     Log().info("Saving checkpoints for {} into {}/model.ckpt.", global_step_, estimator_.model_dir);
     std::string prefix = checkpoint_writer_->save(global_step_, contents.tensors, std::move(contents.blobs));
     if (complete_saves_) checkpoint_writer_->wait();
@@ -193,7 +222,7 @@ class TrainingSession : public Session {
     for (int64_t m = 0; m < micro_batches; ++m) {
       const auto& batch = batches[static_cast<size_t>(m * replicas_.size() + r)];
       EstimatorSpec spec = CallModelFn(estimator_.model_fn, ToDevice(batch, ctx.device()), Mode::kTrain, ctx,
-                                       global_step_);
+                                       global_step_, estimator_.config.mixed_precision);
       if (m == 0) spec.optimizer->zero_grad();
       const at::Tensor loss = spec.loss;
       if (micro_batches > 1) {
@@ -204,7 +233,7 @@ class TrainingSession : public Session {
         }
       }
       if (m + 1 < micro_batches) {
-        loss.backward();
+        backward(loss);
         continue;
       }
       if (micro_batches > 1) {
@@ -212,10 +241,39 @@ class TrainingSession : public Session {
         for (auto& [tag, value] : spec.summaries) value = summary_sums.at(tag).div_(micro_batches);
       }
       before_last_backward(spec);
-      loss.backward();
+      backward(loss);
       return spec;
     }
     EST_ASSERT(false, "gradient_accumulation_steps must be positive");
+  }
+
+  // Backward of `loss`, times the loss scale when loss scaling is on.
+  void backward(const at::Tensor& loss) {
+    if (loss_scaler_) {
+      loss_scaler_->scale_loss(loss).backward();
+    } else {
+      loss.backward();
+    }
+  }
+
+  // With loss scaling: divides every replica's averaged gradients by the scale and updates
+  // the scale; false when they are not all finite, and the step must not be applied. Every
+  // replica and worker holds the same averaged gradients, so all of them decide alike.
+  // Without loss scaling: true.
+  bool unscale_gradients() {
+    if (!loss_scaler_) return true;
+    bool finite = true;
+    for (int r = 0; r < replicas_.size(); ++r) {
+      const bool replica_finite = loss_scaler_->unscale(replicas_.replica(r).trainable_variables());
+      EST_ASSERT(r == 0 || replica_finite == finite, "local replicas hold the same averaged gradients");
+      finite = replica_finite;
+    }
+    const double scale = loss_scaler_->scale();
+    loss_scaler_->update(finite);
+    if (!finite)
+      Log().warn("Gradients of global step {} are not finite at loss scale {}: the update was skipped and the "
+                 "loss scale is now {}", global_step_, scale, loss_scaler_->scale());
+    return finite;
   }
 
   // Divides every gradient of replica `r` by the number of micro-batches summed into it.
@@ -229,7 +287,7 @@ class TrainingSession : public Session {
   EstimatorSpec single_replica_step(const std::vector<data::Element>& batches) {
     EstimatorSpec spec = forward_backward(0, batches, [](EstimatorSpec&) {});
     average_micro_batches(0);
-    spec.optimizer->step();
+    if (unscale_gradients()) spec.optimizer->step();
     ++global_step_;
     return spec;
   }
@@ -270,7 +328,7 @@ class TrainingSession : public Session {
       size_t index = 0;
       for (auto& [tag, value] : spec.summaries) value = summaries[0][index++];
     }
-    spec.optimizer->step();
+    if (unscale_gradients()) spec.optimizer->step();
     ++global_step_;
     return spec;
   }
@@ -304,7 +362,8 @@ class TrainingSession : public Session {
       values.push_back(at::scalar_tensor(local.stop_signal ? 1.0 : 0.0, at::kFloat));
     }
     strategy_.average_across_replicas(averaged);
-    for (auto& spec : specs) spec.optimizer->step();
+    if (unscale_gradients())
+      for (auto& spec : specs) spec.optimizer->step();
     ++global_step_;
 
     EstimatorSpec& first = specs.front();
@@ -338,6 +397,7 @@ class TrainingSession : public Session {
   const Estimator::Impl& estimator_;
   distribute::Strategy& strategy_;
   ReplicaSet replicas_;
+  std::optional<DynamicLossScaler> loss_scaler_;
   std::unique_ptr<distribute::GradientReducer> reducer_;
   size_t reducer_variables_ = 0;
   bool complete_saves_;

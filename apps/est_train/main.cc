@@ -39,6 +39,7 @@ struct Flags {
   double timeout_secs = 300;
   int64_t gradient_accumulation_steps = 1;
   double bucket_cap_mb = 25;
+  std::string mixed_precision = "none";
 };
 
 void AddFlags(CLI::App& app, Flags& flags) {
@@ -85,6 +86,10 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--bucket-cap-mb", flags.bucket_cap_mb,
                  "multi_worker: gradient all-reduce buckets close at this many MiB (the first at 1 MiB)")
       ->check(est_apps::kPositiveNumber)
+      ->capture_default_str();
+  app.add_option("--mixed-precision", flags.mixed_precision,
+                 "Autocast model_fn in this dtype, float32 variables (float16: CUDA only, with dynamic loss scaling)")
+      ->check(CLI::IsMember({"none", "bfloat16", "float16"}))
       ->capture_default_str();
   app.footer(
       "SIGTERM or SIGINT (preemption, Ctrl-C) during training: every worker stops after the same step, the chief\n"
@@ -160,6 +165,7 @@ int Run(const Flags& flags) {
   config.save_checkpoints_steps = flags.save_checkpoints_steps;
   config.log_step_count_steps = flags.log_step_count_steps;
   config.gradient_accumulation_steps = flags.gradient_accumulation_steps;
+  config.mixed_precision = est::ParseMixedPrecision(flags.mixed_precision);
   est::Estimator estimator(recipe.model_fn, flags.model_dir, config, params);
   auto eval_spec =
       est::EvalSpec(recipe.input_fn).throttle_secs(flags.throttle_secs).start_delay_secs(flags.start_delay_secs);

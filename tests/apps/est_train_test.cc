@@ -80,6 +80,7 @@ TEST_CASE("est-train rejects bad flags with one clear line", "[apps]") {
       {"--throttle-secs -1", {"--throttle-secs", "expected a number >= 0, got '-1'"}},
       {"--timeout-secs nan", {"--timeout-secs", "expected a positive number, got 'nan'"}},
       {"--strategy ring", {"--strategy", "ring", "multi_worker"}},
+      {"--mixed-precision half", {"--mixed-precision", "half", "none,bfloat16,float16"}},
       {"--unknown-flag 1", {"--unknown-flag"}},
   };
   for (const auto& [args, parts] : named) {
@@ -109,6 +110,19 @@ TEST_CASE("est-train reports a missing data directory and an unwritable model_di
   CHECK(bad_dir.exit_code == 1);
   CHECK(CountLines(bad_dir.output) == 1);
   CHECK(bad_dir.output.find(unwritable) != std::string::npos);
+}
+
+TEST_CASE("est-train --mixed-precision trains in bfloat16 on the CPU and refuses float16 there", "[apps]") {
+  const std::string dir = est::testing::FreshTempDir("est_train_mixed").string();
+  RunResult bf16 = RunEstTrain("--model linear --model-dir " + dir + " --max-steps 50 --mixed-precision bfloat16");
+  INFO(bf16.output);
+  REQUIRE(bf16.exit_code == 0);
+  CHECK(FinalMetric(bf16.output, "mean_squared_error") < 1e-3);
+  RunResult fp16 = RunEstTrain("--model linear --model-dir " + dir + " --max-steps 60 --mixed-precision float16");
+  INFO(fp16.output);
+  CHECK(fp16.exit_code == 1);
+  CHECK(fp16.output.find("est-train: error: mixed precision float16 needs CUDA devices, but the replica is on cpu") !=
+        std::string::npos);
 }
 
 TEST_CASE("est-train stopped and started again continues from the saved global step", "[apps]") {
