@@ -33,10 +33,21 @@ std::string ResolveModelDir(const std::string& argument, const RunConfig& config
 
 }  // namespace
 
+namespace {
+
+// `tensor` on `device`; a host tensor bound for a GPU goes through pinned memory with a
+// non-blocking copy, ordered on the device's current stream.
+at::Tensor CopyToDevice(const at::Tensor& tensor, c10::Device device) {
+  if (!tensor.defined() || tensor.device() == device) return tensor;
+  if (tensor.is_cpu() && device.is_cuda()) return tensor.pin_memory().to(device, /*non_blocking=*/true);
+  return tensor.to(device);
+}
+
+}  // namespace
+
 data::Element ToDevice(data::Element element, c10::Device device) {
-  for (auto& [name, tensor] : element.features)
-    if (tensor.device() != device) tensor = tensor.to(device);
-  if (element.labels.defined() && element.labels.device() != device) element.labels = element.labels.to(device);
+  for (auto& [name, tensor] : element.features) tensor = CopyToDevice(tensor, device);
+  element.labels = CopyToDevice(element.labels, device);
   return element;
 }
 

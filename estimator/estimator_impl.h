@@ -52,7 +52,9 @@ EstimatorSpec CallModelFn(const ModelFn& model_fn, const data::Element& element,
 /// reads model_dir itself); CheckpointError naming both steps otherwise.
 void CheckSameGlobalStep(distribute::Strategy& strategy, int64_t global_step, const char* what);
 
-/// Moves every tensor of `element` to `device` (no copy when already there).
+/// Moves every tensor of `element` to `device` (no copy when already there). Host tensors
+/// bound for a CUDA device are pinned and copied without blocking the host, on the
+/// device's current stream.
 data::Element ToDevice(data::Element element, c10::Device device);
 
 }  // namespace est

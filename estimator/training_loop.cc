@@ -21,6 +21,7 @@
 #include "distribute/strategy.h"
 #include "estimator/async_checkpoint_writer.h"
 #include "estimator/batch_signature.h"
+#include "estimator/device_prefetcher.h"
 #include "estimator/estimator_impl.h"
 #include "estimator/hooks/checkpoint_saver_hook.h"
 #include "estimator/hooks/logging_tensor_hook.h"
@@ -165,16 +166,20 @@ class TrainingSession : public Session {
     const size_t batches_per_step = static_cast<size_t>(replicas_.size() * accumulation_steps_);
     std::vector<data::Element> current(batches_per_step);
     std::vector<data::Element> upcoming(batches_per_step);
+    DevicePrefetcher prefetcher(strategy_.local_devices());
     StopFlags stop;
     stop.input_ended = strategy_.any_worker(!read_batches(*iterator, current));
+    prefetcher.start(current);
     BatchSignature batch_signature;
     while (!stop.input_ended && !stop.stop_signal) {
+      prefetcher.wait(current);
       batch_signature.check(current, global_step_);
       RunContext run_context(*this);
       std::vector<RunArgs> requests;
       requests.reserve(hooks.size());
       for (auto& hook : hooks) requests.push_back(hook->before_run(run_context));
       const StopFlags local{!read_batches(*iterator, upcoming), StopSignalGuard::pending() != 0};
+      prefetcher.start(upcoming);  // copied onto the devices while this step computes
       EstimatorSpec spec = step(current, local, stop);
       input_position_ += static_cast<int64_t>(batches_per_step);
       last_loss_ = spec.loss;

@@ -1,0 +1,56 @@
+// DevicePrefetcher: batches of CPU replicas stay where they are; batches of CUDA replicas
+// arrive on their devices with their values once waited for.
+
+#include <torch/torch.h>
+
+#include "estimator/device_prefetcher.h"
+#include "tests/torch_cuda_devices.h"
+
+#include <catch2/catch.hpp>
+
+using namespace est;
+
+namespace {
+
+std::vector<data::Element> Batches(int count) {
+  std::vector<data::Element> batches(static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    batches[static_cast<size_t>(i)].features["x"] = torch::arange(6, torch::kFloat).reshape({2, 3}) + 10 * i;
+    batches[static_cast<size_t>(i)].labels = torch::tensor({i, i + 1}, torch::kLong);
+  }
+  return batches;
+}
+
+}  // namespace
+
+TEST_CASE("DevicePrefetcher leaves the batches of CPU replicas untouched", "[estimator]") {
+  DevicePrefetcher prefetcher({c10::Device("cpu"), c10::Device("cpu")});
+  auto batches = Batches(4);
+  const void* data = batches[3].features.at("x").data_ptr();
+  prefetcher.start(batches);
+  prefetcher.wait(batches);
+  CHECK(batches[3].features.at("x").data_ptr() == data);
+  CHECK(batches[3].labels.device().is_cpu());
+}
+
+TEST_CASE("DevicePrefetcher moves each replica's batches onto its CUDA device", "[estimator][cuda]") {
+  EST_REQUIRE_TORCH_CUDA_DEVICES(1);
+  const int gpus = std::min<int>(static_cast<int>(torch::cuda::device_count()), 2);
+  std::vector<c10::Device> devices = {c10::Device("cpu")};
+  for (int g = 0; g < gpus; ++g) devices.emplace_back(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(g));
+  DevicePrefetcher prefetcher(devices);
+  for (int step = 0; step < 3; ++step) {
+    auto batches = Batches(2 * static_cast<int>(devices.size()));
+    const auto expected = Batches(2 * static_cast<int>(devices.size()));
+    prefetcher.start(batches);
+    prefetcher.wait(batches);
+    for (size_t i = 0; i < batches.size(); ++i) {
+      const c10::Device device = devices[i % devices.size()];
+      CHECK(batches[i].features.at("x").device() == device);
+      CHECK(batches[i].labels.device() == device);
+      // Used on the device's current stream, after the wait: the copied values.
+      CHECK(torch::equal((batches[i].features.at("x") * 1).cpu(), expected[i].features.at("x")));
+      CHECK(torch::equal((batches[i].labels + 0).cpu(), expected[i].labels));
+    }
+  }
+}
