@@ -1,17 +1,30 @@
 #include "distribute/strategy.h"
 
 #include <ATen/ATen.h>
+#include <torch/cuda.h>
 
 #include "common/error.h"
 
 namespace est::distribute {
 
 c10::Device ParseDevice(const std::string& device) {
+  std::optional<c10::Device> parsed;
   try {
-    return c10::Device(device);
+    parsed.emplace(device);
   } catch (const std::exception&) {
     EST_THROW(ConfigError, "cannot parse device '", device, "'; expected \"cpu\" or \"cuda:<index>\"");
   }
+  EST_CHECK(parsed->is_cpu() || parsed->is_cuda(), ConfigError, "device '", device,
+            "' is neither a CPU nor a CUDA device; expected \"cpu\" or \"cuda:<index>\"");
+  if (parsed->is_cuda()) {
+    const auto count = static_cast<int64_t>(torch::cuda::device_count());
+    EST_CHECK(count > 0, ConfigError, "device '", device,
+              "' needs CUDA, but LibTorch sees no CUDA device (this LibTorch has no CUDA, or no GPU is visible); "
+              "use \"cpu\"");
+    EST_CHECK(parsed->index() < count, ConfigError, "device '", device, "' does not exist: LibTorch sees ", count,
+              " CUDA device(s), cuda:0 to cuda:", count - 1);
+  }
+  return *parsed;
 }
 
 InputContext Strategy::input_context() const {

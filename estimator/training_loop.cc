@@ -20,6 +20,7 @@
 #include "distribute/gradient_reducer.h"
 #include "distribute/strategy.h"
 #include "estimator/async_checkpoint_writer.h"
+#include "estimator/async_host_copy.h"
 #include "estimator/batch_signature.h"
 #include "estimator/device_prefetcher.h"
 #include "estimator/estimator_impl.h"
@@ -185,6 +186,7 @@ class TrainingSession : public Session {
       last_loss_ = spec.loss;
       CrashPoint("after_step", global_step_);
       if (checkpoint_writer_) checkpoint_writer_->check();
+      loss_to_host_.wait();
       for (size_t i = 0; i < hooks.size(); ++i) hooks[i]->after_run(run_context, select(requests[i], spec));
       if (run_context.stop_requested()) break;
       std::swap(current, upcoming);
@@ -288,9 +290,10 @@ class TrainingSession : public Session {
       if (variable.grad().defined()) variable.mutable_grad().div_(accumulation_steps_);
   }
 
-  // The only replica: nothing to average.
+  // The only replica: nothing to average. The loss starts its way to the host before backward.
   EstimatorSpec single_replica_step(const std::vector<data::Element>& batches) {
-    EstimatorSpec spec = forward_backward(0, batches, [](EstimatorSpec&) {});
+    EstimatorSpec spec =
+        forward_backward(0, batches, [this](EstimatorSpec& last) { last.loss = loss_to_host_.start(last.loss); });
     average_micro_batches(0);
     if (unscale_gradients()) spec.optimizer->step();
     ++global_step_;
@@ -403,6 +406,7 @@ class TrainingSession : public Session {
   distribute::Strategy& strategy_;
   ReplicaSet replicas_;
   std::optional<DynamicLossScaler> loss_scaler_;
+  AsyncHostCopy loss_to_host_;
   std::unique_ptr<distribute::GradientReducer> reducer_;
   size_t reducer_variables_ = 0;
   bool complete_saves_;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "apps/common/fashion_mnist_cnn.h"
 #include "data/idx.h"
@@ -22,16 +23,63 @@ inline torch::nn::Sequential MakeMlp() {
                                torch::nn::ReLU(), torch::nn::Linear(4096, 10));
 }
 
-/// The model named "cnn" or "mlp", initialised from a fixed seed, so that every loop
-/// trains the same weights on the same data and does the same arithmetic.
+/// A ResNet basic block: two 3×3 convolutions with batch norm, plus the input (through a
+/// strided 1×1 convolution when the shape changes).
+class BasicBlockImpl : public torch::nn::Module {
+ public:
+  BasicBlockImpl(int64_t in, int64_t out, int64_t stride)
+      : conv1_(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, 3).stride(stride).padding(1).bias(false)))),
+        bn1_(register_module("bn1", torch::nn::BatchNorm2d(out))),
+        conv2_(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(out, out, 3).padding(1).bias(false)))),
+        bn2_(register_module("bn2", torch::nn::BatchNorm2d(out))) {
+    if (stride != 1 || in != out)
+      shortcut_ = register_module("shortcut", torch::nn::Sequential(
+          torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, 1).stride(stride).bias(false)), torch::nn::BatchNorm2d(out)));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    auto y = torch::relu(bn1_(conv1_(x)));
+    y = bn2_(conv2_(y));
+    return torch::relu(y + (shortcut_.is_empty() ? x : shortcut_->forward(x)));
+  }
+
+ private:
+  torch::nn::Conv2d conv1_;
+  torch::nn::BatchNorm2d bn1_;
+  torch::nn::Conv2d conv2_;
+  torch::nn::BatchNorm2d bn2_;
+  torch::nn::Sequential shortcut_{nullptr};
+};
+TORCH_MODULE(BasicBlock);
+
+/// ResNet-18 for 3×32×32 images and 10 classes (about 11 M parameters): the ResNet-sized
+/// model of the GPU benchmark.
+inline torch::nn::Sequential MakeResNet18() {
+  torch::nn::Sequential net(torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 64, 3).padding(1).bias(false)),
+                            torch::nn::BatchNorm2d(64), torch::nn::ReLU());
+  int64_t channels = 64;
+  for (int64_t width : {64, 128, 256, 512}) {
+    net->push_back(BasicBlock(channels, width, width == 64 ? 1 : 2));
+    net->push_back(BasicBlock(width, width, 1));
+    channels = width;
+  }
+  net->push_back(torch::nn::AdaptiveAvgPool2d(1));
+  net->push_back(torch::nn::Flatten());
+  net->push_back(torch::nn::Linear(512, 10));
+  return net;
+}
+
+/// The model named "cnn", "mlp" or "resnet", initialised from a fixed seed, so that every
+/// loop trains the same weights on the same data and does the same arithmetic.
 inline torch::nn::Sequential MakeModel(const std::string& name) {
   torch::manual_seed(1);
-  return name == "cnn" ? MakeCnn() : MakeMlp();
+  if (name == "cnn") return MakeCnn();
+  return name == "resnet" ? MakeResNet18() : MakeMlp();
 }
 
 /// `count` batches of `batch_size` examples, stacked: inputs [count, batch_size, ...] and
 /// labels [count, batch_size]. The CNN gets the first Fashion-MNIST training images
-/// (scaled to [0, 1]) and their labels; the MLP gets normal noise (seed 7) and random labels.
+/// (scaled to [0, 1]) and their labels; the MLP and the ResNet get normal noise (seed 7,
+/// 1024 values or 3×32×32 images) and random labels.
 inline std::pair<torch::Tensor, torch::Tensor> MakeBatches(const std::string& model, int64_t batch_size,
                                                            int64_t count) {
   const int64_t examples = batch_size * count;
@@ -46,7 +94,10 @@ inline std::pair<torch::Tensor, torch::Tensor> MakeBatches(const std::string& mo
             labels.slice(0, 0, examples).to(torch::kLong).reshape({count, batch_size}).contiguous()};
   }
   torch::manual_seed(7);
-  return {torch::randn({count, batch_size, 1024}), torch::randint(0, 10, {count, batch_size})};
+  const std::vector<int64_t> example = model == "resnet" ? std::vector<int64_t>{3, 32, 32} : std::vector<int64_t>{1024};
+  std::vector<int64_t> shape = {count, batch_size};
+  shape.insert(shape.end(), example.begin(), example.end());
+  return {torch::randn(shape), torch::randint(0, 10, {count, batch_size})};
 }
 
 }  // namespace est_bench

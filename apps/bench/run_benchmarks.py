@@ -4,7 +4,8 @@ repetitions interleaved, and prints a table of medians plus one JSON line per fi
 usage: run_benchmarks.py --build BUILD_DIR [--repetitions 5] [--quick] [--only GROUP,...]
 
 Groups (for --only): overhead (overhead, vs_glibc_malloc, memory), scaling (scaling_*, allreduce*),
-efficiency (efficiency_cnn, ceiling_cnn), extras (input_pipeline_bench, checkpoint_bench).
+efficiency (efficiency_cnn, ceiling_cnn), gpu (gpu_*; skipped with a line where the build or the
+machine has no CUDA device), extras (input_pipeline_bench, checkpoint_bench).
 
 Figures (see the README's Performance section):
   overhead       est-train's Estimator loop vs a hand-written LibTorch loop (Fashion-MNIST CNN, batch 64)
@@ -18,6 +19,9 @@ Figures (see the README's Performance section):
   allreduce_own  the same vs our own all-reduce (shared memory between ranks on one host) outside training
   memory         peak RSS of the Estimator loop vs the hand-written loop
   vs_glibc_malloc  the Estimator loop vs the hand-written loop left with glibc's default malloc thresholds
+  gpu_cnn_512    on cuda:0: the Estimator loop vs a hand-written LibTorch loop (pinned, non-blocking input
+                 copies), Fashion-MNIST CNN at batch 512, examples/s
+  gpu_resnet18   the same for ResNet-18 on 3x32x32 images at batch 128
 and, when built, the figures of input_pipeline_bench and checkpoint_bench.
 """
 
@@ -29,7 +33,7 @@ import statistics
 import subprocess
 import sys
 
-GROUPS = ("overhead", "scaling", "efficiency", "extras")
+GROUPS = ("overhead", "scaling", "efficiency", "gpu", "extras")
 PYTHON = "/usr/bin/python3"  # Debian's, which has python3-torch
 # Our Estimator raises glibc's mmap and trim thresholds itself (common/malloc_tuning.h);
 # the peers get the same through the environment, so that the figures compare frameworks,
@@ -70,9 +74,26 @@ class Runner:
         # About 6 s a CNN run: shorter runs vary by several percent from run to run.
         return ["--steps", "600" if model == "cnn" else "20", "--warmup", "20" if model == "cnn" else "3"]
 
-    def train_bench(self, loop, model, batch=64, env=None):
-        command = [os.path.join(self.bin, "train_bench"), "--loop", loop, "--model", model, "--batch-size", str(batch)]
-        return json_lines(run(command + self.sizes(model), env))[-1]
+    def train_bench(self, loop, model, batch=64, env=None, device="cpu"):
+        command = [os.path.join(self.bin, "train_bench"), "--loop", loop, "--model", model, "--batch-size", str(batch),
+                   "--device", device]
+        sizes = self.sizes(model) if device == "cpu" or self.quick else ["--steps", "100", "--warmup", "10"]
+        return json_lines(run(command + sizes, env))[-1]
+
+    def gpu(self):
+        """The name of GPU 0 when train_bench can train on cuda:0 (a LibTorch with CUDA and a
+        GPU), else why not."""
+        probe = subprocess.run([os.path.join(self.bin, "train_bench"), "--loop", "handwritten", "--model", "mlp",
+                                "--batch-size", "1", "--steps", "1", "--warmup", "1", "--device", "cuda:0"],
+                               capture_output=True, text=True, timeout=600)
+        if probe.returncode != 0:
+            return None, (probe.stderr.strip().splitlines() or ["train_bench failed"])[0]
+        try:
+            name = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i", "0"],
+                                  capture_output=True, text=True, timeout=60).stdout.strip()
+        except OSError:
+            name = ""
+        return name or "an unnamed CUDA device", None
 
     def ours_workers(self, model, workers, batch=64):
         command = [os.path.join(self.bin, "est-launch"), "--workers", str(workers), "--",
@@ -123,6 +144,7 @@ def main():
     runner = Runner(args.build, args.quick)
 
     samples = {}
+    gpu_name, no_gpu = runner.gpu() if "gpu" in only else (None, None)
 
     def record(figure, ours, peer, unit):
         samples.setdefault(figure, {"ours": [], "peer": [], "unit": unit})
@@ -150,6 +172,13 @@ def main():
                 record("allreduce", stats["bus_gbytes_per_sec"], raw["bus_gbytes_per_sec"], "GB/s bus")
                 own = runner.raw_allreduce(per_call, max(3, stats["calls"]), "auto")
                 record("allreduce_own", stats["bus_gbytes_per_sec"], own["bus_gbytes_per_sec"], "GB/s bus")
+        if gpu_name:
+            for figure, model, batch in (("gpu_cnn_512", "cnn", 512), ("gpu_resnet18", "resnet", 128)):
+                if args.quick:
+                    batch = 8
+                estimator = runner.train_bench("estimator", model, batch, device="cuda:0")
+                handwritten = runner.train_bench("handwritten", model, batch, env=runner.peer_env, device="cuda:0")
+                record(figure, estimator["examples_per_sec"], handwritten["examples_per_sec"], "examples/s")
         if "efficiency" in only:
             one = runner.ours_workers("cnn", 1)
             two = runner.ours_workers("cnn", 2)
@@ -163,9 +192,13 @@ def main():
              "scaling_mlp_pinned_ddp": "PyTorch DDP, each worker bound to its own CPU as ours",
              "allreduce": "raw Gloo all-reduce (TCP)",
              "allreduce_own": "our shared-memory all-reduce alone", "efficiency_cnn": "our 1 worker",
-             "ceiling_cnn": "our 1 worker (ours: 2 independent 1-worker runs at once, no all-reduce)"}
+             "ceiling_cnn": "our 1 worker (ours: 2 independent 1-worker runs at once, no all-reduce)",
+             "gpu_cnn_512": f"hand-written LibTorch loop on {gpu_name}",
+             "gpu_resnet18": f"hand-written LibTorch loop on {gpu_name}"}
     print(f"TorchEstimator benchmarks on {platform.node()}: {os.cpu_count()} cores, "
           f"{repetitions} repetition(s), medians{' (quick sizes: not a measurement)' if args.quick else ''}")
+    if "gpu" in only and not gpu_name:
+        print(f"gpu figures skipped: no CUDA device for train_bench ({no_gpu})")
     print(f"{'figure':<16} {'ours':>12} {'peer':>12} {'ratio':>7}  unit / peer")
     lines = []
     for figure, data in samples.items():
@@ -174,7 +207,7 @@ def main():
         print(f"{figure:<16} {ours:>12.4g} {peer:>12.4g} {ratio:>7.3f}  {data['unit']} / {peers[figure]}")
         lines.append({"bench": "training", "figure": figure, "ours": ours, "peer": peer, "ratio": ratio,
                       "unit": data["unit"], "peer_name": peers[figure], "repetitions": repetitions,
-                      "quick": args.quick})
+                      "quick": args.quick, **({"gpu": gpu_name} if figure.startswith("gpu_") else {})})
     for extra in ("input_pipeline_bench", "checkpoint_bench") if "extras" in only else ():
         path = os.path.join(runner.bin, extra)
         if os.path.exists(path):

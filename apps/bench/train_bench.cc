@@ -1,11 +1,13 @@
 // train_bench: one training run, timed, printing one JSON line. Run by run_benchmarks.py,
 // which compares our Estimator with a hand-written LibTorch loop and PyTorch DDP.
 //
-//   train_bench --loop estimator|handwritten|raw_allreduce --model cnn|mlp --batch-size B
-//               --steps N --warmup W [--strategy none|multi_worker] [--bytes X] [--transport auto|tcp]
+//   train_bench --loop estimator|handwritten|raw_allreduce --model cnn|mlp|resnet --batch-size B
+//               --steps N --warmup W [--strategy none|multi_worker] [--device cpu|cuda:N]
+//               [--bytes X] [--transport auto|tcp]
 
 #include <sys/resource.h>
 
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -21,6 +23,7 @@
 #include "distribute/cluster_resolver.h"
 #include "distribute/multi_worker_mirrored_strategy.h"
 #include "distribute/rendezvous.h"
+#include "distribute/strategy.h"
 #include "distribute/store.h"
 #include "estimator/estimator.h"
 
@@ -35,6 +38,7 @@ struct Flags {
   int64_t batch_size = 64;
   int64_t steps = 200;
   int64_t warmup = 20;
+  std::string device = "cpu";
   int64_t bytes = 0;
   std::string transport = "auto";  ///< raw_allreduce: "tcp" forces Gloo over TCP, "auto" lets ranks on one host use shared memory
 };
@@ -45,14 +49,20 @@ double PeakRssMegabytes() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
+// The time now, once the work queued on `device` so far is done.
+Clock::time_point Now(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+  return Clock::now();
+}
+
 // Records the time of the step after `warmup` steps and of the last step.
 class StepTimer : public est::SessionRunHook {
  public:
-  StepTimer(int64_t warmup, int64_t last) : warmup_(warmup), last_(last) {}
+  StepTimer(int64_t warmup, int64_t last, torch::Device device) : warmup_(warmup), last_(last), device_(device) {}
   void after_run(est::RunContext& context, const est::RunValues&) override {
     const int64_t step = context.session().global_step();
-    if (step == warmup_) start = Clock::now();
-    if (step == last_) end = Clock::now();
+    if (step == warmup_) start = Now(device_);
+    if (step == last_) end = Now(device_);
   }
   Clock::time_point start;
   Clock::time_point end;
@@ -60,6 +70,7 @@ class StepTimer : public est::SessionRunHook {
  private:
   int64_t warmup_;
   int64_t last_;
+  torch::Device device_;
 };
 
 // The chief's collective for --strategy multi_worker, timed.
@@ -102,11 +113,13 @@ nlohmann::json RunEstimator(const Flags& flags) {
   std::shared_ptr<est_bench::TimingCollective> collective;
   if (flags.strategy == "multi_worker") {
     collective = ConnectWorkers(config.cluster);
-    config.train_distribute = est::distribute::MultiWorkerMirroredStrategy::CreateWithCollective(collective);
+    config.train_distribute = est::distribute::MultiWorkerMirroredStrategy::CreateWithCollective(collective, {flags.device});
+  } else if (flags.device != "cpu") {
+    config.train_distribute = est::distribute::OneDeviceStrategy::Create(flags.device);
   }
   const std::string model_dir = "/tmp/train_bench_" + std::to_string(::getpid());
   std::filesystem::remove_all(model_dir);
-  auto timer = std::make_shared<StepTimer>(flags.warmup, flags.warmup + flags.steps);
+  auto timer = std::make_shared<StepTimer>(flags.warmup, flags.warmup + flags.steps, torch::Device(flags.device));
   est::Estimator estimator(model_fn, model_dir, config);
   if (collective) collective->reset();
   estimator.train(input_fn, est::TrainOptions().max_steps(flags.warmup + flags.steps).hooks({timer}));
@@ -117,20 +130,30 @@ nlohmann::json RunEstimator(const Flags& flags) {
   return result;
 }
 
+// The loop a LibTorch user writes by hand; on a GPU, batches come from pinned host memory
+// with non-blocking copies, as PyTorch's DataLoader(pin_memory=True) gives them.
 nlohmann::json RunHandwritten(const Flags& flags) {
   const int64_t count = flags.warmup + flags.steps;
-  const auto [inputs, labels] = est_bench::MakeBatches(flags.model, flags.batch_size, count);
+  const torch::Device device(flags.device);
+  auto [inputs, labels] = est_bench::MakeBatches(flags.model, flags.batch_size, count);
+  if (device.is_cuda()) {
+    inputs = inputs.pin_memory();
+    labels = labels.pin_memory();
+  }
   auto net = est_bench::MakeModel(flags.model);
+  net->to(device);
   torch::optim::Adam adam(net->parameters(), 1e-3);
   auto step = [&, inputs = inputs, labels = labels](int64_t i) {
     adam.zero_grad();
-    torch::nn::functional::cross_entropy(net->forward(inputs.select(0, i)), labels.select(0, i)).backward();
+    const auto x = inputs.select(0, i).to(device, /*non_blocking=*/true);
+    const auto y = labels.select(0, i).to(device, /*non_blocking=*/true);
+    torch::nn::functional::cross_entropy(net->forward(x), y).backward();
     adam.step();
   };
   for (int64_t i = 0; i < flags.warmup; ++i) step(i);
-  const auto start = Clock::now();
+  const auto start = Now(device);
   for (int64_t i = flags.warmup; i < count; ++i) step(i);
-  return {{"seconds", std::chrono::duration<double>(Clock::now() - start).count()}, {"steps", flags.steps}};
+  return {{"seconds", std::chrono::duration<double>(Now(device) - start).count()}, {"steps", flags.steps}};
 }
 
 nlohmann::json RunRawAllreduce(const Flags& flags) {
@@ -148,21 +171,24 @@ int main(int argc, char** argv) {
   CLI::App app("train_bench: one timed training run (see apps/bench/run_benchmarks.py)", "train_bench");
   Flags flags;
   app.add_option("--loop", flags.loop)->check(CLI::IsMember({"estimator", "handwritten", "raw_allreduce"}));
-  app.add_option("--model", flags.model)->check(CLI::IsMember({"cnn", "mlp"}));
+  app.add_option("--model", flags.model)->check(CLI::IsMember({"cnn", "mlp", "resnet"}));
   app.add_option("--strategy", flags.strategy)->check(CLI::IsMember({"none", "multi_worker"}));
   app.add_option("--batch-size", flags.batch_size)->check(CLI::PositiveNumber);
   app.add_option("--steps", flags.steps)->check(CLI::PositiveNumber);
   app.add_option("--warmup", flags.warmup)->check(CLI::PositiveNumber);
+  app.add_option("--device", flags.device, "cpu or cuda:N (a LibTorch with CUDA)");
   app.add_option("--bytes", flags.bytes)->check(CLI::NonNegativeNumber);
   app.add_option("--transport", flags.transport)->check(CLI::IsMember({"auto", "tcp"}));
   if (auto exit_status = est_apps::ParseFlags(app, argc, argv, "train_bench")) return *exit_status;
   try {
+    est::distribute::ParseDevice(flags.device);  // a clear error for a device LibTorch does not see
     nlohmann::json result = flags.loop == "estimator"     ? RunEstimator(flags)
                             : flags.loop == "handwritten" ? RunHandwritten(flags)
                                                           : RunRawAllreduce(flags);
     result["loop"] = flags.loop;
     result["model"] = flags.model;
     result["batch_size"] = flags.batch_size;
+    result["device"] = flags.device;
     result["peak_rss_mb"] = PeakRssMegabytes();
     if (result.contains("seconds"))
       result["examples_per_sec"] = static_cast<double>(flags.steps * flags.batch_size) / result["seconds"].get<double>();

@@ -1,6 +1,7 @@
 #include "distribute/strategy.h"
 
 #include <ATen/ATen.h>
+#include <torch/cuda.h>
 
 #include "common/error.h"
 
@@ -12,7 +13,6 @@ TEST_CASE("strategies report their replicas and input context", "[distribute]") 
   auto one = OneDeviceStrategy::Create("cpu");
   CHECK(one->num_replicas_in_sync() == 1);
   CHECK(one->local_devices() == std::vector<c10::Device>{c10::Device(c10::kCPU)});
-  CHECK(OneDeviceStrategy("cuda:1").local_devices()[0] == c10::Device(c10::kCUDA, 1));
   auto mirrored = MirroredStrategy::Create({"cpu", "cpu", "cpu"});
   CHECK(mirrored->num_replicas_in_sync() == 3);
   CHECK(mirrored->num_local_replicas() == 3);
@@ -28,6 +28,23 @@ TEST_CASE("strategies reject malformed devices", "[distribute]") {
   CHECK_THROWS_WITH(OneDeviceStrategy("gpu zero"), Catch::Contains("gpu zero"));
   CHECK_THROWS_AS(MirroredStrategy(std::vector<std::string>{}), est::ConfigError);
   CHECK_THROWS_WITH(MirroredStrategy({"cpu", "cuda:x"}), Catch::Contains("cuda:x"));
+  CHECK_THROWS_WITH(OneDeviceStrategy("meta"),
+                    Catch::Contains("device 'meta' is neither a CPU nor a CUDA device; expected \"cpu\" or \"cuda:<index>\""));
+}
+
+TEST_CASE("strategies take the CUDA devices LibTorch sees and name the ones it does not", "[distribute]") {
+  const auto gpus = static_cast<int64_t>(torch::cuda::device_count());
+  if (gpus == 0) {
+    CHECK_THROWS_WITH(OneDeviceStrategy("cuda:0"),
+                      Catch::Contains("device 'cuda:0' needs CUDA, but LibTorch sees no CUDA device (this LibTorch has "
+                                      "no CUDA, or no GPU is visible); use \"cpu\""));
+    CHECK_THROWS_AS(MirroredStrategy({"cpu", "cuda:1"}), est::ConfigError);
+  } else {
+    CHECK(OneDeviceStrategy("cuda:" + std::to_string(gpus - 1)).local_devices()[0] ==
+          c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(gpus - 1)));
+    CHECK_THROWS_WITH(OneDeviceStrategy("cuda:" + std::to_string(gpus)),
+                      Catch::Contains("does not exist: LibTorch sees " + std::to_string(gpus) + " CUDA device(s)"));
+  }
 }
 
 TEST_CASE("reduce sums or averages per-replica values, optionally along an axis", "[distribute]") {
