@@ -28,7 +28,8 @@ void Strategy::broadcast_from_chief(std::vector<at::Tensor>& tensors) {
   Collective* workers = collective();
   if (workers == nullptr) return;
   for (auto& tensor : tensors) {
-    at::Tensor staged = tensor.detach().cpu().contiguous();
+    // On its own device: the collective stages what it cannot use in place.
+    at::Tensor staged = tensor.detach().contiguous();
     workers->broadcast(staged, 0);
     tensor.detach().copy_(staged);
   }
@@ -56,6 +57,10 @@ void Strategy::average_across_replicas(std::vector<std::vector<at::Tensor>>& per
   for (const auto& value : per_replica[0])
     if (value.defined()) dtype = at::promote_types(dtype, value.scalar_type());
   if (!at::isFloatingType(dtype)) dtype = at::kDouble;
+  // The local replicas' sum is taken on the first local device when it is a GPU (and reduced
+  // across workers there), else on the CPU.
+  const c10::Device first = local_devices().front();
+  const c10::Device device = first.is_cuda() ? first : c10::Device(at::kCPU);
   std::vector<at::Tensor> flat_parts;
   flat_parts.reserve(count);
   for (size_t i = 0; i < count; ++i) {
@@ -64,12 +69,13 @@ void Strategy::average_across_replicas(std::vector<std::vector<at::Tensor>>& per
       EST_ASSERT(replica.size() == count, "replicas disagree on the number of tensors");
       const at::Tensor& value = replica[i];
       if (!value.defined()) continue;
-      at::Tensor on_cpu = value.detach().to(at::kCPU, dtype).reshape({-1});
-      sum = sum.defined() ? sum.add_(on_cpu) : on_cpu.clone();
+      at::Tensor on_device = value.detach().to(device, dtype).reshape({-1});
+      sum = sum.defined() ? sum.add_(on_device) : on_device.clone();
     }
     if (!sum.defined()) {
       const at::Tensor& shape_source = per_replica[0][i];
-      sum = at::zeros({shape_source.defined() ? shape_source.numel() : 0}, dtype);
+      sum = at::zeros({shape_source.defined() ? shape_source.numel() : 0},
+                      at::TensorOptions().dtype(dtype).device(device));
     }
     flat_parts.push_back(sum);
   }

@@ -1,10 +1,13 @@
 #include "distribute/strategy.h"
 
 #include <ATen/ATen.h>
+#include <torch/cuda.h>
 
 #include "common/error.h"
 
 #include <catch2/catch.hpp>
+
+#include "tests/cuda_devices.h"
 
 using namespace est::distribute;
 
@@ -55,4 +58,28 @@ TEST_CASE("average_across_replicas makes every replica hold the mean", "[distrib
   }
   CHECK_FALSE(strategy.any_worker(false));
   CHECK(strategy.any_worker(true));
+}
+
+TEST_CASE("average_across_replicas on two GPUs sums on the first and leaves each value on its device",
+          "[distribute][cuda]") {
+  EST_SKIP_UNLESS_CUDA_DEVICES(static_cast<int>(torch::cuda::device_count()), 2);
+  MirroredStrategy strategy({"cuda:0", "cuda:1"});
+  const c10::Device gpu0("cuda:0"), gpu1("cuda:1");
+  std::vector<std::vector<at::Tensor>> per_replica = {
+      {at::tensor({1.0f, 3.0f}).to(gpu0), at::scalar_tensor(2.0, at::kDouble).to(gpu0), at::scalar_tensor(1.0f), {}},
+      {at::tensor({3.0f, 6.0f}).to(gpu1), at::scalar_tensor(4.0, at::kDouble).to(gpu1), at::scalar_tensor(0.0f), {}},
+  };
+  strategy.average_across_replicas(per_replica);
+  for (size_t r = 0; r < 2; ++r) {
+    CAPTURE(r);
+    const auto& replica = per_replica[r];
+    CHECK(replica[0].device() == (r == 0 ? gpu0 : gpu1));
+    CHECK(replica[1].device() == (r == 0 ? gpu0 : gpu1));
+    CHECK(replica[2].device().is_cpu());
+    CHECK(replica[1].scalar_type() == at::kDouble);
+    CHECK(at::equal(replica[0].cpu(), at::tensor({2.0f, 4.5f})));
+    CHECK(replica[1].item<double>() == 3.0);
+    CHECK(replica[2].item<float>() == 0.5f);
+    CHECK_FALSE(replica[3].defined());
+  }
 }
