@@ -16,7 +16,7 @@
 #include "common/error.h"
 #include "distribute/collective.h"
 #include "distribute/store.h"
-#include "tests/distribute/allreduce_cases.h"
+#include "tests/distribute/collective_cases.h"
 #include "tests/distribute/rank_threads.h"
 #include "tests/test_util.h"
 
@@ -105,10 +105,7 @@ TEST_CASE("Gloo broadcast, allgather and barrier on 1 to 8 ranks", "[distribute]
       outcome.gathered = collective.allgather(at::arange(6, at::kInt).reshape({2, 3}) + 10 * rank);
       outcome.gathered_transposed = collective.allgather((at::arange(6, at::kDouble).reshape({2, 3}) + rank).t());
       outcome.gathered_empty = collective.allgather(at::empty({0, 2}));
-      std::this_thread::sleep_for(std::chrono::milliseconds(5 * rank));
-      ++entered;
-      collective.barrier();
-      outcome.entered_at_exit = entered.load();
+      outcome.entered_at_exit = EnteredBeforeBarrierEnds(collective, entered);
       return outcome;
     });
     for (int rank = 0; rank < world_size; ++rank) {

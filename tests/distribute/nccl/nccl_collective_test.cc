@@ -15,7 +15,7 @@
 #include "common/error.h"
 #include "distribute/collective.h"
 #include "distribute/store.h"
-#include "tests/distribute/allreduce_cases.h"
+#include "tests/distribute/collective_cases.h"
 #include "tests/distribute/nccl/cuda_test_util.h"
 #include "tests/distribute/rank_threads.h"
 #include "tests/test_util.h"
@@ -155,10 +155,7 @@ TEST_CASE("NCCL broadcast, allgather and barrier, GPU and CPU tensors", "[distri
         Place(collective.allgather((at::arange(6, at::kDouble).reshape({2, 3}) + rank).to(gpu).t()));
     outcome.gathered_empty = Place(collective.allgather(at::empty({0, 2}, at::TensorOptions().device(gpu))));
     outcome.gathered_cpu = Place(collective.allgather(at::full({3}, rank == 0, at::kBool)));
-    std::this_thread::sleep_for(std::chrono::milliseconds(5 * rank));
-    ++entered;
-    collective.barrier();
-    outcome.entered_at_exit = entered.load();
+    outcome.entered_at_exit = EnteredBeforeBarrierEnds(collective, entered);
     return outcome;
   });
   for (int rank = 0; rank < world_size; ++rank) {

@@ -30,21 +30,24 @@ TEST_CASE("NCCL all-reduce of another dtype is a ConfigError naming it", "[distr
 }
 
 TEST_CASE("NCCL copies every dtype: its own type when it has one, else its bytes", "[distribute][nccl]") {
-  const NcclPayload floats = NcclCopyPayload(c10::ScalarType::Float, 10);
-  CHECK(floats.type == NcclDataType::kFloat32);
-  CHECK(floats.count == 10);
-  const NcclPayload halves = NcclCopyPayload(c10::ScalarType::Half, 3);
-  CHECK(halves.type == NcclDataType::kFloat16);
-  CHECK(halves.count == 3);
-  const NcclPayload flags = NcclCopyPayload(c10::ScalarType::Bool, 5);
-  CHECK(flags.type == NcclDataType::kUInt8);
-  CHECK(flags.count == 5);
-  const NcclPayload complex = NcclCopyPayload(c10::ScalarType::ComplexDouble, 3);
-  CHECK(complex.type == NcclDataType::kUInt8);
-  CHECK(complex.count == 48);
-  const NcclPayload shorts = NcclCopyPayload(c10::ScalarType::Short, 0);
-  CHECK(shorts.type == NcclDataType::kUInt8);
-  CHECK(shorts.count == 0);
+  struct Case {
+    c10::ScalarType type;
+    size_t numel;
+    NcclDataType carried_as;
+    size_t count;
+  };
+  const Case cases[] = {{c10::ScalarType::Float, 10, NcclDataType::kFloat32, 10},
+                        {c10::ScalarType::Half, 3, NcclDataType::kFloat16, 3},
+                        {c10::ScalarType::Long, 2, NcclDataType::kInt64, 2},
+                        {c10::ScalarType::Bool, 5, NcclDataType::kUInt8, 5},
+                        {c10::ScalarType::ComplexDouble, 3, NcclDataType::kUInt8, 48},
+                        {c10::ScalarType::Short, 0, NcclDataType::kUInt8, 0}};
+  for (const Case& c : cases) {
+    CAPTURE(c10::toString(c.type), c.numel);
+    const NcclPayload payload = NcclCopyPayload(c.type, c.numel);
+    CHECK(payload.type == c.carried_as);
+    CHECK(payload.count == c.count);
+  }
 }
 
 }  // namespace

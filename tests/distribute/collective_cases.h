@@ -1,10 +1,14 @@
 #pragma once
-/// The all-reduce cases every collective's tests run: each dtype of the Collective
-/// interface, sum and mean, shapes from empty to non-contiguous, with exact expected values.
+/// What every collective's tests run: the all-reduce cases (each dtype of the Collective
+/// interface, sum and mean, shapes from empty to non-contiguous, with exact expected values)
+/// and the barrier's check.
 
 #include <ATen/ATen.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include "distribute/collective.h"
@@ -55,5 +59,14 @@ inline double AllreduceTolerance(at::ScalarType type) {
 
 /// The name of `op` in test messages.
 inline const char* ReduceOpName(distribute::ReduceOp op) { return op == distribute::ReduceOp::kSum ? "sum" : "mean"; }
+
+/// One rank's part of a barrier check: waits 5 ms per rank, counts itself in `entered`, and
+/// returns how many ranks had counted themselves in once barrier() returned (all of them).
+inline int EnteredBeforeBarrierEnds(distribute::Collective& collective, std::atomic<int>& entered) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(5 * collective.rank()));
+  ++entered;
+  collective.barrier();
+  return entered.load();
+}
 
 }  // namespace est::testing
