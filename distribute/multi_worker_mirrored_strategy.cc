@@ -34,7 +34,8 @@ constexpr bool kBuildHasNccl = EST_WITH_NCCL && EST_WITH_CUDA;
 
 CommunicationImplementation ChooseCommunication(CommunicationImplementation requested,
                                                 const std::vector<c10::Device>& devices) {
-  const auto not_cuda = std::find_if(devices.begin(), devices.end(), [](const c10::Device& d) { return !d.is_cuda(); });
+  const auto not_cuda =
+      std::find_if(devices.begin(), devices.end(), [](const c10::Device& device) { return !device.is_cuda(); });
   if (requested == CommunicationImplementation::kAuto) {
     return kBuildHasNccl && !devices.empty() && not_cuda == devices.end() ? CommunicationImplementation::kNccl
                                                                           : CommunicationImplementation::kRing;
@@ -117,7 +118,8 @@ void MultiWorkerMirroredStrategy::connect() {
   if (communication_ == CommunicationImplementation::kNccl) {
     NcclCollectiveOptions nccl;
     nccl.timeout = timeout;
-    collective_ = CreateNcclCollective(Rendezvous(store_, rendezvous), worker_index_, num_workers_, devices_.front(), nccl);
+    collective_ =
+        CreateNcclCollective(Rendezvous(store_, rendezvous), worker_index_, num_workers_, devices_.front(), nccl);
   } else {
     GlooOptions gloo;
     gloo.hostname = cluster_.task_host();

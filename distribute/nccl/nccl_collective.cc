@@ -23,10 +23,9 @@
 //   overdue operation throws in the call that issued it, before anyone uses its result.
 //   The NCCL stream serializes operations anyway, so the gradient reducer's thread, which
 //   issues bucket after bucket, loses only the host's issue latency.
-// - allreduce sums (ncclSum) and kMean divides the sum on torch's current stream: NCCL's
-//   documentation does not say how ncclAvg rounds integers, and for 16-bit floats it
-//   multiplies each rank's value by 1/world_size before summing, which rounds where the
-//   division of the sum would be exact.
+// - allreduce sums (ncclSum) and kMean divides the sum on torch's current stream, as the Gloo
+//   collective does: NCCL's documentation defines ncclAvg as the sum divided by the number of
+//   ranks without saying how it rounds integers, or where it divides floats.
 // - Tensors that are not contiguous or not on the collective's device (CPU tensors, for the
 //   strategy's flags and metrics) are staged through a contiguous copy on the device; the
 //   result is copied back into the caller's tensor.

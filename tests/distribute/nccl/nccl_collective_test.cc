@@ -57,8 +57,9 @@ struct Placed {
 Placed Place(const at::Tensor& tensor) { return Placed{tensor.cpu(), tensor.device()}; }
 
 TEST_CASE("CreateNcclCollective refuses a device that is not CUDA with ConfigError", "[distribute][nccl]") {
-  CHECK_THROWS_MATCHES(CreateNcclCollective(nullptr, 0, 1, c10::Device("cpu")), ConfigError,
-                       MessageMatches(Catch::Contains("NCCL collective of rank 0 of 1: device cpu is not a CUDA device")));
+  CHECK_THROWS_MATCHES(
+      CreateNcclCollective(nullptr, 0, 1, c10::Device("cpu")), ConfigError,
+      MessageMatches(Catch::Contains("NCCL collective of rank 0 of 1: device cpu is not a CUDA device")));
 }
 
 TEST_CASE("NCCL allreduce sums and averages every dtype and shape, GPU and CPU tensors", "[distribute][nccl][cuda]") {

@@ -23,9 +23,10 @@ TEST_CASE("NCCL all-reduce of another dtype is a ConfigError naming it", "[distr
   for (c10::ScalarType type : {c10::ScalarType::Bool, c10::ScalarType::Byte, c10::ScalarType::Char,
                                c10::ScalarType::Short, c10::ScalarType::ComplexFloat}) {
     CAPTURE(c10::toString(type));
-    CHECK_THROWS_MATCHES(NcclReduceType(type), ConfigError,
-                         MessageMatches(Catch::Contains(std::string("unsupported dtype ") + c10::toString(type)) &&
-                                        Catch::Contains("supported: float32, float64, float16, bfloat16, int32, int64")));
+    CHECK_THROWS_MATCHES(
+        NcclReduceType(type), ConfigError,
+        MessageMatches(Catch::Contains(std::string("unsupported dtype ") + c10::toString(type)) &&
+                       Catch::Contains("supported: float32, float64, float16, bfloat16, int32, int64")));
   }
 }
 
