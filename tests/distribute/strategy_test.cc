@@ -7,7 +7,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "tests/cuda_devices.h"
+#include "tests/distribute/cuda_devices.h"
 
 using namespace est::distribute;
 
