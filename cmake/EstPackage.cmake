@@ -7,7 +7,8 @@ get_property(est_targets GLOBAL PROPERTY EST_LIBRARY_TARGETS)
 install(TARGETS ${est_targets} EXPORT TorchEstimatorTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-# distribute/nccl/ is the NCCL core, an object library that is not installed (yet).
+# distribute/nccl/ (the NCCL core and collective) is compiled into TorchEstimator::distribute in
+# builds with the NCCL collective; its headers are internal, not installed.
 install(DIRECTORY common data checkpoint distribute estimator
   DESTINATION include/torch_estimator FILES_MATCHING PATTERN "*.h" PATTERN "nccl" EXCLUDE)
 install(DIRECTORY ${PROJECT_BINARY_DIR}/include/
@@ -21,4 +22,5 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/TorchEstimatorConfigVersi
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/TorchEstimatorConfig.cmake
   ${PROJECT_BINARY_DIR}/TorchEstimatorConfigVersion.cmake
+  ${PROJECT_SOURCE_DIR}/cmake/FindNCCL.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/TorchEstimator)

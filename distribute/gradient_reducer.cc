@@ -18,26 +18,28 @@ GradientReducer::GradientReducer(Collective& collective, std::vector<at::Tensor>
   // Assign buckets in reverse registration order; a bucket closes once it reaches its cap.
   slots_.resize(parameters_.size());
   std::vector<std::vector<size_t>> members;
-  std::vector<at::ScalarType> dtypes;
+  std::vector<at::TensorOptions> kinds;  // each bucket's dtype and device
   std::vector<int64_t> bytes;
   for (size_t k = parameters_.size(); k-- > 0;) {
     const at::Tensor& parameter = parameters_[k];
     const int64_t size = parameter.numel() * static_cast<int64_t>(parameter.element_size());
     const int64_t cap = members.size() <= 1 ? options.first_bucket_bytes() : options.bucket_cap_bytes();
-    const bool open = !members.empty() && dtypes.back() == parameter.scalar_type() && bytes.back() < cap;
+    const bool open = !members.empty() && kinds.back().dtype() == parameter.dtype() &&
+                      kinds.back().device() == parameter.device() && bytes.back() < cap;
     if (!open) {
       members.emplace_back();
-      dtypes.push_back(parameter.scalar_type());
+      kinds.push_back(at::TensorOptions().dtype(parameter.scalar_type()).device(parameter.device()));
       bytes.push_back(0);
     }
     members.back().push_back(k);
     bytes.back() += size;
   }
   // The extras ride in the last bucket (issued last, after prepare() wrote them) when it
-  // holds float32, else in a bucket of their own.
-  if (extras_numel_ > 0 && (members.empty() || dtypes.back() != at::kFloat)) {
+  // holds float32, else in a bucket of their own on the last bucket's device.
+  if (extras_numel_ > 0 && (members.empty() || kinds.back().dtype() != at::kFloat)) {
+    const c10::Device device = members.empty() ? c10::Device(at::kCPU) : kinds.back().device();
     members.emplace_back();
-    dtypes.push_back(at::kFloat);
+    kinds.push_back(at::TensorOptions().dtype(at::kFloat).device(device));
   }
   for (size_t b = 0; b < members.size(); ++b) {
     Bucket bucket;
@@ -51,7 +53,7 @@ GradientReducer::GradientReducer(Collective& collective, std::vector<at::Tensor>
       extras_offset_ = offset;
       offset += extras_numel_;
     }
-    bucket.buffer = at::zeros({offset}, at::TensorOptions().dtype(dtypes[b]));
+    bucket.buffer = at::zeros({offset}, kinds[b]);
     bucket.parameters = members[b];
     buckets_.push_back(std::move(bucket));
   }

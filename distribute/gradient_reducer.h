@@ -28,7 +28,8 @@ struct GradientReducerOptions {
 
 /// Averages the gradients of `parameters` over all replicas in sync. Parameters go into
 /// buckets in reverse registration order (gradients of later layers are ready first); a
-/// bucket takes parameters until it reaches its cap, and holds one dtype. A gradient hook
+/// bucket takes parameters until it reaches its cap, and holds one dtype on one device (its
+/// buffer lives there, so that a GPU collective reduces it in place). A gradient hook
 /// copies each gradient into its bucket as backward produces it; a full bucket is
 /// all-reduced on the communication thread, and buckets are issued strictly in bucket
 /// order, so every rank issues the same sequence. finish() (after backward) issues what

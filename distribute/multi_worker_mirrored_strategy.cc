@@ -1,5 +1,6 @@
 #include "distribute/multi_worker_mirrored_strategy.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 
@@ -27,17 +28,34 @@ std::string DefaultJobId(const ClusterConfig& cluster) {
   return "cluster@" + cluster.chief_address;
 }
 
+constexpr bool kBuildHasNccl = EST_WITH_NCCL && EST_WITH_CUDA;
+
 }  // namespace
+
+CommunicationImplementation ChooseCommunication(CommunicationImplementation requested,
+                                                const std::vector<c10::Device>& devices) {
+  const auto not_cuda =
+      std::find_if(devices.begin(), devices.end(), [](const c10::Device& device) { return !device.is_cuda(); });
+  if (requested == CommunicationImplementation::kAuto) {
+    return kBuildHasNccl && !devices.empty() && not_cuda == devices.end() ? CommunicationImplementation::kNccl
+                                                                          : CommunicationImplementation::kRing;
+  }
+  if (requested == CommunicationImplementation::kNccl) {
+    EST_CHECK(not_cuda == devices.end(), ConfigError, "MultiWorkerMirroredStrategy: communication NCCL needs CUDA ",
+              "devices, but device '", not_cuda->str(), "' is not one; list CUDA devices (devices({\"cuda:0\"})) ",
+              "or use RING (Gloo)");
+    EST_CHECK(kBuildHasNccl, ConfigError, "MultiWorkerMirroredStrategy: communication NCCL is not in this build ",
+              "(EST_WITH_NCCL=", EST_WITH_NCCL, ", EST_WITH_CUDA=", EST_WITH_CUDA, "; it needs a CUDA LibTorch, the ",
+              "CUDA toolkit and NCCL: see the README's \"Building with CUDA\"); use RING (Gloo)");
+  }
+  return requested;
+}
 
 MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(MultiWorkerOptions options)
     : options_(std::move(options)),
       cluster_(options_.cluster() ? *options_.cluster() : ResolveCluster()),
-      devices_(ParseDevices(options_.devices())) {
-  // EST_WITH_NCCL builds have the NCCL core (distribute/nccl/) but no NCCL collective over it yet
-  // (issue 6): NCCL is refused in every build rather than quietly run on Gloo.
-  EST_CHECK(options_.communication() != CommunicationImplementation::kNccl, ConfigError,
-            "MultiWorkerMirroredStrategy: communication NCCL is not available yet (this build: EST_WITH_NCCL=",
-            EST_WITH_NCCL, ", EST_WITH_CUDA=", EST_WITH_CUDA, "; the NCCL collective is still to come); use RING (Gloo)");
+      devices_(ParseDevices(options_.devices())),
+      communication_(ChooseCommunication(options_.communication(), devices_)) {
   EST_CHECK(options_.timeout_secs() > 0, ConfigError, "MultiWorkerMirroredStrategy: timeout_secs must be positive, got ",
             options_.timeout_secs());
   if (cluster_.is_evaluator() || cluster_.task_type == "ps") {
@@ -97,10 +115,17 @@ void MultiWorkerMirroredStrategy::connect() {
   rendezvous.rank = worker_index_;
   rendezvous.world_size = num_workers_;
   rendezvous.timeout = timeout;
-  GlooOptions gloo;
-  gloo.hostname = cluster_.task_host();
-  gloo.timeout = timeout;
-  collective_ = CreateGlooCollective(Rendezvous(store_, rendezvous), worker_index_, num_workers_, gloo);
+  if (communication_ == CommunicationImplementation::kNccl) {
+    NcclCollectiveOptions nccl;
+    nccl.timeout = timeout;
+    collective_ =
+        CreateNcclCollective(Rendezvous(store_, rendezvous), worker_index_, num_workers_, devices_.front(), nccl);
+  } else {
+    GlooOptions gloo;
+    gloo.hostname = cluster_.task_host();
+    gloo.timeout = timeout;
+    collective_ = CreateGlooCollective(Rendezvous(store_, rendezvous), worker_index_, num_workers_, gloo);
+  }
   if (is_chief_) refusal_watcher_ = std::make_unique<RefusalWatcher>(store_, options_.job_id(), std::chrono::seconds(1));
   Log().info("MultiWorkerMirroredStrategy: all {} workers connected ({})", num_workers_, collective_->name());
 }

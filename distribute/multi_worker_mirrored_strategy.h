@@ -21,10 +21,16 @@ class Store;
 
 /// How gradients travel between workers (tf.distribute.experimental.CommunicationImplementation).
 enum class CommunicationImplementation {
-  kAuto,  ///< NCCL for CUDA tensors in a CUDA build (once the NCCL collective exists), Gloo (ring) otherwise
-  kRing,  ///< Gloo over TCP
-  kNccl,  ///< NCCL: not available yet (the NCCL collective is still to come); refused with ConfigError
+  kAuto,  ///< NCCL when every local device is a CUDA device and the build has NCCL, else RING
+  kRing,  ///< Gloo over TCP (CUDA tensors staged through host memory)
+  kNccl,  ///< NCCL on the first local device; needs CUDA devices and a build with NCCL (ConfigError otherwise)
 };
+
+/// What `requested` means on `devices`: AUTO is NCCL when every device is a CUDA device and
+/// this build has the NCCL collective (EST_WITH_NCCL and EST_WITH_CUDA), RING otherwise.
+/// Throws ConfigError for NCCL with a device that is not CUDA, or in a build without NCCL.
+CommunicationImplementation ChooseCommunication(CommunicationImplementation requested,
+                                                const std::vector<c10::Device>& devices);
 
 /// Options of MultiWorkerMirroredStrategy.
 struct MultiWorkerOptions {
@@ -48,7 +54,8 @@ struct MultiWorkerOptions {
 /// the strategy has only its local replicas.
 class MultiWorkerMirroredStrategy : public Strategy {
  public:
-  /// Throws ConfigError for a malformed cluster or device, or NCCL in a build without it.
+  /// Throws ConfigError for a malformed cluster or device, or NCCL where it cannot run
+  /// (ChooseCommunication).
   explicit MultiWorkerMirroredStrategy(MultiWorkerOptions options = {});
   /// A shared strategy, ready for RunConfig::train_distribute.
   static std::shared_ptr<MultiWorkerMirroredStrategy> Create(MultiWorkerOptions options = {});
@@ -74,6 +81,7 @@ class MultiWorkerMirroredStrategy : public Strategy {
   MultiWorkerOptions options_;
   ClusterConfig cluster_;
   std::vector<c10::Device> devices_;
+  CommunicationImplementation communication_ = CommunicationImplementation::kRing;  ///< what connect() creates
   int num_workers_ = 1;
   int worker_index_ = 0;
   bool is_chief_ = true;

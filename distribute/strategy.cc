@@ -16,15 +16,17 @@ c10::Device ParseDevice(const std::string& device) {
   }
   EST_CHECK(parsed->is_cpu() || parsed->is_cuda(), ConfigError, "device '", device,
             "' is neither a CPU nor a CUDA device; expected \"cpu\" or \"cuda:<index>\"");
-  if (parsed->is_cuda()) {
-    const auto count = static_cast<int64_t>(torch::cuda::device_count());
-    EST_CHECK(count > 0, ConfigError, "device '", device,
-              "' needs CUDA, but LibTorch sees no CUDA device (this LibTorch has no CUDA, or no GPU is visible); "
-              "use \"cpu\"");
-    EST_CHECK(parsed->index() < count, ConfigError, "device '", device, "' does not exist: LibTorch sees ", count,
-              " CUDA device(s), cuda:0 to cuda:", count - 1);
-  }
   return *parsed;
+}
+
+void CheckDeviceAvailable(c10::Device device) {
+  if (!device.is_cuda()) return;
+  const auto count = static_cast<int64_t>(torch::cuda::device_count());
+  EST_CHECK(count > 0, ConfigError, "device '", device.str(),
+            "' needs CUDA, but LibTorch sees no CUDA device (this LibTorch has no CUDA, or no GPU is visible); "
+            "use \"cpu\"");
+  EST_CHECK(device.index() < count, ConfigError, "device '", device.str(), "' does not exist: LibTorch sees ", count,
+            " CUDA device(s), cuda:0 to cuda:", count - 1);
 }
 
 InputContext Strategy::input_context() const {
@@ -41,7 +43,8 @@ void Strategy::broadcast_from_chief(std::vector<at::Tensor>& tensors) {
   Collective* workers = collective();
   if (workers == nullptr) return;
   for (auto& tensor : tensors) {
-    at::Tensor staged = tensor.detach().cpu().contiguous();
+    // On its own device: the collective stages what it cannot use in place.
+    at::Tensor staged = tensor.detach().contiguous();
     workers->broadcast(staged, 0);
     tensor.detach().copy_(staged);
   }
@@ -69,6 +72,10 @@ void Strategy::average_across_replicas(std::vector<std::vector<at::Tensor>>& per
   for (const auto& value : per_replica[0])
     if (value.defined()) dtype = at::promote_types(dtype, value.scalar_type());
   if (!at::isFloatingType(dtype)) dtype = at::kDouble;
+  // The local replicas' sum is taken on the first local device when it is a GPU (and reduced
+  // across workers there), else on the CPU.
+  const c10::Device first = local_devices().front();
+  const c10::Device device = first.is_cuda() ? first : c10::Device(at::kCPU);
   std::vector<at::Tensor> flat_parts;
   flat_parts.reserve(count);
   for (size_t i = 0; i < count; ++i) {
@@ -77,12 +84,13 @@ void Strategy::average_across_replicas(std::vector<std::vector<at::Tensor>>& per
       EST_ASSERT(replica.size() == count, "replicas disagree on the number of tensors");
       const at::Tensor& value = replica[i];
       if (!value.defined()) continue;
-      at::Tensor on_cpu = value.detach().to(at::kCPU, dtype).reshape({-1});
-      sum = sum.defined() ? sum.add_(on_cpu) : on_cpu.clone();
+      at::Tensor on_device = value.detach().to(device, dtype).reshape({-1});
+      sum = sum.defined() ? sum.add_(on_device) : on_device.clone();
     }
     if (!sum.defined()) {
       const at::Tensor& shape_source = per_replica[0][i];
-      sum = at::zeros({shape_source.defined() ? shape_source.numel() : 0}, dtype);
+      sum = at::zeros({shape_source.defined() ? shape_source.numel() : 0},
+                      at::TensorOptions().dtype(dtype).device(device));
     }
     flat_parts.push_back(sum);
   }

@@ -66,7 +66,9 @@ class Strategy {
   /// Averages over every replica in sync, in one collective call: `per_replica[r]` holds
   /// replica r's tensors (the same shapes and dtypes for every replica, e.g. gradients
   /// then the loss); on return each replica's tensor i holds the mean of tensor i over
-  /// all replicas everywhere. Undefined tensors count as zeros and stay undefined.
+  /// all replicas everywhere. Undefined tensors count as zeros and stay undefined. The
+  /// local replicas are summed on the first local device when it is a CUDA device (then
+  /// reduced across workers there and copied back to each replica's device), else on the CPU.
   void average_across_replicas(std::vector<std::vector<at::Tensor>>& per_replica);
   /// Sums `tensors` in place across workers (no-op with one worker).
   void sum_across_workers(std::vector<at::Tensor>& tensors);
@@ -112,5 +114,9 @@ class MirroredStrategy : public Strategy {
 
 /// Parses a device name ("cpu", "cuda:1"); ConfigError naming it when malformed.
 c10::Device ParseDevice(const std::string& device);
+/// Throws ConfigError naming `device` when LibTorch cannot place tensors there: a CUDA
+/// device where LibTorch has no CUDA or sees no GPU, or an index past its last GPU.
+/// Strategies may name devices of another machine; replicas check theirs when created.
+void CheckDeviceAvailable(c10::Device device);
 
 }  // namespace est::distribute

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "distribute/strategy.h"
+
 namespace est {
 namespace {
 
@@ -19,7 +21,9 @@ ModelContext::ModelContext(std::shared_ptr<const nlohmann::json> params, c10::De
                            Initializers initializers)
     : params_(params ? std::move(params) : std::make_shared<const nlohmann::json>(nlohmann::json::object())),
       device_(device),
-      initializers_(std::move(initializers)) {}
+      initializers_(std::move(initializers)) {
+  distribute::CheckDeviceAvailable(device_);
+}
 
 ModelContext::~ModelContext() = default;
 

@@ -181,7 +181,8 @@ int main(int argc, char** argv) {
   app.add_option("--transport", flags.transport)->check(CLI::IsMember({"auto", "tcp"}));
   if (auto exit_status = est_apps::ParseFlags(app, argc, argv, "train_bench")) return *exit_status;
   try {
-    est::distribute::ParseDevice(flags.device);  // a clear error for a device LibTorch does not see
+    // A clear error for a device LibTorch does not see.
+    est::distribute::CheckDeviceAvailable(est::distribute::ParseDevice(flags.device));
     nlohmann::json result = flags.loop == "estimator"     ? RunEstimator(flags)
                             : flags.loop == "handwritten" ? RunHandwritten(flags)
                                                           : RunRawAllreduce(flags);

@@ -12,9 +12,10 @@ ncclDataType_t ToNcclDataType(NcclDataType type) {
     case NcclDataType::kBFloat16: return ncclBfloat16;
     case NcclDataType::kInt32: return ncclInt32;
     case NcclDataType::kInt64: return ncclInt64;
+    case NcclDataType::kUInt8: return ncclUint8;
   }
   EST_THROW(ConfigError, "NCCL: unknown data type ", static_cast<int>(type),
-            "; expected float32, float64, float16, bfloat16, int32 or int64");
+            "; expected float32, float64, float16, bfloat16, int32, int64 or uint8");
 }
 
 ncclRedOp_t ToNcclRedOp(NcclReduceOp op) {
@@ -33,9 +34,10 @@ size_t NcclElementSize(NcclDataType type) {
     case NcclDataType::kBFloat16: return 2;
     case NcclDataType::kInt32: return 4;
     case NcclDataType::kInt64: return 8;
+    case NcclDataType::kUInt8: return 1;
   }
   EST_THROW(ConfigError, "NCCL: unknown data type ", static_cast<int>(type),
-            "; expected float32, float64, float16, bfloat16, int32 or int64");
+            "; expected float32, float64, float16, bfloat16, int32, int64 or uint8");
 }
 
 const char* NcclTypeName(NcclDataType type) {
@@ -46,6 +48,7 @@ const char* NcclTypeName(NcclDataType type) {
     case NcclDataType::kBFloat16: return "bfloat16";
     case NcclDataType::kInt32: return "int32";
     case NcclDataType::kInt64: return "int64";
+    case NcclDataType::kUInt8: return "uint8";
   }
   return "unknown data type";
 }

@@ -16,12 +16,13 @@
 #include "common/error.h"
 #include "distribute/collective.h"
 #include "distribute/store.h"
+#include "tests/distribute/collective_cases.h"
 #include "tests/distribute/rank_threads.h"
 #include "tests/test_util.h"
 
 using namespace est::distribute;
 using namespace std::chrono_literals;
-using est::testing::MessageMatches;
+using namespace est::testing;
 
 namespace {
 
@@ -45,40 +46,6 @@ std::vector<Result> OnGlooRanks(int world_size, const std::function<Result(Colle
   });
 }
 
-struct Shape {
-  std::vector<int64_t> sizes;
-  bool transposed;  // a 2-D tensor seen through t(): not contiguous
-};
-
-const std::vector<Shape> kShapes = {{{0}, false}, {{1}, false}, {{7}, false}, {{1001}, false}, {{3, 5}, true}};
-const std::vector<at::ScalarType> kTypes = {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kInt, at::kLong};
-const std::vector<ReduceOp> kOps = {ReduceOp::kSum, ReduceOp::kMean};
-
-// What `rank` contributes: small integers, some negative, exact in every type.
-at::Tensor Input(at::ScalarType type, const Shape& shape, int rank) {
-  int64_t elements = 1;
-  for (int64_t size : shape.sizes) elements *= size;
-  at::Tensor values = (at::arange(elements, at::kLong).remainder(7) - 3 + rank + 1).reshape(shape.sizes).to(type);
-  return shape.transposed ? values.t() : values;
-}
-
-at::Tensor Expected(at::ScalarType type, const Shape& shape, ReduceOp op, int world_size) {
-  at::Tensor sum = at::zeros_like(Input(at::kLong, shape, 0));
-  for (int rank = 0; rank < world_size; ++rank) sum += Input(at::kLong, shape, rank);
-  if (op == ReduceOp::kSum) return sum.to(at::kDouble);
-  if (at::isFloatingType(type)) return sum.to(at::kDouble) / world_size;
-  return at::div(sum, world_size, "trunc").to(at::kDouble);
-}
-
-double Tolerance(at::ScalarType type) {
-  switch (type) {
-    case at::kHalf: return 1e-3;
-    case at::kBFloat16: return 1e-2;
-    case at::kFloat: return 1e-6;
-    default: return 0;
-  }
-}
-
 }  // namespace
 
 TEST_CASE("Gloo allreduce sums and averages every dtype and shape on 1 to 8 ranks", "[distribute]") {
@@ -86,10 +53,10 @@ TEST_CASE("Gloo allreduce sums and averages every dtype and shape on 1 to 8 rank
     CAPTURE(world_size);
     const auto results = OnGlooRanks<std::vector<at::Tensor>>(world_size, [&](Collective& collective) {
       std::vector<at::Tensor> reduced;
-      for (at::ScalarType type : kTypes) {
-        for (ReduceOp op : kOps) {
-          for (const Shape& shape : kShapes) {
-            at::Tensor tensor = Input(type, shape, collective.rank());
+      for (at::ScalarType type : kAllreduceTypes) {
+        for (ReduceOp op : kAllreduceOps) {
+          for (const AllreduceShape& shape : kAllreduceShapes) {
+            at::Tensor tensor = AllreduceInput(type, shape, collective.rank());
             collective.allreduce(tensor, op);
             reduced.push_back(tensor);
           }
@@ -99,16 +66,16 @@ TEST_CASE("Gloo allreduce sums and averages every dtype and shape on 1 to 8 rank
     });
     for (int rank = 0; rank < world_size; ++rank) {
       size_t index = 0;
-      for (at::ScalarType type : kTypes) {
-        for (ReduceOp op : kOps) {
-          for (const Shape& shape : kShapes) {
+      for (at::ScalarType type : kAllreduceTypes) {
+        for (ReduceOp op : kAllreduceOps) {
+          for (const AllreduceShape& shape : kAllreduceShapes) {
             const at::Tensor& tensor = results[rank][index++];
-            const at::Tensor expected = Expected(type, shape, op, world_size);
-            CAPTURE(rank, at::toString(type), op == ReduceOp::kSum ? "sum" : "mean", shape.sizes);
+            const at::Tensor expected = AllreduceExpected(type, shape, op, world_size);
+            CAPTURE(rank, at::toString(type), ReduceOpName(op), shape.sizes);
             CHECK(tensor.scalar_type() == type);
             CHECK(tensor.sizes() == expected.sizes());
             CHECK(tensor.is_contiguous() == !shape.transposed);
-            const double tolerance = Tolerance(type);
+            const double tolerance = AllreduceTolerance(type);
             CHECK(at::allclose(tensor.to(at::kDouble), expected, tolerance, tolerance));
           }
         }
@@ -138,10 +105,7 @@ TEST_CASE("Gloo broadcast, allgather and barrier on 1 to 8 ranks", "[distribute]
       outcome.gathered = collective.allgather(at::arange(6, at::kInt).reshape({2, 3}) + 10 * rank);
       outcome.gathered_transposed = collective.allgather((at::arange(6, at::kDouble).reshape({2, 3}) + rank).t());
       outcome.gathered_empty = collective.allgather(at::empty({0, 2}));
-      std::this_thread::sleep_for(std::chrono::milliseconds(5 * rank));
-      ++entered;
-      collective.barrier();
-      outcome.entered_at_exit = entered.load();
+      outcome.entered_at_exit = EnteredBeforeBarrierEnds(collective, entered);
       return outcome;
     });
     for (int rank = 0; rank < world_size; ++rank) {

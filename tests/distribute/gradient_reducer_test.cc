@@ -120,6 +120,18 @@ TEST_CASE("GradientReducer closes a bucket once it reaches its cap, as DDP does"
   CHECK(reducer.bucket_bytes() == std::vector<int64_t>{160, 200, 40});
 }
 
+TEST_CASE("GradientReducer keeps each bucket on its parameters' device", "[distribute]") {
+  auto collectives = ConnectRanks(1);
+  // Parameter 1 (20 floats) is on another device (meta: shapes without data). In reverse
+  // order, 40 and 30 floats on the CPU share a bucket, the meta parameter starts its own, and
+  // parameter 0 a third, though all of them fit under the default caps.
+  auto parameters = MakeParameters();
+  parameters[1] = torch::zeros({20}, torch::TensorOptions().device(torch::kMeta).requires_grad(true));
+  GradientReducer reducer(*collectives[0], parameters, 1);
+  CHECK(reducer.bucket_bytes() == std::vector<int64_t>{280, 80, 40});
+  CHECK(GradientReducer(*collectives[0], MakeParameters(), 1).bucket_bytes() == std::vector<int64_t>{400});
+}
+
 TEST_CASE("GradientReducer carries extras in its last bucket and averages them with the gradients", "[distribute]") {
   const int world = 2;
   auto collectives = ConnectRanks(world);

@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/distribute/cuda_devices.h"
+
 using namespace est::distribute;
 
 TEST_CASE("strategies report their replicas and input context", "[distribute]") {
@@ -32,17 +34,18 @@ TEST_CASE("strategies reject malformed devices", "[distribute]") {
                     Catch::Contains("device 'meta' is neither a CPU nor a CUDA device; expected \"cpu\" or \"cuda:<index>\""));
 }
 
-TEST_CASE("strategies take the CUDA devices LibTorch sees and name the ones it does not", "[distribute]") {
+TEST_CASE("CheckDeviceAvailable takes the CUDA devices LibTorch sees and names the ones it does not", "[distribute]") {
+  // A strategy may name another machine's GPUs; replicas check their device when created.
+  CHECK(OneDeviceStrategy("cuda:1").local_devices()[0] == c10::Device(c10::kCUDA, 1));
+  CHECK_NOTHROW(CheckDeviceAvailable(c10::Device("cpu")));
   const auto gpus = static_cast<int64_t>(torch::cuda::device_count());
   if (gpus == 0) {
-    CHECK_THROWS_WITH(OneDeviceStrategy("cuda:0"),
+    CHECK_THROWS_WITH(CheckDeviceAvailable(c10::Device("cuda:0")),
                       Catch::Contains("device 'cuda:0' needs CUDA, but LibTorch sees no CUDA device (this LibTorch has "
                                       "no CUDA, or no GPU is visible); use \"cpu\""));
-    CHECK_THROWS_AS(MirroredStrategy({"cpu", "cuda:1"}), est::ConfigError);
   } else {
-    CHECK(OneDeviceStrategy("cuda:" + std::to_string(gpus - 1)).local_devices()[0] ==
-          c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(gpus - 1)));
-    CHECK_THROWS_WITH(OneDeviceStrategy("cuda:" + std::to_string(gpus)),
+    CHECK_NOTHROW(CheckDeviceAvailable(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(gpus - 1))));
+    CHECK_THROWS_WITH(CheckDeviceAvailable(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(gpus))),
                       Catch::Contains("does not exist: LibTorch sees " + std::to_string(gpus) + " CUDA device(s)"));
   }
 }
@@ -72,4 +75,28 @@ TEST_CASE("average_across_replicas makes every replica hold the mean", "[distrib
   }
   CHECK_FALSE(strategy.any_worker(false));
   CHECK(strategy.any_worker(true));
+}
+
+TEST_CASE("average_across_replicas on two GPUs sums on the first and leaves each value on its device",
+          "[distribute][cuda]") {
+  EST_SKIP_UNLESS_CUDA_DEVICES(static_cast<int>(torch::cuda::device_count()), 2);
+  MirroredStrategy strategy({"cuda:0", "cuda:1"});
+  const c10::Device gpu0("cuda:0"), gpu1("cuda:1");
+  std::vector<std::vector<at::Tensor>> per_replica = {
+      {at::tensor({1.0f, 3.0f}).to(gpu0), at::scalar_tensor(2.0, at::kDouble).to(gpu0), at::scalar_tensor(1.0f), {}},
+      {at::tensor({3.0f, 6.0f}).to(gpu1), at::scalar_tensor(4.0, at::kDouble).to(gpu1), at::scalar_tensor(0.0f), {}},
+  };
+  strategy.average_across_replicas(per_replica);
+  for (size_t r = 0; r < 2; ++r) {
+    CAPTURE(r);
+    const auto& replica = per_replica[r];
+    CHECK(replica[0].device() == (r == 0 ? gpu0 : gpu1));
+    CHECK(replica[1].device() == (r == 0 ? gpu0 : gpu1));
+    CHECK(replica[2].device().is_cpu());
+    CHECK(replica[1].scalar_type() == at::kDouble);
+    CHECK(at::equal(replica[0].cpu(), at::tensor({2.0f, 4.5f})));
+    CHECK(replica[1].item<double>() == 3.0);
+    CHECK(replica[2].item<float>() == 0.5f);
+    CHECK_FALSE(replica[3].defined());
+  }
 }

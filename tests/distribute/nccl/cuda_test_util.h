@@ -13,6 +13,7 @@
 
 #include "distribute/nccl/nccl_status.h"
 #include "distribute/nccl/nccl_types.h"
+#include "tests/distribute/cuda_devices.h"
 
 namespace est::testing {
 
@@ -31,14 +32,7 @@ inline int CudaDeviceCount() {
 }
 
 /// Ends a [cuda] test, with a message, when fewer than `n` CUDA devices are present.
-#define EST_REQUIRE_CUDA_DEVICES(n)                                                                   \
-  do {                                                                                                \
-    const int devices_present = ::est::testing::CudaDeviceCount();                         \
-    if (devices_present < (n)) {                                                                      \
-      WARN("skipped: needs " << (n) << " CUDA device(s), found " << devices_present);                \
-      return;                                                                                         \
-    }                                                                                                 \
-  } while (false)
+#define EST_REQUIRE_CUDA_DEVICES(n) EST_SKIP_UNLESS_CUDA_DEVICES(::est::testing::CudaDeviceCount(), n)
 
 /// Throws std::runtime_error unless a CUDA call succeeded (usable on ranks' threads, unlike
 /// Catch's assertions).
@@ -75,6 +69,7 @@ inline std::vector<char> HostBytes(const std::vector<int>& values, NcclDataType 
       case NcclDataType::kBFloat16: put(ToBFloat16(static_cast<float>(values[i]))); break;
       case NcclDataType::kInt32: put(static_cast<int32_t>(values[i])); break;
       case NcclDataType::kInt64: put(static_cast<int64_t>(values[i])); break;
+      case NcclDataType::kUInt8: put(static_cast<uint8_t>(values[i])); break;
     }
   }
   return bytes;

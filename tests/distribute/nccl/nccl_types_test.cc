@@ -16,6 +16,7 @@ TEST_CASE("NCCL data types map to NCCL's, with their element sizes and names", "
   CHECK(ToNcclDataType(NcclDataType::kBFloat16) == ncclBfloat16);
   CHECK(ToNcclDataType(NcclDataType::kInt32) == ncclInt32);
   CHECK(ToNcclDataType(NcclDataType::kInt64) == ncclInt64);
+  CHECK(ToNcclDataType(NcclDataType::kUInt8) == ncclUint8);
 
   CHECK(NcclElementSize(NcclDataType::kFloat32) == 4);
   CHECK(NcclElementSize(NcclDataType::kFloat64) == 8);
@@ -23,9 +24,11 @@ TEST_CASE("NCCL data types map to NCCL's, with their element sizes and names", "
   CHECK(NcclElementSize(NcclDataType::kBFloat16) == 2);
   CHECK(NcclElementSize(NcclDataType::kInt32) == 4);
   CHECK(NcclElementSize(NcclDataType::kInt64) == 8);
+  CHECK(NcclElementSize(NcclDataType::kUInt8) == 1);
 
   CHECK(std::strcmp(NcclTypeName(NcclDataType::kBFloat16), "bfloat16") == 0);
   CHECK(std::strcmp(NcclTypeName(NcclDataType::kInt64), "int64") == 0);
+  CHECK(std::strcmp(NcclTypeName(NcclDataType::kUInt8), "uint8") == 0);
 }
 
 TEST_CASE("NCCL reductions: sum is ncclSum, mean is ncclAvg", "[distribute][nccl]") {
