@@ -319,10 +319,12 @@ class TrainingSession : public Session {
                 "first training step (", reducer_variables_, " then ", variables.size(),
                 "); create all state on the first call");
       // Averaged over workers, then divided once more by the micro-batches (see divisor).
+      // The three values are made on the loss's device (a GPU's, with NCCL).
       const double scale = static_cast<double>(accumulation_steps_);
+      const auto on_loss_device = last.loss.options().dtype(at::kFloat);
       reducer_->prepare(at::stack({last.loss.detach().to(at::kFloat).reshape({}) * scale,
-                                   at::scalar_tensor(local.input_ended ? scale : 0.0, at::kFloat),
-                                   at::scalar_tensor(local.stop_signal ? scale : 0.0, at::kFloat)}));
+                                   at::scalar_tensor(local.input_ended ? scale : 0.0, on_loss_device),
+                                   at::scalar_tensor(local.stop_signal ? scale : 0.0, on_loss_device)}));
     });
     reducer_->finish();
     const at::Tensor extras = reducer_->extras();  // a view of the reducer's buffer: copy out
