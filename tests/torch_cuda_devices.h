@@ -4,14 +4,7 @@
 
 #include <torch/cuda.h>
 
-#include <catch2/catch.hpp>
+#include "tests/cuda_devices.h"
 
 /// Ends a [cuda] test, with a message, when LibTorch sees fewer than `n` CUDA devices.
-#define EST_REQUIRE_TORCH_CUDA_DEVICES(n)                                                \
-  do {                                                                                   \
-    const auto devices_present = static_cast<int>(torch::cuda::device_count());          \
-    if (devices_present < (n)) {                                                         \
-      WARN("skipped: needs " << (n) << " CUDA device(s), found " << devices_present);    \
-      return;                                                                            \
-    }                                                                                    \
-  } while (false)
+#define EST_REQUIRE_TORCH_CUDA_DEVICES(n) EST_SKIP_UNLESS_CUDA_DEVICES(static_cast<int>(torch::cuda::device_count()), n)

@@ -7,7 +7,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "tests/distribute/cuda_devices.h"
+#include "tests/torch_cuda_devices.h"
 
 using namespace est::distribute;
 
@@ -79,7 +79,7 @@ TEST_CASE("average_across_replicas makes every replica hold the mean", "[distrib
 
 TEST_CASE("average_across_replicas on two GPUs sums on the first and leaves each value on its device",
           "[distribute][cuda]") {
-  EST_SKIP_UNLESS_CUDA_DEVICES(static_cast<int>(torch::cuda::device_count()), 2);
+  EST_REQUIRE_TORCH_CUDA_DEVICES(2);
   MirroredStrategy strategy({"cuda:0", "cuda:1"});
   const c10::Device gpu0("cuda:0"), gpu1("cuda:1");
   std::vector<std::vector<at::Tensor>> per_replica = {

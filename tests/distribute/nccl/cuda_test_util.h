@@ -13,7 +13,7 @@
 
 #include "distribute/nccl/nccl_status.h"
 #include "distribute/nccl/nccl_types.h"
-#include "tests/distribute/cuda_devices.h"
+#include "tests/cuda_devices.h"
 
 namespace est::testing {
 
