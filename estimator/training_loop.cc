@@ -329,8 +329,9 @@ class TrainingSession : public Session {
     reducer_->finish();
     const at::Tensor extras = reducer_->extras();  // a view of the reducer's buffer: copy out
     spec.loss = extras[0].to(spec.loss.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
-    stop.input_ended = extras[1].item<float>() > 0;
-    stop.stop_signal = extras[2].item<float>() > 0;
+    const at::Tensor flags = extras.slice(0, 1, 3).cpu();  // one copy (and wait) on a GPU
+    stop.input_ended = flags[0].item<float>() > 0;
+    stop.stop_signal = flags[1].item<float>() > 0;
     if (!spec.summaries.empty()) {
       std::vector<std::vector<at::Tensor>> summaries(1);
       for (const auto& [tag, value] : spec.summaries) summaries[0].push_back(value.detach().to(at::kFloat).clone());
