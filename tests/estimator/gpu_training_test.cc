@@ -16,6 +16,7 @@
 
 using namespace est;
 using est::testing::FreshTempDir;
+using est::testing::SineInput;
 using est::testing::MaxRelativeDifference;
 
 namespace {
@@ -30,14 +31,6 @@ EstimatorSpec Mlp(const Features& features, const at::Tensor& labels, Mode mode,
   if (mode == Mode::kEval) return EstimatorSpec::Eval(loss, {});
   auto& adam = ctx.optimizer("adam", [&] { return torch::optim::Adam(net->parameters(), 0.02); });
   return EstimatorSpec::Train(loss, adam);
-}
-
-data::Dataset Input(Mode mode, const distribute::InputContext& input) {
-  auto x = torch::linspace(-2, 2, 256).reshape({128, 2});
-  auto y = torch::sin(x.select(1, 0)) + 0.5 * x.select(1, 1);
-  auto dataset = data::Dataset::FromTensors({{"x", x}}, y).shard(input.num_input_pipelines(), input.input_pipeline_id());
-  if (mode == Mode::kTrain) dataset = dataset.shuffle(128, 3).repeat();
-  return dataset.batch(input.per_replica_batch_size(32));
 }
 
 RunConfig Config(std::shared_ptr<distribute::Strategy> strategy, MixedPrecision precision = MixedPrecision::kNone) {
@@ -57,53 +50,53 @@ std::shared_ptr<distribute::Strategy> Gpu() { return distribute::OneDeviceStrate
 TEST_CASE("training on cuda:0 matches training on the CPU", "[estimator][cuda]") {
   EST_REQUIRE_TORCH_CUDA_DEVICES(1);
   Estimator cpu(Mlp, FreshTempDir("gpu_match_cpu").string(), Config(nullptr));
-  cpu.train(Input, TrainOptions().max_steps(50));
+  cpu.train(SineInput, TrainOptions().max_steps(50));
   Estimator gpu(Mlp, FreshTempDir("gpu_match_gpu").string(), Config(Gpu()));
-  gpu.train(Input, TrainOptions().max_steps(50));
+  gpu.train(SineInput, TrainOptions().max_steps(50));
   CHECK(gpu.get_variable_value("global_step").item<int64_t>() == 50);
   CHECK(gpu.get_variable_value("net/0.weight").device().is_cpu());  // checkpoints hold host tensors
   CHECK(MaxRelativeDifference(cpu, gpu) < 1e-4);
-  CHECK(gpu.evaluate(Input).at("loss") == Approx(cpu.evaluate(Input).at("loss")).epsilon(1e-3));
+  CHECK(gpu.evaluate(SineInput).at("loss") == Approx(cpu.evaluate(SineInput).at("loss")).epsilon(1e-3));
 }
 
 TEST_CASE("a checkpoint written on the GPU continues on the CPU, and the reverse", "[estimator][cuda]") {
   EST_REQUIRE_TORCH_CUDA_DEVICES(1);
   Estimator straight(Mlp, FreshTempDir("gpu_ckpt_straight").string(), Config(nullptr));
-  straight.train(Input, TrainOptions().max_steps(40));
+  straight.train(SineInput, TrainOptions().max_steps(40));
 
   const std::string gpu_then_cpu = FreshTempDir("gpu_ckpt_gpu_cpu").string();
-  Estimator(Mlp, gpu_then_cpu, Config(Gpu())).train(Input, TrainOptions().max_steps(20));
+  Estimator(Mlp, gpu_then_cpu, Config(Gpu())).train(SineInput, TrainOptions().max_steps(20));
   Estimator on_cpu(Mlp, gpu_then_cpu, Config(nullptr));
-  on_cpu.train(Input, TrainOptions().max_steps(40));
+  on_cpu.train(SineInput, TrainOptions().max_steps(40));
   CHECK(MaxRelativeDifference(straight, on_cpu) < 1e-4);
 
   const std::string cpu_then_gpu = FreshTempDir("gpu_ckpt_cpu_gpu").string();
-  Estimator(Mlp, cpu_then_gpu, Config(nullptr)).train(Input, TrainOptions().max_steps(20));
+  Estimator(Mlp, cpu_then_gpu, Config(nullptr)).train(SineInput, TrainOptions().max_steps(20));
   Estimator on_gpu(Mlp, cpu_then_gpu, Config(Gpu()));
-  on_gpu.train(Input, TrainOptions().max_steps(40));
+  on_gpu.train(SineInput, TrainOptions().max_steps(40));
   CHECK(MaxRelativeDifference(straight, on_gpu) < 1e-4);
 }
 
 TEST_CASE("MirroredStrategy with two GPU replicas equals one GPU with the same global batch", "[estimator][cuda]") {
   EST_REQUIRE_TORCH_CUDA_DEVICES(2);
   Estimator one(Mlp, FreshTempDir("gpu_mirrored_one").string(), Config(Gpu()));
-  one.train(Input, TrainOptions().max_steps(30));
+  one.train(SineInput, TrainOptions().max_steps(30));
   Estimator two(Mlp, FreshTempDir("gpu_mirrored_two").string(),
                 Config(distribute::MirroredStrategy::Create({"cuda:0", "cuda:1"})));
-  two.train(Input, TrainOptions().max_steps(30));
+  two.train(SineInput, TrainOptions().max_steps(30));
   CHECK(MaxRelativeDifference(one, two) < 1e-4);
 }
 
 TEST_CASE("float16 and bfloat16 mixed precision on the GPU learn as float32 does", "[estimator][cuda][mixed_precision]") {
   EST_REQUIRE_TORCH_CUDA_DEVICES(1);
   Estimator fp32(Mlp, FreshTempDir("gpu_fp32").string(), Config(Gpu()));
-  fp32.train(Input, TrainOptions().max_steps(300));
-  const double fp32_loss = fp32.evaluate(Input).at("loss");
+  fp32.train(SineInput, TrainOptions().max_steps(300));
+  const double fp32_loss = fp32.evaluate(SineInput).at("loss");
   for (MixedPrecision precision : {MixedPrecision::kFloat16, MixedPrecision::kBFloat16}) {
     INFO(MixedPrecisionName(precision));
     Estimator mixed(Mlp, FreshTempDir("gpu_mixed").string(), Config(Gpu(), precision));
-    mixed.train(Input, TrainOptions().max_steps(300));
-    const double mixed_loss = mixed.evaluate(Input).at("loss");
+    mixed.train(SineInput, TrainOptions().max_steps(300));
+    const double mixed_loss = mixed.evaluate(SineInput).at("loss");
     INFO("loss float32 " << fp32_loss << ", mixed " << mixed_loss);
     CHECK(fp32_loss < 0.001);
     CHECK(mixed_loss < 1.5 * fp32_loss);

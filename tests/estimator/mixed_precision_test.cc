@@ -25,6 +25,7 @@
 
 using namespace est;
 using est::testing::FreshTempDir;
+using est::testing::SineInput;
 
 namespace {
 
@@ -65,14 +66,6 @@ EstimatorSpec Mlp(const Features& features, const at::Tensor& labels, Mode mode,
   if (mode == Mode::kEval) return EstimatorSpec::Eval(loss, {{"mse", metrics::MeanSquaredError(labels, predictions)}});
   auto& adam = ctx.optimizer("adam", [&] { return torch::optim::Adam(net->parameters(), 0.02); });
   return EstimatorSpec::Train(loss, adam);
-}
-
-data::Dataset Input(Mode mode, const distribute::InputContext& input) {
-  auto x = torch::linspace(-2, 2, 256).reshape({128, 2});
-  auto y = torch::sin(x.select(1, 0)) + 0.5 * x.select(1, 1);
-  auto dataset = data::Dataset::FromTensors({{"x", x}}, y).shard(input.num_input_pipelines(), input.input_pipeline_id());
-  if (mode == Mode::kTrain) dataset = dataset.shuffle(128, 3).repeat();
-  return dataset.batch(input.per_replica_batch_size(32));
 }
 
 RunConfig Config(MixedPrecision precision, std::optional<LossScaleOptions> loss_scale = std::nullopt) {
@@ -148,12 +141,12 @@ TEST_CASE("bfloat16 mixed precision trains float32 variables as well as float32 
   SeenDtypes seen;
   seen_dtypes = &seen;
   Estimator fp32(Mlp, FreshTempDir("mixed_fp32").string(), Config(MixedPrecision::kNone));
-  fp32.train(Input, TrainOptions().max_steps(300));
+  fp32.train(SineInput, TrainOptions().max_steps(300));
   Estimator bf16(Mlp, FreshTempDir("mixed_bf16").string(), Config(MixedPrecision::kBFloat16));
   seen.by_mode.clear();
-  bf16.train(Input, TrainOptions().max_steps(300));
-  const EvalResult bf16_eval = bf16.evaluate(Input);
-  auto predictions = bf16.predict(Input);
+  bf16.train(SineInput, TrainOptions().max_steps(300));
+  const EvalResult bf16_eval = bf16.evaluate(SineInput);
+  auto predictions = bf16.predict(SineInput);
   while (predictions.next()) {
   }
   seen_dtypes = nullptr;
@@ -168,7 +161,7 @@ TEST_CASE("bfloat16 mixed precision trains float32 variables as well as float32 
   checkpoint::CheckpointReader reader(*checkpoint::LatestCheckpoint(bf16.model_dir()));
   CHECK_FALSE(reader.has_tensor(kLossScaleName));
   // It learns the function as well as float32 training does.
-  const EvalResult fp32_eval = fp32.evaluate(Input);
+  const EvalResult fp32_eval = fp32.evaluate(SineInput);
   INFO("mse float32 " << fp32_eval.at("mse") << ", bfloat16 " << bf16_eval.at("mse"));
   CHECK(fp32_eval.at("mse") < 0.001);
   CHECK(bf16_eval.at("mse") < 1.5 * fp32_eval.at("mse"));
@@ -178,10 +171,10 @@ TEST_CASE("bfloat16 mixed precision trains float32 variables as well as float32 
 TEST_CASE("loss scaling by powers of two changes no bit of float32 training, and its state is saved",
           "[estimator][mixed_precision]") {
   Estimator plain(Mlp, FreshTempDir("loss_scale_plain").string(), Config(MixedPrecision::kNone));
-  plain.train(Input, TrainOptions().max_steps(23));
+  plain.train(SineInput, TrainOptions().max_steps(23));
   Estimator scaled(Mlp, FreshTempDir("loss_scale_scaled").string(),
                    Config(MixedPrecision::kNone, LossScaleOptions().initial_scale(1024).growth_interval(5)));
-  scaled.train(Input, TrainOptions().max_steps(23));
+  scaled.train(SineInput, TrainOptions().max_steps(23));
   CHECK(SameVariables(plain, scaled));
   // 23 finite steps: grown 4 times, 3 good steps since.
   CHECK(SavedLossScale(scaled.model_dir()) == std::pair<double, int64_t>(16384, 3));
@@ -195,12 +188,12 @@ TEST_CASE("a step with non-finite gradients is skipped and backs off the scale; 
   poison = &poisoned;
   testing::LogCapture log;
   Estimator restarted(Mlp, FreshTempDir("loss_scale_restarted").string(), Config(MixedPrecision::kNone, options));
-  restarted.train(Input, TrainOptions().max_steps(3));
+  restarted.train(SineInput, TrainOptions().max_steps(3));
   CHECK(SavedLossScale(restarted.model_dir()) == std::pair<double, int64_t>(1024, 3));
   Estimator at_3(Mlp, restarted.model_dir(), Config(MixedPrecision::kNone, options));
   const std::map<std::string, at::Tensor> before = ModelVariables(at_3);
   REQUIRE(before.size() == 4);
-  Estimator(Mlp, restarted.model_dir(), Config(MixedPrecision::kNone, options)).train(Input, TrainOptions().max_steps(5));
+  Estimator(Mlp, restarted.model_dir(), Config(MixedPrecision::kNone, options)).train(SineInput, TrainOptions().max_steps(5));
   // Steps 3 and 4 were not applied: the variables are those of step 3, the scale fell twice.
   for (const auto& [name, value] : before) CHECK(torch::equal(restarted.get_variable_value(name), value));
   CHECK(restarted.get_variable_value("global_step").item<int64_t>() == 5);
@@ -208,13 +201,13 @@ TEST_CASE("a step with non-finite gradients is skipped and backs off the scale; 
   CHECK_THAT(log.text(), Catch::Contains("warning: Gradients of global step 3 are not finite at loss scale 1024: the "
                                          "update was skipped and the loss scale is now 512"));
   CHECK_THAT(log.text(), Catch::Contains("Gradients of global step 4 are not finite at loss scale 512"));
-  Estimator(Mlp, restarted.model_dir(), Config(MixedPrecision::kNone, options)).train(Input, TrainOptions().max_steps(10));
+  Estimator(Mlp, restarted.model_dir(), Config(MixedPrecision::kNone, options)).train(SineInput, TrainOptions().max_steps(10));
   // Steps 5-8 grow the scale once; step 9 is one good step.
   CHECK(SavedLossScale(restarted.model_dir()) == std::pair<double, int64_t>(512, 1));
 
   poisoned.calls_seen.clear();
   Estimator straight(Mlp, FreshTempDir("loss_scale_straight").string(), Config(MixedPrecision::kNone, options));
-  straight.train(Input, TrainOptions().max_steps(10));
+  straight.train(SineInput, TrainOptions().max_steps(10));
   poison = nullptr;
   CHECK(SameVariables(restarted, straight));
   CHECK(SavedLossScale(straight.model_dir()) == std::pair<double, int64_t>(512, 1));
@@ -232,16 +225,16 @@ TEST_CASE("with MirroredStrategy, one replica's non-finite gradients skip the st
   poisoned.calls = {{2, 1}};  // replica 1 of step 2
   poison = &poisoned;
   const std::string dir = FreshTempDir("loss_scale_mirrored").string();
-  Estimator(Mlp, dir, config()).train(Input, TrainOptions().max_steps(2));
+  Estimator(Mlp, dir, config()).train(SineInput, TrainOptions().max_steps(2));
   const std::map<std::string, at::Tensor> before = ModelVariables(Estimator(Mlp, dir, config()));
   REQUIRE(before.size() == 4);
   Estimator at_3(Mlp, dir, config());
-  at_3.train(Input, TrainOptions().max_steps(3));
+  at_3.train(SineInput, TrainOptions().max_steps(3));
   for (const auto& [name, value] : before) CHECK(torch::equal(at_3.get_variable_value(name), value));
   CHECK(SavedLossScale(dir) == std::pair<double, int64_t>(32, 0));
   // Replica 1 skipped too: the next steps train both replicas alike, as one update per step.
-  at_3.train(Input, TrainOptions().max_steps(6));
+  at_3.train(SineInput, TrainOptions().max_steps(6));
   poison = nullptr;
   CHECK(SavedLossScale(dir) == std::pair<double, int64_t>(32, 3));
-  CHECK(at_3.evaluate(Input).at("mse") < 1.0);
+  CHECK(at_3.evaluate(SineInput).at("mse") < 1.0);
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "data/dataset.h"
+#include "distribute/input_context.h"
 #include "estimator/estimator.h"
 #include "estimator/estimator_spec.h"
 #include "estimator/metrics/mean_squared_error.h"
@@ -34,6 +35,16 @@ inline data::Dataset RegressionData(int64_t batch_size, bool repeat, std::option
   if (shuffle_seed) dataset = dataset.shuffle(64, shuffle_seed);
   if (repeat) dataset = dataset.repeat();
   return dataset.batch(batch_size);
+}
+
+/// y = sin(x0) + x1 / 2 on 128 fixed examples, sharded per input pipeline; training shuffles
+/// (seed 3) and repeats. Global batch 32, split over the replicas in sync.
+inline data::Dataset SineInput(Mode mode, const distribute::InputContext& input) {
+  auto x = torch::linspace(-2, 2, 256).reshape({128, 2});
+  auto y = torch::sin(x.select(1, 0)) + 0.5 * x.select(1, 1);
+  auto dataset = data::Dataset::FromTensors({{"x", x}}, y).shard(input.num_input_pipelines(), input.input_pipeline_id());
+  if (mode == Mode::kTrain) dataset = dataset.shuffle(128, 3).repeat();
+  return dataset.batch(input.per_replica_batch_size(32));
 }
 
 /// A linear regression model_fn on feature "x" with Adam (lr params["learning_rate"], default 0.05).
