@@ -255,6 +255,21 @@ std::optional<std::string> ResolutionFailure(const std::string& hostname) {
   return std::nullopt;
 }
 
+// Gloo's rendezvous takes the store by reference up to its 2025 commits and as a shared_ptr
+// since ("use shared Stores"); exactly one of these two overloads compiles against a Gloo.
+template <typename GlooContext>
+auto ConnectFullMesh(GlooContext& context, const std::shared_ptr<gloo::rendezvous::Store>& store,
+                     std::shared_ptr<gloo::transport::Device>& device)
+    -> decltype(context.connectFullMesh(*store, device)) {
+  return context.connectFullMesh(*store, device);
+}
+template <typename GlooContext>
+auto ConnectFullMesh(GlooContext& context, const std::shared_ptr<gloo::rendezvous::Store>& store,
+                     std::shared_ptr<gloo::transport::Device>& device)
+    -> decltype(context.connectFullMesh(store, device)) {
+  return context.connectFullMesh(store, device);
+}
+
 // Connects this rank to every other through `store` within `timeout`; the rendezvous has
 // already seen them all.
 std::shared_ptr<gloo::rendezvous::Context> Connect(std::shared_ptr<Store> store, int rank, int world_size,
@@ -275,9 +290,9 @@ std::shared_ptr<gloo::rendezvous::Context> Connect(std::shared_ptr<Store> store,
   }
   auto context = std::make_shared<gloo::rendezvous::Context>(rank, world_size);
   context->setTimeout(timeout);
-  const auto gloo_store = detail::CreateGlooStore(store, timeout);
+  const std::shared_ptr<gloo::rendezvous::Store> gloo_store = detail::CreateGlooStore(store, timeout);
   try {
-    context->connectFullMesh(*gloo_store, device);
+    ConnectFullMesh(*context, gloo_store, device);
   } catch (const TimeoutError& error) {
     const std::vector<int> missing = RanksWithoutAddress(*store, world_size);
     EST_CHECK(missing.empty(), TimeoutError, "Gloo collective of rank ", rank, ": ", DescribeRanks(missing), " of ",

@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "checkpoint/checkpoint_manager.h"

@@ -44,6 +44,18 @@ void RestoreVariable(const checkpoint::CheckpointReader& reader, const std::stri
   variable.copy_(reader.tensor(name));
 }
 
+// The device of every parameter of `optimizer`, or none when they are on several.
+c10::optional<c10::Device> ParameterDevice(const torch::optim::Optimizer& optimizer) {
+  c10::optional<c10::Device> device;
+  for (const auto& group : optimizer.param_groups()) {
+    for (const auto& parameter : group.params()) {
+      if (!device) device = parameter.device();
+      if (*device != parameter.device()) return c10::nullopt;
+    }
+  }
+  return device;
+}
+
 }  // namespace
 
 CheckpointContents SnapshotModel(const ModelContext& ctx, int64_t global_step) {
@@ -84,7 +96,9 @@ void DeserializeOptimizer(const std::string& bytes, const std::string& name, tor
   try {
     std::istringstream in(bytes);
     torch::serialize::InputArchive archive;
-    archive.load_from(in);
+    // The state goes where the parameters are, whichever device wrote it: a checkpoint
+    // written on a GPU continues on the CPU and the reverse.
+    archive.load_from(in, ParameterDevice(optimizer));
     optimizer.load(archive);
   } catch (const c10::Error& e) {
     EST_THROW(CheckpointError, "cannot restore the state of optimizer '", name, "': ", e.what_without_backtrace());

@@ -6,6 +6,7 @@
 //               [--bytes X] [--transport auto|tcp]
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <torch/cuda.h>
 #include <torch/torch.h>
