@@ -1,7 +1,11 @@
 #include "distribute/c10d_store.h"
 
+#include <c10/util/Logging.h>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
 #include <utility>
 
 #include "common/error.h"
@@ -69,6 +73,17 @@ class C10dStore final : public Store {
 };
 
 }  // namespace
+
+void QuietC10dWarnings() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (std::getenv("TORCH_CPP_LOG_LEVEL") != nullptr) return;  // the user's own choice stands
+    constexpr int kError = 2;                                      // c10's levels: 0 info, 1 warning, 2 error
+    if (FLAGS_caffe2_log_level >= kError) return;
+    FLAGS_caffe2_log_level = kError;
+    c10::UpdateLoggingLevelsFromFlags();
+  });
+}
 
 std::shared_ptr<Store> WrapC10dStore(c10::intrusive_ptr<c10d::Store> store, std::string description) {
   return std::make_shared<C10dStore>(std::move(store), std::move(description));

@@ -22,4 +22,9 @@ namespace est::distribute::detail {
 /// (LibTorch 1.13), so a timed-out wait must leave nothing pending on the server.
 std::shared_ptr<Store> WrapC10dStore(c10::intrusive_ptr<c10d::Store> store, std::string description);
 
+/// Raises LibTorch's C++ log level to errors, once per process, unless TORCH_CPP_LOG_LEVEL
+/// sets it: c10d logs a warning with a LibTorch backtrace when a peer's connection drops
+/// (LibTorch 2.x), which every store call here reports as a CommunicationError instead.
+void QuietC10dWarnings();
+
 }  // namespace est::distribute::detail

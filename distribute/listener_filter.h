@@ -2,8 +2,8 @@
 /// ListenerFilter: what a listening TCP socket that its owner binds to every interface lets
 /// through: the connections addressed to one host, as binding that host's address would,
 /// and requests that arrive whole within a time limit. Its user: the c10d TCPStore server
-/// of LibTorch 1.13 behind the chief's StoreFront, which binds every interface and serves
-/// requests one at a time, confined to loopback.
+/// behind the chief's StoreFront, which binds every interface, confined to loopback (the
+/// time limit matters before LibTorch 2.4, whose server serves requests one at a time).
 
 #include <chrono>
 #include <cstdint>

@@ -75,6 +75,7 @@ struct Connection {
   Outbox to_client;                ///< replies on their way to the client
   bool client_closed = false;      ///< nothing more comes from or goes to the client
   bool upstream_closed = false;    ///< nothing more comes from or goes to the store
+  bool opened = false;             ///< a first whole request has been forwarded
   Clock::time_point progress;      ///< when `request` last grew (or reading it resumed)
   Clock::time_point closing_since;  ///< when one side closed
 
@@ -258,11 +259,13 @@ class StoreFront::Relay {
   bool ForwardWholeRequests(Connection& c) {
     size_t consumed = 0;
     while (consumed < c.request.size()) {
-      const StoreRequestScan scan = ScanStoreRequest(c.request.data() + consumed, c.request.size() - consumed);
+      const StoreRequestScan scan = ScanStoreRequest(protocol_, c.request.data() + consumed,
+                                                     c.request.size() - consumed, !c.opened);
       if (scan.status == StoreRequestScan::Status::kInvalid) return Drop(c, scan.error);
       if (scan.status == StoreRequestScan::Status::kIncomplete) break;
       c.to_upstream.Append(c.request.data() + consumed, scan.length);
       consumed += scan.length;
+      c.opened = true;
     }
     c.request.erase(0, consumed);
     if (c.request.empty() && c.request.capacity() > kReadChunk) c.request.shrink_to_fit();
@@ -280,6 +283,7 @@ class StoreFront::Relay {
     return false;
   }
 
+  const StoreProtocol& protocol_ = StoreProtocol::OfThisBuild();
   uint16_t upstream_port_;
   std::chrono::milliseconds stall_limit_;
   uint16_t port_ = 0;

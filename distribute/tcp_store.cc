@@ -122,6 +122,7 @@ std::shared_ptr<TcpStore> ServeStore(const TcpStoreOptions& options) {
 
 std::shared_ptr<TcpStore> CreateTcpStore(const TcpStoreOptions& options) {
   EST_CHECK(!options.host.empty(), ConfigError, "TCP store: the chief's host is empty");
+  detail::QuietC10dWarnings();
   EST_CHECK(options.is_server || options.port != 0, ConfigError, "TCP store client of ", options.host,
             ": port 0 is only for a server (which then picks a free port); give the chief's port");
   EST_CHECK(options.timeout.count() > 0, ConfigError, "TCP store ", options.host, ":", options.port,

@@ -1,7 +1,7 @@
 #pragma once
 /// RawConnection: a TCP connection to a store port that sends whatever bytes a test
-/// chooses, as a stranger (or a broken client) would; the bytes of c10d 1.13 requests; and
-/// TryConnect, how a connection attempt to an address ends.
+/// chooses, as a stranger (or a broken client) would; the bytes of requests of this build's
+/// c10d protocol; and TryConnect, how a connection attempt to an address ends.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -17,6 +17,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "distribute/store_request.h"
 
 namespace est::testing {
 
@@ -86,6 +88,7 @@ class RawConnection {
     size_t received = 0;
     while (received < size) {
       const ssize_t n = ::recv(fd_, bytes.data() + received, size - received, 0);
+      if (n < 0 && errno == EINTR) continue;  // a receive timeout makes signals interrupt recv
       if (n <= 0) break;
       received += static_cast<size_t>(n);
     }
@@ -104,7 +107,7 @@ class RawConnection {
       char bytes[4096];
       const ssize_t received = ::recv(fd_, bytes, sizeof(bytes), 0);
       if (received == 0 || (received < 0 && errno == ECONNRESET)) return true;
-      if (received < 0) return false;
+      if (received < 0 && errno != EINTR) return false;
     }
   }
 
@@ -133,17 +136,35 @@ class RawConnection {
   int fd_;
 };
 
-/// The bytes of a uint64 as c10d 1.13's client sends it (this machine's byte order).
+/// The bytes of a uint64 as c10d's client sends it (this machine's byte order).
 inline std::string Uint64Bytes(uint64_t value) {
   return std::string(reinterpret_cast<const char*>(&value), sizeof(value));
 }
 
-/// A c10d 1.13 request: the type byte, then each argument as a length and its bytes. c10d's
-/// client puts "/" before each key of ours: a raw request for our key "k" names "/k".
-inline std::string RequestBytes(uint8_t type, const std::vector<std::string>& arguments) {
-  std::string bytes(1, static_cast<char>(type));
+/// The c10d protocol of this build's LibTorch, whose server the chief's store front relays to.
+inline const distribute::StoreProtocol& BuildProtocol() { return distribute::StoreProtocol::OfThisBuild(); }
+
+/// The type byte of `type` in this build's protocol, as a string of one byte.
+inline std::string TypeByte(distribute::StoreRequestType type) {
+  return std::string(1, static_cast<char>(BuildProtocol().byte(type)));
+}
+
+/// A request of this build's protocol: the type byte, then each argument as a length and
+/// its bytes. c10d's client puts "/" before each key of ours: a raw request for our key "k"
+/// names "/k".
+inline std::string RequestBytes(distribute::StoreRequestType type, const std::vector<std::string>& arguments) {
+  std::string bytes = TypeByte(type);
   for (const std::string& argument : arguments) bytes += Uint64Bytes(argument.size()) + argument;
   return bytes;
+}
+
+/// What a connection of this build's protocol sends first: validate with c10d's magic
+/// number (LibTorch 2.2 and later), or nothing.
+inline std::string OpeningBytes() {
+  if (!BuildProtocol().validate_first) return "";
+  const uint32_t magic = distribute::kStoreValidationMagic;
+  return TypeByte(distribute::StoreRequestType::kValidate) +
+         std::string(reinterpret_cast<const char*>(&magic), sizeof(magic));
 }
 
 }  // namespace est::testing

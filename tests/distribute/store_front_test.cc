@@ -2,6 +2,7 @@
 // relays and whom it drops.
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/version.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -31,8 +32,12 @@ using namespace est::distribute;
 using namespace std::chrono_literals;
 using est::testing::RawConnection;
 using est::testing::TryConnect;
+using est::testing::BuildProtocol;
+using est::testing::OpeningBytes;
 using est::testing::RequestBytes;
+using est::testing::TypeByte;
 using est::testing::Uint64Bytes;
+using Type = est::distribute::StoreRequestType;
 
 namespace {
 
@@ -94,20 +99,58 @@ TEST_CASE("Every request LibTorch's c10d client sends passes the chief's store f
   CHECK(client.deleteKey("a"));
   CHECK_FALSE(client.deleteKey("a"));
   CHECK(client.getNumKeys() == 1);
-
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+  // append, multi_get, multi_set, and cancel_wait after a wait that times out.
+  client.append("log", Bytes("a"));
+  client.append("log", Bytes("b"));
+  client.multiSet({"m1", "m2"}, {Bytes("1"), Bytes("22")});
+  CHECK(client.multiGet({"log", "m2"}) == std::vector<std::vector<uint8_t>>{Bytes("ab"), Bytes("22")});
+  CHECK_THROWS(client.wait({"absent"}, 100ms));
+  CHECK(client.add("n", 1) == 4);  // the connection still serves after the cancelled wait
+#endif
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 8)
+  client.queuePush("q", Bytes("first"));
+  client.queuePush("q", Bytes("second"));
+  CHECK(client.queueLen("q") == 2);
+  CHECK(client.queuePop("q", /*block=*/false) == Bytes("first"));
+#endif
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 10)
+  const std::vector<std::string> keys = client.listKeys();
+  CHECK(std::set<std::string>(keys.begin(), keys.end()).count("n") == 1);
+#endif
 }
 
-TEST_CASE("The chief's store front refuses watch_key, which would let a watcher that leaves break the setter",
-          "[distribute]") {
+TEST_CASE("The chief's store front refuses what its LibTorch's server would mishandle", "[distribute]") {
   auto server = Server();
   est::testing::LogCapture log;
-  RawConnection watcher(server->port());
-  watcher.Send(RequestBytes(7, {"/w"}));
-  CHECK(watcher.ClosedByServer(1s));
-  CHECK_THAT(log.text(), Catch::Contains("warning: TCP store 127.0.0.1:" + std::to_string(server->port()) +
-                                         ": dropped " + watcher.LocalAddress() + ": watch_key (type 7) is refused"));
-  server->set("w", "set");  // c10d would have failed this set on the watcher's closed socket
-  CHECK(server->get("w", 1s) == "set");
+  const std::string dropped =
+      "warning: TCP store 127.0.0.1:" + std::to_string(server->port()) + ": dropped ";
+  if (BuildProtocol().has(Type::kWatchKey)) {
+    // watch_key: a watcher that leaves would break the setter of the key.
+    RawConnection watcher(server->port());
+    watcher.Send(RequestBytes(Type::kWatchKey, {"/w"}));
+    CHECK(watcher.ClosedByServer(1s));
+    CHECK_THAT(log.text(), Catch::Contains(dropped + watcher.LocalAddress() + ": watch_key (type 7) is refused"));
+    server->set("w", "set");  // c10d would have failed this set on the watcher's closed socket
+    CHECK(server->get("w", 1s) == "set");
+  }
+  if (BuildProtocol().validate_first) {
+    // A connection that does not open with validate, one that validates twice, and one with
+    // another magic number: libuv's server would keep the first's bytes and close the others.
+    const std::string set = RequestBytes(Type::kSet, {"/k", "v"});
+    const std::string other_magic = TypeByte(Type::kValidate) + std::string("\x01\x02\x03\x04", 4);
+    for (const std::string& bytes : {set, OpeningBytes() + OpeningBytes(), other_magic}) {
+      RawConnection stranger(server->port());
+      stranger.Send(bytes);
+      CHECK(stranger.ClosedByServer(1s));
+    }
+    CHECK_THAT(log.text(), Catch::Contains(": the connection opened with set (type 1), but c10d of LibTorch "));
+    CHECK_THAT(log.text(), Catch::Contains(": validate (type 0) again after the connection's first request"));
+    CHECK_THAT(log.text(), Catch::Contains(": validate (type 0) with magic number 0x04030201 (expected 0x3c85f7ce)"));
+    server->set("k", "served");
+    CHECK(server->get("k", 1s) == "served");
+  }
+  CHECK_FALSE(log.text().empty());  // every protocol refuses something
 }
 
 TEST_CASE("The chief's store front listens on the configured address only", "[distribute]") {
@@ -151,22 +194,23 @@ TEST_CASE("The chief's store front relays requests however the bytes are cut", "
   auto server = Server();
   est::testing::LogCapture log;
   RawConnection raw(server->port());
+  raw.Send(OpeningBytes());
   SECTION("one byte at a time") {
-    const std::string set = RequestBytes(0, {"/k", "slow"});
+    const std::string set = RequestBytes(Type::kSet, {"/k", "slow"});
     for (char byte : set) {
       raw.Send(std::string(1, byte));
       std::this_thread::sleep_for(5ms);
     }
   }
   SECTION("several requests in one send, the last one cut") {
-    const std::string get_num_keys(1, '\6');
-    const std::string set = RequestBytes(0, {"/k", "slow"});
-    raw.Send(RequestBytes(0, {"/other", "1"}) + get_num_keys + set.substr(0, 5));
+    const std::string get_num_keys = TypeByte(Type::kGetNumKeys);
+    const std::string set = RequestBytes(Type::kSet, {"/k", "slow"});
+    raw.Send(RequestBytes(Type::kSet, {"/other", "1"}) + get_num_keys + set.substr(0, 5));
     CHECK(raw.Receive(8, 1s) == Uint64Bytes(1));  // get_num_keys: 1 key so far
     std::this_thread::sleep_for(100ms);
     raw.Send(set.substr(5));
   }
-  raw.Send(RequestBytes(2, {"/k"}));  // get
+  raw.Send(RequestBytes(Type::kGet, {"/k"}));
   CHECK(raw.Receive(12, 1s) == Uint64Bytes(4) + "slow");
   CHECK(server->get("k", 1s) == "slow");
   CHECK(log.text().empty());
@@ -174,11 +218,18 @@ TEST_CASE("The chief's store front relays requests however the bytes are cut", "
 
 TEST_CASE("The chief's store front drops a client that leaves its replies unread", "[distribute]") {
   auto server = Server();
-  server->set("big", std::string(kMaxStoreValueBytes, 'v'));
+  const uint64_t value_bytes = BuildProtocol().max_value_bytes;
+  server->set("big", std::string(value_bytes, 'v'));
+  // A set has no reply: its value is stored once a get through the same client finds it,
+  // before which the raw gets below could find no key (libuv's server answers them empty).
+  REQUIRE(server->get("big", 1s).size() == value_bytes);
   est::testing::LogCapture log;
   RawConnection reader(server->port());
-  std::string gets;
-  for (int i = 0; i < 8; ++i) gets += RequestBytes(2, {"/big"});  // 128 MiB of replies
+  // Replies of twice the backlog's limit.
+  std::string gets = OpeningBytes();
+  for (uint64_t i = 0; i < 2 * kMaxStoreFrontReplyBacklog / value_bytes; ++i) {
+    gets += RequestBytes(Type::kGet, {"/big"});
+  }
   reader.Send(gets);
   std::this_thread::sleep_for(1s);
   CHECK_THAT(log.text(), Catch::Contains("warning: TCP store 127.0.0.1:" + std::to_string(server->port()) +
@@ -194,7 +245,7 @@ TEST_CASE("Destroying the chief's store with clients connected and mid-request i
   std::vector<std::unique_ptr<RawConnection>> clients;
   for (int i = 0; i < 16; ++i) {
     clients.push_back(std::make_unique<RawConnection>(server->port()));
-    if (i % 2 == 0) clients.back()->Send(std::string(1, '\0') + Uint64Bytes(100) + "abc");
+    if (i % 2 == 0) clients.back()->Send(OpeningBytes() + TypeByte(Type::kSet) + Uint64Bytes(100) + "abc");
   }
   std::this_thread::sleep_for(50ms);
   const auto start = std::chrono::steady_clock::now();

@@ -17,8 +17,12 @@ using namespace est::distribute;
 using namespace std::chrono_literals;
 using est::testing::MessageMatches;
 using est::testing::RawConnection;
+using est::testing::BuildProtocol;
+using est::testing::OpeningBytes;
 using est::testing::RequestBytes;
+using est::testing::TypeByte;
 using est::testing::Uint64Bytes;
+using Type = est::distribute::StoreRequestType;
 
 namespace {
 
@@ -36,8 +40,11 @@ std::shared_ptr<TcpStore> Client(uint16_t port, std::chrono::milliseconds timeou
   return CreateTcpStore(options);
 }
 
-// c10d 1.13's request "set" (query type 0) announcing a key of `length` bytes.
-std::string SetRequestHead(uint64_t length) { return std::string(1, '\0') + est::testing::Uint64Bytes(length); }
+// A connection's first bytes, then a request "set" announcing a key of `length` bytes.
+std::string SetRequestHead(uint64_t length) {
+  return est::testing::OpeningBytes() + est::testing::TypeByte(est::distribute::StoreRequestType::kSet) +
+         est::testing::Uint64Bytes(length);
+}
 
 }  // namespace
 
@@ -130,23 +137,29 @@ TEST_CASE("The chief's TCP store drops malformed requests with a warning and kee
     std::string garbage;
     for (int i = 0; i < 64; ++i) garbage.push_back(static_cast<char>(i * 37 + 11));
     stranger.Send(garbage);
-    reason = "unknown request type 11 (expected 0 to 8)";
+    // Why depends on the protocol (ScanStoreRequest's messages are tested on their own).
+    const StoreRequestScan scan = ScanStoreRequest(BuildProtocol(), garbage.data(), garbage.size(), true);
+    REQUIRE(scan.status == StoreRequestScan::Status::kInvalid);
+    reason = scan.error;
   }
+  const std::string last_type = std::to_string(BuildProtocol().types.size() - 1);
+  const std::string max_keys = std::to_string(BuildProtocol().max_keys);
   SECTION("an unknown request type") {
     stranger.Send(std::string(1, static_cast<char>(200)));
-    reason = "unknown request type 200 (expected 0 to 8)";
+    reason = "unknown request type 200 (expected 0 to " + last_type + ")";
   }
   SECTION("a length prefix larger than any memory") {
     stranger.Send(SetRequestHead(uint64_t{1} << 40));
-    reason = "a key of 1099511627776 bytes (expected at most 65536)";
+    reason = "a key of 1099511627776 bytes (expected at most " + std::to_string(BuildProtocol().max_key_bytes) + ")";
   }
   SECTION("a value longer than the limit") {
-    stranger.Send(RequestBytes(0, {"/k"}) + Uint64Bytes(est::distribute::kMaxStoreValueBytes + 1) + "abc");
-    reason = "a value of 16777217 bytes (expected at most 16777216)";
+    const uint64_t limit = BuildProtocol().max_value_bytes;
+    stranger.Send(OpeningBytes() + RequestBytes(Type::kSet, {"/k"}) + Uint64Bytes(limit + 1) + "abc");
+    reason = "a value of " + std::to_string(limit + 1) + " bytes (expected at most " + std::to_string(limit) + ")";
   }
   SECTION("a check of more keys than the limit") {
-    stranger.Send(std::string(1, '\4') + Uint64Bytes(uint64_t{1} << 32));
-    reason = "a list of 4294967296 keys (expected at most 65536)";
+    stranger.Send(OpeningBytes() + TypeByte(Type::kCheck) + Uint64Bytes(uint64_t{1} << 32));
+    reason = "a list of 4294967296 keys (expected at most " + max_keys + ")";
   }
   SECTION("a request cut short by a sender that stays connected") {
     stranger.Send(SetRequestHead(100) + "abc");
