@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "checkpoint/checkpoint_state.h"
+
 namespace est::checkpoint {
 
 std::string CheckpointPrefix(const std::string& dir, int64_t step) {
@@ -19,6 +21,17 @@ bool SamePrefix(const std::string& a, const std::string& b) {
 std::string IndexPath(const std::string& prefix) { return prefix + ".index"; }
 
 std::string DataPath(const std::string& prefix) { return prefix + ".data-00000-of-00001"; }
+
+bool IsCheckpointFileName(std::string_view name) {
+  if (name == kStateFileName) return true;
+  const std::string_view start = std::string_view(kCheckpointBasename);
+  if (name.substr(0, start.size() + 1) != std::string(start) + "-") return false;
+  const std::string_view rest = name.substr(start.size() + 1);
+  const size_t digits = rest.find_first_not_of("0123456789");
+  if (digits == 0 || digits == std::string_view::npos) return false;
+  const std::string_view suffix = rest.substr(digits);
+  return suffix == ".index" || suffix == ".data-00000-of-00001";
+}
 
 bool CheckpointExists(const std::string& prefix) {
   std::error_code ec;

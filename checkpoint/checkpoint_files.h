@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace est::checkpoint {
 
@@ -21,6 +22,10 @@ std::string IndexPath(const std::string& prefix);
 
 /// `<prefix>.data-00000-of-00001`: the bytes of every tensor and blob.
 std::string DataPath(const std::string& prefix);
+
+/// True when `name` is the name of a file that checkpoints consist of: the state file
+/// `checkpoint`, `model.ckpt-<step>.index` or `model.ckpt-<step>.data-00000-of-00001`.
+bool IsCheckpointFileName(std::string_view name);
 
 /// True when `<prefix>.index` exists (the data file is written before it).
 bool CheckpointExists(const std::string& prefix);

@@ -37,7 +37,7 @@ CheckpointManager::CheckpointManager(std::string dir, RetentionOptions retention
             "keep_checkpoint_every_n_hours must be 0 (never) or positive, got ",
             retention_.keep_checkpoint_every_n_hours());
   CreateModelDirectory(dir_);
-  const int removed = RemoveTemporaryFiles(dir_);
+  const int removed = RemoveTemporaryFiles(dir_, IsCheckpointFileName);
   if (removed > 0)
     Log().info("Removed {} temporary files left in {} by an interrupted save", removed, dir_);
   recover_state();

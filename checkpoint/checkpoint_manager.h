@@ -53,10 +53,4 @@ class CheckpointManager {
   double last_preserved_timestamp_ = 0;
 };
 
-/// The newest checkpoint in `dir` that opens and verifies. Tries the state file's newest,
-/// then the rest of its list newest first, then any `model.ckpt-<step>.index` in `dir`
-/// by descending step; each one that fails, or lies outside `dir` (CheckpointInDirectory),
-/// is logged as a warning naming it and what is wrong. nullopt when none is valid (or `dir` does not exist).
-std::optional<std::string> LatestValidCheckpoint(const std::string& dir);
-
 }  // namespace est::checkpoint

@@ -1,3 +1,5 @@
+#include "checkpoint/latest_valid_checkpoint.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <system_error>
@@ -36,8 +38,8 @@ std::vector<std::string> CheckpointsOnDisk(const std::string& dir) {
   return prefixes;
 }
 
-/// Every candidate, most preferred first, without repeats.
-std::vector<std::string> Candidates(const std::string& dir) {
+/// Every candidate, most preferred first, without repeats; those outside `dir` are rejected.
+std::vector<std::string> Candidates(const std::string& dir, std::vector<RejectedCheckpoint>& rejected) {
   std::vector<std::string> candidates;
   try {
     if (auto state = ReadCheckpointState(dir)) {
@@ -51,29 +53,48 @@ std::vector<std::string> Candidates(const std::string& dir) {
   for (auto& prefix : CheckpointsOnDisk(dir)) candidates.push_back(std::move(prefix));
   std::vector<std::string> unique;
   for (auto& candidate : candidates) {
+    const bool seen = std::any_of(unique.begin(), unique.end(),
+                                  [&](const std::string& u) { return SamePrefix(u, candidate); }) ||
+                      std::any_of(rejected.begin(), rejected.end(),
+                                  [&](const RejectedCheckpoint& r) { return SamePrefix(r.prefix, candidate); });
+    if (seen) continue;
     if (!CheckpointInDirectory(dir, candidate)) {
-      Log().warn("Skipping checkpoint {}: it is not in {} (after resolving '..' and symbolic links)", candidate, dir);
+      const std::string reason = "it is not in " + dir + " (after resolving '..' and symbolic links)";
+      Log().warn("Skipping checkpoint {}: {}", candidate, reason);
+      rejected.push_back({candidate, reason});
       continue;
     }
-    const bool seen = std::any_of(unique.begin(), unique.end(),
-                                  [&](const std::string& u) { return SamePrefix(u, candidate); });
-    if (!seen) unique.push_back(std::move(candidate));
+    unique.push_back(std::move(candidate));
   }
   return unique;
 }
 
 }  // namespace
 
-std::optional<std::string> LatestValidCheckpoint(const std::string& dir) {
-  for (const auto& prefix : Candidates(dir)) {
+CheckpointSearch SearchCheckpoints(const std::string& dir) {
+  CheckpointSearch search;
+  for (const auto& prefix : Candidates(dir, search.rejected)) {
     try {
       CheckpointReader(prefix).verify();
-      return prefix;
+      search.valid = prefix;
+      return search;
     } catch (const CheckpointError& error) {
       Log().warn("Skipping checkpoint {}: {}", prefix, error.what());
+      search.rejected.push_back({prefix, error.what()});
     }
   }
-  return std::nullopt;
+  return search;
+}
+
+std::optional<std::string> LatestValidCheckpoint(const std::string& dir) { return SearchCheckpoints(dir).valid; }
+
+std::string DescribeInvalidCheckpoints(const std::string& dir, const std::vector<RejectedCheckpoint>& rejected) {
+  std::string text = "model_dir " + dir + " holds " + std::to_string(rejected.size()) + " checkpoint" +
+                     (rejected.size() == 1 ? "" : "s") + " and none is valid:";
+  for (size_t i = 0; i < rejected.size(); ++i) {
+    text += (i == 0 ? " " : "; ") + rejected[i].prefix + " (" + rejected[i].reason + ")";
+  }
+  return text;
 }
 
 }  // namespace est::checkpoint

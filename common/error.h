@@ -57,12 +57,12 @@ class IoError : public Error {
   using Error::Error;
 };
 
-/// A run stopped early by SIGTERM or SIGINT (see StopSignalGuard), after the chief saved a
+/// A run stopped early by SIGTERM, SIGINT or SIGHUP (see StopSignalGuard), after the chief saved a
 /// checkpoint. Programs exit with status 128 + signal_number(), as a shell reports a signal.
 class Interrupted : public Error {
  public:
   Interrupted(const std::string& message, int signal_number) : Error(message), signal_number_(signal_number) {}
-  /// The signal that stopped the run (SIGTERM or SIGINT).
+  /// The signal that stopped the run (SIGTERM, SIGINT or SIGHUP).
   int signal_number() const { return signal_number_; }
 
  private:

@@ -109,17 +109,31 @@ std::string ReadFile(const std::string& path) {
   return out.str();
 }
 
-bool IsTemporaryFileName(std::string_view name) {
-  return name.find(kTempMarker) != std::string_view::npos;
+std::optional<std::string> TemporaryFileTarget(std::string_view name) {
+  // <final>.tmp-<decimal pid>-<hex>, as UniqueSuffix() makes it.
+  const size_t marker = name.rfind(kTempMarker);
+  if (marker == std::string_view::npos || marker == 0) return std::nullopt;
+  const std::string_view suffix = name.substr(marker + kTempMarker.size());
+  const size_t dash = suffix.find('-');
+  if (dash == std::string_view::npos || dash == 0 || dash + 1 == suffix.size()) return std::nullopt;
+  const auto all_of = [](std::string_view text, const char* digits) {
+    return text.find_first_not_of(digits) == std::string_view::npos;
+  };
+  if (!all_of(suffix.substr(0, dash), "0123456789") || !all_of(suffix.substr(dash + 1), "0123456789abcdef")) {
+    return std::nullopt;
+  }
+  return std::string(name.substr(0, marker));
 }
 
-int RemoveTemporaryFiles(const std::string& dir) {
+bool IsTemporaryFileName(std::string_view name) { return TemporaryFileTarget(name).has_value(); }
+
+int RemoveTemporaryFiles(const std::string& dir, const std::function<bool(std::string_view final_name)>& ours) {
   std::error_code ec;
   int removed = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    if (entry.is_regular_file() && IsTemporaryFileName(entry.path().filename().string())) {
-      if (std::filesystem::remove(entry.path(), ec)) ++removed;
-    }
+    if (!entry.is_regular_file(ec) || entry.is_symlink(ec)) continue;
+    const std::optional<std::string> target = TemporaryFileTarget(entry.path().filename().string());
+    if (target && ours(*target) && std::filesystem::remove(entry.path(), ec)) ++removed;
   }
   return removed;
 }

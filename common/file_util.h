@@ -3,6 +3,8 @@
 /// the complete new version, never half-written.
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -46,11 +48,17 @@ void WriteFileAtomic(const std::string& path, std::string_view contents);
 /// Reads a whole file; throws IoError naming the path when it cannot be read.
 std::string ReadFile(const std::string& path);
 
-/// True when `name` is a temporary name left by an AtomicFileWriter that never committed.
+/// The final name that `name` is the temporary of, when `name` is exactly as an
+/// AtomicFileWriter names its temporary (`<final>.tmp-<pid>-<hex>`); nullopt otherwise.
+std::optional<std::string> TemporaryFileTarget(std::string_view name);
+
+/// True when `name` is a temporary name of an AtomicFileWriter (TemporaryFileTarget).
 bool IsTemporaryFileName(std::string_view name);
 
-/// Removes temporary files left in `dir` by writers that crashed; returns how many.
-int RemoveTemporaryFiles(const std::string& dir);
+/// Removes the regular files of `dir` that are AtomicFileWriter temporaries (left by a
+/// writer that crashed) of a final name that `ours` accepts; returns how many. Any other
+/// file, a user's "notes.tmp-1" included, is left alone.
+int RemoveTemporaryFiles(const std::string& dir, const std::function<bool(std::string_view final_name)>& ours);
 
 /// fsyncs a directory so that renames and creations inside it are durable.
 void FsyncDirectory(const std::string& dir);

@@ -22,13 +22,26 @@ std::string FindIdxFile(const fs::path& dir, const std::string& stem) {
   EST_THROW(DataError, "MNIST data: neither ", gzip.string(), " nor ", plain.string(), " exists");
 }
 
-}  // namespace
-
-Dataset Mnist(const std::string& dir, const std::string& split) {
+void CheckDirectory(const std::string& dir, const std::string& split) {
   EST_CHECK(split == "train" || split == "t10k", DataError, "MNIST data: split is '", split,
             "', expected 'train' or 't10k'");
   std::error_code error;
-  EST_CHECK(fs::is_directory(dir, error), DataError, "MNIST data: ", dir, " is not a directory");
+  const fs::file_status status = fs::status(dir, error);
+  EST_CHECK(fs::exists(status), DataError, "MNIST data: directory ", dir, " does not exist");
+  EST_CHECK(fs::is_directory(status), DataError, "MNIST data: ", dir, " is ",
+            fs::is_regular_file(status) ? "a file" : "not a directory", ", expected the directory of the IDX files");
+}
+
+}  // namespace
+
+void CheckMnistFiles(const std::string& dir, const std::string& split) {
+  CheckDirectory(dir, split);
+  FindIdxFile(dir, split + "-images-idx3-ubyte");
+  FindIdxFile(dir, split + "-labels-idx1-ubyte");
+}
+
+Dataset Mnist(const std::string& dir, const std::string& split) {
+  CheckDirectory(dir, split);
   const std::string images_path = FindIdxFile(dir, split + "-images-idx3-ubyte");
   const std::string labels_path = FindIdxFile(dir, split + "-labels-idx1-ubyte");
   at::Tensor images = ReadIdx(images_path);

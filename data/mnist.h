@@ -14,6 +14,11 @@ namespace est::data {
 /// missing, malformed, or when the image and label counts differ.
 Dataset Mnist(const std::string& dir, const std::string& split);
 
+/// Throws the DataError that Mnist(dir, split) would for a missing or wrong directory or a
+/// missing file, without reading the files: a program checks every split it will need
+/// before it starts.
+void CheckMnistFiles(const std::string& dir, const std::string& split);
+
 /// Fashion-MNIST (Zalando's 10 clothing classes), which has MNIST's format: see Mnist.
 Dataset FashionMnist(const std::string& dir, const std::string& split);
 

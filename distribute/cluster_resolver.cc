@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/error.h"
 #include "common/logging.h"
 
 namespace est::distribute {
@@ -34,6 +35,30 @@ std::string Describe(const ClusterConfig& config) {
   return text + (config.is_chief ? " (chief)" : "") + ", chief at " + config.chief_address;
 }
 
+/// Warns when a source consulted after `winner` (the one that resolved the cluster) also
+/// describes one, and another: "TF_CONFIG (…) and torchrun's variables (…) disagree; TF_CONFIG wins".
+void WarnOfDisagreement(const ClusterConfig& winner, const std::vector<std::unique_ptr<ClusterResolver>>& resolvers,
+                        size_t first_other) {
+  for (size_t i = first_other; i < resolvers.size(); ++i) {
+    std::optional<ClusterConfig> other;
+    try {
+      other = resolvers[i]->resolve();
+    } catch (const Error& error) {
+      Log().warn("{} wins over {}'s variables, which are malformed too: {}", winner.source, resolvers[i]->name(),
+                 error.what());
+      continue;
+    }
+    if (!other) continue;
+    const bool same_rank = winner.rank < 0 || winner.rank == other->rank;
+    if (same_rank && winner.num_worker_replicas == other->num_worker_replicas &&
+        winner.chief_address == other->chief_address) {
+      continue;
+    }
+    Log().warn("{} ({}) and {}'s variables ({}) describe different clusters; {} wins", winner.source,
+               Describe(winner), other->source, Describe(*other), winner.source);
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<ClusterResolver> TfConfigClusterResolver(Environment env) {
@@ -50,9 +75,11 @@ ClusterConfig ResolveCluster(const std::string& explicit_tf_config, Environment 
     resolvers.push_back(TfConfigClusterResolver(env));
     resolvers.push_back(TorchrunClusterResolver(env));
     resolvers.push_back(SlurmClusterResolver(env));
-    for (const auto& resolver : resolvers) {
-      if ((config = resolver->resolve())) break;
+    size_t winner = 0;
+    for (; winner < resolvers.size(); ++winner) {
+      if ((config = resolvers[winner]->resolve())) break;
     }
+    if (config && !config->is_local()) WarnOfDisagreement(*config, resolvers, winner + 1);
   }
   if (!config) {
     Log().debug("No TF_CONFIG, torchrun or Slurm variables: running locally");

@@ -1,5 +1,7 @@
 #include "distribute/error_text.h"
 
+#include <cstdio>
+#include <ctime>
 #include <sstream>
 
 namespace est::distribute {
@@ -10,6 +12,18 @@ std::string DescribeDuration(std::chrono::milliseconds duration) {
   std::ostringstream out;
   out << static_cast<double>(ms) / 1000.0 << " s";
   return out.str();
+}
+
+std::string DescribeUtcTime(std::chrono::system_clock::time_point time) {
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(time);
+  const auto millis =
+      std::chrono::duration_cast<std::chrono::milliseconds>(time.time_since_epoch()).count() % 1000;
+  std::tm utc{};
+  ::gmtime_r(&seconds, &utc);
+  char text[32];
+  std::snprintf(text, sizeof(text), "%02d:%02d:%02d.%03d UTC", utc.tm_hour, utc.tm_min, utc.tm_sec,
+                static_cast<int>(millis));
+  return text;
 }
 
 std::string DescribeRanks(const std::vector<int>& ranks) {

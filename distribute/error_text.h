@@ -10,6 +10,9 @@ namespace est::distribute {
 /// A duration as a person reads it: "2 s", "1.5 s", "300 ms".
 std::string DescribeDuration(std::chrono::milliseconds duration);
 
+/// A time of day in UTC, to the millisecond: "12:03:04.512 UTC".
+std::string DescribeUtcTime(std::chrono::system_clock::time_point time);
+
 /// Ranks as a list: "rank 3", "ranks 2, 3".
 std::string DescribeRanks(const std::vector<int>& ranks);
 

@@ -52,6 +52,9 @@
 namespace est::distribute {
 namespace {
 
+// How long a rank that timed out waits for its peers' reports of the same timeout.
+constexpr std::chrono::milliseconds kTimeoutReportPatience(2000);
+
 using ReduceFunction = void (*)(void*, const void*, const void*, size_t);
 
 // The type a dtype is summed in, or a ConfigError naming the supported ones.
@@ -190,6 +193,8 @@ class GlooCollective final : public Collective {
   // Runs one Gloo operation, turning Gloo's errors into TimeoutError or CommunicationError.
   template <typename Body>
   void Run(const char* operation, Body&& body) {
+    const uint64_t number = ++operations_;  // the same on every rank: all run the same operations
+    const auto started = std::chrono::system_clock::now();
     std::string message;
     try {
       body();
@@ -201,9 +206,19 @@ class GlooCollective final : public Collective {
     } catch (const gloo::Exception& error) {
       message = error.what();
     }
-    EST_CHECK(!IsTimeout(message), TimeoutError, "Gloo ", operation, " on rank ", rank_, " of ", world_size_,
-              " did not complete within ", DescribeDuration(timeout_),
-              " (a peer stopped or is stuck; the collective cannot be used again): ", message);
+    if (IsTimeout(message)) {
+      // Which peers are behind it: those that did not time out in this operation too.
+      std::string who;
+      if (const auto report = peers_ ? peers_->ReportTimeout(number, kTimeoutReportPatience) : std::nullopt) {
+        if (!report->silent.empty()) {
+          who = ": " + peers_->Describe(report->silent) + " did not arrive (stuck, or slower than the timeout)";
+          if (!report->waiting.empty()) who += "; " + peers_->Describe(report->waiting) + " waited too";
+        }
+      }
+      EST_THROW(TimeoutError, "Gloo ", operation, " on rank ", rank_, " of ", world_size_, " did not complete within ",
+                DescribeDuration(timeout_), who, " (a peer stopped or is stuck; the collective cannot be used again): ",
+                message);
+    }
     const std::optional<int> lost = peers_ ? peers_->RankIn(message) : std::nullopt;
     if (lost) {
       const std::optional<int> first = peers_->RecordLoss(*lost);
@@ -214,7 +229,10 @@ class GlooCollective final : public Collective {
         also = " (first; then the connection to rank " + std::to_string(*lost) + ")";
       }
       EST_THROW(CommunicationError, "Gloo ", operation, " on rank ", rank_, " of ", world_size_, " failed: lost rank ",
-                first.value_or(*lost), also,
+                first.value_or(*lost), also, " at ", DescribeUtcTime(std::chrono::system_clock::now()), ", ",
+                DescribeDuration(std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::system_clock::now() - started)),
+                " into the ", operation,
                 ": its process exited or was killed, or the network failed; the collective cannot be used again: ",
                 message);
     }
@@ -229,6 +247,7 @@ class GlooCollective final : public Collective {
   std::optional<GlooPeers> peers_;  ///< who is behind a lost connection
   std::unique_ptr<SharedMemoryAllreduce> shared_memory_;  ///< all-reduces when every rank is on this host
   uint32_t next_tag_ = 0;
+  uint64_t operations_ = 0;  ///< operations run so far, counted alike on every rank
 };
 
 // The ranks whose address key Gloo's full-mesh connection never found in `store`.

@@ -5,6 +5,7 @@
 #include <gloo/transport/tcp/address.h>
 
 #include <cctype>
+#include <thread>
 #include <utility>
 
 #include "common/error.h"
@@ -59,7 +60,7 @@ GlooPeers GlooPeers::Exchange(std::shared_ptr<Store> store, gloo::Context& conte
     addresses[static_cast<size_t>(peer)] = {store->get(AddressKey(peer, rank), timeout),
                                             PublishedAddress(*store, peer, rank, world_size, address_bytes, timeout)};
   }
-  return GlooPeers(std::move(store), std::move(addresses));
+  return GlooPeers(std::move(store), rank, std::move(addresses));
 }
 
 std::optional<int> GlooPeers::RankIn(const std::string& message) const {
@@ -86,6 +87,38 @@ std::optional<int> GlooPeers::RecordLoss(int lost) const {
   } catch (const Error&) {
     return std::nullopt;  // the store went with the chief
   }
+}
+
+std::optional<GlooPeers::TimeoutReport> GlooPeers::ReportTimeout(uint64_t operation,
+                                                                  std::chrono::milliseconds patience) const {
+  const auto key = [operation](int rank) {
+    return "timed_out/" + std::to_string(operation) + "/" + std::to_string(rank);
+  };
+  try {
+    store_->set(key(rank_), "1");
+    const auto end = std::chrono::steady_clock::now() + patience;
+    TimeoutReport report;
+    while (true) {
+      report = TimeoutReport();
+      for (int peer = 0; peer < static_cast<int>(addresses_.size()); ++peer) {
+        if (peer == rank_) continue;
+        (store_->check({key(peer)}) ? report.waiting : report.silent).push_back(peer);
+      }
+      if (report.silent.empty() || std::chrono::steady_clock::now() >= end) return report;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  } catch (const Error&) {
+    return std::nullopt;  // the store went with the chief
+  }
+}
+
+std::string GlooPeers::Describe(const std::vector<int>& peers) const {
+  std::string text = peers.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < peers.size(); ++i) {
+    const std::string& address = addresses_[static_cast<size_t>(peers[i])].front();
+    text += (i ? ", " : "") + std::to_string(peers[i]) + (address.empty() ? "" : " (" + address + ")");
+  }
+  return text;
 }
 
 }  // namespace est::distribute

@@ -33,11 +33,25 @@ class GlooPeers {
   /// cannot be reached (it went with the chief).
   std::optional<int> RecordLoss(int lost) const;
 
+  /// Who else timed out in a collective operation.
+  struct TimeoutReport {
+    std::vector<int> waiting;  ///< peers that timed out in the same operation, as this rank did
+    std::vector<int> silent;   ///< peers that did not: they never arrived, or are stuck
+  };
+  /// Records in the store that this rank timed out in its operation number `operation`,
+  /// and waits up to `patience` for the other ranks' records of the same operation. Nothing
+  /// when the store cannot be reached.
+  std::optional<TimeoutReport> ReportTimeout(uint64_t operation, std::chrono::milliseconds patience) const;
+  /// "rank 2 ([10.0.0.7]:41230)", "ranks 1 ([…]:4100), 2 ([…]:4200)": peers with the
+  /// addresses of their connections to this rank.
+  std::string Describe(const std::vector<int>& peers) const;
+
  private:
-  GlooPeers(std::shared_ptr<Store> store, std::vector<std::vector<std::string>> addresses)
-      : store_(std::move(store)), addresses_(std::move(addresses)) {}
+  GlooPeers(std::shared_ptr<Store> store, int rank, std::vector<std::vector<std::string>> addresses)
+      : store_(std::move(store)), rank_(rank), addresses_(std::move(addresses)) {}
 
   std::shared_ptr<Store> store_;
+  int rank_;
   std::vector<std::vector<std::string>> addresses_;  ///< by rank: the addresses of that peer's end
 };
 

@@ -11,6 +11,7 @@
 #include "distribute/cluster_resolver.h"
 #include "distribute/refusal_watcher.h"
 #include "distribute/rendezvous.h"
+#include "distribute/settings_agreement.h"
 #include "distribute/store.h"
 
 namespace est::distribute {
@@ -51,6 +52,15 @@ CommunicationImplementation ChooseCommunication(CommunicationImplementation requ
   return requested;
 }
 
+const char* CommunicationName(CommunicationImplementation communication) {
+  switch (communication) {
+    case CommunicationImplementation::kAuto: return "AUTO";
+    case CommunicationImplementation::kRing: return "RING";
+    case CommunicationImplementation::kNccl: return "NCCL";
+  }
+  return "unknown";
+}
+
 MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(MultiWorkerOptions options)
     : options_(std::move(options)),
       cluster_(options_.cluster() ? *options_.cluster() : ResolveCluster()),
@@ -58,6 +68,12 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(MultiWorkerOptions opti
       communication_(ChooseCommunication(options_.communication(), devices_)) {
   EST_CHECK(options_.timeout_secs() > 0, ConfigError, "MultiWorkerMirroredStrategy: timeout_secs must be positive, got ",
             options_.timeout_secs());
+  // A ps job would otherwise be ignored: the workers would train without it.
+  const auto ps = cluster_.cluster.find("ps");
+  EST_CHECK(ps == cluster_.cluster.end(), ConfigError, "MultiWorkerMirroredStrategy: ", cluster_.source,
+            " has a 'ps' job (", ps->second.size(), " task", ps->second.size() == 1 ? "" : "s",
+            "), which it would not use: parameter servers need ParameterServerStrategy, which TorchEstimator does "
+            "not provide; remove the ps job");
   if (cluster_.is_evaluator() || cluster_.task_type == "ps") {
     // Not part of the training group: local replicas only.
     num_workers_ = 1;
@@ -72,8 +88,10 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(MultiWorkerOptions opti
 }
 
 MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(std::shared_ptr<Collective> collective,
-                                                         std::vector<std::string> devices)
-    : devices_(ParseDevices(devices)), collective_(std::move(collective)) {
+                                                         std::vector<std::string> devices, BufferSync buffer_sync)
+    : options_(MultiWorkerOptions().buffer_sync(buffer_sync)),
+      devices_(ParseDevices(devices)),
+      collective_(std::move(collective)) {
   EST_CHECK(collective_ != nullptr, ConfigError, "MultiWorkerMirroredStrategy needs a collective");
   num_workers_ = collective_->world_size();
   worker_index_ = collective_->rank();
@@ -87,9 +105,17 @@ std::shared_ptr<MultiWorkerMirroredStrategy> MultiWorkerMirroredStrategy::Create
 }
 
 std::shared_ptr<MultiWorkerMirroredStrategy> MultiWorkerMirroredStrategy::CreateWithCollective(
-    std::shared_ptr<Collective> collective, std::vector<std::string> devices) {
+    std::shared_ptr<Collective> collective, std::vector<std::string> devices, BufferSync buffer_sync) {
   return std::shared_ptr<MultiWorkerMirroredStrategy>(
-      new MultiWorkerMirroredStrategy(std::move(collective), std::move(devices)));
+      new MultiWorkerMirroredStrategy(std::move(collective), std::move(devices), buffer_sync));
+}
+
+StrategySettings MultiWorkerMirroredStrategy::settings() const {
+  return {{"local devices", std::to_string(devices_.size())},
+          {"communication", CommunicationName(communication_)},
+          {"first bucket bytes", std::to_string(options_.buckets().first_bucket_bytes())},
+          {"bucket cap bytes", std::to_string(options_.buckets().bucket_cap_bytes())},
+          {"buffer sync", BufferSyncName(options_.buffer_sync())}};
 }
 
 Collective* MultiWorkerMirroredStrategy::collective() {
@@ -115,16 +141,18 @@ void MultiWorkerMirroredStrategy::connect() {
   rendezvous.rank = worker_index_;
   rendezvous.world_size = num_workers_;
   rendezvous.timeout = timeout;
+  const std::shared_ptr<Store> job = Rendezvous(store_, rendezvous);
+  // Workers with other settings would train with mismatched buckets or replicas.
+  CheckSameSettings(*job, worker_index_, num_workers_, settings(), timeout);
   if (communication_ == CommunicationImplementation::kNccl) {
     NcclCollectiveOptions nccl;
     nccl.timeout = timeout;
-    collective_ =
-        CreateNcclCollective(Rendezvous(store_, rendezvous), worker_index_, num_workers_, devices_.front(), nccl);
+    collective_ = CreateNcclCollective(job, worker_index_, num_workers_, devices_.front(), nccl);
   } else {
     GlooOptions gloo;
     gloo.hostname = cluster_.task_host();
     gloo.timeout = timeout;
-    collective_ = CreateGlooCollective(Rendezvous(store_, rendezvous), worker_index_, num_workers_, gloo);
+    collective_ = CreateGlooCollective(job, worker_index_, num_workers_, gloo);
   }
   if (is_chief_) refusal_watcher_ = std::make_unique<RefusalWatcher>(store_, options_.job_id(), std::chrono::seconds(1));
   Log().info("MultiWorkerMirroredStrategy: all {} workers connected ({})", num_workers_, collective_->name());

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "distribute/cluster_config.h"
+#include "distribute/settings_agreement.h"
 #include "distribute/strategy.h"
 
 namespace est::distribute {
@@ -25,6 +26,9 @@ enum class CommunicationImplementation {
   kRing,  ///< Gloo over TCP (CUDA tensors staged through host memory)
   kNccl,  ///< NCCL on the first local device; needs CUDA devices and a build with NCCL (ConfigError otherwise)
 };
+
+/// "AUTO", "RING" or "NCCL", as TensorFlow names them.
+const char* CommunicationName(CommunicationImplementation communication);
 
 /// What `requested` means on `devices`: AUTO is NCCL when every device is a CUDA device and
 /// this build has the NCCL collective (EST_WITH_NCCL and EST_WITH_CUDA), RING otherwise.
@@ -46,6 +50,8 @@ struct MultiWorkerOptions {
   TORCH_ARG(double, timeout_secs) = 300;
   /// Gradient buckets all-reduced while backward runs (first bucket about 1 MB, then up to 25 MB).
   TORCH_ARG(GradientReducerOptions, buckets);
+  /// How replicas keep their buffers (BatchNorm's running statistics) equal.
+  TORCH_ARG(BufferSync, buffer_sync) = BufferSync::kBroadcast;
 };
 
 /// Replicas on every worker of the training group (chief and workers) train in sync. The
@@ -60,8 +66,9 @@ class MultiWorkerMirroredStrategy : public Strategy {
   /// A shared strategy, ready for RunConfig::train_distribute.
   static std::shared_ptr<MultiWorkerMirroredStrategy> Create(MultiWorkerOptions options = {});
   /// A strategy over an already connected collective (ranks as threads, tests).
-  static std::shared_ptr<MultiWorkerMirroredStrategy> CreateWithCollective(std::shared_ptr<Collective> collective,
-                                                                           std::vector<std::string> devices = {"cpu"});
+  static std::shared_ptr<MultiWorkerMirroredStrategy> CreateWithCollective(
+      std::shared_ptr<Collective> collective, std::vector<std::string> devices = {"cpu"},
+      BufferSync buffer_sync = BufferSync::kBroadcast);
   ~MultiWorkerMirroredStrategy() override;
 
   std::string name() const override { return "MultiWorkerMirroredStrategy"; }
@@ -71,12 +78,16 @@ class MultiWorkerMirroredStrategy : public Strategy {
   int worker_index() const override { return worker_index_; }
   bool is_chief() const override { return is_chief_; }
   GradientReducerOptions gradient_reducer_options() const override { return options_.buckets(); }
+  BufferSync buffer_sync() const override { return options_.buffer_sync(); }
   /// The cluster this strategy was built for.
   const ClusterConfig& cluster() const { return cluster_; }
 
  private:
-  MultiWorkerMirroredStrategy(std::shared_ptr<Collective> collective, std::vector<std::string> devices);
+  MultiWorkerMirroredStrategy(std::shared_ptr<Collective> collective, std::vector<std::string> devices,
+                              BufferSync buffer_sync);
   void connect();
+  /// What every worker must share, checked when they connect.
+  StrategySettings settings() const;
 
   MultiWorkerOptions options_;
   ClusterConfig cluster_;

@@ -135,13 +135,24 @@ std::shared_ptr<OneDeviceStrategy> OneDeviceStrategy::Create(const std::string& 
   return std::make_shared<OneDeviceStrategy>(device);
 }
 
-MirroredStrategy::MirroredStrategy(const std::vector<std::string>& devices) {
+MirroredStrategy::MirroredStrategy(const std::vector<std::string>& devices, BufferSync buffer_sync)
+    : buffer_sync_(buffer_sync) {
   EST_CHECK(!devices.empty(), ConfigError, "MirroredStrategy needs at least one device");
   for (const auto& device : devices) devices_.push_back(ParseDevice(device));
 }
 
-std::shared_ptr<MirroredStrategy> MirroredStrategy::Create(const std::vector<std::string>& devices) {
-  return std::make_shared<MirroredStrategy>(devices);
+std::shared_ptr<MirroredStrategy> MirroredStrategy::Create(const std::vector<std::string>& devices,
+                                                           BufferSync buffer_sync) {
+  return std::make_shared<MirroredStrategy>(devices, buffer_sync);
+}
+
+const char* BufferSyncName(BufferSync sync) {
+  switch (sync) {
+    case BufferSync::kBroadcast: return "broadcast";
+    case BufferSync::kAverage: return "average";
+    case BufferSync::kNone: return "none";
+  }
+  return "unknown";
 }
 
 }  // namespace est::distribute

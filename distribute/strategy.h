@@ -17,6 +17,24 @@
 
 namespace est::distribute {
 
+/// How the replicas of a strategy keep their buffers (the state training changes without
+/// gradients: BatchNorm's running statistics, register_buffer, ModelContext::buffer) equal.
+/// They are made equal after every training step, so checkpoints, evaluation and every
+/// replica's next step see the same values.
+enum class BufferSync {
+  /// Every replica takes the values of the chief's first replica, as PyTorch DDP's
+  /// broadcast_buffers (the default).
+  kBroadcast,
+  /// Floating-point buffers become their mean over every replica (running statistics of
+  /// the whole global batch); the others are broadcast.
+  kAverage,
+  /// Each replica keeps its own; checkpoints hold the chief's first replica's.
+  kNone,
+};
+
+/// "broadcast", "average" or "none".
+const char* BufferSyncName(BufferSync sync);
+
 /// A set of replicas that train in sync: the local replicas of this process (one per
 /// local device) and, for multi-worker strategies, those of the other workers, reached
 /// through a Collective. The estimator creates each local replica's variables on its
@@ -40,6 +58,8 @@ class Strategy {
   virtual bool is_chief() const { return worker_index() == 0; }
   /// Bucket sizes for the overlapped gradient all-reduce across workers.
   virtual GradientReducerOptions gradient_reducer_options() const { return {}; }
+  /// How the replicas keep their buffers equal.
+  virtual BufferSync buffer_sync() const { return BufferSync::kBroadcast; }
 
   /// Local replicas of this process.
   int num_local_replicas() const { return static_cast<int>(local_devices().size()); }
@@ -101,15 +121,19 @@ class OneDeviceStrategy : public Strategy {
 class MirroredStrategy : public Strategy {
  public:
   /// Throws ConfigError for an empty list or a malformed device name.
-  explicit MirroredStrategy(const std::vector<std::string>& devices = {"cpu"});
+  explicit MirroredStrategy(const std::vector<std::string>& devices = {"cpu"},
+                            BufferSync buffer_sync = BufferSync::kBroadcast);
   /// A shared strategy over `devices`.
-  static std::shared_ptr<MirroredStrategy> Create(const std::vector<std::string>& devices = {"cpu"});
+  static std::shared_ptr<MirroredStrategy> Create(const std::vector<std::string>& devices = {"cpu"},
+                                                  BufferSync buffer_sync = BufferSync::kBroadcast);
 
   std::string name() const override { return "MirroredStrategy"; }
   std::vector<c10::Device> local_devices() const override { return devices_; }
+  BufferSync buffer_sync() const override { return buffer_sync_; }
 
  private:
   std::vector<c10::Device> devices_;
+  BufferSync buffer_sync_;
 };
 
 /// Parses a device name ("cpu", "cuda:1"); ConfigError naming it when malformed.

@@ -5,9 +5,14 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <poll.h>
+#include <sys/socket.h>
+
 #include <cerrno>
 #include <cstring>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "common/error.h"
 
@@ -137,6 +142,61 @@ UniqueFd ConnectToLoopback(uint16_t port, std::string& error) {
     return UniqueFd();
   }
   return fd;
+}
+
+namespace {
+
+// How a non-blocking connection attempt to `address` ends within `limit`: 0 when it
+// connected, was refused or is still pending; otherwise the errno of the network's refusal.
+int ProbeConnect(const sockaddr_storage& address, std::chrono::milliseconds limit) {
+  UniqueFd fd(::socket(address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (fd.get() < 0) return errno;
+  const socklen_t length = address.ss_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), length) == 0) return 0;
+  if (errno != EINPROGRESS) return errno == ECONNREFUSED ? 0 : errno;
+  pollfd waiting{fd.get(), POLLOUT, 0};
+  if (::poll(&waiting, 1, static_cast<int>(limit.count())) <= 0) return 0;  // no answer yet
+  int error = 0;
+  socklen_t size = sizeof(error);
+  ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &size);
+  return error == ECONNREFUSED ? 0 : error;
+}
+
+bool NoRoute(int error) { return error == ENETUNREACH || error == EHOSTUNREACH || error == EADDRNOTAVAIL; }
+
+}  // namespace
+
+void CheckReachable(const std::string& host, uint16_t port, std::chrono::milliseconds patience) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int status = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
+  EST_CHECK(status == 0, CommunicationError, "the chief's host '", host, "' does not resolve: ",
+            status == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(status));
+  std::vector<sockaddr_storage> addresses;
+  for (const addrinfo* entry = found; entry != nullptr; entry = entry->ai_next) {
+    if (entry->ai_family != AF_INET && entry->ai_family != AF_INET6) continue;
+    sockaddr_storage address{};
+    std::memcpy(&address, entry->ai_addr, entry->ai_addrlen);
+    addresses.push_back(address);
+  }
+  ::freeaddrinfo(found);
+  EST_CHECK(!addresses.empty(), CommunicationError, "the chief's host '", host, "' resolves to no IP address");
+  const auto end = std::chrono::steady_clock::now() + patience;
+  std::string refusals;
+  while (true) {
+    refusals.clear();
+    for (const sockaddr_storage& address : addresses) {
+      const int error = ProbeConnect(address, std::chrono::milliseconds(500));
+      if (!NoRoute(error)) return;
+      refusals += (refusals.empty() ? "" : ", ") + DescribeSocketAddress(address) + ": " + std::strerror(error);
+    }
+    if (std::chrono::steady_clock::now() >= end) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EST_THROW(CommunicationError, "the chief's host '", host, "' is unreachable from here (", refusals, ") for ",
+            patience.count(), " ms");
 }
 
 std::string DescribeSocketAddress(const sockaddr_storage& address) {

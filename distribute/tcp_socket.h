@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <cstdint>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,13 @@ std::vector<UniqueFd> ListenOn(const std::string& host, uint16_t port, uint16_t&
 /// A non-blocking TCP socket connecting (or connected) to 127.0.0.1:`port`; -1 with `error`
 /// set to the reason when the connection cannot even begin.
 UniqueFd ConnectToLoopback(uint16_t port, std::string& error);
+
+/// Throws CommunicationError within about `patience` when a client cannot reach
+/// `host`:`port`: at once when `host` does not resolve, and when the network refuses
+/// every address it resolves to (no route: ENETUNREACH, EHOSTUNREACH, EADDRNOTAVAIL) for
+/// all of `patience`. A host that accepts, refuses the port (its server not up yet) or does
+/// not answer in time passes: the caller's own wait covers those.
+void CheckReachable(const std::string& host, uint16_t port, std::chrono::milliseconds patience);
 
 /// "10.0.0.7:41230" or "[fe80::1]:41230".
 std::string DescribeSocketAddress(const sockaddr_storage& address);

@@ -1,6 +1,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/csrc/distributed/c10d/exception.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "common/error.h"
@@ -9,6 +10,7 @@
 #include "distribute/listener_filter.h"
 #include "distribute/store.h"
 #include "distribute/store_front.h"
+#include "distribute/tcp_socket.h"
 
 namespace est::distribute {
 namespace {
@@ -23,6 +25,8 @@ constexpr char kLoopback[] = "127.0.0.1";
 // The c10d daemon, which serves one request at a time, waits as long at most for a
 // connection to its loopback port that does not come through the front.
 constexpr std::chrono::seconds kRequestTimeLimit(2);
+// How long a client lets the network refuse every address of the chief before it gives up.
+constexpr std::chrono::milliseconds kUnreachablePatience(3000);
 
 // A c10d TCPStore (server or client) that remembers where it is; on the chief, with the
 // front that takes the clients' connections (destroyed before the c10d server).
@@ -75,6 +79,13 @@ c10d::TCPStoreOptions C10dOptions(const TcpStoreOptions& options) {
 
 std::shared_ptr<TcpStore> ConnectToStore(const TcpStoreOptions& options) {
   const std::string where = "TCP store " + options.host + ":" + std::to_string(options.port);
+  // A chief host that does not resolve or has no route is named within seconds, not after
+  // the whole timeout with a guess.
+  try {
+    CheckReachable(options.host, options.port, std::min(options.timeout, kUnreachablePatience));
+  } catch (const CommunicationError& error) {
+    EST_THROW(CommunicationError, where, ": ", error.what(), " (is TF_CONFIG's chief address right?)");
+  }
   c10::intrusive_ptr<c10d::TCPStore> store;
   try {
     store = c10::make_intrusive<c10d::TCPStore>(options.host, C10dOptions(options));

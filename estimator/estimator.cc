@@ -9,6 +9,7 @@
 #include "checkpoint/checkpoint_manager.h"
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_state.h"
+#include "checkpoint/latest_valid_checkpoint.h"
 #include "common/error.h"
 #include "common/file_util.h"
 #include "common/logging.h"
@@ -16,6 +17,7 @@
 #include "distribute/strategy.h"
 #include "estimator/autocast_scope.h"
 #include "estimator/estimator_impl.h"
+#include "estimator/model_code_error.h"
 
 namespace est {
 namespace {
@@ -125,10 +127,21 @@ const nlohmann::json& Estimator::params() const { return *impl_->params; }
 std::shared_ptr<const checkpoint::CheckpointReader> Estimator::Impl::open_checkpoint(const std::string& path) const {
   std::optional<std::string> prefix;
   if (path.empty()) {
-    prefix = checkpoint::LatestValidCheckpoint(model_dir);
+    const checkpoint::CheckpointSearch search = checkpoint::SearchCheckpoints(model_dir);
+    prefix = search.valid;
+    if (!prefix && !search.rejected.empty()) {
+      const std::string invalid = checkpoint::DescribeInvalidCheckpoints(model_dir, search.rejected);
+      EST_CHECK(config.ignore_invalid_checkpoints, CheckpointError, invalid,
+                ". Stopping rather than starting again from step 0 over them (TensorFlow raises DataLossError "
+                "here): repair or move them, or set RunConfig::ignore_invalid_checkpoints (est-train "
+                "--ignore-invalid-checkpoints) to start from scratch and let new checkpoints replace them");
+      Log().warn("{}; starting from scratch (RunConfig::ignore_invalid_checkpoints)", invalid);
+    }
   } else if (std::filesystem::is_directory(path)) {
-    prefix = checkpoint::LatestValidCheckpoint(path);
-    EST_CHECK(prefix.has_value(), CheckpointError, "no valid checkpoint in directory ", path);
+    const checkpoint::CheckpointSearch search = checkpoint::SearchCheckpoints(path);
+    prefix = search.valid;
+    EST_CHECK(prefix.has_value(), CheckpointError, "no valid checkpoint in directory ", path,
+              search.rejected.empty() ? "" : ": " + checkpoint::DescribeInvalidCheckpoints(path, search.rejected));
   } else {
     prefix = path;
   }
@@ -159,10 +172,10 @@ EstimatorSpec CallModelFn(const ModelFn& model_fn, const data::Element& element,
                           int64_t global_step, MixedPrecision precision) {
   ctx.set_mode(mode);
   ctx.set_global_step(global_step);
-  EstimatorSpec spec = [&] {
+  EstimatorSpec spec = RunModelCode("model_fn", mode, global_step, element, [&] {
     AutocastScope autocast(precision, ctx.device());
     return model_fn(element.features, element.labels, mode, ctx);
-  }();
+  });
   spec.validate(mode);
   if (mode == Mode::kTrain)
     EST_CHECK(ctx.owns(spec.optimizer), ModelError,

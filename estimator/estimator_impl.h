@@ -33,7 +33,9 @@ struct Estimator::Impl {
   Predictions predict(const InputFn& input_fn, const PredictOptions& options);
 
   /// The checkpoint at `path` (a prefix or a directory), or the newest valid one in
-  /// model_dir when `path` is empty; nullptr when there is none.
+  /// model_dir when `path` is empty; nullptr when there is none. CheckpointError listing
+  /// them when model_dir holds checkpoints and none is valid, unless
+  /// config.ignore_invalid_checkpoints (then nullptr, with a warning).
   std::shared_ptr<const checkpoint::CheckpointReader> open_checkpoint(const std::string& path) const;
   /// model_dir/eval, or model_dir/eval_<name>.
   std::string eval_dir(const std::string& name) const;

@@ -22,6 +22,8 @@ struct CheckpointContents {
 
 /// Blob key of the training input position (batches consumed, as decimal text).
 inline constexpr const char* kInputPositionBlob = "input_position";
+/// Blob key of the examples per batch of the run that wrote the checkpoint (decimal text).
+inline constexpr const char* kInputBatchExamplesBlob = "input_batch_examples";
 
 /// The variables, the global step and every optimizer's state of `ctx`.
 CheckpointContents SnapshotModel(const ModelContext& ctx, int64_t global_step);

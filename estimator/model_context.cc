@@ -114,6 +114,14 @@ std::vector<at::Tensor> ModelContext::trainable_variables() const {
   return result;
 }
 
+std::vector<at::Tensor> ModelContext::buffers() const {
+  std::vector<at::Tensor> result;
+  for (const auto& entry : modules_)
+    for (const auto& buffer : entry.module->buffers()) result.push_back(buffer);
+  for (const auto& buffer : buffers_) result.push_back(buffer.second);
+  return result;
+}
+
 std::vector<std::pair<std::string, torch::optim::Optimizer*>> ModelContext::optimizers() const {
   std::vector<std::pair<std::string, torch::optim::Optimizer*>> result;
   for (const auto& entry : optimizers_) result.emplace_back(entry.name, entry.optimizer.get());

@@ -83,6 +83,9 @@ class ModelContext {
   NamedTensors variables() const;
   /// The trainable parameters of every module, in creation order.
   std::vector<at::Tensor> trainable_variables() const;
+  /// The state that training changes without gradients: every module's buffers (BatchNorm's
+  /// running statistics, register_buffer) and the context's buffers, in creation order.
+  std::vector<at::Tensor> buffers() const;
   /// The optimizers in creation order, with their names.
   std::vector<std::pair<std::string, torch::optim::Optimizer*>> optimizers() const;
   /// True when `optimizer` was created by this context.

@@ -51,10 +51,16 @@ struct RunConfig {
   /// defaults and other precisions none. Its state (the scale and the good steps) is saved
   /// in checkpoints and restored with them.
   std::optional<LossScaleOptions> loss_scale;
-  /// Catch SIGTERM and SIGINT during train(): every worker stops after the step in which
-  /// any of them got one, the chief saves a checkpoint, and train() throws est::Interrupted
-  /// (programs exit with 128 + the signal). The evaluator task of train_and_evaluate stops
-  /// the same way between evaluations. A second signal ends the process at once.
+  /// When model_dir holds checkpoints and none of them verifies (CRC, sizes), train from
+  /// scratch and let new checkpoints replace them, and evaluate or predict from the model's
+  /// initial values, instead of stopping with a CheckpointError that lists them (TensorFlow
+  /// raises DataLossError there).
+  bool ignore_invalid_checkpoints = false;
+  /// Catch SIGTERM, SIGINT and SIGHUP during train(): every worker stops after the step in
+  /// which any of them got one, the chief saves a checkpoint, and train() throws
+  /// est::Interrupted (programs exit with 128 + the signal). The evaluator task of
+  /// train_and_evaluate stops the same way between evaluations. A second SIGTERM or SIGINT
+  /// ends the process at once.
   bool stop_on_signals = true;
   /// How training is distributed; one replica on the CPU when null.
   std::shared_ptr<distribute::Strategy> train_distribute;

@@ -93,6 +93,9 @@ void SleepUnlessStopped(double seconds, const std::optional<std::string>& last_e
   }
 }
 
+// How often an evaluator that waits for a checkpoint says so again.
+constexpr std::chrono::seconds kWaitingLogInterval(60);
+
 // The evaluator task: follows model_dir's checkpoints until the one at max_steps.
 EvalResult RunEvaluator(Estimator& estimator, const TrainSpec& train_spec, const EvalSpec& eval_spec) {
   using Clock = std::chrono::steady_clock;
@@ -104,15 +107,23 @@ EvalResult RunEvaluator(Estimator& estimator, const TrainSpec& train_spec, const
   std::optional<std::string> last_evaluated;
   EvalResult last_result;
   auto last_new_checkpoint = Clock::now();
+  // A waiting message is logged when the evaluator starts to wait, then once a minute.
+  std::optional<Clock::time_point> waiting_logged;
+  auto log_waiting = [&](const char* message) {
+    if (waiting_logged && Clock::now() - *waiting_logged < kWaitingLogInterval) return;
+    Log().info("{}", message);
+    waiting_logged = Clock::now();
+  };
   while (true) {
     const auto pass_start = Clock::now();
     std::optional<std::string> latest = checkpoint::LatestCheckpoint(estimator.model_dir());
     if (!latest) {
-      Log().info("Estimator is not trained yet. Will start an evaluation when a checkpoint is ready.");
+      log_waiting("Estimator is not trained yet. Will start an evaluation when a checkpoint is ready.");
     } else if (latest == last_evaluated) {
-      Log().info("No new checkpoint ready for evaluation. Skip the current evaluation pass as evaluation results "
-                 "are expected to be same for the same checkpoint.");
+      log_waiting("No new checkpoint ready for evaluation. Skip the current evaluation pass as evaluation results "
+                  "are expected to be same for the same checkpoint.");
     } else {
+      waiting_logged.reset();
       last_new_checkpoint = Clock::now();
       try {
         last_result = estimator.evaluate(eval_spec.input_fn(), OptionsOf(eval_spec).checkpoint_path(*latest));
@@ -123,9 +134,16 @@ EvalResult RunEvaluator(Estimator& estimator, const TrainSpec& train_spec, const
           return last_result;
         }
       } catch (const CheckpointError& error) {
-        if (checkpoint::CheckpointExists(*latest)) throw;
-        Log().warn("Checkpoint {} was deleted before it could be evaluated (retention); skipping it: {}", *latest,
-                   error.what());
+        if (checkpoint::CheckpointExists(*latest)) {
+          if (!estimator.config().ignore_invalid_checkpoints) throw;
+          // The chief trains from scratch over invalid checkpoints: wait for its new ones.
+          Log().warn("Skipping invalid checkpoint {} (RunConfig::ignore_invalid_checkpoints): {}", *latest,
+                     error.what());
+          last_evaluated = latest;
+        } else {
+          Log().warn("Checkpoint {} was deleted before it could be evaluated (retention); skipping it: {}", *latest,
+                     error.what());
+        }
       }
     }
     EST_CHECK(seconds_since(last_new_checkpoint) < eval_spec.checkpoint_timeout_secs(), TimeoutError,

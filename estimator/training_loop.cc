@@ -8,6 +8,7 @@
 #include <cmath>
 #include <csignal>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "checkpoint/checkpoint_manager.h"
@@ -32,6 +33,8 @@
 #include "estimator/hooks/summary_saver_hook.h"
 #include "estimator/loss_scaler.h"
 #include "estimator/model_checkpoint.h"
+#include "estimator/model_code_error.h"
+#include "estimator/model_dir_lock.h"
 #include "estimator/replica_set.h"
 
 namespace est {
@@ -64,16 +67,25 @@ struct StopFlags {
   bool stop_signal = false;
 };
 
-int64_t ParseInputPosition(const std::string& text, const checkpoint::CheckpointReader& reader) {
+// The examples in a batch: the leading dimension of its first feature (or its labels).
+int64_t BatchExamples(const data::Element& batch) {
+  for (const auto& [name, tensor] : batch.features) {
+    if (tensor.defined() && tensor.dim() > 0) return tensor.size(0);
+  }
+  return batch.labels.defined() && batch.labels.dim() > 0 ? batch.labels.size(0) : 0;
+}
+
+// The count that blob `name` of `reader` holds as decimal text.
+int64_t ParseCountBlob(const std::string& text, const char* name, const checkpoint::CheckpointReader& reader) {
   size_t parsed = 0;
-  int64_t position = -1;
+  int64_t count = -1;
   try {
-    position = std::stoll(text, &parsed);
+    count = std::stoll(text, &parsed);
   } catch (const std::exception&) {
   }
-  EST_CHECK(parsed == text.size() && position >= 0, CheckpointError, "checkpoint ", reader.prefix(),
-            ": blob '", kInputPositionBlob, "' holds '", text, "', expected a non-negative batch count");
-  return position;
+  EST_CHECK(parsed == text.size() && count >= 0, CheckpointError, "checkpoint ", reader.prefix(), ": blob '", name,
+            "' holds '", text, "', expected a non-negative count");
+  return count;
 }
 
 // Continues `scaler` from the loss scale saved in `reader`, when it has one (a checkpoint
@@ -139,6 +151,7 @@ class TrainingSession : public Session {
               strategy_.worker_index(), " asked to");
     CheckpointContents contents = SnapshotModel(replicas_.replica(0), global_step_);
     contents.blobs[kInputPositionBlob] = std::to_string(input_position_);
+    if (batch_examples_ > 0) contents.blobs[kInputBatchExamplesBlob] = std::to_string(batch_examples_);
     if (loss_scaler_) {
       contents.tensors.emplace_back(kLossScaleName, at::scalar_tensor(loss_scaler_->scale(), at::kDouble));
       contents.tensors.emplace_back(kLossScaleGoodStepsName, at::scalar_tensor(loss_scaler_->good_steps(), at::kLong));
@@ -149,7 +162,10 @@ class TrainingSession : public Session {
     return prefix;
   }
 
-  void run(const InputFn& input_fn, std::vector<HookPtr> hooks, int64_t start_step, int64_t skip_batches) {
+  // `saved_batch_examples`: the examples per batch of the run that wrote the checkpoint
+  // whose input position `skip_batches` is, when it recorded them.
+  void run(const InputFn& input_fn, std::vector<HookPtr> hooks, int64_t start_step, int64_t skip_batches,
+           std::optional<int64_t> saved_batch_examples) {
     global_step_ = start_step;
     data::Dataset dataset = input_fn(Mode::kTrain, strategy_.input_context());
     auto iterator = dataset.make_iterator();
@@ -170,6 +186,15 @@ class TrainingSession : public Session {
     DevicePrefetcher prefetcher(strategy_.local_devices());
     StopFlags stop;
     stop.input_ended = strategy_.any_worker(!read_batches(*iterator, current));
+    batch_examples_ = BatchExamples(current.front());
+    if (skip_batches > 0 && saved_batch_examples && *saved_batch_examples != batch_examples_) {
+      Log().warn("Resuming at global step {} with batches of {} examples, but the checkpoint was written with "
+                 "batches of {}: the input position is counted in batches, so the {} batches skipped are {:.0f} "
+                 "examples of this input where the first run consumed {:.0f}",
+                 start_step, batch_examples_, *saved_batch_examples, skip_batches,
+                 static_cast<double>(skip_batches) * static_cast<double>(batch_examples_),
+                 static_cast<double>(skip_batches) * static_cast<double>(*saved_batch_examples));
+    }
     prefetcher.start(current);
     BatchSignature batch_signature;
     while (!stop.input_ended && !stop.stop_signal) {
@@ -182,6 +207,7 @@ class TrainingSession : public Session {
       const StopFlags local{!read_batches(*iterator, upcoming), StopSignalGuard::pending() != 0};
       prefetcher.start(upcoming);  // copied onto the devices while this step computes
       EstimatorSpec spec = step(current, local, stop);
+      replicas_.sync_buffers();  // as strategy.buffer_sync() says, before hooks and checkpoints see them
       input_position_ += static_cast<int64_t>(batches_per_step);
       last_loss_ = spec.loss;
       CrashPoint("after_step", global_step_);
@@ -240,7 +266,7 @@ class TrainingSession : public Session {
         }
       }
       if (m + 1 < micro_batches) {
-        backward(loss);
+        backward(loss, batch);
         continue;
       }
       if (micro_batches > 1) {
@@ -248,19 +274,21 @@ class TrainingSession : public Session {
         for (auto& [tag, value] : spec.summaries) value = summary_sums.at(tag).div_(micro_batches);
       }
       before_last_backward(spec);
-      backward(loss);
+      backward(loss, batch);
       return spec;
     }
     EST_ASSERT(false, "gradient_accumulation_steps must be positive");
   }
 
-  // Backward of `loss`, times the loss scale when loss scaling is on.
-  void backward(const at::Tensor& loss) {
-    if (loss_scaler_) {
-      loss_scaler_->scale_loss(loss).backward();
-    } else {
-      loss.backward();
-    }
+  // Backward of `loss` (of model_fn on `batch`), times the loss scale when loss scaling is on.
+  void backward(const at::Tensor& loss, const data::Element& batch) {
+    RunModelCode("backward of model_fn's loss", Mode::kTrain, global_step_, batch, [&] {
+      if (loss_scaler_) {
+        loss_scaler_->scale_loss(loss).backward();
+      } else {
+        loss.backward();
+      }
+    });
   }
 
   // With loss scaling: divides every replica's averaged gradients by the scale and updates
@@ -417,6 +445,7 @@ class TrainingSession : public Session {
   std::optional<AsyncCheckpointWriter> checkpoint_writer_;
   int64_t global_step_ = 0;
   int64_t input_position_ = 0;
+  int64_t batch_examples_ = 0;  ///< examples per batch of this run (the first batch's), 0 before it
   at::Tensor last_loss_;
   int stopped_by_signal_ = 0;
 };
@@ -431,6 +460,14 @@ void Estimator::Impl::train(const InputFn& input_fn, const TrainOptions& options
   EST_CHECK(options.max_steps().value_or(1) > 0, ConfigError, "Estimator::train: max_steps must be positive, got ",
             *options.max_steps());
 
+  distribute::Strategy& strategy = *train_strategy();
+  // The chief owns model_dir while it trains: a second job writing into it is refused here,
+  // before anything is read or written.
+  std::optional<ModelDirLock> model_dir_lock;
+  if (strategy.is_chief()) {
+    CreateDirectories(model_dir);
+    model_dir_lock.emplace(model_dir);
+  }
   std::shared_ptr<const checkpoint::CheckpointReader> restore_from = open_checkpoint("");
   const int64_t start_step = restore_from ? restore_from->global_step() : 0;
   if (options.max_steps() && start_step >= *options.max_steps()) {
@@ -446,16 +483,20 @@ void Estimator::Impl::train(const InputFn& input_fn, const TrainOptions& options
     Log().info("Warm-starting from {}", restore_from->prefix());
   }
   int64_t skip_batches = 0;
+  std::optional<int64_t> saved_batch_examples;
   if (restore_from && restore_optimizers && !input_position_restored) {
-    if (auto position = restore_from->blob(kInputPositionBlob)) skip_batches = ParseInputPosition(*position, *restore_from);
+    if (auto position = restore_from->blob(kInputPositionBlob)) {
+      skip_batches = ParseCountBlob(*position, kInputPositionBlob, *restore_from);
+    }
+    if (auto examples = restore_from->blob(kInputBatchExamplesBlob)) {
+      saved_batch_examples = ParseCountBlob(*examples, kInputBatchExamplesBlob, *restore_from);
+    }
   }
   input_position_restored = true;
 
   if (config.tf_random_seed) torch::manual_seed(*config.tf_random_seed);
   std::optional<StopSignalGuard> stop_signals;
   if (config.stop_on_signals) stop_signals.emplace();
-  distribute::Strategy& strategy = *train_strategy();
-  if (strategy.is_chief()) CreateDirectories(model_dir);
   CheckSameGlobalStep(strategy, start_step, "restored");
   if (strategy.num_replicas_in_sync() > 1)
     Log().info("Training with {}: {} replicas in sync, {} on this worker", strategy.name(),
@@ -464,7 +505,7 @@ void Estimator::Impl::train(const InputFn& input_fn, const TrainOptions& options
                           /*complete_saves=*/!options.saving_listeners().empty());
   std::vector<HookPtr> hooks = options.hooks();
   for (auto& hook : DefaultTrainingHooks(config, model_dir, options, session.is_chief())) hooks.push_back(hook);
-  session.run(input_fn, std::move(hooks), start_step, skip_batches);
+  session.run(input_fn, std::move(hooks), start_step, skip_batches, saved_batch_examples);
   strategy.barrier();  // train() returns everywhere once the chief's last checkpoint is written
   if (session.last_loss().defined())
     Log().info("Loss for final step: {}.", FormatTensorValue(session.last_loss()));

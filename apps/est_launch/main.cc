@@ -45,8 +45,13 @@ every task's process group is empty: processes a task leaves running are stopped
 way once all tasks have exited.
 
 With --max-restarts N, a failed task (non-zero status or killed by a signal) makes
-est-launch stop every task as above and then start them all again, up to N times; tasks
-resume from the latest checkpoint in their model_dir.
+est-launch stop every task as above and then start them all again, up to N times, after
+waiting --restart-backoff-secs before the first restart and twice as long before each
+next one (at most --max-restart-backoff-secs); tasks resume from the latest checkpoint in
+their model_dir.
+
+Every task gets SIGHUP when est-launch exits or is killed (SIGKILL included); est-train
+stops on it as on SIGTERM (a checkpoint first) and exits with 129: no task trains on alone.
 
 Exit status: 0 when every task exited with status 0; 1 when a task failed; 2 for bad flags;
 126/127 when the command cannot be executed / is not found; 128+N after signal N.)";
@@ -60,25 +65,37 @@ struct Flags {
   double grace_secs = 10;
   std::string cpu_bind = "auto";
   int max_restarts = 0;
+  double restart_backoff_secs = 1;
+  double max_restart_backoff_secs = 60;
   std::vector<std::string> command;
 };
 
 void AddFlags(CLI::App& app, Flags& flags) {
-  app.add_option("--workers", flags.workers, "Number of tasks in job \"worker\" (0 only with --chief)")->required();
+  app.add_option("--workers", flags.workers, "Number of tasks in job \"worker\" (0 only with --chief)")
+      ->required()
+      ->check(est_apps::IntegerIn<int>(0, 4096));
   app.add_flag("--chief", flags.chief, "Add job \"chief\" with one task, on the first port");
   app.add_flag("--evaluator", flags.evaluator, "Add job \"evaluator\" with one task, on the last port");
-  app.add_option("--port", flags.port, "First port of the cluster (default: a free range found by binding port 0)");
+  app.add_option("--port", flags.port, "First port of the cluster (default: a free range found by binding port 0)")
+      ->check(est_apps::IntegerIn<int>(0, 65535));
   app.add_option("--host", flags.host, "Host name or address of this machine that every task listens on")
       ->capture_default_str();
   app.add_option("--grace-secs", flags.grace_secs, "Seconds from SIGTERM to SIGKILL when tasks are stopped")
-      ->check(CLI::Range(0.0, 86400.0))
+      ->check(est_apps::NumberIn(0, 86400, "a number of seconds"))
       ->capture_default_str();
   app.add_option("--cpu-bind", flags.cpu_bind, "auto: bind chief and workers to disjoint CPU sets; none: do not bind")
       ->check(CLI::IsMember({"auto", "none"}))
       ->capture_default_str();
   app.add_option("--max-restarts", flags.max_restarts,
                  "After a task fails, stop every task and start them all again, at most this many times")
-      ->check(est_apps::kNonNegativeNumber)
+      ->check(est_apps::IntegerIn<int>(0, 1000000))
+      ->capture_default_str();
+  app.add_option("--restart-backoff-secs", flags.restart_backoff_secs,
+                 "Seconds to wait before the first restart; each later restart waits twice as long")
+      ->check(est_apps::NumberIn(0, 86400, "a number of seconds"))
+      ->capture_default_str();
+  app.add_option("--max-restart-backoff-secs", flags.max_restart_backoff_secs, "The longest wait before a restart")
+      ->check(est_apps::NumberIn(0, 86400, "a number of seconds"))
       ->capture_default_str();
   app.add_option("command", flags.command, "The program to run for every task and its arguments (after -- when they start with -)")
       ->required();
@@ -116,6 +133,8 @@ int Run(const Flags& flags, const est_launch::ClusterLayout& layout, bool port_g
   options.grace_secs = flags.grace_secs;
   options.job_id = NewJobId();
   options.max_restarts = flags.max_restarts;
+  options.restart_backoff_secs = flags.restart_backoff_secs;
+  options.max_restart_backoff_secs = flags.max_restart_backoff_secs;
   const std::string ports = cluster.tasks().size() == 1
                                 ? "port " + std::to_string(cluster.first_port())
                                 : "ports " + std::to_string(cluster.first_port()) + "-" + std::to_string(cluster.last_port());

@@ -79,25 +79,11 @@ class Supervisor {
   }
 
   LaunchResult Run() {
-    StartAll();
-    while (true) {
-      Reap();
-      if (phase_ == Phase::kRunning && AllExited()) BeginStop(SIGTERM, /*leftovers_only=*/true);
-      if (Finished()) break;
-      if (phase_ != Phase::kRunning && Clock::now() >= deadline_) {
-        if (phase_ == Phase::kStopping) {
-          KillAll("did not stop within " + Seconds(options_.grace_secs));
-        } else {
-          GiveUp();
-          break;
-        }
-      }
-      WaitForEvents();
-    }
+    if (restarts_ == 0 || WaitBeforeRestart()) Supervise();
     const LaunchResult result = Result();
     if (will_restart())
-      Log(result.error + "; restarting every task (restart " + std::to_string(restarts_ + 1) + " of at most " +
-          std::to_string(options_.max_restarts) + ")");
+      Log(result.error + "; restarting every task in " + Seconds(RestartBackoffSecs(options_, restarts_ + 1)) +
+          " (restart " + std::to_string(restarts_ + 1) + " of at most " + std::to_string(options_.max_restarts) + ")");
     else if (!result.error.empty())
       Log("error: " + result.error);
     const auto drain_deadline =
@@ -150,6 +136,44 @@ class Supervisor {
       }
       tasks_.push_back(std::move(task));
     }
+  }
+
+  // Starts every task and supervises them until all have exited and their groups are empty.
+  void Supervise() {
+    StartAll();
+    while (true) {
+      Reap();
+      if (phase_ == Phase::kRunning && AllExited()) BeginStop(SIGTERM, /*leftovers_only=*/true);
+      if (Finished()) return;
+      if (phase_ != Phase::kRunning && Clock::now() >= deadline_) {
+        if (phase_ == Phase::kStopping) {
+          KillAll("did not stop within " + Seconds(options_.grace_secs));
+        } else {
+          GiveUp();
+          return;
+        }
+      }
+      WaitForEvents();
+    }
+  }
+
+  // Waits RestartBackoffSecs before the restart; false (the launch interrupted) when a
+  // stop signal comes first.
+  bool WaitBeforeRestart() {
+    const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(RestartBackoffSecs(options_, restarts_)));
+    while (Clock::now() < end) {
+      pollfd fd{signals_.fd(), POLLIN, 0};
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(end - Clock::now()).count();
+      if (::poll(&fd, 1, static_cast<int>(std::max<int64_t>(left, 0))) <= 0) continue;  // timeout or EINTR
+      for (int signal_number : signals_.drain()) {
+        if (signal_number == SIGCHLD) continue;
+        interrupt_ = signal_number;
+        Log("caught " + SignalName(signal_number) + " while waiting to restart; not restarting");
+        return false;
+      }
+    }
+    return true;
   }
 
   // Collects every exited child: task processes and orphans adopted as subreaper.
@@ -320,6 +344,12 @@ class Supervisor {
 };
 
 }  // namespace
+
+double RestartBackoffSecs(const LaunchOptions& options, int restart) {
+  double wait = options.restart_backoff_secs;
+  for (int i = 1; i < restart && wait < options.max_restart_backoff_secs; ++i) wait *= 2;
+  return std::min(wait, options.max_restart_backoff_secs);
+}
 
 LaunchResult RunCluster(const ClusterSpec& cluster, const LaunchOptions& options) {
   for (int restarts = 0;; ++restarts) {

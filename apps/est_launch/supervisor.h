@@ -25,7 +25,16 @@ struct LaunchOptions {
   /// --max-restarts): every task is stopped, then every task is started anew, with
   /// EST_RESTART_COUNT set to the number of restarts so far.
   int max_restarts = 0;
+  /// Seconds to wait before the first restart; each later one waits twice the one before,
+  /// up to max_restart_backoff_secs (a task that fails at once does not spin).
+  double restart_backoff_secs = 1;
+  /// The longest wait before a restart.
+  double max_restart_backoff_secs = 60;
 };
+
+/// Seconds to wait before restart number `restart` (1 for the first):
+/// restart_backoff_secs * 2^(restart - 1), at most max_restart_backoff_secs.
+double RestartBackoffSecs(const LaunchOptions& options, int restart);
 
 /// How a launch ended.
 struct LaunchResult {
@@ -50,8 +59,8 @@ struct LaunchResult {
 /// one) and, `grace_secs` later, SIGKILL; a second signal sends SIGKILL at once. Processes
 /// that tasks leave behind in their groups are stopped the same way once all tasks have
 /// exited. Then, when a task had failed and fewer than `options.max_restarts` restarts
-/// were made, every task is started again (a failure to start a task, or a signal to
-/// est-launch, is not restarted). Progress and failures are logged to stderr as
+/// were made, every task is started again after RestartBackoffSecs (a failure to start a
+/// task, or a signal to est-launch, also during that wait, is not restarted). Progress and failures are logged to stderr as
 /// "est-launch: ..." lines.
 ///
 /// Output is written by threads of its own, so a slow reader of est-launch's output never

@@ -1,11 +1,14 @@
 #include "apps/est_launch/task_process.h"
 
 #include <fcntl.h>
-#include <spawn.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "apps/est_launch/cpu_affinity.h"
@@ -39,27 +42,62 @@ struct Pipe {
   }
 };
 
-// posix_spawn's attribute and file-action objects, destroyed at scope exit.
-struct SpawnSetup {
-  posix_spawnattr_t attributes;
-  posix_spawn_file_actions_t actions;
-  SpawnSetup() {
-    posix_spawnattr_init(&attributes);
-    posix_spawn_file_actions_init(&actions);
-  }
-  SpawnSetup(const SpawnSetup&) = delete;
-  SpawnSetup& operator=(const SpawnSetup&) = delete;
-  ~SpawnSetup() {
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attributes);
-  }
-};
-
 std::vector<char*> NullTerminated(const std::vector<std::string>& strings) {
   std::vector<char*> pointers;
   for (const std::string& s : strings) pointers.push_back(const_cast<char*>(s.c_str()));
   pointers.push_back(nullptr);
   return pointers;
+}
+
+// The file that executing `name` runs: `name` itself when it has a '/', else the first
+// executable `name` in PATH (as execvp searches it). Throws SpawnError when there is none.
+std::string ResolveExecutable(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string directories = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  int error = ENOENT;
+  size_t start = 0;
+  while (start <= directories.size()) {
+    const size_t end = std::min(directories.find(':', start), directories.size());
+    const std::string directory = end > start ? directories.substr(start, end - start) : ".";
+    const std::string candidate = directory + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (errno == EACCES) error = EACCES;
+    start = end + 1;
+  }
+  throw SpawnError("cannot execute '" + name + "': " + std::strerror(error) +
+                       (error == ENOENT ? " (not found in PATH)" : ""),
+                   error);
+}
+
+// In the child, between fork and exec: async-signal-safe calls only. Reports the errno of
+// what failed on `report` and ends; does not return.
+[[noreturn]] void ExecTask(const char* file, char* const* argv, char* const* envp, pid_t launcher, int stdout_fd,
+                           int stderr_fd, const sigset_t& default_signals, int report) {
+  const auto fail = [report]() {
+    const int error = errno;
+    [[maybe_unused]] const ssize_t written = ::write(report, &error, sizeof(error));
+    ::_exit(127);
+  };
+  // The task gets SIGHUP when the launcher dies, SIGKILL included, and stops as on SIGTERM
+  // (a checkpoint first); a launcher that died before this line is seen here.
+  if (::prctl(PR_SET_PDEATHSIG, SIGHUP) != 0) fail();
+  if (::getppid() != launcher) ::_exit(128 + SIGHUP);
+  if (::setpgid(0, 0) != 0) fail();
+  const int null_fd = ::open("/dev/null", O_RDONLY);
+  if (null_fd < 0 || ::dup2(null_fd, STDIN_FILENO) < 0) fail();
+  if (::dup2(stdout_fd, STDOUT_FILENO) < 0 || ::dup2(stderr_fd, STDERR_FILENO) < 0) fail();
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+  for (int signal_number = 1; signal_number < NSIG; ++signal_number) {
+    if (sigismember(&default_signals, signal_number) == 1) ::sigaction(signal_number, &default_action, nullptr);
+  }
+  sigset_t no_signals;
+  sigemptyset(&no_signals);
+  if (::sigprocmask(SIG_SETMASK, &no_signals, nullptr) != 0) fail();
+  ::execve(file, argv, envp);
+  fail();
 }
 
 }  // namespace
@@ -80,33 +118,33 @@ TaskProcess SpawnTask(const std::vector<std::string>& command, const std::vector
   EST_ASSERT(!command.empty());
   Pipe out;
   Pipe err;
-  SpawnSetup setup;
-  sigset_t no_signals;
-  sigemptyset(&no_signals);
-  // The pipe ends are close-on-exec; their copies on fds 1 and 2 are not.
-  int rc = posix_spawn_file_actions_addopen(&setup.actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  if (rc == 0) rc = posix_spawn_file_actions_adddup2(&setup.actions, out.write_fd, STDOUT_FILENO);
-  if (rc == 0) rc = posix_spawn_file_actions_adddup2(&setup.actions, err.write_fd, STDERR_FILENO);
-  if (rc == 0)
-    rc = posix_spawnattr_setflags(&setup.attributes,
-                                  POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-  if (rc == 0) rc = posix_spawnattr_setpgroup(&setup.attributes, 0);
-  if (rc == 0) rc = posix_spawnattr_setsigdefault(&setup.attributes, &default_signals);
-  if (rc == 0) rc = posix_spawnattr_setsigmask(&setup.attributes, &no_signals);
-  EST_CHECK(rc == 0, est::Error, "cannot prepare to start '", command[0], "': ", std::strerror(rc));
-
+  Pipe report;  // the child's errno when it fails before exec; closed by exec (close-on-exec)
+  const std::string file = ResolveExecutable(command[0]);
   std::vector<char*> argv = NullTerminated(command);
   std::vector<char*> envp = NullTerminated(environment);
+  const pid_t launcher = ::getpid();
   pid_t pid = -1;
   {
     const ScopedThreadAffinity affinity(cpus);  // the child inherits this thread's CPUs
-    rc = ::posix_spawnp(&pid, argv[0], &setup.actions, &setup.attributes, argv.data(), envp.data());
+    pid = ::fork();
+    if (pid == 0) {
+      ExecTask(file.c_str(), argv.data(), envp.data(), launcher, out.write_fd, err.write_fd, default_signals,
+               report.write_fd);
+    }
   }
-  if (rc != 0) {
-    const bool searched = command[0].find('/') == std::string::npos;
-    throw SpawnError("cannot execute '" + command[0] + "': " + std::strerror(rc) +
-                         (rc == ENOENT && searched ? " (not found in PATH)" : ""),
-                     rc);
+  EST_CHECK(pid > 0, est::Error, "cannot start '", command[0], "': fork failed: ", std::strerror(errno));
+  ::setpgid(pid, pid);  // as the child does, so that signalling its group never races its start
+  ::close(report.write_fd);
+  report.write_fd = -1;
+  int error = 0;
+  ssize_t received;
+  do {
+    received = ::read(report.read_fd, &error, sizeof(error));
+  } while (received < 0 && errno == EINTR);
+  if (received == static_cast<ssize_t>(sizeof(error))) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    throw SpawnError("cannot execute '" + command[0] + "': " + std::strerror(error), error);
   }
   return {pid, out.release_read_end(), err.release_read_end()};
 }

@@ -1,6 +1,7 @@
 #pragma once
 /// Starting one task: the command in a process group of its own, stdin from /dev/null,
-/// stdout and stderr into pipes that the supervisor reads.
+/// stdout and stderr into pipes that the supervisor reads, and SIGHUP when the launcher
+/// dies (PR_SET_PDEATHSIG), so that no task trains on as an orphan.
 
 #include <signal.h>
 #include <sys/types.h>
@@ -16,9 +17,9 @@ namespace est_launch {
 /// The command could not be executed (not found, not executable); the message names it.
 class SpawnError : public est::Error {
  public:
-  /// `error_number` is the errno that posix_spawnp reported.
+  /// `error_number` is the errno of the failed lookup or exec.
   SpawnError(const std::string& message, int error_number) : est::Error(message), error_number_(error_number) {}
-  /// The errno that posix_spawnp reported (ENOENT, EACCES, ...).
+  /// The errno of the failed lookup or exec (ENOENT, EACCES, ...).
   int error_number() const { return error_number_; }
 
  private:
@@ -40,7 +41,9 @@ std::vector<std::string> EnvironmentWith(const std::map<std::string, std::string
 /// Starts `command` (searched in PATH when it has no '/') with exactly `environment`, in a
 /// new process group whose id is its pid, with stdin from /dev/null, the signals in
 /// `default_signals` at their default disposition and no signal blocked, bound to `cpus`
-/// (empty: the calling thread's CPUs). Throws SpawnError naming the command when it cannot
+/// (empty: the calling thread's CPUs). The task gets SIGHUP when the calling thread ends
+/// (the launcher exits or is killed; again for each other thread it passes to), and exits
+/// with 129 before it starts if that already happened. Throws SpawnError naming the command when it cannot
 /// be executed, est::Error for other failures (one names the CPUs it could not bind to).
 TaskProcess SpawnTask(const std::vector<std::string>& command, const std::vector<std::string>& environment,
                       const sigset_t& default_signals, const std::vector<int>& cpus);

@@ -14,6 +14,7 @@
 #include "common/file_util.h"
 #include "common/logging.h"
 #include "common/stop_signals.h"
+#include "data/mnist.h"
 #include "distribute/multi_worker_mirrored_strategy.h"
 #include "distribute/strategy.h"
 #include "estimator/estimator.h"
@@ -40,6 +41,7 @@ struct Flags {
   int64_t gradient_accumulation_steps = 1;
   double bucket_cap_mb = 25;
   std::string mixed_precision = "none";
+  bool ignore_invalid_checkpoints = false;
 };
 
 void AddFlags(CLI::App& app, Flags& flags) {
@@ -49,25 +51,29 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--model-dir", flags.model_dir, "Directory for checkpoints and summaries")->required();
   app.add_option("--data-dir", flags.data_dir, "Directory with the Fashion-MNIST IDX files")->capture_default_str();
   app.add_option("--max-steps", flags.max_steps, "Train until this global step")
-      ->check(est_apps::kPositiveNumber)
+      ->check(est_apps::IntegerIn<int64_t>(1, est_apps::kMaxInt64))
       ->capture_default_str();
-  app.add_option("--batch-size", flags.batch_size, "Global batch size")->check(est_apps::kPositiveNumber)->capture_default_str();
+  app.add_option("--batch-size", flags.batch_size, "Global batch size")
+      ->check(est_apps::IntegerIn<int64_t>(1, est_apps::kMaxInt64))
+      ->capture_default_str();
   app.add_option("--learning-rate", flags.learning_rate,
                  "Learning rate (default: 0.001 Adam for fashion_mnist_cnn, 0.2 SGD for linear)")
-      ->check(est_apps::kPositiveNumber);
+      ->check(est_apps::NumberIn(0, 1e6, "a number", /*open_min=*/true));
   app.add_option("--save-checkpoints-steps", flags.save_checkpoints_steps, "Save a checkpoint every N steps")
-      ->check(est_apps::kPositiveNumber)
+      ->check(est_apps::IntegerIn<int64_t>(1, est_apps::kMaxInt64))
       ->capture_default_str();
   app.add_option("--eval-steps", flags.eval_steps, "Batches per evaluation; 0 evaluates the whole test set")
-      ->check(est_apps::kNonNegativeNumber)
+      ->check(est_apps::IntegerIn<int64_t>(0, est_apps::kMaxInt64))
       ->capture_default_str();
   app.add_option("--throttle-secs", flags.throttle_secs, "Minimum seconds between two evaluations")
-      ->check(est_apps::kNonNegativeNumber)
+      ->check(est_apps::NumberIn(0, est_apps::kMaxSeconds, "a number of seconds"))
       ->capture_default_str();
   app.add_option("--log-step-count-steps", flags.log_step_count_steps, "Log loss and speed every N steps")
-      ->check(est_apps::kPositiveNumber)
+      ->check(est_apps::IntegerIn<int64_t>(1, est_apps::kMaxInt64))
       ->capture_default_str();
-  app.add_option("--seed", flags.seed, "Random seed of the model and the input shuffle")->capture_default_str();
+  app.add_option("--seed", flags.seed, "Random seed of the model and the input shuffle")
+      ->check(est_apps::IntegerIn<uint64_t>(0, std::numeric_limits<uint64_t>::max()))
+      ->capture_default_str();
   app.add_option("--strategy", flags.strategy,
                  "Distribution: none, one_device, mirrored (several local devices) or multi_worker "
                  "(the cluster of TF_CONFIG, torchrun or Slurm)")
@@ -77,28 +83,33 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->capture_default_str();
   app.add_option("--timeout-secs", flags.timeout_secs,
                  "multi_worker: limit on waiting for peers and on every collective operation")
-      ->check(est_apps::kPositiveNumber)
+      ->check(est_apps::NumberIn(0.001, est_apps::kMaxSeconds, "a number of seconds"))
       ->capture_default_str();
   app.add_option("--gradient-accumulation-steps", flags.gradient_accumulation_steps,
                  "Sum the gradients of this many batches of --batch-size per optimizer step (one all-reduce)")
-      ->check(est_apps::kPositiveNumber)
+      ->check(est_apps::IntegerIn<int64_t>(1, est_apps::kMaxInt64))
       ->capture_default_str();
   app.add_option("--bucket-cap-mb", flags.bucket_cap_mb,
                  "multi_worker: gradient all-reduce buckets close at this many MiB (the first at 1 MiB)")
-      ->check(est_apps::kPositiveNumber)
+      ->check(est_apps::NumberIn(0.001, 1 << 20, "a number of MiB"))
       ->capture_default_str();
   app.add_option("--mixed-precision", flags.mixed_precision,
                  "Autocast model_fn in this dtype, float32 variables (float16: CUDA only, with dynamic loss scaling)")
       ->check(CLI::IsMember({"none", "bfloat16", "float16"}))
       ->capture_default_str();
   app.footer(
-      "SIGTERM or SIGINT (preemption, Ctrl-C) during training: every worker stops after the same step, the chief\n"
-      "saves a checkpoint, and the next start resumes from it; a second signal ends the process at once.\n\n"
+      "SIGTERM, SIGINT or SIGHUP (preemption, Ctrl-C, a launcher that died) during training: every worker stops\n"
+      "after the same step, the chief saves a checkpoint, and the next start resumes from it; a second SIGTERM or\n"
+      "SIGINT ends the process at once.\n\n"
       "Exit status: 0 when done; 1 for an error (named on stderr); 2 for bad flags; 70 for an internal error;\n"
-      "128+N when stopped by signal N after the checkpoint was saved (143 for SIGTERM, 130 for SIGINT).");
+      "128+N when stopped by signal N after the checkpoint was saved (143 for SIGTERM, 130 for SIGINT, 129 for\n"
+      "SIGHUP).");
+  app.add_flag("--ignore-invalid-checkpoints", flags.ignore_invalid_checkpoints,
+               "When every checkpoint in --model-dir fails its checks, start from scratch and let new checkpoints\n"
+               "replace them (by default that stops with an error listing them)");
   app.add_option("--start-delay-secs", flags.start_delay_secs,
                  "Evaluator task: seconds to wait before the first evaluation")
-      ->check(est_apps::kNonNegativeNumber)
+      ->check(est_apps::NumberIn(0, est_apps::kMaxSeconds, "a number of seconds"))
       ->capture_default_str();
 }
 
@@ -142,9 +153,17 @@ void CheckWritableModelDir(const std::string& model_dir) {
   probe.append("ok");
 }
 
+// Fails before training, with one line, on a data directory that is missing, is a file, or
+// lacks a split: a missing t10k would otherwise show at the first evaluation, hours later.
 void CheckDataDir(const std::string& data_dir) {
-  EST_CHECK(std::filesystem::is_directory(data_dir), est::DataError, "data directory '", data_dir,
+  std::error_code error;
+  const auto status = std::filesystem::status(data_dir, error);
+  EST_CHECK(std::filesystem::exists(status), est::DataError, "data directory '", data_dir,
             "' does not exist; install dataset-fashion-mnist or pass --data-dir");
+  EST_CHECK(std::filesystem::is_directory(status), est::DataError, "--data-dir '", data_dir, "' is ",
+            std::filesystem::is_regular_file(status) ? "a file" : "not a directory",
+            "; expected the directory of the Fashion-MNIST IDX files");
+  for (const char* split : {"train", "t10k"}) est::data::CheckMnistFiles(data_dir, split);
 }
 
 int Run(const Flags& flags) {
@@ -166,6 +185,7 @@ int Run(const Flags& flags) {
   config.log_step_count_steps = flags.log_step_count_steps;
   config.gradient_accumulation_steps = flags.gradient_accumulation_steps;
   config.mixed_precision = est::ParseMixedPrecision(flags.mixed_precision);
+  config.ignore_invalid_checkpoints = flags.ignore_invalid_checkpoints;
   est::Estimator estimator(recipe.model_fn, flags.model_dir, config, params);
   auto eval_spec =
       est::EvalSpec(recipe.input_fn).throttle_secs(flags.throttle_secs).start_delay_secs(flags.start_delay_secs);

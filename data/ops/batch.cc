@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/memory_limit.h"
 #include "data/dataset.h"
 #include "data/dataset_node.h"
 #include "data/ops/saturating.h"
@@ -85,6 +86,21 @@ Element Stack(const std::vector<Element>& elements) {
   return batch;
 }
 
+/// Fails with a DataError before a batch of `batch_size` elements like `first` is gathered
+/// when it could not fit: it needs the elements and their stacked copy.
+void CheckBatchFits(const Element& first, size_t batch_size) {
+  double element_bytes = first.labels.defined() ? static_cast<double>(first.labels.nbytes()) : 0;
+  for (const auto& entry : first.features) {
+    if (entry.second.defined()) element_bytes += static_cast<double>(entry.second.nbytes());
+  }
+  const double needed = 2 * element_bytes * static_cast<double>(batch_size);
+  const auto limit = static_cast<double>(MemoryLimitBytes());
+  EST_CHECK(needed <= limit, DataError, "Dataset::batch: a batch of ", batch_size, " elements of ",
+            DescribeBytes(element_bytes), " each needs about ", DescribeBytes(needed),
+            " (the elements and their stacked copy), more than the ", DescribeBytes(limit),
+            " this process may use (the machine's memory, or its cgroup's limit); use a smaller batch_size");
+}
+
 class BatchNode : public DatasetNode {
  public:
   BatchNode(std::shared_ptr<const DatasetNode> input, int64_t batch_size, bool drop_remainder)
@@ -124,6 +140,10 @@ class BatchNode : public DatasetNode {
           break;
         }
         elements.push_back(std::move(*element));
+        if (!checked_fit_) {
+          CheckBatchFits(elements.front(), batch_size_);
+          checked_fit_ = true;
+        }
       }
       if (elements.empty() || (drop_remainder_ && elements.size() < batch_size_))
         return std::nullopt;
@@ -149,6 +169,7 @@ class BatchNode : public DatasetNode {
     std::unique_ptr<Iterator> input_;
     size_t batch_size_;
     bool drop_remainder_;
+    bool checked_fit_ = false;
   };
 
   std::shared_ptr<const DatasetNode> input_;

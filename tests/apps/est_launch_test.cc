@@ -25,6 +25,7 @@
 #include <tuple>
 #include <vector>
 
+#include "apps/est_launch/supervisor.h"
 #include "tests/test_util.h"
 
 extern char** environ;
@@ -376,23 +377,41 @@ TEST_CASE("est-launch stops every task when one fails or when interrupted", "[la
   }
 }
 
+TEST_CASE("RestartBackoffSecs doubles from the first wait up to the longest", "[launch]") {
+  est_launch::LaunchOptions options;
+  CHECK(est_launch::RestartBackoffSecs(options, 1) == 1);
+  CHECK(est_launch::RestartBackoffSecs(options, 2) == 2);
+  CHECK(est_launch::RestartBackoffSecs(options, 6) == 32);
+  CHECK(est_launch::RestartBackoffSecs(options, 7) == 60);
+  CHECK(est_launch::RestartBackoffSecs(options, 1000) == 60);
+  options.restart_backoff_secs = 0.25;
+  options.max_restart_backoff_secs = 0.75;
+  CHECK(est_launch::RestartBackoffSecs(options, 2) == 0.5);
+  CHECK(est_launch::RestartBackoffSecs(options, 3) == 0.75);
+  options.restart_backoff_secs = 0;
+  CHECK(est_launch::RestartBackoffSecs(options, 5) == 0);
+}
+
 TEST_CASE("est-launch --max-restarts starts every task again after a failure", "[launch]") {
   // Worker 1 fails on its first two starts; every task prints who it is and which start this is.
   const std::string script =
       R"(echo "task=$EST_TASK restart=$EST_RESTART_COUNT"; )"
       R"(if [ "$EST_TASK" = worker-1 ] && [ "$EST_RESTART_COUNT" -lt 2 ]; then exit 3; fi; sleep 0.2)";
   SECTION("enough restarts: the third start succeeds") {
-    LaunchRun run = RunLaunch({"--workers", "2", "--max-restarts", "3", "--", "sh", "-c", script}, "launch_restarts");
+    LaunchRun run = RunLaunch(
+        {"--workers", "2", "--max-restarts", "3", "--restart-backoff-secs", "0.3", "--", "sh", "-c", script},
+        "launch_restarts");
     INFO(run.out << run.err);
     CHECK(run.exit_code == 0);
+    CHECK(run.seconds >= 0.9);  // waited 0.3 s, then 0.6 s
     const auto by_task = ByTask(run.out);
     CHECK(by_task.at("worker 0") ==
           std::vector<std::string>{"task=worker-0 restart=0", "task=worker-0 restart=1", "task=worker-0 restart=2"});
     CHECK(by_task.at("worker 1") ==
           std::vector<std::string>{"task=worker-1 restart=0", "task=worker-1 restart=1", "task=worker-1 restart=2"});
     CHECK(Contains(run.err, "est-launch: worker 1 exited with status 3; stopped the other tasks; "
-                            "restarting every task (restart 1 of at most 3)"));
-    CHECK(Contains(run.err, "restarting every task (restart 2 of at most 3)"));
+                            "restarting every task in 0.3 s (restart 1 of at most 3)"));
+    CHECK(Contains(run.err, "restarting every task in 0.6 s (restart 2 of at most 3)"));
     CHECK_FALSE(Contains(run.err, "restart 3 of"));
     CHECK_FALSE(Contains(run.err, "est-launch: error:"));
   }
@@ -401,7 +420,7 @@ TEST_CASE("est-launch --max-restarts starts every task again after a failure", "
     INFO(run.out << run.err);
     CHECK(run.exit_code == 1);
     CHECK(ByTask(run.out).at("worker 1").size() == 2);
-    CHECK(Contains(run.err, "restarting every task (restart 1 of at most 1)"));
+    CHECK(Contains(run.err, "restarting every task in 1 s (restart 1 of at most 1)"));  // the default first wait
     CHECK(Lines(run.err).back() == "est-launch: error: worker 1 exited with status 3; stopped the other tasks");
   }
   SECTION("a signal to est-launch is not a failure to restart from") {
@@ -414,6 +433,25 @@ TEST_CASE("est-launch --max-restarts starts every task again after a failure", "
     INFO(run.out << run.err);
     CHECK(run.exit_code == 128 + SIGTERM);
     CHECK_FALSE(Contains(run.err, "restarting"));
+  }
+  SECTION("a signal while waiting to restart ends the launch there") {
+    const fs::path dir = est::testing::FreshTempDir("launch_restarts_backoff_signal");
+    const Launch launch = Start({"--workers", "1", "--max-restarts", "3", "--restart-backoff-secs", "30", "--", "sh",
+                                 "-c", "echo started; exit 3"},
+                                dir);
+    // Once the task has failed and est-launch says it waits 30 s, stop it.
+    const auto deadline = Clock::now() + std::chrono::seconds(20);
+    while (!Contains(ReadFile(launch.dir / "err"), "restarting every task in 30 s") && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const auto signalled = Clock::now();
+    ::kill(launch.pid, SIGTERM);
+    LaunchRun run = Finish(launch);
+    INFO(run.out << run.err);
+    CHECK(run.exit_code == 128 + SIGTERM);
+    CHECK(Clock::now() - signalled < std::chrono::seconds(5));  // at once, not after the 30 s wait
+    CHECK(Contains(run.err, "restarting every task in 30 s (restart 1 of at most 3)"));
+    CHECK(Contains(run.err, "est-launch: caught SIGTERM while waiting to restart; not restarting"));
+    CHECK(ByTask(run.out).at("worker 0").size() == 1);
   }
 }
 
@@ -508,7 +546,9 @@ TEST_CASE("est-launch rejects bad flags and commands it cannot run with one clea
     LaunchRun bad_bind = RunLaunch({"--workers", "1", "--cpu-bind", "sometimes", "--", "true"}, "launch_flags");
     CHECK(Contains(bad_bind.err, "--cpu-bind"));
     LaunchRun bad_restarts = RunLaunch({"--workers", "1", "--max-restarts", "-3", "--", "true"}, "launch_flags");
-    CHECK(Contains(bad_restarts.err, "--max-restarts: expected a number >= 0, got '-3'"));
+    CHECK(Contains(bad_restarts.err, "--max-restarts: expected an integer from 0 to 1000000, got '-3'"));
+    LaunchRun bad_backoff = RunLaunch({"--workers", "1", "--restart-backoff-secs", "1e300", "--", "true"}, "launch_flags");
+    CHECK(Contains(bad_backoff.err, "--restart-backoff-secs: expected a number of seconds from 0 to 86400, got '1e300'"));
     LaunchRun help = RunLaunch({"--help"}, "launch_help");
     CHECK(help.exit_code == 0);
     CHECK(Contains(help.out, "--grace-secs"));

@@ -15,6 +15,8 @@
 #include "tests/apps/run_command.h"
 #include "tests/test_util.h"
 
+namespace fs = std::filesystem;
+
 namespace {
 
 using est::testing::RunCommand;
@@ -73,12 +75,21 @@ TEST_CASE("est-train rejects bad flags with one clear line", "[apps]") {
   // The line names the flag, the value given and what was expected.
   const std::vector<std::pair<std::string, std::vector<std::string>>> named = {
       {"--model resnet", {"--model", "resnet", "fashion_mnist_cnn,linear"}},
-      {"--max-steps -3", {"--max-steps", "expected a positive number, got '-3'"}},
-      {"--batch-size abc", {"--batch-size", "expected a positive number, got 'abc'"}},
-      {"--save-checkpoints-steps 0", {"--save-checkpoints-steps", "expected a positive number, got '0'"}},
-      {"--learning-rate -0.1", {"--learning-rate", "expected a positive number, got '-0.1'"}},
-      {"--throttle-secs -1", {"--throttle-secs", "expected a number >= 0, got '-1'"}},
-      {"--timeout-secs nan", {"--timeout-secs", "expected a positive number, got 'nan'"}},
+      {"--max-steps -3", {"--max-steps: expected an integer from 1 to 9223372036854775807, got '-3'"}},
+      {"--max-steps 2.5", {"--max-steps: expected an integer from 1 to 9223372036854775807, got '2.5'"}},
+      {"--max-steps 1e30", {"--max-steps: expected an integer from 1 to 9223372036854775807, got '1e30'"}},
+      {"--max-steps 9223372036854775808",
+       {"--max-steps: expected an integer from 1 to 9223372036854775807, got '9223372036854775808'"}},
+      {"--batch-size abc", {"--batch-size: expected an integer from 1 to 9223372036854775807, got 'abc'"}},
+      {"--save-checkpoints-steps 0",
+       {"--save-checkpoints-steps: expected an integer from 1 to 9223372036854775807, got '0'"}},
+      {"--seed -1", {"--seed: expected an integer from 0 to 18446744073709551615, got '-1'"}},
+      {"--learning-rate -0.1", {"--learning-rate: expected a number above 0 to 1000000, got '-0.1'"}},
+      {"--throttle-secs -1", {"--throttle-secs: expected a number of seconds from 0 to 31536000, got '-1'"}},
+      {"--timeout-secs nan", {"--timeout-secs: expected a number of seconds from 0.001 to 31536000, got 'nan'"}},
+      {"--timeout-secs 1e300", {"--timeout-secs: expected a number of seconds from 0.001 to 31536000, got '1e300'"}},
+      {"--bucket-cap-mb 1e15", {"--bucket-cap-mb: expected a number of MiB from 0.001 to 1048576, got '1e15'"}},
+      {"--bucket-cap-mb 1e-12", {"--bucket-cap-mb: expected a number of MiB from 0.001 to 1048576, got '1e-12'"}},
       {"--strategy ring", {"--strategy", "ring", "multi_worker"}},
       {"--mixed-precision half", {"--mixed-precision", "half", "none,bfloat16,float16"}},
       {"--unknown-flag 1", {"--unknown-flag"}},
@@ -105,6 +116,21 @@ TEST_CASE("est-train reports a missing data directory and an unwritable model_di
   CHECK(no_data.output.find((dir / "nodata").string()) != std::string::npos);
 
   { std::FILE* f = std::fopen((dir / "file").c_str(), "w"); std::fclose(f); }
+  // A file given for --data-dir says so; a missing evaluation split stops before training.
+  RunResult file_data = RunEstTrain("--model-dir " + (dir / "m").string() + " --data-dir " + (dir / "file").string());
+  CHECK(file_data.exit_code == 1);
+  CHECK(file_data.output == "est-train: error: --data-dir '" + (dir / "file").string() +
+                                "' is a file; expected the directory of the Fashion-MNIST IDX files\n");
+  const fs::path train_only = dir / "train_only";
+  fs::create_directories(train_only);
+  for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"})
+    fs::create_symlink(fs::path("/usr/share/datasets/fashion-mnist") / name, train_only / name);
+  RunResult no_t10k = RunEstTrain("--model-dir " + (dir / "m2").string() + " --data-dir " + train_only.string());
+  CHECK(no_t10k.exit_code == 1);
+  CHECK(no_t10k.output == "est-train: error: MNIST data: neither " + (train_only / "t10k-images-idx3-ubyte.gz").string() +
+                              " nor " + (train_only / "t10k-images-idx3-ubyte").string() + " exists\n");
+  CHECK_FALSE(fs::exists(dir / "m2" / "checkpoint"));
+
   const std::string unwritable = (dir / "file" / "model").string();
   RunResult bad_dir = RunEstTrain("--model linear --model-dir " + unwritable);
   CHECK(bad_dir.exit_code == 1);

@@ -106,12 +106,13 @@ TEST_CASE("a job killed at random steps and inside checkpoint writes ends as an 
   }
   INFO("faults: " << listed);
   const std::string dir = est::testing::FreshTempDir("faults_run").string();
-  RunResult run = RunCommand("EST_CRASH_POINTS_DIR=" + crash_points.string() + " " + Launch("--max-restarts 8", dir));
+  RunResult run = RunCommand("EST_CRASH_POINTS_DIR=" + crash_points.string() + " " +
+                             Launch("--max-restarts 8 --restart-backoff-secs 0.1", dir));
   INFO(run.output);
   REQUIRE(run.exit_code == 0);
   // Every fault fired, each one killed a task with SIGKILL, and the group was restarted.
   CHECK(est::testing::CountEntries(crash_points) == 0);
-  const int restarts = CountOf(run.output, "; restarting every task (restart ");
+  const int restarts = CountOf(run.output, "; restarting every task in ");
   CHECK(restarts >= 1);
   CHECK(restarts <= static_cast<int>(faults.size()));
   CHECK(CountOf(run.output, " was killed by SIGKILL") >= restarts);
@@ -184,4 +185,38 @@ TEST_CASE("SIGTERM or SIGINT stops every task after the same step, with a checkp
                               std::regex(R"(est-train: training stopped by SIGINT at global step (\d+); saved)")));
     CHECK(est::checkpoint::LatestCheckpoint(dir) == dir + "/model.ckpt-" + stopped[1].str());
   }
+}
+
+TEST_CASE("est-launch killed with SIGKILL: every task stops after the same step, the chief saves there, none trains on",
+          "[apps][faults]") {
+  const std::string dir = est::testing::FreshTempDir("faults_launcher_killed").string();
+  const std::string log = (est::testing::FreshTempDir("faults_launcher_killed_log") / "output").string();
+  // No periodic checkpoint after the first: the next one can only be the stop's.
+  const std::string train = std::string(EST_TRAIN_PATH) + " --model linear --model-dir " + dir +
+                            " --max-steps 100000000 --save-checkpoints-steps 100000000 --log-step-count-steps 1000" +
+                            " --strategy multi_worker --timeout-secs 60";
+  const std::string launch = std::string(EST_LAUNCH_PATH) + " --workers 2 --evaluator -- " + train;
+  // Kill the launcher once the first checkpoint exists and the evaluator runs; then wait
+  // for every task (a process with the launch's EST_JOB_ID in its environment) to be gone.
+  const std::string count_tasks =
+      "$(grep -lsx \"EST_JOB_ID=$job\" --null-data /proc/[0-9]*/environ | wc -l)";
+  RunResult run = RunCommand(
+      "(" + launch + " > " + log + " 2>&1 & pid=$!; for i in $(seq 600); do [ -e " + dir +
+      "/checkpoint ] && grep -qF 'Running the evaluator' " + log + " && break; sleep 0.05; done; " +
+      "job=$(sed -n 's/.*EST_JOB_ID=\\([0-9a-f]*\\).*/\\1/p' " + log + " | head -1); kill -KILL $pid; wait $pid; " +
+      "start=$(date +%s%N); for i in $(seq 400); do [ " + count_tasks + " -eq 0 ] && break; sleep 0.05; done; " +
+      "end=$(date +%s%N); cat " + log + "; echo; echo \"job $job: tasks left: " + count_tasks +
+      " after $(( (end - start) / 1000000 )) ms\")");
+  INFO(run.output);
+  std::smatch left;
+  REQUIRE(std::regex_search(run.output, left, std::regex(R"(job [0-9a-f]+: tasks left: (\d+) after (\d+) ms)")));
+  CHECK(left[1] == "0");
+  CHECK(std::stol(left[2]) < 15000);
+  // The first checkpoint came at step 0 (the stop's is later): the chief saved after the stop.
+  const std::optional<std::string> latest = est::checkpoint::LatestCheckpoint(dir);
+  REQUIRE(latest.has_value());
+  est::checkpoint::CheckpointReader reader(*latest);
+  reader.verify();
+  CHECK(reader.global_step() > 0);
+  CHECK(*latest == dir + "/model.ckpt-" + std::to_string(reader.global_step()));
 }

@@ -59,3 +59,17 @@ TEST_CASE("CheckpointInDirectory resolves '..', absolute paths and symbolic link
   CHECK(CheckpointInDirectory(dir_link.string(), CheckpointPrefix(dir.string(), 5)));
   CHECK(CheckpointInDirectory(dir.string(), CheckpointPrefix(dir_link.string(), 5)));
 }
+
+TEST_CASE("IsCheckpointFileName knows the files checkpoints consist of and nothing else", "[checkpoint]") {
+  for (const char* name : {"checkpoint", "model.ckpt-0.index", "model.ckpt-938.index",
+                           "model.ckpt-938.data-00000-of-00001"}) {
+    INFO(name);
+    CHECK(IsCheckpointFileName(name));
+  }
+  for (const char* name : {"checkpoint.bak", "model.ckpt-.index", "model.ckpt-9a.index", "model.ckpt-9.idx",
+                           "model.ckpt-9.index.old", "model.ckpt-9.data-00001-of-00002", "my.model.ckpt-9.index",
+                           "events.out.tfevents.1.host", ""}) {
+    INFO(name);
+    CHECK_FALSE(IsCheckpointFileName(name));
+  }
+}

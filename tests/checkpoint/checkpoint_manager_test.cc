@@ -1,4 +1,5 @@
 #include "checkpoint/checkpoint_manager.h"
+#include "checkpoint/latest_valid_checkpoint.h"
 
 #include <ATen/ATen.h>
 
@@ -137,8 +138,18 @@ TEST_CASE("the manager removes temporary files left by an interrupted save", "[c
   }
   est::WriteFileAtomic((dir / "model.ckpt-2.data-00000-of-00001.tmp-123-abc").string(), "partial");
   est::WriteFileAtomic((dir / "checkpoint.tmp-456-def").string(), "partial");
+  // A user's files that merely look alike stay: not our temporary pattern, or not a file
+  // kind of checkpoints.
+  const std::vector<std::string> users = {"model.ckpt-2.index.tmp-notes", "notes.txt.tmp-123-abc",
+                                          "model.ckpt-2.index.bak.tmp-1-a", "events.tmp-77-ff"};
+  for (const std::string& name : users) est::WriteFileAtomic((dir / name).string(), "a user's");
   CheckpointManager manager(dir.string());
-  CHECK(ListDirectory(dir) == FilesOf({1}));
+  std::vector<std::string> expected = FilesOf({1});
+  expected.insert(expected.end(), users.begin(), users.end());
+  std::sort(expected.begin(), expected.end());
+  std::vector<std::string> listed = ListDirectory(dir);
+  std::sort(listed.begin(), listed.end());
+  CHECK(listed == expected);
 }
 
 TEST_CASE("a directory that cannot be created is named", "[checkpoint]") {

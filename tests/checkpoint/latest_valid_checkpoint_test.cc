@@ -5,6 +5,7 @@
 
 #include "checkpoint/checkpoint_files.h"
 #include "checkpoint/checkpoint_manager.h"
+#include "checkpoint/latest_valid_checkpoint.h"
 #include "checkpoint/checkpoint_writer.h"
 #include "common/file_util.h"
 #include "tests/checkpoint/checkpoint_test_util.h"

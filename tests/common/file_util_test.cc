@@ -35,15 +35,29 @@ TEST_CASE("AtomicFileWriter without commit leaves the old file and no temporary"
   CHECK(CountEntries(dir) == 1);
 }
 
-TEST_CASE("RemoveTemporaryFiles removes only leftovers", "[common]") {
+TEST_CASE("RemoveTemporaryFiles removes only leftovers of our writers, of the files it is told are ours",
+          "[common]") {
+  CHECK(TemporaryFileTarget("model.ckpt-5.index.tmp-77-ff") == "model.ckpt-5.index");
+  CHECK(TemporaryFileTarget("checkpoint.tmp-1234-0a9f") == "checkpoint");
+  for (const char* name : {"model.ckpt-5.index", "notes.tmp-", "notes.tmp-old", "notes.tmp-12", "notes.tmp-12-",
+                           "notes.tmp--ff", "notes.tmp-12-xyz", "notes.tmp-1a-ff", ".tmp-12-ff", "a.tmp-12-FF"}) {
+    INFO(name);
+    CHECK_FALSE(TemporaryFileTarget(name).has_value());
+    CHECK_FALSE(IsTemporaryFileName(name));
+  }
   auto dir = FreshTempDir("leftovers");
   WriteFileAtomic((dir / "keep").string(), "k");
-  WriteFileAtomic((dir / "keep.tmp-123-abc").string(), "leftover");  // as if a crash left it
-  CHECK(IsTemporaryFileName("model.ckpt-5.index.tmp-77-ff"));
-  CHECK_FALSE(IsTemporaryFileName("model.ckpt-5.index"));
-  CHECK(RemoveTemporaryFiles(dir.string()) == 1);
+  WriteFileAtomic((dir / "keep.tmp-123-abc").string(), "leftover");     // as if a crash left it
+  WriteFileAtomic((dir / "user.tmp-123-abc").string(), "a user's");     // ours() says not ours
+  WriteFileAtomic((dir / "keep.tmp-backup").string(), "a user's");      // not our pattern
+  fs::create_directory(dir / "keep.tmp-9-9");                           // not a regular file
+  const auto ours = [](std::string_view final_name) { return final_name == "keep"; };
+  CHECK(RemoveTemporaryFiles(dir.string(), ours) == 1);
   CHECK(fs::exists(dir / "keep"));
-  CHECK(CountEntries(dir) == 1);
+  CHECK_FALSE(fs::exists(dir / "keep.tmp-123-abc"));
+  CHECK(fs::exists(dir / "user.tmp-123-abc"));
+  CHECK(fs::exists(dir / "keep.tmp-backup"));
+  CHECK(fs::is_directory(dir / "keep.tmp-9-9"));
 }
 
 TEST_CASE("file errors name the path", "[common]") {

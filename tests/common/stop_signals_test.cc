@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <csignal>
+#include <string>
 
 using est::StopSignalGuard;
 
@@ -63,4 +64,23 @@ TEST_CASE("A second stop signal ends the process with that signal", "[common]") 
   REQUIRE(::waitpid(pid, &status, 0) == pid);
   REQUIRE(WIFSIGNALED(status));
   CHECK(WTERMSIG(status) == SIGINT);
+}
+
+TEST_CASE("Repeated SIGHUPs, as a dying launcher's threads send them, are one stop request; SIGPIPE is ignored",
+          "[common]") {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {  // only async-signal-safe calls and exits in the child
+    ::signal(SIGHUP, SIG_DFL);
+    ::signal(SIGPIPE, SIG_DFL);
+    StopSignalGuard guard;
+    for (int i = 0; i < 3; ++i) ::raise(SIGHUP);
+    ::raise(SIGPIPE);
+    ::_exit(StopSignalGuard::pending() == SIGHUP ? 0 : 3);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(std::string(est::StopSignalName(SIGHUP)) == "SIGHUP");
 }

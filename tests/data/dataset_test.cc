@@ -1,6 +1,9 @@
 #include "data/dataset.h"
 
+#include "common/error.h"
+
 #include "tests/data/test_datasets.h"
+#include "tests/test_util.h"
 
 // After the ATen headers: c10/util/Logging.h defines a CHECK that Catch2 replaces.
 #include <catch2/catch.hpp>
@@ -63,4 +66,23 @@ TEST_CASE("a rebuilt seeded pipeline reproduces its sequence", "[data]") {
     for (int i = 0; i < 10; ++i) resumed->next();
     CHECK(est::testing::Values(resumed->next()->features.at("x")) == first_run[10]);
   }
+}
+
+TEST_CASE("batch fails at its first element, naming the sizes, when the batch could not fit in memory", "[data]") {
+  // Elements of 64 floats, repeated without end: a batch of 10^15 would otherwise grow
+  // until the OOM killer came.
+  Dataset kilobytes = Dataset::FromTensors({{"x", at::zeros({4, 64}, at::kFloat)}})
+                          .map([](Element element) { return element; })
+                          .repeat();
+  auto iterator = kilobytes.batch(1000000000000000).make_iterator();
+  CHECK_THROWS_MATCHES(
+      iterator->next(), est::DataError,
+      est::testing::MessageMatches(
+          Catch::StartsWith("Dataset::batch: a batch of 1000000000000000 elements of 256 bytes each needs about "
+                            "454.7 PiB (the elements and their stacked copy), more than the ") &&
+          Catch::EndsWith(" this process may use (the machine's memory, or its cgroup's limit); use a smaller "
+                          "batch_size")));
+  // A batch that fits is unaffected.
+  auto fits = kilobytes.batch(1000).make_iterator();
+  CHECK(fits->next()->features.at("x").sizes() == at::IntArrayRef({1000, 64}));
 }

@@ -92,6 +92,23 @@ TEST_CASE("Mnist on small IDX files", "[data]") {
     WriteBytes(images_path, IdxBytes(0x08, {2, 6}, std::string(12, '\0')), false);
     CHECK_THROWS_WITH(Mnist(dir.string(), "train"), Contains(images_path) && Contains("[2, 6]"));
   }
+
+  SECTION("CheckMnistFiles finds a missing split, or a file given for the directory, before any reading") {
+    const auto dir = FreshTempDir("mnist_check");
+    WriteSplit(dir, "train", 2, 0, /*gzip=*/true);
+    est::data::CheckMnistFiles(dir.string(), "train");
+    CHECK_THROWS_MATCHES(est::data::CheckMnistFiles(dir.string(), "t10k"), est::DataError,
+                         est::testing::MessageMatches(Catch::Equals(
+                             "MNIST data: neither " + (dir / "t10k-images-idx3-ubyte.gz").string() + " nor " +
+                             (dir / "t10k-images-idx3-ubyte").string() + " exists")));
+    const std::string file = (dir / "train-labels-idx1-ubyte.gz").string();
+    CHECK_THROWS_MATCHES(est::data::CheckMnistFiles(file, "train"), est::DataError,
+                         est::testing::MessageMatches(Catch::Equals(
+                             "MNIST data: " + file + " is a file, expected the directory of the IDX files")));
+    CHECK_THROWS_MATCHES(Mnist((dir / "absent").string(), "train"), est::DataError,
+                         est::testing::MessageMatches(Catch::Equals(
+                             "MNIST data: directory " + (dir / "absent").string() + " does not exist")));
+  }
 }
 
 TEST_CASE("Fashion-MNIST loads with its real sizes and labels", "[data]") {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "tests/log_capture.h"
 #include "tests/test_util.h"
 
 using est::ConfigError;
@@ -89,4 +90,21 @@ TEST_CASE("ResolveCluster: explicit, then TF_CONFIG, then torchrun, then Slurm, 
     CHECK_THROWS_MATCHES(ResolveCluster("{\"task\": 1}", EnvironmentOf({})), ConfigError,
                          MessageMatches(Catch::Contains("\"task\"")));
   }
+}
+
+TEST_CASE("ResolveCluster warns when TF_CONFIG and torchrun's variables disagree, naming the one that wins",
+          "[distribute]") {
+  est::testing::LogCapture log;
+  const ClusterConfig config = ResolveCluster("", Merged({kTfConfig, kTorchrun}));
+  CHECK(config.source == "TF_CONFIG");
+  CHECK_THAT(log.text(),
+             Catch::Contains("warning: TF_CONFIG (task worker:1, rank 1 of 2, chief at tf0:1) and torchrun's variables "
+                             "(task worker:2, rank 2 of 4, chief at torch0:29400) describe different clusters; "
+                             "TF_CONFIG wins"));
+  // Sources that agree, or a lone source, say nothing.
+  est::testing::LogCapture quiet;
+  ResolveCluster("", Merged({kTfConfig, {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "tf0"},
+                                         {"MASTER_PORT", "1"}}}));
+  ResolveCluster("", Merged({kTorchrun}));
+  CHECK(quiet.text().find("warning") == std::string::npos);
 }

@@ -198,7 +198,8 @@ TEST_CASE("Gloo collectives across 4 processes over a TCP store", "[distribute][
         CHECK_THAT(worker.output,
                    Catch::Matches("CommunicationError: Gloo allreduce on rank " + std::to_string(rank) + " of " +
                                   std::to_string(world) + " failed: lost rank " + std::to_string(victim) +
-                                  "( \\(first; then the connection to rank [0-9]\\))?: its process exited or was "
+                                  "( \\(first; then the connection to rank [0-9]\\))? at [0-9:.]+ UTC, [0-9.]+ m?s "
+                                  "into the allreduce: its process exited or was "
                                   "killed, or the network failed; the collective cannot be used again: "
                                   "[^\\n]*(Connection reset by peer|Connection closed by peer [^\\n]*)\\n"));
       }
@@ -220,9 +221,10 @@ TEST_CASE("Gloo collectives across 4 processes over a TCP store", "[distribute][
     INFO(finished[1].output);
     CHECK(finished[1].exit_code == 4);
     CHECK_THAT(finished[1].output,
-               Catch::StartsWith("CommunicationError: Gloo allreduce on rank 1 of 2 failed: lost rank 0 (the chief's "
-                                 "store is unreachable too: the chief may be the rank lost first): its process exited "
-                                 "or was killed, or the network failed; the collective cannot be used again: "));
+               Catch::Matches("CommunicationError: Gloo allreduce on rank 1 of 2 failed: lost rank 0 \\(the chief's "
+                              "store is unreachable too: the chief may be the rank lost first\\) at [0-9:.]+ UTC, "
+                              "[0-9.]+ m?s into the allreduce: its process exited or was killed, or the network "
+                              "failed; the collective cannot be used again: [^\\n]*\\n"));
   }
 
   SECTION("a stopped peer fails the others' TCP all-reduce with a TimeoutError within the timeout") {
@@ -236,10 +238,15 @@ TEST_CASE("Gloo collectives across 4 processes over a TCP store", "[distribute][
     for (size_t rank : {0, 2}) {
       INFO(finished[rank].output);
       CHECK(finished[rank].exit_code == 3);
+      // The stopped rank is named, with its address; the other waiting rank too.
+      const std::string other = std::to_string(rank == 0 ? 2 : 0);
       CHECK_THAT(finished[rank].output,
                  Catch::StartsWith("TimeoutError: Gloo allreduce on rank " + std::to_string(rank) +
-                                   " of 3 did not complete within 2 s (a peer stopped or is stuck; the collective "
-                                   "cannot be used again): ") &&
+                                   " of 3 did not complete within 2 s: rank 1 ([127.0.0.1]:") &&
+                     Catch::Contains(") did not arrive (stuck, or slower than the timeout); rank " + other +
+                                     " ([127.0.0.1]:") &&
+                     Catch::Contains(") waited too (a peer stopped or is stuck; the collective cannot be used "
+                                     "again): ") &&
                      Catch::Contains("Timed out waiting 2000ms for "));
     }
   }

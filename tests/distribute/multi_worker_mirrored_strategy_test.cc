@@ -80,3 +80,20 @@ TEST_CASE("NCCL on CUDA devices is accepted exactly where the build has the NCCL
 
 }  // namespace
 }  // namespace est::distribute
+
+namespace est::distribute {
+
+TEST_CASE("A ps job in the cluster is refused, not ignored", "[distribute]") {
+  const ClusterConfig cluster = ParseTfConfig(
+      R"({"cluster": {"worker": ["localhost:1", "localhost:2"], "ps": ["localhost:3", "localhost:4"]},
+          "task": {"type": "worker", "index": 0}})");
+  CHECK_THROWS_MATCHES(
+      MultiWorkerMirroredStrategy(MultiWorkerOptions().cluster(cluster)), ConfigError,
+      Catch::Matchers::Predicate<ConfigError>([](const ConfigError& error) {
+        return std::string(error.what()) ==
+               "MultiWorkerMirroredStrategy: TF_CONFIG has a 'ps' job (2 tasks), which it would not use: parameter "
+               "servers need ParameterServerStrategy, which TorchEstimator does not provide; remove the ps job";
+      }));
+}
+
+}  // namespace est::distribute

@@ -106,6 +106,33 @@ TEST_CASE("TCP store serves clients on the port it picked", "[distribute]") {
   }
 }
 
+TEST_CASE("A chief host that does not resolve or has no route is named within seconds", "[distribute]") {
+  TcpStoreOptions options;
+  options.port = 1234;
+  options.timeout = std::chrono::seconds(60);
+  SECTION("a name that does not resolve: at once") {
+    options.host = "no-such-host.invalid";
+    const auto start = std::chrono::steady_clock::now();
+    CHECK_THROWS_MATCHES(CreateTcpStore(options), est::CommunicationError,
+                         MessageMatches(Catch::StartsWith("TCP store no-such-host.invalid:1234: the chief's host "
+                                                          "'no-such-host.invalid' does not resolve: ") &&
+                                        Catch::EndsWith(" (is TF_CONFIG's chief address right?)")));
+    CHECK(std::chrono::steady_clock::now() - start < 2s);
+  }
+  SECTION("an address the network has no route to: after 3 s") {
+    options.host = "255.255.255.255";  // TCP to the broadcast address: ENETUNREACH
+    const auto start = std::chrono::steady_clock::now();
+    CHECK_THROWS_MATCHES(CreateTcpStore(options), est::CommunicationError,
+                         MessageMatches(Catch::Equals("TCP store 255.255.255.255:1234: the chief's host "
+                                                      "'255.255.255.255' is unreachable from here (255.255.255.255:1234: "
+                                                      "Network is unreachable) for 3000 ms (is TF_CONFIG's chief "
+                                                      "address right?)")));
+    const auto took = std::chrono::steady_clock::now() - start;
+    CHECK(took >= 3s);
+    CHECK(took < 6s);
+  }
+}
+
 TEST_CASE("TCP store reports where it cannot serve or connect", "[distribute]") {
   auto server = Server();
   const std::string port = std::to_string(server->port());

@@ -8,11 +8,13 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "checkpoint/checkpoint_state.h"
 #include "common/error.h"
 #include "estimator/summary/event_reader.h"
 #include "tests/estimator/test_models.h"
+#include "tests/log_capture.h"
 #include "tests/test_util.h"
 
 using namespace est;
@@ -230,6 +232,102 @@ TEST_CASE("a corrupt latest checkpoint falls back to the newest valid one", "[es
   CHECK(result.at("global_step") == 10);
   estimator.train(TrainInput(), TrainOptions().max_steps(25));
   CHECK(estimator.get_variable_value("global_step").item<int64_t>() == 25);
+}
+
+TEST_CASE("checkpoints that are all invalid stop training, evaluation and prediction unless ignored", "[estimator]") {
+  const std::string dir = FreshTempDir("estimator_all_invalid").string();
+  Estimator(RegressionModelFn, dir, TestConfig()).train(TrainInput(), TrainOptions().max_steps(20));
+  for (const char* step : {"10", "20"}) {
+    std::fstream data(dir + "/model.ckpt-" + step + ".data-00000-of-00001",
+                      std::ios::in | std::ios::out | std::ios::binary);
+    REQUIRE(data);
+    data.seekp(3);
+    data.put('\x5a');
+  }
+  const auto data_of = [&](const char* step) { return fs::file_size(dir + "/model.ckpt-" + step + ".data-00000-of-00001"); };
+  const auto sizes = std::make_pair(data_of("10"), data_of("20"));
+  Estimator strict(RegressionModelFn, dir, TestConfig());
+  const std::vector<std::function<void()>> calls = {
+      [&] { strict.train(TrainInput(), TrainOptions().max_steps(30)); },
+      [&] { strict.evaluate(EvalInput()); },
+      [&] { strict.predict(EvalInput()); },
+  };
+  for (const auto& call : calls) {
+    std::string message;
+    try {
+      call();
+    } catch (const CheckpointError& error) {
+      message = error.what();
+    }
+    CHECK_THAT(message, Catch::StartsWith("model_dir " + dir + " holds 2 checkpoints and none is valid: " + dir +
+                                          "/model.ckpt-20 (") &&
+                            Catch::Contains("; " + dir + "/model.ckpt-10 (") &&
+                            Catch::Contains("--ignore-invalid-checkpoints") &&
+                            Catch::Contains("RunConfig::ignore_invalid_checkpoints"));
+  }
+  // Nothing was written over them.
+  CHECK(std::make_pair(data_of("10"), data_of("20")) == sizes);
+  CHECK(checkpoint::LatestCheckpoint(dir) == dir + "/model.ckpt-20");
+
+  RunConfig lenient = TestConfig();
+  lenient.ignore_invalid_checkpoints = true;
+  Estimator fresh(RegressionModelFn, dir, lenient);
+  CHECK(fresh.evaluate(EvalInput()).at("global_step") == 0);  // the initial values
+  fresh.train(TrainInput(), TrainOptions().max_steps(30));     // from step 0, over them
+  CHECK(fresh.get_variable_value("global_step").item<int64_t>() == 30);
+  CHECK(checkpoint::LatestCheckpoint(dir) == dir + "/model.ckpt-30");
+}
+
+TEST_CASE("resuming with another batch size warns that the input position counts batches", "[estimator]") {
+  const std::string dir = FreshTempDir("estimator_batch_size").string();
+  Estimator(RegressionModelFn, dir, TestConfig()).train(TrainInput(16), TrainOptions().max_steps(10));
+  {
+    est::testing::LogCapture same;
+    Estimator(RegressionModelFn, dir, TestConfig()).train(TrainInput(16), TrainOptions().max_steps(20));
+    CHECK(same.text().find("Resuming at global step") == std::string::npos);
+  }
+  est::testing::LogCapture log;
+  Estimator(RegressionModelFn, dir, TestConfig()).train(TrainInput(32), TrainOptions().max_steps(30));
+  CHECK_THAT(log.text(), Catch::Contains("warning: Resuming at global step 20 with batches of 32 examples, but the "
+                                         "checkpoint was written with batches of 16: the input position is counted "
+                                         "in batches, so the 20 batches skipped are 640 examples of this input where "
+                                         "the first run consumed 320"));
+}
+
+TEST_CASE("a LibTorch error inside model_fn is one ModelError line naming the step, the mode and the batch",
+          "[estimator]") {
+  // Four examples of two features; labels 0, 1, 2 and 7 for a model of three classes.
+  const auto input = [] {
+    return data::Dataset::FromTensors({{"x", torch::ones({4, 2})}}, torch::tensor({0, 1, 2, 7}, torch::kLong)).batch(4);
+  };
+  const auto classifier = [](int64_t inputs) {
+    return [inputs](const Features& features, const at::Tensor& labels, Mode mode, ModelContext& ctx) {
+      auto layer = ctx.module("layer", [inputs] { return torch::nn::Linear(inputs, 3); });
+      auto loss = torch::cross_entropy_loss(layer->forward(features.at("x")), labels);
+      auto& sgd = ctx.optimizer("sgd", [&] { return torch::optim::SGD(layer->parameters(), 0.1); });
+      return EstimatorSpec::Train(loss, sgd);
+    };
+  };
+  const auto error_of = [&](int64_t inputs) {
+    try {
+      Estimator(classifier(inputs), FreshTempDir("estimator_model_error").string(), TestConfig())
+          .train(input, TrainOptions().max_steps(1));
+    } catch (const ModelError& error) {
+      return std::string(error.what());
+    }
+    return std::string("no ModelError");
+  };
+  const std::string label = error_of(2);
+  CHECK_THAT(label, Catch::StartsWith("model_fn failed at global step 0 (mode train) on a batch of {'x': Float [4, 2]}, "
+                                      "labels Long [4]: ") &&
+                        Catch::Contains("Target 7 is out of bounds"));
+  const std::string shapes = error_of(3);
+  CHECK_THAT(shapes, Catch::StartsWith("model_fn failed at global step 0 (mode train) on a batch of ") &&
+                         Catch::Contains("(4x2 and 3x3)"));
+  for (const std::string& message : {label, shapes}) {
+    CHECK(message.find('\n') == std::string::npos);
+    CHECK(message.find("frame #") == std::string::npos);
+  }
 }
 
 TEST_CASE("warm_start_from initialises variables of a new model_dir", "[estimator]") {

@@ -14,6 +14,7 @@
 #include "estimator/summary/event_reader.h"
 #include "tests/checkpoint/checkpoint_test_util.h"
 #include "tests/estimator/test_models.h"
+#include "tests/log_capture.h"
 #include "tests/test_util.h"
 
 #include <catch2/catch.hpp>
@@ -101,6 +102,22 @@ TEST_CASE("the evaluator waits, with a timeout, for a model_dir that does not ex
       est::testing::MessageMatches(Catch::Contains("model_dir " + dir + " (which does not exist)") &&
                                    Catch::Contains("0.3 s") && Catch::Contains("checkpoint_timeout_secs")));
   CHECK_FALSE(std::filesystem::exists(dir));
+}
+
+TEST_CASE("the evaluator says that it waits once, not at every poll", "[estimator]") {
+  const std::string dir = est::testing::FreshTempDir("evaluator_quiet").string();
+  Estimator evaluator(RegressionModelFn, dir, TaskConfig("evaluator"));
+  est::testing::LogCapture log;
+  CHECK_THROWS_AS(train_and_evaluate(evaluator, TrainSpec(Input()).max_steps(10),
+                                     EvalSpec(Input()).start_delay_secs(0).throttle_secs(0).checkpoint_timeout_secs(1)),
+                  TimeoutError);
+  // About 20 polls of 50 ms; one line.
+  const std::string text = log.text();
+  size_t lines = 0;
+  for (size_t at = text.find("Estimator is not trained yet"); at != std::string::npos;
+       at = text.find("Estimator is not trained yet", at + 1))
+    ++lines;
+  CHECK(lines == 1);
 }
 
 TEST_CASE("a ps task is refused: there is no ParameterServerStrategy", "[estimator]") {

@@ -3,6 +3,11 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <map>
+#include <utility>
+#include <vector>
+
 #include "distribute/strategy.h"
 #include "estimator/estimator.h"
 #include "estimator/metrics/mean_squared_error.h"
@@ -85,4 +90,47 @@ TEST_CASE("MirroredStrategy rejects a global batch its replicas cannot share", "
   Estimator estimator(SgdRegression, est::testing::FreshTempDir("mirrored_three").string(), Config(three));
   CHECK_THROWS_MATCHES(estimator.train(Input, TrainOptions().max_steps(1)), ConfigError,
                        est::testing::MessageMatches(Catch::Contains("16") && Catch::Contains("3")));
+}
+
+namespace {
+
+// A regression net with BatchNorm, whose running statistics each replica updates from its
+// own share of the batch; `captured` receives each replica's buffers at its first call, in
+// the order the replicas run (replica 0 first).
+using CapturedBuffers = std::vector<std::pair<const ModelContext*, std::vector<at::Tensor>>>;
+ModelFn BatchNormRegression(CapturedBuffers* captured) {
+  return [captured](const Features& features, const at::Tensor& labels, Mode mode, ModelContext& ctx) {
+    auto net = ctx.module("net", [] {
+      return torch::nn::Sequential(torch::nn::Linear(2, 4), torch::nn::BatchNorm1d(4), torch::nn::Linear(4, 1));
+    });
+    const bool seen = std::any_of(captured->begin(), captured->end(), [&](const auto& c) { return c.first == &ctx; });
+    if (!seen) captured->emplace_back(&ctx, ctx.buffers());
+    auto loss = torch::mse_loss(net->forward(features.at("x")).squeeze(1), labels);
+    auto& sgd = ctx.optimizer("sgd", [&] { return torch::optim::SGD(net->parameters(), 0.05); });
+    return EstimatorSpec::Train(loss, sgd);
+  };
+}
+
+}  // namespace
+
+TEST_CASE("MirroredStrategy keeps BatchNorm's running statistics equal on its replicas, as its BufferSync says",
+          "[distribute][estimator]") {
+  for (auto sync : {distribute::BufferSync::kBroadcast, distribute::BufferSync::kAverage, distribute::BufferSync::kNone}) {
+    INFO("buffer sync " << distribute::BufferSyncName(sync));
+    const std::string dir = est::testing::FreshTempDir("mirrored_buffers").string();
+    CapturedBuffers captured;
+    Estimator estimator(BatchNormRegression(&captured), dir,
+                        Config(distribute::MirroredStrategy::Create({"cpu", "cpu"}, sync)));
+    estimator.train(Input, TrainOptions().max_steps(8));
+    REQUIRE(captured.size() == 2);
+    const std::vector<at::Tensor>& first = captured[0].second;
+    const std::vector<at::Tensor>& second = captured[1].second;
+    REQUIRE(first.size() == 3);  // running_mean, running_var, num_batches_tracked
+    const bool equal = at::equal(first[0], second[0]) && at::equal(first[1], second[1]);
+    CHECK(equal == (sync != distribute::BufferSync::kNone));
+    CHECK(first[2].item<int64_t>() == 8);
+    // The checkpoint holds what the chief's first replica holds.
+    CHECK(at::equal(estimator.get_variable_value("net/1.running_mean"), first[0]));
+    CHECK(at::equal(estimator.get_variable_value("net/1.running_var"), first[1]));
+  }
 }

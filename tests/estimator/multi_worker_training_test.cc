@@ -185,3 +185,44 @@ TEST_CASE("when one worker's input ends first, every worker stops after the same
   });
   CHECK(final_steps == std::vector<int64_t>{2, 2});
 }
+
+TEST_CASE("2 workers keep BatchNorm's running statistics equal, broadcast or averaged; the checkpoint holds the chief's",
+          "[distribute][estimator][multiprocess]") {
+  for (auto sync : {distribute::BufferSync::kBroadcast, distribute::BufferSync::kAverage, distribute::BufferSync::kNone}) {
+    INFO("buffer sync " << distribute::BufferSyncName(sync));
+    const std::string dir = est::testing::FreshTempDir("mwms_buffers").string();
+    std::vector<std::vector<at::Tensor>> buffers(2);  // by worker
+    auto store = distribute::CreateInMemoryStore();
+    std::vector<std::future<void>> workers;
+    for (int rank = 0; rank < 2; ++rank) {
+      workers.push_back(std::async(std::launch::async, [&, rank] {
+        distribute::RendezvousOptions options;
+        options.job_id = "multi_worker_buffers_" + std::string(distribute::BufferSyncName(sync));
+        options.rank = rank;
+        options.world_size = 2;
+        options.timeout = std::chrono::seconds(30);
+        std::shared_ptr<distribute::Collective> collective =
+            distribute::CreateGlooCollective(distribute::Rendezvous(store, options), rank, 2, {});
+        auto strategy = distribute::MultiWorkerMirroredStrategy::CreateWithCollective(collective, {"cpu"}, sync);
+        auto model_fn = [&buffers, rank](const Features& features, const at::Tensor& labels, Mode, ModelContext& ctx) {
+          auto net = ctx.module("net", [] {
+            return torch::nn::Sequential(torch::nn::Linear(3, 4), torch::nn::BatchNorm1d(4), torch::nn::Linear(4, 1));
+          });
+          if (buffers[static_cast<size_t>(rank)].empty()) buffers[static_cast<size_t>(rank)] = ctx.buffers();
+          auto loss = torch::mse_loss(net->forward(features.at("x")).squeeze(1), labels);
+          auto& sgd = ctx.optimizer("sgd", [&] { return torch::optim::SGD(net->parameters(), 0.05); });
+          return EstimatorSpec::Train(loss, sgd);
+        };
+        Estimator(model_fn, dir, Config(strategy)).train(Input, TrainOptions().max_steps(6));
+      }));
+    }
+    for (auto& worker : workers) worker.get();
+    REQUIRE(buffers[0].size() == 3);
+    const bool equal = at::equal(buffers[0][0], buffers[1][0]) && at::equal(buffers[0][1], buffers[1][1]);
+    CHECK(equal == (sync != distribute::BufferSync::kNone));
+    Estimator saved([](const Features&, const at::Tensor&, Mode, ModelContext&) -> EstimatorSpec {
+      throw std::logic_error("not called");
+    }, dir, Config(nullptr));
+    CHECK(at::equal(saved.get_variable_value("net/1.running_mean"), buffers[0][0]));
+  }
+}
