@@ -9,19 +9,12 @@
 #   EST_GLOO_LIBRARIES     what to link for Gloo ("gloo", or nothing when LibTorch has it)
 #   EST_GLOO_INCLUDE_DIRS  Gloo's headers
 #   EST_TORCH_BUNDLES_GLOO ON when LibTorch's libtorch_cpu exports Gloo
+include(${CMAKE_CURRENT_LIST_DIR}/EstSymbols.cmake)
+
 # Sets <out> to ON when the shared library <library> exports Gloo (the constructor of
 # gloo::rendezvous::Context, which every Gloo has and our code uses), else OFF.
 function(est_library_exports_gloo library out)
-  set(exports OFF)
-  find_program(EST_NM NAMES ${CMAKE_NM} nm)
-  if(EST_NM AND EXISTS "${library}")
-    execute_process(COMMAND ${EST_NM} -D --defined-only "${library}"
-                    COMMAND grep -c "_ZN4gloo10rendezvous7ContextC"
-                    OUTPUT_VARIABLE count OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-    if(count GREATER 0)
-      set(exports ON)
-    endif()
-  endif()
+  est_library_exports_symbol("${library}" "_ZN4gloo10rendezvous7ContextC" exports)
   set(${out} ${exports} PARENT_SCOPE)
 endfunction()
 

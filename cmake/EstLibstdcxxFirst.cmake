@@ -7,19 +7,12 @@
 # such symbols, everything that links TorchEstimator::common (every library and program of
 # the project, and installed users' programs) names libstdc++ before the other libraries.
 
+include(${CMAKE_CURRENT_LIST_DIR}/EstSymbols.cmake)
+
 # Sets <out> to ON when the shared library <library> defines and exports std::filesystem
 # symbols, which belong to libstdc++, else OFF.
 function(est_library_exports_libstdcxx library out)
-  set(exports OFF)
-  find_program(EST_NM NAMES ${CMAKE_NM} nm)
-  if(EST_NM AND EXISTS "${library}")
-    execute_process(COMMAND ${EST_NM} -D --defined-only "${library}"
-                    COMMAND grep -c "_ZNSt10filesystem"
-                    OUTPUT_VARIABLE count OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-    if(count GREATER 0)
-      set(exports ON)
-    endif()
-  endif()
+  est_library_exports_symbol("${library}" "_ZNSt10filesystem" exports)
   set(${out} ${exports} PARENT_SCOPE)
 endfunction()
 

@@ -19,16 +19,19 @@
 namespace est::distribute {
 namespace {
 
-// The addresses `host` resolves to, each with port 0.
-std::vector<sockaddr_storage> Resolve(const std::string& host, uint16_t port) {
+// The IPv4 and IPv6 addresses `host` resolves to, with `port`; none, with `why` set, when
+// it does not resolve to any.
+std::vector<sockaddr_storage> ResolveTcp(const std::string& host, uint16_t port, std::string& why) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
-  const int error = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
-  EST_CHECK(error == 0, CommunicationError, "TCP store ", host, ":", port, ": cannot resolve the chief's host '", host,
-            "' to listen on it: ", ::gai_strerror(error));
+  const int status = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
   std::vector<sockaddr_storage> addresses;
+  if (status != 0) {
+    why = status == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(status);
+    return addresses;
+  }
   for (const addrinfo* entry = found; entry != nullptr; entry = entry->ai_next) {
     if (entry->ai_family != AF_INET && entry->ai_family != AF_INET6) continue;
     sockaddr_storage address{};
@@ -36,8 +39,16 @@ std::vector<sockaddr_storage> Resolve(const std::string& host, uint16_t port) {
     addresses.push_back(address);
   }
   ::freeaddrinfo(found);
-  EST_CHECK(!addresses.empty(), CommunicationError, "TCP store ", host, ":", port, ": the chief's host '", host,
-            "' resolves to no IPv4 or IPv6 address");
+  if (addresses.empty()) why = "it resolves to no IPv4 or IPv6 address";
+  return addresses;
+}
+
+// The addresses `host` resolves to, each with port 0, for listening on `port`.
+std::vector<sockaddr_storage> Resolve(const std::string& host, uint16_t port) {
+  std::string why;
+  std::vector<sockaddr_storage> addresses = ResolveTcp(host, 0, why);
+  EST_CHECK(!addresses.empty(), CommunicationError, "TCP store ", host, ":", port, ": cannot resolve the chief's host '",
+            host, "' to listen on it: ", why);
   return addresses;
 }
 
@@ -167,22 +178,9 @@ bool NoRoute(int error) { return error == ENETUNREACH || error == EHOSTUNREACH |
 }  // namespace
 
 void CheckReachable(const std::string& host, uint16_t port, std::chrono::milliseconds patience) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  const int status = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
-  EST_CHECK(status == 0, CommunicationError, "the chief's host '", host, "' does not resolve: ",
-            status == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(status));
-  std::vector<sockaddr_storage> addresses;
-  for (const addrinfo* entry = found; entry != nullptr; entry = entry->ai_next) {
-    if (entry->ai_family != AF_INET && entry->ai_family != AF_INET6) continue;
-    sockaddr_storage address{};
-    std::memcpy(&address, entry->ai_addr, entry->ai_addrlen);
-    addresses.push_back(address);
-  }
-  ::freeaddrinfo(found);
-  EST_CHECK(!addresses.empty(), CommunicationError, "the chief's host '", host, "' resolves to no IP address");
+  std::string why;
+  const std::vector<sockaddr_storage> addresses = ResolveTcp(host, port, why);
+  EST_CHECK(!addresses.empty(), CommunicationError, "the chief's host '", host, "' does not resolve: ", why);
   const auto end = std::chrono::steady_clock::now() + patience;
   std::string refusals;
   while (true) {
