@@ -14,6 +14,7 @@
 #include "distribute/collective.h"
 #include "distribute/gradient_reducer.h"
 #include "distribute/input_context.h"
+#include "distribute/step_sync.h"
 
 namespace est::distribute {
 
@@ -60,6 +61,11 @@ class Strategy {
   virtual GradientReducerOptions gradient_reducer_options() const { return {}; }
   /// How the replicas keep their buffers equal.
   virtual BufferSync buffer_sync() const { return BufferSync::kBroadcast; }
+  /// The StepSync of one training run: by default an all-reduce of the gradients
+  /// (CreateAllReduceStepSync). May connect to the other workers.
+  virtual std::unique_ptr<StepSync> make_step_sync(const StepSyncOptions& options) {
+    return CreateAllReduceStepSync(*this, options);
+  }
 
   /// Local replicas of this process.
   int num_local_replicas() const { return static_cast<int>(local_devices().size()); }

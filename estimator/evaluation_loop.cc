@@ -12,6 +12,7 @@
 #include "distribute/strategy.h"
 #include "estimator/batch_signature.h"
 #include "estimator/estimator_impl.h"
+#include "estimator/hooks/hook_runner.h"
 #include "estimator/replica_set.h"
 #include "estimator/summary/summary_writer.h"
 
@@ -54,23 +55,6 @@ std::string FormatResults(const EvalResult& results) {
   return line;
 }
 
-// Per-step values an evaluation hook asked for.
-RunValues SelectEvalValues(const RunArgs& request, const EstimatorSpec& spec, int64_t global_step) {
-  RunValues values;
-  for (const auto& name : request.tensors) {
-    if (name == "loss") {
-      values.results[name] = spec.loss.detach();
-    } else if (name == "step" || name == kGlobalStepName) {
-      values.results[name] = at::scalar_tensor(global_step, at::kLong);
-    } else if (auto it = spec.predictions.find(name); it != spec.predictions.end()) {
-      values.results[name] = it->second;
-    } else {
-      EST_THROW(ConfigError, "an evaluation hook asked for '", name, "', which the model does not provide");
-    }
-  }
-  return values;
-}
-
 // Merges one batch's metrics into the running totals (the first batch's are cloned).
 void MergeMetrics(const std::map<std::string, metrics::MetricPtr>& batch, std::map<std::string, metrics::MetricPtr>& totals) {
   for (const auto& [name, metric] : batch) {
@@ -104,9 +88,7 @@ EvalResult Estimator::Impl::evaluate(const InputFn& input_fn, const EvalOptions&
   // evaluates together, the evaluator task on its own.
   const bool writes_results = strategy->worker_index() == 0;
   EvaluationSession session(model_dir, global_step, writes_results);
-  std::vector<HookPtr> hooks = options.hooks();
-  for (auto& hook : hooks) hook->begin();
-  for (auto& hook : hooks) hook->after_create_session(session);
+  HookRunner hooks(options.hooks(), session);
 
   auto iterator = input_fn(Mode::kEval, strategy->input_context()).make_iterator();
   const std::optional<int64_t> steps = options.steps();
@@ -119,9 +101,7 @@ EvalResult Estimator::Impl::evaluate(const InputFn& input_fn, const EvalOptions&
   std::vector<data::Element> elements(static_cast<size_t>(replicas.size()));
   BatchSignature batch_signature;
   while (!steps || evaluated_steps < *steps) {
-    RunContext run_context(session);
-    std::vector<RunArgs> requests;
-    for (auto& hook : hooks) requests.push_back(hook->before_run(run_context));
+    hooks.before_step();
     bool exhausted = false;
     for (auto& element : elements) {
       std::optional<data::Element> next = iterator->next();
@@ -147,11 +127,9 @@ EvalResult Estimator::Impl::evaluate(const InputFn& input_fn, const EvalOptions&
     if (steps ? (evaluated_steps % log_every == 0 || evaluated_steps == *steps) : evaluated_steps % log_every == 0)
       Log().info(steps ? fmt::format("Evaluation [{}/{}]", evaluated_steps, *steps)
                        : fmt::format("Evaluation [{}]", evaluated_steps));
-    for (size_t i = 0; i < hooks.size(); ++i)
-      hooks[i]->after_run(run_context, SelectEvalValues(requests[i], *first_spec, global_step));
-    if (run_context.stop_requested()) break;
+    if (hooks.after_step({first_spec->loss, global_step, global_step, nullptr, &first_spec->predictions})) break;
   }
-  for (auto& hook : hooks) hook->end(session);
+  hooks.end();
   EST_CHECK(evaluated_steps > 0, DataError, "evaluation input_fn produced no batches; expected at least one");
 
   // Metrics and the loss over every replica of every worker.

@@ -18,7 +18,7 @@
 #include "common/file_util.h"
 #include "common/logging.h"
 #include "common/stop_signals.h"
-#include "distribute/gradient_reducer.h"
+#include "distribute/step_sync.h"
 #include "distribute/strategy.h"
 #include "estimator/async_checkpoint_writer.h"
 #include "estimator/async_host_copy.h"
@@ -26,6 +26,7 @@
 #include "estimator/device_prefetcher.h"
 #include "estimator/estimator_impl.h"
 #include "estimator/hooks/checkpoint_saver_hook.h"
+#include "estimator/hooks/hook_runner.h"
 #include "estimator/hooks/logging_tensor_hook.h"
 #include "estimator/hooks/nan_tensor_hook.h"
 #include "estimator/hooks/step_counter_hook.h"
@@ -59,13 +60,6 @@ std::vector<HookPtr> DefaultTrainingHooks(const RunConfig& config, const std::st
   }
   return hooks;
 }
-
-// What every worker learns from a step besides the gradients: whether the input of some
-// worker ends before the next step, and whether some worker received a stop signal.
-struct StopFlags {
-  bool input_ended = false;
-  bool stop_signal = false;
-};
 
 // The examples in a batch: the leading dimension of its first feature (or its labels).
 int64_t BatchExamples(const data::Element& batch) {
@@ -175,8 +169,7 @@ class TrainingSession : public Session {
       Log().info("Continued the input where checkpoint step {} left it: skipped {} batches in {:.3f} s", start_step,
                  input_position_, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     }
-    for (auto& hook : hooks) hook->begin();
-    for (auto& hook : hooks) hook->after_create_session(*this);
+    HookRunner runner(std::move(hooks), *this);
     // A step's batches: micro-batch m of local replica r at index m * replicas + r. The next
     // step's batches are read before this step synchronizes, and whether every worker got
     // them travels in this step's all-reduce, so a step synchronizes once.
@@ -184,8 +177,9 @@ class TrainingSession : public Session {
     std::vector<data::Element> current(batches_per_step);
     std::vector<data::Element> upcoming(batches_per_step);
     DevicePrefetcher prefetcher(strategy_.local_devices());
-    StopFlags stop;
-    stop.input_ended = strategy_.any_worker(!read_batches(*iterator, current));
+    sync_ = strategy_.make_step_sync(distribute::StepSyncOptions{accumulation_steps_});
+    distribute::StepFlags stop;
+    stop.input_ended = sync_->any_worker(!read_batches(*iterator, current));
     batch_examples_ = BatchExamples(current.front());
     if (skip_batches > 0 && saved_batch_examples && *saved_batch_examples != batch_examples_) {
       Log().warn("Resuming at global step {} with batches of {} examples, but the checkpoint was written with "
@@ -200,11 +194,8 @@ class TrainingSession : public Session {
     while (!stop.input_ended && !stop.stop_signal) {
       prefetcher.wait(current);
       batch_signature.check(current, global_step_);
-      RunContext run_context(*this);
-      std::vector<RunArgs> requests;
-      requests.reserve(hooks.size());
-      for (auto& hook : hooks) requests.push_back(hook->before_run(run_context));
-      const StopFlags local{!read_batches(*iterator, upcoming), StopSignalGuard::pending() != 0};
+      runner.before_step();
+      const distribute::StepFlags local{!read_batches(*iterator, upcoming), StopSignalGuard::pending() != 0};
       prefetcher.start(upcoming);  // copied onto the devices while this step computes
       EstimatorSpec spec = step(current, local, stop);
       replicas_.sync_buffers();  // as strategy.buffer_sync() says, before hooks and checkpoints see them
@@ -213,8 +204,7 @@ class TrainingSession : public Session {
       CrashPoint("after_step", global_step_);
       if (checkpoint_writer_) checkpoint_writer_->check();
       loss_to_host_.wait();
-      for (size_t i = 0; i < hooks.size(); ++i) hooks[i]->after_run(run_context, select(requests[i], spec));
-      if (run_context.stop_requested()) break;
+      if (runner.after_step({spec.loss, global_step_ - 1, global_step_, &spec.summaries, &spec.predictions})) break;
       std::swap(current, upcoming);
     }
     if (stop.stop_signal) {
@@ -226,8 +216,9 @@ class TrainingSession : public Session {
     } else if (stop.input_ended) {
       Log().info("Input exhausted at global step {}: stopping training", global_step_);
     }
-    for (auto& hook : hooks) hook->end(*this);
+    runner.end();
     if (checkpoint_writer_) checkpoint_writer_->wait();
+    sync_->barrier();  // every worker returns once the chief's last checkpoint is written
   }
 
  private:
@@ -311,126 +302,34 @@ class TrainingSession : public Session {
     return finite;
   }
 
-  // Divides every gradient of replica `r` by the number of micro-batches summed into it.
-  void average_micro_batches(int r) {
-    if (accumulation_steps_ == 1) return;
-    for (at::Tensor& variable : replicas_.replica(r).trainable_variables())
-      if (variable.grad().defined()) variable.mutable_grad().div_(accumulation_steps_);
-  }
-
-  // The only replica: nothing to average. The loss starts its way to the host before backward.
-  EstimatorSpec single_replica_step(const std::vector<data::Element>& batches) {
-    EstimatorSpec spec =
-        forward_backward(0, batches, [this](EstimatorSpec& last) { last.loss = loss_to_host_.start(last.loss); });
-    average_micro_batches(0);
-    if (unscale_gradients()) spec.optimizer->step();
-    ++global_step_;
-    return spec;
-  }
-
-  // One replica per worker: gradients are all-reduced in buckets while the last backward
-  // runs; the loss and the stop flags ride in the last bucket. Summaries, when the model
-  // has any, follow in one small all-reduce.
-  EstimatorSpec overlapped_step(const std::vector<data::Element>& batches, StopFlags local, StopFlags& stop,
-                                distribute::Collective& collective) {
-    ModelContext& ctx = replicas_.replica(0);
-    EstimatorSpec spec = forward_backward(0, batches, [&](EstimatorSpec& last) {
-      std::vector<at::Tensor> variables = ctx.trainable_variables();
-      if (!reducer_) {
-        reducer_ = std::make_unique<distribute::GradientReducer>(
-            collective, variables, static_cast<int>(strategy_.num_replicas_in_sync() * accumulation_steps_),
-            strategy_.gradient_reducer_options(), /*extras_numel=*/3);
-        reducer_variables_ = variables.size();
-        Log().info("Gradient all-reduce: {} buckets", reducer_->num_buckets());
-      }
-      EST_CHECK(variables.size() == reducer_variables_, ModelError, "model_fn created trainable variables after the "
-                "first training step (", reducer_variables_, " then ", variables.size(),
-                "); create all state on the first call");
-      // Averaged over workers, then divided once more by the micro-batches (see divisor).
-      // The three values are made on the loss's device (a GPU's, with NCCL).
-      const double scale = static_cast<double>(accumulation_steps_);
-      const auto on_loss_device = last.loss.options().dtype(at::kFloat);
-      reducer_->prepare(at::stack({last.loss.detach().to(at::kFloat).reshape({}) * scale,
-                                   at::scalar_tensor(local.input_ended ? scale : 0.0, on_loss_device),
-                                   at::scalar_tensor(local.stop_signal ? scale : 0.0, on_loss_device)}));
-    });
-    reducer_->finish();
-    const at::Tensor extras = reducer_->extras();  // a view of the reducer's buffer: copy out
-    spec.loss = extras[0].to(spec.loss.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
-    const at::Tensor flags = extras.slice(0, 1, 3).cpu();  // one copy (and wait) on a GPU
-    stop.input_ended = flags[0].item<float>() > 0;
-    stop.stop_signal = flags[1].item<float>() > 0;
-    if (!spec.summaries.empty()) {
-      std::vector<std::vector<at::Tensor>> summaries(1);
-      for (const auto& [tag, value] : spec.summaries) summaries[0].push_back(value.detach().to(at::kFloat).clone());
-      strategy_.average_across_replicas(summaries);
-      size_t index = 0;
-      for (auto& [tag, value] : spec.summaries) value = summaries[0][index++];
-    }
-    if (unscale_gradients()) spec.optimizer->step();
-    ++global_step_;
-    return spec;
-  }
-
-  // Forward and backward on every replica, gradients (with loss, summaries and the stop
-  // flags) averaged over all replicas in sync in one flat all-reduce, then every
-  // replica's optimizer steps. Returns replica 0's spec holding the averaged loss and
+  // Forward and backward on every local replica, then the strategy's StepSync makes the
+  // gradients every replica applies and agrees the loss, the summaries and the flags; then
+  // every replica's optimizer steps. Returns replica 0's spec holding the agreed loss and
   // summaries; sets `stop` to what any worker's `local` flags said.
-  EstimatorSpec step(const std::vector<data::Element>& batches, StopFlags local, StopFlags& stop) {
-    if (strategy_.num_replicas_in_sync() == 1) {
-      stop = local;
-      return single_replica_step(batches);
-    }
-    if (replicas_.size() == 1)
-      if (distribute::Collective* collective = strategy_.collective())
-        return overlapped_step(batches, local, stop, *collective);
+  EstimatorSpec step(const std::vector<data::Element>& batches, distribute::StepFlags local,
+                     distribute::StepFlags& stop) {
     std::vector<EstimatorSpec> specs;
-    std::vector<std::vector<at::Tensor>> averaged(static_cast<size_t>(replicas_.size()));
+    std::vector<distribute::ReplicaStep> steps(static_cast<size_t>(replicas_.size()));
     for (int r = 0; r < replicas_.size(); ++r) {
-      specs.push_back(forward_backward(r, batches, [](EstimatorSpec&) {}));
-      average_micro_batches(r);
-      EstimatorSpec& spec = specs.back();
-      auto& values = averaged[static_cast<size_t>(r)];
-      for (at::Tensor& variable : replicas_.replica(r).trainable_variables()) {
-        if (!variable.grad().defined()) variable.mutable_grad() = at::zeros_like(variable);
-        values.push_back(variable.grad());
-      }
-      values.push_back(spec.loss.detach().clone());
-      for (const auto& [tag, value] : spec.summaries) values.push_back(value.detach().to(at::kFloat).clone());
-      values.push_back(at::scalar_tensor(local.input_ended ? 1.0 : 0.0, at::kFloat));
-      values.push_back(at::scalar_tensor(local.stop_signal ? 1.0 : 0.0, at::kFloat));
+      specs.push_back(forward_backward(r, batches, [&](EstimatorSpec& last) {
+        distribute::ReplicaStep& replica_step = steps[static_cast<size_t>(r)];
+        replica_step.variables = replicas_.replica(r).trainable_variables();
+        replica_step.loss = last.loss;
+        for (const auto& [tag, value] : last.summaries) replica_step.summaries.push_back(value);
+        sync_->before_last_backward(r, replica_step, local);
+        // The loss travels to the host while backward and the optimizer run.
+        if (r == 0 && sync_->loss_known_before_backward()) last.loss = loss_to_host_.start(last.loss);
+      }));
     }
-    strategy_.average_across_replicas(averaged);
+    stop = sync_->finish(steps, local);
+    EstimatorSpec& first = specs.front();
+    if (!sync_->loss_known_before_backward()) first.loss = steps.front().loss;
+    size_t index = 0;
+    for (auto& [tag, value] : first.summaries) value = steps.front().summaries[index++];
     if (unscale_gradients())
       for (auto& spec : specs) spec.optimizer->step();
     ++global_step_;
-
-    EstimatorSpec& first = specs.front();
-    const auto& first_values = averaged.front();
-    size_t index = first_values.size() - first.summaries.size() - 3;
-    first.loss = first_values[index++];
-    for (auto& [tag, value] : first.summaries) value = first_values[index++];
-    stop.input_ended = first_values[index++].item<float>() > 0;
-    stop.stop_signal = first_values[index].item<float>() > 0;
     return std::move(first);
-  }
-
-  // The values one hook asked for, out of this step's spec.
-  RunValues select(const RunArgs& request, const EstimatorSpec& spec) const {
-    RunValues values;
-    auto fetch = [&](const std::string& name) {
-      if (name == "loss") return spec.loss.detach();
-      if (name == "step") return at::scalar_tensor(global_step_ - 1, at::kLong);
-      if (name == kGlobalStepName) return at::scalar_tensor(global_step_, at::kLong);
-      if (auto it = spec.summaries.find(name); it != spec.summaries.end()) return it->second.detach();
-      if (auto it = spec.predictions.find(name); it != spec.predictions.end()) return it->second.detach();
-      EST_THROW(ConfigError, "a hook asked for '", name,
-                "', which is neither loss, step, global_step, a summary nor a prediction of the model");
-    };
-    for (const auto& name : request.tensors) values.results[name] = fetch(name);
-    if (request.all_summaries)
-      for (const auto& [name, tensor] : spec.summaries) values.results[name] = tensor.detach();
-    return values;
   }
 
   const Estimator::Impl& estimator_;
@@ -438,8 +337,7 @@ class TrainingSession : public Session {
   ReplicaSet replicas_;
   std::optional<DynamicLossScaler> loss_scaler_;
   AsyncHostCopy loss_to_host_;
-  std::unique_ptr<distribute::GradientReducer> reducer_;
-  size_t reducer_variables_ = 0;
+  std::unique_ptr<distribute::StepSync> sync_;  ///< the strategy's, made when run() starts
   bool complete_saves_;
   const int64_t accumulation_steps_;
   std::optional<AsyncCheckpointWriter> checkpoint_writer_;
@@ -506,7 +404,6 @@ void Estimator::Impl::train(const InputFn& input_fn, const TrainOptions& options
   std::vector<HookPtr> hooks = options.hooks();
   for (auto& hook : DefaultTrainingHooks(config, model_dir, options, session.is_chief())) hooks.push_back(hook);
   session.run(input_fn, std::move(hooks), start_step, skip_batches, saved_batch_examples);
-  strategy.barrier();  // train() returns everywhere once the chief's last checkpoint is written
   if (session.last_loss().defined())
     Log().info("Loss for final step: {}.", FormatTensorValue(session.last_loss()));
   if (const int signal_number = session.stopped_by_signal())

@@ -1,0 +1,151 @@
+// The all-reduce StepSyncs: one replica in sync (nothing to reduce), a flat average over
+// every replica after backward, and bucketed all-reduce while backward runs.
+
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <utility>
+
+#include "common/error.h"
+#include "common/logging.h"
+#include "distribute/collective.h"
+#include "distribute/gradient_reducer.h"
+#include "distribute/step_sync.h"
+#include "distribute/strategy.h"
+
+namespace est::distribute {
+namespace {
+
+// The agreement every all-reduce StepSync makes through the strategy.
+class StrategyStepSync : public StepSync {
+ public:
+  StrategyStepSync(Strategy& strategy, const StepSyncOptions& options)
+      : strategy_(strategy), micro_batches_(options.micro_batches) {
+    EST_CHECK(micro_batches_ >= 1, ConfigError, "gradient accumulation needs at least 1 micro-batch, got ",
+              micro_batches_);
+  }
+  bool any_worker(bool flag) override { return strategy_.any_worker(flag); }
+  void barrier() override { strategy_.barrier(); }
+
+ protected:
+  // Divides gradients summed over the micro-batches by their number.
+  void average_micro_batches(const ReplicaStep& step) const {
+    if (micro_batches_ == 1) return;
+    for (const at::Tensor& variable : step.variables)
+      if (variable.grad().defined()) variable.mutable_grad().div_(static_cast<double>(micro_batches_));
+  }
+
+  Strategy& strategy_;
+  const int64_t micro_batches_;
+};
+
+// The only replica in sync: its gradients are applied as they are.
+class SingleReplicaStepSync final : public StrategyStepSync {
+ public:
+  using StrategyStepSync::StrategyStepSync;
+  bool loss_known_before_backward() const override { return true; }
+  void before_last_backward(int, const ReplicaStep&, StepFlags) override {}
+  StepFlags finish(std::vector<ReplicaStep>& replicas, StepFlags local) override {
+    average_micro_batches(replicas.front());
+    return local;
+  }
+};
+
+// Several replicas: after backward, every replica's gradients, loss, summaries and flags
+// averaged over all replicas in sync in one flat all-reduce.
+class FlatStepSync final : public StrategyStepSync {
+ public:
+  using StrategyStepSync::StrategyStepSync;
+  void before_last_backward(int, const ReplicaStep&, StepFlags) override {}
+  StepFlags finish(std::vector<ReplicaStep>& replicas, StepFlags local) override {
+    std::vector<std::vector<at::Tensor>> averaged(replicas.size());
+    for (size_t r = 0; r < replicas.size(); ++r) {
+      ReplicaStep& step = replicas[r];
+      average_micro_batches(step);
+      auto& values = averaged[r];
+      for (at::Tensor& variable : step.variables) {
+        if (!variable.grad().defined()) variable.mutable_grad() = at::zeros_like(variable);
+        values.push_back(variable.grad());
+      }
+      values.push_back(step.loss.detach().clone());
+      for (const at::Tensor& value : step.summaries) values.push_back(value.detach().to(at::kFloat).clone());
+      values.push_back(at::scalar_tensor(local.input_ended ? 1.0 : 0.0, at::kFloat));
+      values.push_back(at::scalar_tensor(local.stop_signal ? 1.0 : 0.0, at::kFloat));
+    }
+    strategy_.average_across_replicas(averaged);
+    ReplicaStep& first = replicas.front();
+    const auto& values = averaged.front();
+    size_t index = values.size() - first.summaries.size() - 3;
+    first.loss = values[index++];
+    for (at::Tensor& value : first.summaries) value = values[index++];
+    StepFlags any;
+    any.input_ended = values[index++].item<float>() > 0;
+    any.stop_signal = values[index].item<float>() > 0;
+    return any;
+  }
+};
+
+// One replica per worker: gradients are all-reduced in buckets while the last backward
+// runs; the loss and the flags ride in the last bucket. Summaries, when the model has any,
+// follow in one small all-reduce.
+class BucketedStepSync final : public StrategyStepSync {
+ public:
+  BucketedStepSync(Strategy& strategy, const StepSyncOptions& options, Collective& collective)
+      : StrategyStepSync(strategy, options), collective_(collective) {}
+
+  void before_last_backward(int, const ReplicaStep& step, StepFlags local) override {
+    if (!reducer_) {
+      reducer_ = std::make_unique<GradientReducer>(
+          collective_, step.variables, static_cast<int>(strategy_.num_replicas_in_sync() * micro_batches_),
+          strategy_.gradient_reducer_options(), /*extras_numel=*/3);
+      reducer_variables_ = step.variables.size();
+      Log().info("Gradient all-reduce: {} buckets", reducer_->num_buckets());
+    }
+    EST_CHECK(step.variables.size() == reducer_variables_, ModelError, "model_fn created trainable variables after "
+              "the first training step (", reducer_variables_, " then ", step.variables.size(),
+              "); create all state on the first call");
+    // Averaged over workers, then divided once more by the micro-batches (see the divisor).
+    // The three values are made on the loss's device (a GPU's, with NCCL).
+    const auto scale = static_cast<double>(micro_batches_);
+    const auto on_loss_device = step.loss.options().dtype(at::kFloat);
+    reducer_->prepare(at::stack({step.loss.detach().to(at::kFloat).reshape({}) * scale,
+                                 at::scalar_tensor(local.input_ended ? scale : 0.0, on_loss_device),
+                                 at::scalar_tensor(local.stop_signal ? scale : 0.0, on_loss_device)}));
+  }
+
+  StepFlags finish(std::vector<ReplicaStep>& replicas, StepFlags) override {
+    reducer_->finish();
+    ReplicaStep& step = replicas.front();
+    const at::Tensor extras = reducer_->extras();  // a view of the reducer's buffer: copy out
+    step.loss = extras[0].to(step.loss.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
+    const at::Tensor flags = extras.slice(0, 1, 3).cpu();  // one copy (and wait) on a GPU
+    if (!step.summaries.empty()) {
+      std::vector<std::vector<at::Tensor>> summaries(1);
+      for (const at::Tensor& value : step.summaries) summaries[0].push_back(value.detach().to(at::kFloat).clone());
+      strategy_.average_across_replicas(summaries);
+      step.summaries = std::move(summaries[0]);
+    }
+    StepFlags any;
+    any.input_ended = flags[0].item<float>() > 0;
+    any.stop_signal = flags[1].item<float>() > 0;
+    return any;
+  }
+
+ private:
+  Collective& collective_;
+  std::unique_ptr<GradientReducer> reducer_;
+  size_t reducer_variables_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<StepSync> CreateAllReduceStepSync(Strategy& strategy, const StepSyncOptions& options) {
+  if (strategy.num_replicas_in_sync() == 1) return std::make_unique<SingleReplicaStepSync>(strategy, options);
+  if (strategy.num_local_replicas() == 1) {
+    if (Collective* collective = strategy.collective())
+      return std::make_unique<BucketedStepSync>(strategy, options, *collective);
+  }
+  return std::make_unique<FlatStepSync>(strategy, options);
+}
+
+}  // namespace est::distribute

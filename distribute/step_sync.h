@@ -1,0 +1,73 @@
+#pragma once
+/// StepSync: how one training step synchronizes, owned by the strategy. The training loop
+/// runs forward and backward on each local replica and hands each replica's gradients,
+/// loss and summaries here; the strategy's StepSync makes them what every replica applies
+/// (gradients averaged over every replica in sync and over the micro-batches), agrees the
+/// loss, the summaries and the stop flags across workers, and owns the "any worker"
+/// decisions and the barrier. The loop knows no buckets, flag encodings or collectives; a
+/// strategy whose step is not an all-reduce implements this interface (as DDP's Reducer
+/// and Flashlight's add/finalize Reducer are the models).
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <vector>
+
+namespace est::distribute {
+
+class Strategy;
+
+/// What one local replica brings to a step: its trainable variables (its gradients summed
+/// over the step's micro-batches in `.grad()`), its loss and its summaries (means over the
+/// micro-batches, in an order every replica shares).
+struct ReplicaStep {
+  std::vector<at::Tensor> variables;
+  at::Tensor loss;
+  std::vector<at::Tensor> summaries;
+};
+
+/// What a worker knows before a step synchronizes, and what every worker learns from it.
+struct StepFlags {
+  /// The input ends before the next step.
+  bool input_ended = false;
+  /// A stop signal (SIGTERM, SIGINT, SIGHUP) arrived.
+  bool stop_signal = false;
+};
+
+/// How a training run's steps are shaped.
+struct StepSyncOptions {
+  /// Micro-batches whose gradients each replica sums per step (gradient accumulation).
+  int64_t micro_batches = 1;
+};
+
+/// One per training run, made by Strategy::make_step_sync. Every worker calls its methods
+/// in the same order.
+class StepSync {
+ public:
+  virtual ~StepSync() = default;
+
+  /// Whether replica 0's loss handed to before_last_backward() is already the step's loss,
+  /// so that the loop may start copying it to the host while backward runs; otherwise the
+  /// loss is known after finish().
+  virtual bool loss_known_before_backward() const { return false; }
+  /// Called for each local replica right before the backward of its last micro-batch, with
+  /// its variables, loss and summaries: a StepSync that reduces while backward runs
+  /// prepares here. `local` are this worker's flags.
+  virtual void before_last_backward(int replica, const ReplicaStep& step, StepFlags local) = 0;
+  /// After every local replica's backward: makes every replica's gradients (in `.grad()`)
+  /// those to apply, sets `replicas[0]`'s loss and summaries to their means over every
+  /// replica in sync, and returns what any worker's flags said.
+  virtual StepFlags finish(std::vector<ReplicaStep>& replicas, StepFlags local) = 0;
+  /// True on every worker when `flag` is true on any worker.
+  virtual bool any_worker(bool flag) = 0;
+  /// Returns once every worker has called barrier().
+  virtual void barrier() = 0;
+};
+
+/// The StepSync every strategy gets unless it makes its own: with one replica in sync,
+/// nothing crosses a replica; with one local replica per worker and a collective, gradients
+/// are all-reduced in buckets while backward runs (GradientReducer), the loss and the flags
+/// riding in the last bucket; otherwise one flat average over every replica after backward.
+std::unique_ptr<StepSync> CreateAllReduceStepSync(Strategy& strategy, const StepSyncOptions& options);
+
+}  // namespace est::distribute
