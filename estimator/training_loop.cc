@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 
+#include "checkpoint/async_checkpoint_writer.h"
 #include "checkpoint/checkpoint_manager.h"
 #include "checkpoint/checkpoint_reader.h"
 #include "common/crash_point.h"
@@ -20,7 +21,6 @@
 #include "common/stop_signals.h"
 #include "distribute/step_sync.h"
 #include "distribute/strategy.h"
-#include "estimator/async_checkpoint_writer.h"
 #include "estimator/async_host_copy.h"
 #include "estimator/batch_signature.h"
 #include "estimator/device_prefetcher.h"
@@ -340,7 +340,7 @@ class TrainingSession : public Session {
   std::unique_ptr<distribute::StepSync> sync_;  ///< the strategy's, made when run() starts
   bool complete_saves_;
   const int64_t accumulation_steps_;
-  std::optional<AsyncCheckpointWriter> checkpoint_writer_;
+  std::optional<checkpoint::AsyncCheckpointWriter> checkpoint_writer_;
   int64_t global_step_ = 0;
   int64_t input_position_ = 0;
   int64_t batch_examples_ = 0;  ///< examples per batch of this run (the first batch's), 0 before it

@@ -18,19 +18,19 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/async_checkpoint_writer.h"
 #include "checkpoint/checkpoint_files.h"
 #include "checkpoint/checkpoint_manager.h"
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_writer.h"
 #include "common/error.h"
 #include "common/malloc_tuning.h"
-#include "estimator/async_checkpoint_writer.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-using Tensors = est::AsyncCheckpointWriter::Tensors;
+using Tensors = est::checkpoint::AsyncCheckpointWriter::Tensors;
 
 constexpr int64_t kMegabyte = 1 << 20;
 /// The model: kLargeTensors tensors hold 15/16 of its bytes, kSmallTensors the rest.
@@ -226,7 +226,7 @@ Figure MeasureStepTime(const Tensors& model, const std::string& dir, int repetit
   torch::manual_seed(0);
   Mlp mlp;
   for (int i = 0; i < 20; ++i) mlp.step();
-  est::AsyncCheckpointWriter writer(
+  est::checkpoint::AsyncCheckpointWriter writer(
       est::checkpoint::CheckpointManager(dir + "/async", est::checkpoint::RetentionOptions().keep_checkpoint_max(1)));
   std::vector<double> during;
   std::vector<double> without;

@@ -35,6 +35,13 @@ inline EscapeLayout MakeEscapeLayout(const std::filesystem::path& root) {
   return layout;
 }
 
+/// Makes the data file of checkpoint `step` in `dir` impossible to create: a non-empty
+/// directory takes its name, so renaming the finished file into place fails.
+inline void BlockCheckpoint(const std::string& dir, int64_t step) {
+  const std::filesystem::path data = DataPath(CheckpointPrefix(dir, step));
+  std::filesystem::create_directories(data / "blocker");
+}
+
 /// Inverts every bit of the byte at `offset` of the file at `path`.
 inline void FlipByte(const std::string& path, uint64_t offset) {
   std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);

@@ -1,4 +1,4 @@
-#include "estimator/async_checkpoint_writer.h"
+#include "checkpoint/async_checkpoint_writer.h"
 
 #include <ATen/ATen.h>
 #include <sys/resource.h>
@@ -8,7 +8,7 @@
 #include "common/error.h"
 #include "common/logging.h"
 
-namespace est {
+namespace est::checkpoint {
 namespace {
 
 /// Nice value of the writer thread: it yields the CPU to training where the two compete
@@ -137,4 +137,4 @@ void AsyncCheckpointWriter::write_jobs() {
   }
 }
 
-}  // namespace est
+}  // namespace est::checkpoint

@@ -19,7 +19,7 @@
 
 #include "checkpoint/checkpoint_manager.h"
 
-namespace est {
+namespace est::checkpoint {
 
 /// Saves checkpoints through a CheckpointManager on one background thread, one at a time.
 ///
@@ -38,7 +38,7 @@ class AsyncCheckpointWriter {
   using Tensors = std::vector<std::pair<std::string, at::Tensor>>;
 
   /// Takes over `manager` and starts the writer thread.
-  explicit AsyncCheckpointWriter(checkpoint::CheckpointManager manager);
+  explicit AsyncCheckpointWriter(CheckpointManager manager);
   /// Waits for the save in progress; logs, never throws, a failure not yet reported.
   ~AsyncCheckpointWriter();
   AsyncCheckpointWriter(const AsyncCheckpointWriter&) = delete;
@@ -68,7 +68,7 @@ class AsyncCheckpointWriter {
   void write_jobs();
   void rethrow_failure(std::unique_lock<std::mutex>& lock);
 
-  checkpoint::CheckpointManager manager_;  // used by the writer thread only, after construction
+  CheckpointManager manager_;  // used by the writer thread only, after construction
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::optional<Job> job_;  // the save in progress: set by save(), reset once written
@@ -79,4 +79,4 @@ class AsyncCheckpointWriter {
   std::thread thread_;
 };
 
-}  // namespace est
+}  // namespace est::checkpoint
