@@ -5,20 +5,18 @@
 #include <limits>
 
 #include "common/error.h"
-#include "common/file_util.h"
+#include "common/tfrecord_file.h"
 #include "estimator/summary/event.pb.h"
 #include "estimator/summary/event_file_name.h"
-#include "estimator/summary/tfrecord.h"
 
 namespace est {
 
 std::vector<ScalarEvent> ReadScalarEvents(const std::string& event_file) {
-  const std::string bytes = ReadFile(event_file);
-  tfrecord::RecordReader reader(bytes, event_file);
+  tfrecord::RecordFileReader reader(event_file);
   std::vector<ScalarEvent> scalars;
+  std::string record;
   for (;;) {
     const uint64_t offset = reader.offset();
-    std::string_view record;
     if (!reader.next(&record)) break;
     // protobuf parses at most INT_MAX bytes at once (ParseFromArray takes an int).
     EST_CHECK(record.size() <= static_cast<size_t>(std::numeric_limits<int>::max()), DataError,

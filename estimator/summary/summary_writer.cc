@@ -1,19 +1,16 @@
 #include "estimator/summary/summary_writer.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 
 #include "common/error.h"
 #include "common/file_util.h"
+#include "common/tfrecord_file.h"
 #include "common/utf8.h"
 #include "estimator/summary/event.pb.h"
 #include "estimator/summary/event_file_name.h"
-#include "estimator/summary/tfrecord.h"
 
 namespace est {
 namespace {
@@ -31,17 +28,15 @@ std::string Hostname() {
   return name;
 }
 
-/// Creates a new event file in `logdir`; returns its descriptor and sets `path`.
-int CreateEventFile(const std::string& logdir, std::string* path) {
+/// Creates a new event file in `logdir`, its name suffixed `.1`, `.2`, ... when taken.
+std::unique_ptr<tfrecord::RecordFileWriter> CreateEventFile(const std::string& logdir) {
   const auto seconds =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
   const std::string base =
       (std::filesystem::path(logdir) / EventFileName(seconds.count(), Hostname())).string();
   for (int attempt = 0;; ++attempt) {
-    *path = attempt == 0 ? base : base + "." + std::to_string(attempt);
-    const int fd = ::open(path->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
-    if (fd >= 0) return fd;
-    if (errno != EEXIST) EST_THROW(IoError, "cannot create event file '", *path, "': ", std::strerror(errno));
+    auto file = tfrecord::RecordFileWriter::CreateNew(attempt == 0 ? base : base + "." + std::to_string(attempt));
+    if (file) return file;
   }
 }
 
@@ -56,21 +51,15 @@ tfevents::Event NewEvent(int64_t step) {
 
 SummaryWriter::SummaryWriter(const std::string& logdir) : logdir_(logdir) {
   CreateDirectories(logdir_);
-  fd_ = CreateEventFile(logdir_, &path_);
+  file_ = CreateEventFile(logdir_);
   tfevents::Event event = NewEvent(0);
   event.set_file_version(kFileVersion);
-  try {
-    append_record(event.SerializeAsString());
-  } catch (...) {
-    ::close(fd_);
-    throw;
-  }
+  append_record(event.SerializeAsString());
 }
 
-SummaryWriter::~SummaryWriter() {
-  ::fsync(fd_);
-  ::close(fd_);
-}
+SummaryWriter::~SummaryWriter() = default;
+
+const std::string& SummaryWriter::path() const { return file_->path(); }
 
 void SummaryWriter::add_scalar(const std::string& tag, double value, int64_t step) {
   add_scalars({{tag, value}}, step);
@@ -97,7 +86,7 @@ void SummaryWriter::add_session_log(SessionStatus status, int64_t step, const st
 
 void SummaryWriter::flush() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (::fsync(fd_) != 0) EST_THROW(IoError, "cannot fsync event file '", path_, "': ", std::strerror(errno));
+  file_->sync();
 }
 
 // Each record goes to the operating system in one write() as it is added, with no user-space
@@ -105,19 +94,8 @@ void SummaryWriter::flush() {
 // measurable, readers (TensorBoard, an evaluator) see every record as soon as it is added,
 // and a process that dies loses nothing it added.
 void SummaryWriter::append_record(const std::string& event_bytes) {
-  const std::string record = tfrecord::FrameRecord(event_bytes);
   std::lock_guard<std::mutex> lock(mutex_);
-  const char* data = record.data();
-  size_t remaining = record.size();
-  while (remaining > 0) {
-    const ssize_t written = ::write(fd_, data, remaining);
-    if (written < 0) {
-      if (errno == EINTR) continue;
-      EST_THROW(IoError, "cannot write event file '", path_, "': ", std::strerror(errno));
-    }
-    data += written;
-    remaining -= static_cast<size_t>(written);
-  }
+  file_->append(event_bytes);
 }
 
 std::shared_ptr<SummaryWriter> SummaryWriterFor(const std::string& logdir) {

@@ -8,6 +8,10 @@
 #include <mutex>
 #include <string>
 
+namespace est::tfrecord {
+class RecordFileWriter;
+}  // namespace est::tfrecord
+
 namespace est {
 
 /// A session state change recorded in an event file (TensorFlow's SessionLog.SessionStatus).
@@ -45,7 +49,7 @@ class SummaryWriter {
   void flush();
 
   /// The event file's path.
-  const std::string& path() const { return path_; }
+  const std::string& path() const;
   /// The directory the writer was created for.
   const std::string& logdir() const { return logdir_; }
 
@@ -53,8 +57,7 @@ class SummaryWriter {
   void append_record(const std::string& event_bytes);
 
   std::string logdir_;
-  std::string path_;
-  int fd_ = -1;
+  std::unique_ptr<tfrecord::RecordFileWriter> file_;
   std::mutex mutex_;
 };
 

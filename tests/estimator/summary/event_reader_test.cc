@@ -10,7 +10,7 @@
 #include "common/file_util.h"
 #include "estimator/summary/event.pb.h"
 #include "estimator/summary/summary_writer.h"
-#include "estimator/summary/tfrecord.h"
+#include "common/tfrecord.h"
 #include "tests/test_util.h"
 
 using namespace est;

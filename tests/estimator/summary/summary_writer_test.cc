@@ -10,9 +10,9 @@
 
 #include "common/error.h"
 #include "common/file_util.h"
+#include "common/tfrecord_file.h"
 #include "estimator/summary/event.pb.h"
 #include "estimator/summary/event_reader.h"
-#include "estimator/summary/tfrecord.h"
 #include "tests/test_util.h"
 
 using namespace est;
@@ -24,10 +24,9 @@ namespace {
 
 /// Every Event of an event file, parsed with the generated proto classes.
 std::vector<tfevents::Event> ReadEvents(const std::string& path) {
-  const std::string bytes = ReadFile(path);
-  tfrecord::RecordReader reader(bytes, path);
+  tfrecord::RecordFileReader reader(path);
   std::vector<tfevents::Event> events;
-  std::string_view record;
+  std::string record;
   while (reader.next(&record)) {
     tfevents::Event event;
     REQUIRE(event.ParseFromArray(record.data(), static_cast<int>(record.size())));
