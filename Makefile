@@ -5,7 +5,8 @@ SANITIZE_DIR := build-sanitize
 DEMO_DIR  ?= $(BUILD_DIR)/demo-model
 JOBS      ?= $(shell nproc)
 
-.PHONY: demo test sanitize fuzz bench deps configure build programs tensorboard sanitize-build clean
+.PHONY: demo test sanitize fuzz installed-example bench deps configure build programs tensorboard \
+  sanitize-build clean
 
 # Builds only est-train and the libraries it links, so the first step comes soonest.
 demo: configure
@@ -16,8 +17,14 @@ demo: configure
 
 # Every test runs once, in the sanitizer build (clang, ASan + UBSan), then the fuzzers
 # run; the programs of the optimized gcc build (what `make demo` and `make bench` run) are
-# compiled too. `make build && cd build && ctest` runs the same tests on the gcc build.
-test: sanitize fuzz programs
+# compiled too, installed into a temporary prefix, and the standalone quick start project
+# (examples/quickstart/) is built and run against that install alone.
+# `make build && cd build && ctest` runs the same tests on the gcc build.
+test: sanitize fuzz installed-example
+
+# The user's view: examples/quickstart/ against an installed copy (public headers only).
+installed-example: programs
+	@bash tests/install/example_against_install.sh $(BUILD_DIR)
 
 # The whole test suite again, built with clang under AddressSanitizer and
 # UndefinedBehaviorSanitizer (the `sanitize` preset, in build-sanitize/), each libFuzzer

@@ -24,6 +24,20 @@ function(est_add_library folder)
   set_property(GLOBAL APPEND PROPERTY EST_LIBRARY_TARGETS ${target})
 endfunction()
 
+# est_public_headers(<header>...): marks headers of the calling folder (paths relative to it)
+# as the public API: what a user's model_fn, input_fn and main, and a strategy or collective
+# author, include. Only these are installed; every other header is internal.
+function(est_public_headers)
+  foreach(header ${ARGN})
+    get_filename_component(absolute ${header} ABSOLUTE)
+    file(RELATIVE_PATH relative ${PROJECT_SOURCE_DIR} ${absolute})
+    if(NOT EXISTS ${absolute})
+      message(FATAL_ERROR "est_public_headers: ${relative} does not exist")
+    endif()
+    set_property(GLOBAL APPEND PROPERTY EST_PUBLIC_HEADERS ${relative})
+  endforeach()
+endfunction()
+
 # est_protobuf(<target> <proto>...): generates C++ for the protos (paths relative to the
 # calling folder) into the build tree and adds it to <target>, which must be defined in the
 # calling folder (CMake attaches custom commands to targets of their own folder only).

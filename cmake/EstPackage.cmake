@@ -7,12 +7,16 @@ get_property(est_targets GLOBAL PROPERTY EST_LIBRARY_TARGETS)
 install(TARGETS ${est_targets} EXPORT TorchEstimatorTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-# distribute/nccl/ (the NCCL core and collective) is compiled into TorchEstimator::distribute in
-# builds with the NCCL collective; its headers are internal, not installed.
-install(DIRECTORY common data checkpoint distribute estimator
-  DESTINATION include/torch_estimator FILES_MATCHING PATTERN "*.h" PATTERN "nccl" EXCLUDE)
-install(DIRECTORY ${PROJECT_BINARY_DIR}/include/
-  DESTINATION include/torch_estimator FILES_MATCHING PATTERN "*.h")
+# Only the public headers (est_public_headers in each folder) are installed, under their
+# folder paths; internal headers and generated ones (no public header includes them) are not.
+get_property(est_public_headers GLOBAL PROPERTY EST_PUBLIC_HEADERS)
+foreach(header ${est_public_headers})
+  get_filename_component(folder ${header} DIRECTORY)
+  install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION include/torch_estimator/${folder})
+endforeach()
+# The list, for the test that public headers include nothing internal.
+string(REPLACE ";" "\n" est_public_header_lines "${est_public_headers}")
+file(WRITE ${PROJECT_BINARY_DIR}/public_headers.txt "${est_public_header_lines}\n")
 install(EXPORT TorchEstimatorTargets NAMESPACE TorchEstimator::
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/TorchEstimator)
 configure_package_config_file(cmake/TorchEstimatorConfig.cmake.in
