@@ -2,7 +2,7 @@
 #
 # EST_WITH_CUDA and EST_WITH_NCCL are cache strings AUTO (the default), ON or OFF. AUTO
 # turns CUDA on when LibTorch has CUDA, and NCCL on when, in addition, the CUDA toolkit and
-# NCCL >= EST_NCCL_MIN_VERSION are found. The NCCL core (distribute/nccl/, no LibTorch) is
+# NCCL >= EST_NCCL_MIN_VERSION are found. The NCCL core (distribute/collective/nccl/, no LibTorch) is
 # compiled wherever the toolkit and NCCL are found, even when LibTorch has no CUDA, so that
 # it cannot rot unnoticed on a machine without a CUDA LibTorch.
 

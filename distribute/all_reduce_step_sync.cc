@@ -8,7 +8,7 @@
 
 #include "common/error.h"
 #include "common/logging.h"
-#include "distribute/collective.h"
+#include "distribute/collective/collective.h"
 #include "distribute/gradient_reducer.h"
 #include "distribute/step_sync.h"
 #include "distribute/strategy.h"

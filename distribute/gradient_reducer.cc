@@ -3,7 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "common/error.h"
-#include "distribute/collective.h"
+#include "distribute/collective/collective.h"
 
 namespace est::distribute {
 

@@ -7,12 +7,12 @@
 #include "common/config.h"
 #include "common/error.h"
 #include "common/logging.h"
-#include "distribute/cluster_address.h"
-#include "distribute/cluster_resolver.h"
-#include "distribute/refusal_watcher.h"
-#include "distribute/rendezvous.h"
-#include "distribute/settings_agreement.h"
-#include "distribute/store.h"
+#include "distribute/cluster/cluster_address.h"
+#include "distribute/cluster/cluster_resolver.h"
+#include "distribute/rendezvous/refusal_watcher.h"
+#include "distribute/rendezvous/rendezvous.h"
+#include "distribute/rendezvous/settings_agreement.h"
+#include "distribute/rendezvous/store.h"
 
 namespace est::distribute {
 namespace {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "distribute/cluster_config.h"
-#include "distribute/settings_agreement.h"
+#include "distribute/cluster/cluster_config.h"
+#include "distribute/rendezvous/settings_agreement.h"
 #include "distribute/strategy.h"
 
 namespace est::distribute {

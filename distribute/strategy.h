@@ -11,7 +11,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "distribute/collective.h"
+#include "distribute/collective/collective.h"
 #include "distribute/gradient_reducer.h"
 #include "distribute/input_context.h"
 #include "distribute/step_sync.h"

@@ -51,6 +51,10 @@ struct PredictOptions {
   TORCH_ARG(std::vector<std::string>, predict_keys);
   /// The checkpoint to predict with; the latest one in model_dir when empty.
   TORCH_ARG(std::string, checkpoint_path);
+  /// Hooks around each batch of the pass: begin() and after_create_session() when the first
+  /// prediction is asked for, end() when the input ends, a hook stops the pass, or the
+  /// Predictions are destroyed. A stop takes effect after the current batch's predictions.
+  TORCH_ARG(std::vector<HookPtr>, hooks);
 };
 
 /// Evaluation results: every metric, "loss" and "global_step".

@@ -19,25 +19,6 @@
 namespace est {
 namespace {
 
-// The session seen by evaluation hooks.
-class EvaluationSession : public Session {
- public:
-  EvaluationSession(const std::string& model_dir, int64_t global_step, bool is_chief)
-      : model_dir_(model_dir), global_step_(global_step), is_chief_(is_chief) {}
-  Mode mode() const override { return Mode::kEval; }
-  int64_t global_step() const override { return global_step_; }
-  const std::string& model_dir() const override { return model_dir_; }
-  bool is_chief() const override { return is_chief_; }
-  std::string save_checkpoint() override {
-    EST_THROW(ConfigError, "save_checkpoint() is not available during evaluation");
-  }
-
- private:
-  const std::string& model_dir_;
-  int64_t global_step_;
-  bool is_chief_;
-};
-
 std::string Now() {
   std::time_t now = std::time(nullptr);
   char text[32];
@@ -87,7 +68,7 @@ EvalResult Estimator::Impl::evaluate(const InputFn& input_fn, const EvalOptions&
   // The first worker of the evaluating group writes: the chief when the training group
   // evaluates together, the evaluator task on its own.
   const bool writes_results = strategy->worker_index() == 0;
-  EvaluationSession session(model_dir, global_step, writes_results);
+  FixedStepSession session(Mode::kEval, model_dir, global_step, writes_results);
   HookRunner hooks(options.hooks(), session);
 
   auto iterator = input_fn(Mode::kEval, strategy->input_context()).make_iterator();

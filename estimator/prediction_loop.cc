@@ -10,6 +10,7 @@
 #include "common/logging.h"
 #include "distribute/strategy.h"
 #include "estimator/estimator_impl.h"
+#include "estimator/hooks/hook_runner.h"
 #include "estimator/model_checkpoint.h"
 
 namespace est {
@@ -47,6 +48,50 @@ struct PredictionState {
   MixedPrecision precision = MixedPrecision::kNone;
   std::deque<Prediction> pending;
   bool exhausted = false;
+  std::string model_dir;
+  bool is_chief = true;
+  std::vector<HookPtr> hook_list;
+  std::unique_ptr<FixedStepSession> session;
+  std::unique_ptr<HookRunner> hooks;  ///< from the first prediction asked for until end_hooks()
+
+  // A pass abandoned before its end still ends its hooks (as TensorFlow's generator does
+  // when closed); a hook's error there cannot propagate from a destructor and is logged.
+  ~PredictionState() {
+    try {
+      end_hooks();
+    } catch (const std::exception& error) {
+      Log().error("a prediction hook's end() failed: {}", error.what());
+    }
+  }
+
+  void start_hooks() {
+    if (hooks || exhausted) return;
+    session = std::make_unique<FixedStepSession>(Mode::kPredict, model_dir, global_step, is_chief);
+    hooks = std::make_unique<HookRunner>(std::move(hook_list), *session);
+  }
+
+  void end_hooks() {
+    exhausted = true;
+    if (!hooks) return;
+    std::unique_ptr<HookRunner> ending = std::move(hooks);
+    ending->end();
+  }
+
+  // Runs model_fn on the next batch into `pending`; false at the end of the input.
+  bool predict_batch(const c10::Device& device) {
+    hooks->before_step();
+    std::optional<data::Element> element = iterator->next();
+    if (!element) return false;
+    element->labels = at::Tensor();
+    torch::NoGradGuard no_grad;
+    EstimatorSpec spec =
+        CallModelFn(model_fn, ToDevice(std::move(*element), device), Mode::kPredict, *ctx, global_step, precision);
+    std::vector<std::string> batch_keys = keys;
+    if (batch_keys.empty())
+      for (const auto& [key, tensor] : spec.predictions) batch_keys.push_back(key);
+    SplitBatch(spec.predictions, batch_keys, pending);
+    return !hooks->after_step({at::Tensor(), global_step, global_step, nullptr, &spec.predictions});
+  }
 };
 
 }  // namespace
@@ -65,23 +110,15 @@ Predictions Estimator::Impl::predict(const InputFn& input_fn, const PredictOptio
   state->keys = options.predict_keys();
   state->global_step = reader->global_step();
   state->precision = config.mixed_precision;
+  state->model_dir = model_dir;
+  state->is_chief = config.cluster.is_chief;
+  state->hook_list = options.hooks();
 
   return Predictions([state, device]() -> std::optional<Prediction> {
     while (state->pending.empty()) {
       if (state->exhausted) return std::nullopt;
-      std::optional<data::Element> element = state->iterator->next();
-      if (!element) {
-        state->exhausted = true;
-        return std::nullopt;
-      }
-      element->labels = at::Tensor();
-      torch::NoGradGuard no_grad;
-      EstimatorSpec spec = CallModelFn(state->model_fn, ToDevice(std::move(*element), device), Mode::kPredict,
-                                       *state->ctx, state->global_step, state->precision);
-      std::vector<std::string> keys = state->keys;
-      if (keys.empty())
-        for (const auto& [key, tensor] : spec.predictions) keys.push_back(key);
-      SplitBatch(spec.predictions, keys, state->pending);
+      state->start_hooks();
+      if (!state->predict_batch(device)) state->end_hooks();
     }
     Prediction next = std::move(state->pending.front());
     state->pending.pop_front();

@@ -6,8 +6,8 @@
 #include <optional>
 #include <string>
 
-#include "distribute/cluster_config.h"
-#include "distribute/cluster_resolver.h"
+#include "distribute/cluster/cluster_config.h"
+#include "distribute/cluster/cluster_resolver.h"
 #include "estimator/mixed_precision.h"
 
 namespace est {

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "distribute/collective.h"
+#include "distribute/collective/collective.h"
 
 namespace est_bench {
 

@@ -20,12 +20,12 @@
 #include "apps/bench/timing_collective.h"
 #include "apps/common/parse_flags.h"
 #include "common/error.h"
-#include "distribute/cluster_address.h"
-#include "distribute/cluster_resolver.h"
+#include "distribute/cluster/cluster_address.h"
+#include "distribute/cluster/cluster_resolver.h"
 #include "distribute/multi_worker_mirrored_strategy.h"
-#include "distribute/rendezvous.h"
+#include "distribute/rendezvous/rendezvous.h"
 #include "distribute/strategy.h"
-#include "distribute/store.h"
+#include "distribute/rendezvous/store.h"
 #include "estimator/estimator.h"
 
 namespace {

@@ -16,6 +16,7 @@ RunValues SelectRunValues(const RunArgs& request, const StepOutputs& outputs) {
   RunValues values;
   for (const auto& name : request.tensors) {
     if (name == "loss") {
+      EST_CHECK(outputs.loss.defined(), ConfigError, "a hook asked for 'loss', which a prediction step does not compute");
       values.results[name] = outputs.loss.detach();
     } else if (name == "step") {
       values.results[name] = at::scalar_tensor(outputs.step, at::kLong);
@@ -33,6 +34,10 @@ RunValues SelectRunValues(const RunArgs& request, const StepOutputs& outputs) {
   if (request.all_summaries && outputs.summaries != nullptr)
     for (const auto& [name, tensor] : *outputs.summaries) values.results[name] = tensor.detach();
   return values;
+}
+
+std::string FixedStepSession::save_checkpoint() {
+  EST_THROW(ConfigError, "save_checkpoint() is not available during ", mode_ == Mode::kEval ? "evaluation" : "prediction");
 }
 
 HookRunner::HookRunner(std::vector<HookPtr> hooks, Session& session) : hooks_(std::move(hooks)), session_(session) {

@@ -1,8 +1,9 @@
 #pragma once
 /// HookRunner: the lifecycle of a loop's SessionRunHooks, and the values each asked for,
-/// shared by the training and the evaluation loop.
+/// shared by the training, evaluation and prediction loops.
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "estimator/estimator_spec.h"
@@ -28,6 +29,26 @@ struct StepOutputs {
 /// a prediction; `all_summaries` adds every summary. ConfigError naming a value that the
 /// step does not offer, and what it offers.
 RunValues SelectRunValues(const RunArgs& request, const StepOutputs& outputs);
+
+/// The session of a loop that does not train (evaluation, prediction): the global step is
+/// the checkpoint's, and save_checkpoint() is a ConfigError naming the mode.
+class FixedStepSession : public Session {
+ public:
+  /// `model_dir` must outlive the session.
+  FixedStepSession(Mode mode, const std::string& model_dir, int64_t global_step, bool is_chief)
+      : mode_(mode), model_dir_(model_dir), global_step_(global_step), is_chief_(is_chief) {}
+  Mode mode() const override { return mode_; }
+  int64_t global_step() const override { return global_step_; }
+  const std::string& model_dir() const override { return model_dir_; }
+  bool is_chief() const override { return is_chief_; }
+  std::string save_checkpoint() override;
+
+ private:
+  Mode mode_;
+  const std::string& model_dir_;
+  int64_t global_step_;
+  bool is_chief_;
+};
 
 /// Runs hooks through one loop: begin() and after_create_session() when made, before_run()
 /// and after_run() around each step, end() once.

@@ -10,7 +10,7 @@ if(count LESS 10)
   message(FATAL_ERROR "${PUBLIC_HEADERS} lists ${count} public headers; expected the API's (estimator.h ...)")
 endif()
 foreach(required estimator/estimator.h estimator/train_and_evaluate.h data/dataset.h distribute/strategy.h
-                 distribute/step_sync.h distribute/collective.h)
+                 distribute/step_sync.h distribute/collective/collective.h)
   if(NOT required IN_LIST public)
     message(SEND_ERROR "${required} is not public; a user or strategy author needs it")
   endif()

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "distribute/collective.h"
+#include "distribute/collective/collective.h"
 
 namespace est::testing {
 

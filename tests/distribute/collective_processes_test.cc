@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "distribute/store.h"
+#include "distribute/rendezvous/store.h"
 #include "tests/test_util.h"
 
 extern char** environ;

@@ -22,9 +22,9 @@
 #include <thread>
 
 #include "common/error.h"
-#include "distribute/collective.h"
-#include "distribute/rendezvous.h"
-#include "distribute/store.h"
+#include "distribute/collective/collective.h"
+#include "distribute/rendezvous/rendezvous.h"
+#include "distribute/rendezvous/store.h"
 
 namespace {
 

@@ -2,9 +2,9 @@
 
 #include <torch/torch.h>
 
-#include "distribute/collective.h"
-#include "distribute/rendezvous.h"
-#include "distribute/store.h"
+#include "distribute/collective/collective.h"
+#include "distribute/rendezvous/rendezvous.h"
+#include "distribute/rendezvous/store.h"
 #include "tests/distribute/rank_threads.h"
 
 #include <catch2/catch.hpp>

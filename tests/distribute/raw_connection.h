@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "distribute/store_request.h"
+#include "distribute/rendezvous/store_request.h"
 
 namespace est::testing {
 

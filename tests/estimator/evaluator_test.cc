@@ -9,7 +9,7 @@
 
 #include "checkpoint/checkpoint_files.h"
 #include "checkpoint/checkpoint_state.h"
-#include "distribute/cluster_config.h"
+#include "distribute/cluster/cluster_config.h"
 #include "estimator/train_and_evaluate.h"
 #include "estimator/summary/event_reader.h"
 #include "tests/checkpoint/checkpoint_test_util.h"

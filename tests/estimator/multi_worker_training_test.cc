@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <future>
 
-#include "distribute/collective.h"
+#include "distribute/collective/collective.h"
 #include "distribute/multi_worker_mirrored_strategy.h"
-#include "distribute/rendezvous.h"
-#include "distribute/store.h"
+#include "distribute/rendezvous/rendezvous.h"
+#include "distribute/rendezvous/store.h"
 #include "estimator/estimator.h"
 #include "estimator/metrics/mean_squared_error.h"
 #include "estimator/summary/event_reader.h"

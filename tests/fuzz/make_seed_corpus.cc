@@ -14,7 +14,7 @@
 #include "checkpoint/checkpoint_files.h"
 #include "checkpoint/checkpoint_writer.h"
 #include "common/file_util.h"
-#include "distribute/store_request.h"
+#include "distribute/rendezvous/store_request.h"
 #include "estimator/summary/summary_writer.h"
 #include "tests/fuzz/fuzz_files.h"
 

@@ -1,4 +1,4 @@
-/// libFuzzer harness for the scanner of c10d store requests (distribute/store_request.h),
+/// libFuzzer harness for the scanner of c10d store requests (distribute/rendezvous/store_request.h),
 /// which judges bytes from any client that reaches the chief's store port. The input is a
 /// stream of bytes as a client sends them, scanned under every LibTorch version's protocol,
 /// as a connection's first request and as a later one. Any crash or sanitizer report is a
@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "distribute/store_request.h"
+#include "distribute/rendezvous/store_request.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "common/error.h"
-#include "distribute/cluster_config.h"
+#include "distribute/cluster/cluster_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   const std::string text(reinterpret_cast<const char*>(bytes), size);

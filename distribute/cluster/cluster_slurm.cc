@@ -1,0 +1,56 @@
+/// SlurmClusterResolver (declared in distribute/cluster/cluster_resolver.h): a Slurm task's variables.
+
+#include <utility>
+
+#include "common/error.h"
+#include "distribute/cluster/cluster_address.h"
+#include "distribute/cluster/cluster_resolver.h"
+#include "distribute/cluster/cluster_slurm_nodelist.h"
+
+namespace est::distribute {
+namespace {
+
+/// The chief's port when MASTER_PORT is not set: torch.distributed's default.
+constexpr int kDefaultPort = 29500;
+
+/// Reads the variables of a Slurm task.
+class SlurmResolver : public ClusterResolver {
+ public:
+  explicit SlurmResolver(Environment env) : env_(std::move(env)) {}
+  std::string name() const override { return "slurm"; }
+
+  std::optional<ClusterConfig> resolve() const override {
+    if (!env_("SLURM_PROCID") || !env_("SLURM_NTASKS")) return std::nullopt;
+    const int world_size = ReadRequiredIntVariable(env_, "SLURM_NTASKS", 1);
+    const int rank = ReadRequiredIntVariable(env_, "SLURM_PROCID", 0);
+    EST_CHECK(rank < world_size, ConfigError, "environment variable SLURM_PROCID=\"", rank,
+              "\" is not below SLURM_NTASKS=\"", world_size, "\"");
+    const int local_rank = ReadIntVariable(env_, "SLURM_LOCALID", 0).value_or(0);
+    std::string variable = "SLURM_NODELIST";
+    std::optional<std::string> nodelist = env_(variable);
+    if (!nodelist) nodelist = env_(variable = "SLURM_JOB_NODELIST");
+    EST_CHECK(nodelist, ConfigError,
+              "neither SLURM_NODELIST nor SLURM_JOB_NODELIST is set (SLURM_PROCID and SLURM_NTASKS are)");
+    std::string first_host;
+    try {
+      first_host = ExpandSlurmNodelist(*nodelist).front();
+    } catch (const ConfigError& error) {
+      EST_THROW(ConfigError, "environment variable ", variable, ": ", error.what());
+    }
+    std::optional<std::string> master_port = env_("MASTER_PORT");
+    const int port = master_port ? ParsePort(*master_port, "environment variable MASTER_PORT=\"" + *master_port + "\"")
+                                 : kDefaultPort;
+    return MakeRankedClusterConfig(world_size, rank, local_rank, JoinHostPort(first_host, port), name());
+  }
+
+ private:
+  Environment env_;
+};
+
+}  // namespace
+
+std::unique_ptr<ClusterResolver> SlurmClusterResolver(Environment env) {
+  return std::make_unique<SlurmResolver>(std::move(env));
+}
+
+}  // namespace est::distribute

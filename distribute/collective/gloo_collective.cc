@@ -1,0 +1,326 @@
+#include <ATen/ATen.h>
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/common/logging.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "common/error.h"
+#include "distribute/collective/collective.h"
+#include "distribute/rendezvous/error_text.h"
+#include "distribute/collective/gloo_peers.h"
+#include "distribute/collective/gloo_store.h"
+#include "distribute/collective/host_staging.h"
+#include "distribute/rendezvous/rendezvous.h"
+#include "distribute/collective/shared_memory_collective.h"
+#include "distribute/rendezvous/store.h"
+
+// Design notes.
+// - Creating the collective is a rendezvous round of its own (job "gloo" under the prefix
+//   "gloo/" of the given store): it names the ranks that never arrive before Gloo waits on
+//   any of them, and gives each collective created over one store fresh keys for Gloo's
+//   address exchange. The rendezvous and the connection share GlooOptions::timeout.
+// - float16 and bfloat16 are summed in float32 (converted, reduced, converted back): exact
+//   for more ranks and values than 16-bit sums, at twice the bytes on the wire.
+// - Tensors that are not contiguous CPU tensors of the reduced type are staged through a
+//   contiguous CPU copy; the result is copied back into the caller's tensor.
+// - Empty tensors and a world of one never touch the network; every rank skips an empty
+//   tensor alike, since shapes agree across ranks.
+// - When every rank runs on this host (one boot and one set of namespaces), all-reduce goes
+//   through a shared-memory segment (WithHostSharedMemory) instead of TCP loopback: it
+//   copies memory rather than pushing it through the kernel's network stack, which on a
+//   small machine costs the CPU time training needs. Other operations stay on Gloo.
+// - After a Gloo failure (a peer lost, a timeout) the connections are closed: the collective
+//   is not usable again; create a new one.
+// - A lost TCP connection is reported by the rank behind it (GlooPeers). Every rank that
+//   loses one records it in the store and names the first rank recorded, so that a rank
+//   that fails because a failed peer exited still names the rank lost first.
+
+namespace est::distribute {
+namespace {
+
+// How long a rank that timed out waits for its peers' reports of the same timeout.
+constexpr std::chrono::milliseconds kTimeoutReportPatience(2000);
+
+using ReduceFunction = void (*)(void*, const void*, const void*, size_t);
+
+template <typename T>
+void SetSum(gloo::AllreduceOptions& options, at::Tensor& buffer) {
+  options.setOutput(buffer.data_ptr<T>(), static_cast<size_t>(buffer.numel()));
+  options.setReduceFunction(static_cast<ReduceFunction>(&gloo::sum<T>));
+}
+
+// True for Gloo's messages about a deadline that passed.
+bool IsTimeout(const std::string& message) {
+  return message.find("Timed out") != std::string::npos || message.find("timed out") != std::string::npos ||
+         message.find("Timeout") != std::string::npos || message.find("timeout") != std::string::npos;
+}
+
+class GlooCollective final : public Collective {
+ public:
+  GlooCollective(int rank, int world_size, std::chrono::milliseconds timeout,
+                 std::shared_ptr<gloo::rendezvous::Context> context, std::optional<GlooPeers> peers = std::nullopt)
+      : rank_(rank),
+        world_size_(world_size),
+        timeout_(timeout),
+        context_(std::move(context)),
+        peers_(std::move(peers)) {}
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_size_; }
+  std::string name() const override { return "gloo"; }
+
+  void allreduce(at::Tensor& tensor, ReduceOp op) override {
+    const at::ScalarType type = detail::ReductionType(tensor.scalar_type(), "Gloo");
+    if (tensor.numel() == 0 || world_size_ == 1) return;
+    at::Tensor buffer = detail::Staged(tensor, type);
+    reduce_over_tcp(buffer, type);
+    if (op == ReduceOp::kMean) detail::DivideForMean(buffer, world_size_);
+    detail::Unstage(buffer, tensor);
+  }
+
+  void broadcast(at::Tensor& tensor, int root) override {
+    EST_CHECK(root >= 0 && root < world_size_, ConfigError, "Gloo broadcast: root must be in [0, ", world_size_,
+              "), got ", root);
+    if (tensor.numel() == 0 || world_size_ == 1) return;
+    at::Tensor buffer = detail::Staged(tensor, tensor.scalar_type());
+    Run("broadcast", [&] {
+      gloo::BroadcastOptions options(context_);
+      options.setTag(next_tag_++);
+      options.setOutput(static_cast<uint8_t*>(buffer.data_ptr()), buffer.nbytes());
+      options.setRoot(root);
+      gloo::broadcast(options);
+    });
+    detail::Unstage(buffer, tensor);
+  }
+
+  at::Tensor allgather(const at::Tensor& tensor) override {
+    std::vector<int64_t> shape{world_size_};
+    shape.insert(shape.end(), tensor.sizes().begin(), tensor.sizes().end());
+    if (world_size_ == 1) return tensor.unsqueeze(0).clone(at::MemoryFormat::Contiguous);
+    at::Tensor output = at::empty(shape, tensor.options().device(at::kCPU));
+    if (tensor.numel() == 0) return output.to(tensor.device());
+    const at::Tensor input = detail::Staged(tensor, tensor.scalar_type());
+    Run("allgather", [&] {
+      gloo::AllgatherOptions options(context_);
+      options.setTag(next_tag_++);
+      options.setInput(static_cast<uint8_t*>(input.data_ptr()), input.nbytes());
+      options.setOutput(static_cast<uint8_t*>(output.data_ptr()), output.nbytes());
+      gloo::allgather(options);
+    });
+    return output.to(tensor.device());
+  }
+
+  void barrier() override {
+    if (world_size_ == 1) return;
+    Run("barrier", [&] {
+      gloo::BarrierOptions options(context_);
+      options.setTag(next_tag_++);
+      gloo::barrier(options);
+    });
+  }
+
+ private:
+  // Sums `buffer` (contiguous, on the CPU, of `type`) over the ranks with Gloo's all-reduce.
+  void reduce_over_tcp(at::Tensor& buffer, at::ScalarType type) {
+    Run("allreduce", [&] {
+      gloo::AllreduceOptions options(context_);
+      options.setTag(next_tag_++);
+      switch (type) {
+        case at::kFloat: SetSum<float>(options, buffer); break;
+        case at::kDouble: SetSum<double>(options, buffer); break;
+        case at::kInt: SetSum<int32_t>(options, buffer); break;
+        default: SetSum<int64_t>(options, buffer); break;
+      }
+      gloo::allreduce(options);
+    });
+  }
+
+  // Runs one Gloo operation, turning Gloo's errors into TimeoutError or CommunicationError.
+  template <typename Body>
+  void Run(const char* operation, Body&& body) {
+    const uint64_t number = ++operations_;  // the same on every rank: all run the same operations
+    const auto started = std::chrono::system_clock::now();
+    std::string message;
+    try {
+      body();
+      return;
+    } catch (const gloo::IoException& error) {
+      message = error.what();
+    } catch (const gloo::EnforceNotMet& error) {
+      message = error.what();
+    } catch (const gloo::Exception& error) {
+      message = error.what();
+    }
+    if (IsTimeout(message)) {
+      // Which peers are behind it: those that did not time out in this operation too.
+      std::string who;
+      if (const auto report = peers_ ? peers_->ReportTimeout(number, kTimeoutReportPatience) : std::nullopt) {
+        if (!report->silent.empty()) {
+          who = ": " + peers_->Describe(report->silent) + " did not arrive (stuck, or slower than the timeout)";
+          if (!report->waiting.empty()) who += "; " + peers_->Describe(report->waiting) + " waited too";
+        }
+      }
+      EST_THROW(TimeoutError, "Gloo ", operation, " on rank ", rank_, " of ", world_size_, " did not complete within ",
+                DescribeDuration(timeout_), who, " (a peer stopped or is stuck; the collective cannot be used again): ",
+                message);
+    }
+    const std::optional<int> lost = peers_ ? peers_->RankIn(message) : std::nullopt;
+    if (lost) {
+      const std::optional<int> first = peers_->RecordLoss(*lost);
+      std::string also;
+      if (!first) {
+        also = " (the chief's store is unreachable too: the chief may be the rank lost first)";
+      } else if (*first != *lost) {
+        also = " (first; then the connection to rank " + std::to_string(*lost) + ")";
+      }
+      EST_THROW(CommunicationError, "Gloo ", operation, " on rank ", rank_, " of ", world_size_, " failed: lost rank ",
+                first.value_or(*lost), also, " at ", DescribeUtcTime(std::chrono::system_clock::now()), ", ",
+                DescribeDuration(std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::system_clock::now() - started)),
+                " into the ", operation,
+                ": its process exited or was killed, or the network failed; the collective cannot be used again: ",
+                message);
+    }
+    EST_THROW(CommunicationError, "Gloo ", operation, " on rank ", rank_, " of ", world_size_,
+              " failed (a peer failed or disconnected; the collective cannot be used again): ", message);
+  }
+
+  int rank_;
+  int world_size_;
+  std::chrono::milliseconds timeout_;
+  std::shared_ptr<gloo::rendezvous::Context> context_;
+  std::optional<GlooPeers> peers_;  ///< who is behind a lost connection
+  uint32_t next_tag_ = 0;
+  uint64_t operations_ = 0;  ///< operations run so far, counted alike on every rank
+};
+
+// The ranks whose address key Gloo's full-mesh connection never found in `store`.
+std::vector<int> RanksWithoutAddress(Store& store, int world_size) {
+  std::vector<int> missing;
+  for (int rank = 0; rank < world_size; ++rank) {
+    if (!store.check({std::to_string(rank)})) missing.push_back(rank);
+  }
+  return missing;
+}
+
+// getaddrinfo's message when `hostname` does not resolve, else nothing. Gloo's
+// tcp::CreateDevice checks getaddrinfo's result against -1 only and walks an uninitialized
+// list on any other failure (EAI_NONAME for an unknown host), so names are resolved here
+// first, with Gloo's hints.
+std::optional<std::string> ResolutionFailure(const std::string& hostname) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* result = nullptr;
+  const int status = ::getaddrinfo(hostname.c_str(), nullptr, &hints, &result);
+  if (status != 0) return status == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(status);
+  ::freeaddrinfo(result);
+  return std::nullopt;
+}
+
+// Gloo's rendezvous takes the store by reference up to its 2025 commits and as a shared_ptr
+// since ("use shared Stores"); exactly one of these two overloads compiles against a Gloo.
+template <typename GlooContext>
+auto ConnectFullMesh(GlooContext& context, const std::shared_ptr<gloo::rendezvous::Store>& store,
+                     std::shared_ptr<gloo::transport::Device>& device)
+    -> decltype(context.connectFullMesh(*store, device)) {
+  return context.connectFullMesh(*store, device);
+}
+template <typename GlooContext>
+auto ConnectFullMesh(GlooContext& context, const std::shared_ptr<gloo::rendezvous::Store>& store,
+                     std::shared_ptr<gloo::transport::Device>& device)
+    -> decltype(context.connectFullMesh(store, device)) {
+  return context.connectFullMesh(store, device);
+}
+
+// Connects this rank to every other through `store` within `timeout`; the rendezvous has
+// already seen them all.
+std::shared_ptr<gloo::rendezvous::Context> Connect(std::shared_ptr<Store> store, int rank, int world_size,
+                                                   const std::string& hostname, std::chrono::milliseconds timeout) {
+  if (!hostname.empty()) {
+    const std::optional<std::string> failure = ResolutionFailure(hostname);
+    EST_CHECK(!failure, CommunicationError, "Gloo collective of rank ", rank, ": cannot open a TCP device on '",
+              hostname, "' (GlooOptions::hostname must be an address of this machine): ", *failure);
+  }
+  std::shared_ptr<gloo::transport::Device> device;
+  try {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = hostname;
+    device = gloo::transport::tcp::CreateDevice(attr);
+  } catch (const std::exception& error) {
+    EST_THROW(CommunicationError, "Gloo collective of rank ", rank, ": cannot open a TCP device on '", hostname,
+              "' (GlooOptions::hostname must be an address of this machine): ", error.what());
+  }
+  auto context = std::make_shared<gloo::rendezvous::Context>(rank, world_size);
+  context->setTimeout(timeout);
+  const std::shared_ptr<gloo::rendezvous::Store> gloo_store = detail::CreateGlooStore(store, timeout);
+  try {
+    ConnectFullMesh(*context, gloo_store, device);
+  } catch (const TimeoutError& error) {
+    const std::vector<int> missing = RanksWithoutAddress(*store, world_size);
+    EST_CHECK(missing.empty(), TimeoutError, "Gloo collective of rank ", rank, ": ", DescribeRanks(missing), " of ",
+              world_size, " joined the rendezvous but never published their Gloo addresses within ",
+              DescribeDuration(timeout));
+    throw;
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& error) {
+    EST_CHECK(!IsTimeout(error.what()), TimeoutError, "Gloo collective of rank ", rank, " of ", world_size,
+              ": connecting to the other ranks did not complete within ", DescribeDuration(timeout), ": ",
+              error.what());
+    EST_THROW(CommunicationError, "Gloo collective of rank ", rank, " of ", world_size,
+              ": connecting to the other ranks failed: ", error.what());
+  }
+  return context;
+}
+
+}  // namespace
+
+std::unique_ptr<Collective> CreateGlooCollective(std::shared_ptr<Store> store, int rank, int world_size,
+                                                 const GlooOptions& options) {
+  EST_CHECK(world_size > 0, ConfigError, "Gloo collective: world_size must be positive, got ", world_size);
+  EST_CHECK(rank >= 0 && rank < world_size, ConfigError, "Gloo collective: rank must be in [0, ", world_size,
+            "), got ", rank);
+  EST_CHECK(options.timeout.count() > 0, ConfigError, "Gloo collective: the timeout must be positive, got ",
+            options.timeout.count(), " ms");
+  if (world_size == 1) return std::make_unique<GlooCollective>(rank, world_size, options.timeout, nullptr);
+  EST_CHECK(store != nullptr, ConfigError, "Gloo collective of rank ", rank, " of ", world_size,
+            ": the store is null");
+  const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+  RendezvousOptions rendezvous;
+  rendezvous.job_id = "gloo";
+  rendezvous.rank = rank;
+  rendezvous.world_size = world_size;
+  rendezvous.timeout = options.timeout;
+  std::shared_ptr<Store> mesh_store;
+  try {
+    mesh_store = Rendezvous(CreatePrefixStore("gloo", store), rendezvous);
+  } catch (const TimeoutError& error) {
+    EST_THROW(TimeoutError, "Gloo collective: ", error.what());
+  }
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  auto context = Connect(mesh_store, rank, world_size, options.hostname, std::max(left, std::chrono::milliseconds(1)));
+  context->setTimeout(options.timeout);
+  GlooPeers peers = GlooPeers::Exchange(mesh_store, *context, rank, world_size, options.timeout);
+  std::unique_ptr<Collective> collective =
+      std::make_unique<GlooCollective>(rank, world_size, options.timeout, std::move(context), std::move(peers));
+  if (!options.shared_memory) return collective;
+  return WithHostSharedMemory(std::move(collective), *mesh_store, options.timeout);
+}
+
+}  // namespace est::distribute

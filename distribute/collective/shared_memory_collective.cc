@@ -1,0 +1,50 @@
+#include "distribute/collective/shared_memory_collective.h"
+
+#include <ATen/ATen.h>
+
+#include <utility>
+
+#include "distribute/collective/host_staging.h"
+#include "distribute/collective/shared_memory_allreduce.h"
+
+namespace est::distribute {
+namespace {
+
+// All-reduce through shared memory, everything else through the collective it decorates.
+class SharedMemoryCollective final : public Collective {
+ public:
+  SharedMemoryCollective(std::unique_ptr<Collective> inner, std::unique_ptr<SharedMemoryAllreduce> shared_memory)
+      : inner_(std::move(inner)), shared_memory_(std::move(shared_memory)) {}
+
+  int rank() const override { return inner_->rank(); }
+  int world_size() const override { return inner_->world_size(); }
+  std::string name() const override { return inner_->name() + "+shm"; }
+
+  void allreduce(at::Tensor& tensor, ReduceOp op) override {
+    const at::ScalarType type = detail::ReductionType(tensor.scalar_type(), name());
+    if (tensor.numel() == 0) return;
+    at::Tensor buffer = detail::Staged(tensor, type);
+    shared_memory_->allreduce(buffer);
+    if (op == ReduceOp::kMean) detail::DivideForMean(buffer, world_size());
+    detail::Unstage(buffer, tensor);
+  }
+  void broadcast(at::Tensor& tensor, int root) override { inner_->broadcast(tensor, root); }
+  at::Tensor allgather(const at::Tensor& tensor) override { return inner_->allgather(tensor); }
+  void barrier() override { inner_->barrier(); }
+
+ private:
+  std::unique_ptr<Collective> inner_;
+  std::unique_ptr<SharedMemoryAllreduce> shared_memory_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collective> WithHostSharedMemory(std::unique_ptr<Collective> inner, Store& store,
+                                                 std::chrono::milliseconds timeout) {
+  if (inner->world_size() == 1) return inner;
+  auto shared_memory = SharedMemoryAllreduce::Connect(store, inner->rank(), inner->world_size(), timeout);
+  if (!shared_memory) return inner;
+  return std::make_unique<SharedMemoryCollective>(std::move(inner), std::move(shared_memory));
+}
+
+}  // namespace est::distribute

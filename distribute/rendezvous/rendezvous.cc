@@ -1,0 +1,180 @@
+#include "distribute/rendezvous/rendezvous.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/logging.h"
+#include "distribute/rendezvous/error_text.h"
+#include "distribute/rendezvous/poll.h"
+#include "distribute/rendezvous/store.h"
+
+// Keys, in the store given to Rendezvous:
+//   rendezvous/job_claims           counter; the rank that takes it to 1 records its job id
+//   rendezvous/job_id               the id of the job that owns the store
+//   rendezvous/refusals             counter of ranks of other jobs refused; each records
+//   rendezvous/refusal/<n>          who it was ("job 'beta' (rank 0 of 2)")
+//   rendezvous/refusals_logged      how many of them the owner's rank 0 has logged
+//   <job>/rendezvous/generation     the round that ranks join now
+//   <job>/rendezvous/<g>/rank/<i>   counter: how often a process of rank i joined round g
+//   <job>/rendezvous/<g>/closed     counter; the rank that takes it to 1 advances the generation
+//   <job>/rendezvous/<g>/abandoned  set by a rank that timed out in round g, before it closes it
+//   <job>/<g>/...                   the returned view of the store, private to round g
+//
+// A round is closed once, by the first rank that finds it complete (every rank key set),
+// timed out, or joined twice by one rank. Closing advances the generation, so rounds close
+// in order and "generation" always names the one round still open. A rank arriving later
+// (a restarted job, a new collective over the same store) joins the next round, whose keys
+// no stale process has set. A rank that joins a round twice (a restarted process whose
+// earlier incarnation joined before dying) closes it, and every rank still waiting there
+// moves to the next round, so they all meet again in it. A rank that times out abandons
+// its round: every rank waiting in it fails at once, naming the same missing ranks.
+//
+// A rank of another job touches none of the owner's keys: it counts and records its
+// refusal, and fails. The owner's rank 0 logs a warning for each refusal while it waits in
+// a rendezvous, and WarnOfRefusedJobs() logs those that come later.
+//
+// A process that dies after joining still counts as arrived: when the others complete the
+// round before it restarts, the round succeeds without it, and the collective built on the
+// round then fails to connect to it (TimeoutError naming it).
+
+namespace est::distribute {
+namespace {
+
+constexpr char kJobClaimsKey[] = "rendezvous/job_claims";
+constexpr char kJobIdKey[] = "rendezvous/job_id";
+constexpr char kRefusalsKey[] = "rendezvous/refusals";
+constexpr char kRefusalsLoggedKey[] = "rendezvous/refusals_logged";
+
+std::string RefusalKey(int64_t number) { return "rendezvous/refusal/" + std::to_string(number); }
+
+std::chrono::milliseconds Remaining(std::chrono::steady_clock::time_point deadline) {
+  const auto left = deadline - std::chrono::steady_clock::now();
+  return std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(left));
+}
+
+// Records the job id in a store that has none, or checks it against the one recorded.
+void ClaimStoreForJob(Store& store, const RendezvousOptions& options, std::chrono::steady_clock::time_point deadline) {
+  if (store.add(kJobClaimsKey, 1) == 1) {
+    store.set(kJobIdKey, options.job_id);
+    return;
+  }
+  std::string owner;
+  try {
+    owner = store.get(kJobIdKey, Remaining(deadline));
+  } catch (const TimeoutError&) {
+    EST_THROW(TimeoutError, "rendezvous of job '", options.job_id, "': ", store.describe(),
+              " was claimed by a job that did not record its id within ", DescribeDuration(options.timeout));
+  }
+  if (owner == options.job_id) return;
+  const int64_t refusal = store.add(kRefusalsKey, 1);
+  store.set(RefusalKey(refusal), "job '" + options.job_id + "' (rank " + std::to_string(options.rank) + " of " +
+                                     std::to_string(options.world_size) + ")");
+  EST_THROW(ConfigError, "rendezvous of job '", options.job_id, "' (rank ", options.rank, "): ", store.describe(),
+            " belongs to job '", owner,
+            "'; two jobs cannot share a chief's store: give each job its own chief address or port");
+}
+
+// The keys of one round of the job's rendezvous.
+class Round {
+ public:
+  Round(const std::string& job_id, int64_t generation, int world_size)
+      : generation_(generation), generation_key_(job_id + "/rendezvous/generation") {
+    const std::string base = job_id + "/rendezvous/" + std::to_string(generation) + "/";
+    closed_key_ = base + "closed";
+    abandoned_key_ = base + "abandoned";
+    for (int rank = 0; rank < world_size; ++rank) rank_keys_.push_back(base + "rank/" + std::to_string(rank));
+  }
+
+  int64_t generation() const { return generation_; }
+  // Counts one arrival of `rank`; false when a process of this rank had already arrived.
+  bool Join(Store& store, int rank) const { return store.add(rank_keys_[rank], 1) == 1; }
+  bool Complete(Store& store) const { return store.check(rank_keys_); }
+  bool Closed(Store& store) const { return store.check({closed_key_}); }
+  bool Abandoned(Store& store) const { return store.check({abandoned_key_}); }
+  // Closes the round; only the first call advances the generation.
+  void Close(Store& store) const {
+    if (store.add(closed_key_, 1) == 1) store.add(generation_key_, 1);
+  }
+  // Closes the round for a rank that timed out, failing every rank still waiting in it.
+  void Abandon(Store& store) const {
+    store.set(abandoned_key_, "");
+    Close(store);
+  }
+  std::vector<int> MissingRanks(Store& store) const {
+    std::vector<int> missing;
+    for (int rank = 0; rank < static_cast<int>(rank_keys_.size()); ++rank) {
+      if (!store.check({rank_keys_[rank]})) missing.push_back(rank);
+    }
+    return missing;
+  }
+
+ private:
+  int64_t generation_;
+  std::string generation_key_;
+  std::string closed_key_;
+  std::string abandoned_key_;
+  std::vector<std::string> rank_keys_;
+};
+
+}  // namespace
+
+void WarnOfRefusedJobs(Store& store, const std::string& job_id) {
+  const int64_t refusals = store.add(kRefusalsKey, 0);
+  int64_t logged = store.add(kRefusalsLoggedKey, 0);
+  // A refused rank counts itself, then records who it is: stop at one not yet recorded.
+  for (; logged < refusals && store.check({RefusalKey(logged + 1)}); ++logged) {
+    Log().warn("rendezvous of job '{}' at {}: refused {}, which presented another job id", job_id,
+               store.describe(), store.get(RefusalKey(logged + 1), std::chrono::seconds(1)));
+    store.add(kRefusalsLoggedKey, 1);
+  }
+}
+
+std::shared_ptr<Store> Rendezvous(std::shared_ptr<Store> store, const RendezvousOptions& options) {
+  EST_CHECK(store != nullptr, ConfigError, "rendezvous of job '", options.job_id, "': the store is null");
+  EST_CHECK(!options.job_id.empty(), ConfigError, "rendezvous: the job id is empty");
+  EST_CHECK(options.world_size > 0, ConfigError, "rendezvous of job '", options.job_id,
+            "': world_size must be positive, got ", options.world_size);
+  EST_CHECK(options.rank >= 0 && options.rank < options.world_size, ConfigError, "rendezvous of job '",
+            options.job_id, "': rank must be in [0, ", options.world_size, "), got ", options.rank);
+  EST_CHECK(options.timeout.count() > 0, ConfigError, "rendezvous of job '", options.job_id,
+            "': the timeout must be positive, got ", options.timeout.count(), " ms");
+  const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+  ClaimStoreForJob(*store, options, deadline);
+  const std::string generation_key = options.job_id + "/rendezvous/generation";
+  int64_t generation = store->add(generation_key, 0);
+  while (true) {
+    const Round round(options.job_id, generation, options.world_size);
+    if (round.Join(*store, options.rank)) {
+      const bool settled = PollUntil(deadline, [&] {
+        if (options.rank == 0) WarnOfRefusedJobs(*store, options.job_id);
+        return round.Complete(*store) || round.Closed(*store);
+      });
+      if (round.Complete(*store)) {
+        round.Close(*store);
+        if (options.rank == 0) WarnOfRefusedJobs(*store, options.job_id);
+        return CreatePrefixStore(options.job_id + "/" + std::to_string(generation), store);
+      }
+      if (!settled || round.Abandoned(*store)) {
+        if (!settled) round.Abandon(*store);
+        EST_THROW(TimeoutError, "rendezvous of job '", options.job_id, "' (rank ", options.rank, ", round ",
+                  generation, ", ", store->describe(), "): ", DescribeRanks(round.MissingRanks(*store)), " of ",
+                  options.world_size, " never arrived within ", DescribeDuration(options.timeout));
+      }
+    } else {
+      round.Close(*store);
+    }
+    // The round closed without completing: join the next one once it opens.
+    const bool opened = PollUntil(deadline, [&] {
+      generation = store->add(generation_key, 0);
+      return generation > round.generation();
+    });
+    EST_CHECK(opened && std::chrono::steady_clock::now() < deadline, TimeoutError, "rendezvous of job '",
+              options.job_id, "' (rank ", options.rank, ", ", store->describe(), "): round ", round.generation(),
+              " closed before every rank joined, and no later round completed within ",
+              DescribeDuration(options.timeout), " (restarted ranks, or two processes claiming one rank?)");
+  }
+}
+
+}  // namespace est::distribute

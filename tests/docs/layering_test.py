@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""The folders' dependencies point one way (docs/architecture.md): every `#include "..."` of
+a library folder names only itself or a folder it may depend on, and the training loop
+includes no collective, reducer or store. Usage: layering_test.py <repository root>."""
+
+import pathlib
+import re
+import sys
+
+# Each folder (most specific first) and the folders its sources may include.
+ALLOWED = [
+    ("common/", {"common/"}),
+    ("data/", {"data/", "common/"}),
+    ("checkpoint/", {"checkpoint/", "common/"}),
+    ("distribute/cluster/", {"distribute/cluster/", "common/"}),
+    ("distribute/rendezvous/", {"distribute/rendezvous/", "common/"}),
+    ("distribute/collective/", {"distribute/collective/", "distribute/rendezvous/", "common/"}),
+    ("distribute/", {"distribute/", "common/"}),
+    ("estimator/", {"estimator/", "distribute/", "checkpoint/", "data/", "common/"}),
+]
+# Files that must stay free of what the strategy owns.
+FORBIDDEN = {
+    "estimator/training_loop.cc": ("distribute/collective/", "distribute/rendezvous/",
+                                   "distribute/gradient_reducer.h"),
+}
+INCLUDE = re.compile(r'^#include "([^"]+)"', re.M)
+
+
+def main() -> int:
+    root = pathlib.Path(sys.argv[1]).resolve()
+    errors = []
+    checked = 0
+    for path in sorted(root.glob("*/**/*")):
+        if path.suffix not in (".h", ".cc", ".cu") or not path.is_file():
+            continue
+        name = path.relative_to(root).as_posix()
+        if name.startswith(("build", "tests/", "apps/", "examples/")):
+            continue
+        folder = next((entry for entry in ALLOWED if name.startswith(entry[0])), None)
+        if folder is None:
+            continue
+        for included in INCLUDE.findall(path.read_text(encoding="utf-8")):
+            checked += 1
+            if not any(included.startswith(allowed) for allowed in folder[1]):
+                errors.append(f"{name} includes {included}: {folder[0]} may include only "
+                              + ", ".join(sorted(folder[1])))
+            for forbidden in FORBIDDEN.get(name, ()):
+                if included.startswith(forbidden):
+                    errors.append(f"{name} includes {included}: the strategy owns it (StepSync)")
+    for error in errors:
+        print(error)
+    if checked < 100:
+        errors.append(f"only {checked} includes checked; is {root} the repository?")
+        print(errors[-1])
+    if not errors:
+        print(f"ok: {checked} includes point one way")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
