@@ -9,6 +9,7 @@
 #include <torch/optim/optimizer.h>
 
 #include <any>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -63,7 +64,8 @@ class ModelContext {
   std::decay_t<std::invoke_result_t<MakeOptimizer>>& optimizer(const std::string& name, MakeOptimizer&& make);
 
   /// A persistent, checkpointed, non-trainable tensor (a counter, a running statistic),
-  /// created by `make()` on first use; modify it in place.
+  /// created by `make()` on first use; modify it in place. The reference stays valid for
+  /// the context's lifetime, whatever buffers are created after it.
   at::Tensor& buffer(const std::string& name, const std::function<at::Tensor()>& make);
 
   /// The mode of the current model_fn call.
@@ -126,7 +128,7 @@ class ModelContext {
   int64_t global_step_ = 0;
   std::vector<ModuleEntry> modules_;
   std::vector<OptimizerEntry> optimizers_;
-  std::vector<std::pair<std::string, at::Tensor>> buffers_;
+  std::deque<std::pair<std::string, at::Tensor>> buffers_;  ///< a deque: buffer() references stay valid
 };
 
 template <typename MakeModule>

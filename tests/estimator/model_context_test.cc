@@ -87,3 +87,12 @@ TEST_CASE("params() is the Estimator's params", "[estimator]") {
   CHECK(empty.params().is_object());
   CHECK(empty.params().empty());
 }
+
+TEST_CASE("a buffer's reference stays valid while more buffers are created", "[estimator]") {
+  ModelContext ctx(std::make_shared<nlohmann::json>(), torch::kCPU, {});
+  at::Tensor& first = ctx.buffer("first", [] { return torch::zeros({2}); });
+  for (int i = 0; i < 100; ++i) ctx.buffer("more_" + std::to_string(i), [] { return torch::zeros({1}); });
+  first.fill_(7);
+  CHECK(at::equal(ctx.buffers().front(), torch::full({2}, 7.0f)));
+  CHECK(&first == &ctx.buffer("first", [] { return torch::ones({2}); }));
+}
