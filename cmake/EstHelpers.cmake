@@ -57,6 +57,19 @@ function(est_protobuf target)
   target_link_libraries(${target} PUBLIC protobuf::libprotobuf)
 endfunction()
 
+# est_grpc(<target> <proto>): generates the gRPC service stubs of <proto> (beside its messages
+# from est_protobuf) into the build tree and adds them to <target>.
+function(est_grpc target proto)
+  get_filename_component(absolute ${proto} ABSOLUTE)
+  set(CMAKE_CURRENT_SOURCE_DIR ${PROJECT_SOURCE_DIR})
+  protobuf_generate(TARGET ${target} LANGUAGE grpc
+    PROTOS ${absolute}
+    PROTOC_OUT_DIR ${PROJECT_BINARY_DIR}/include
+    GENERATE_EXTENSIONS .grpc.pb.h .grpc.pb.cc
+    PLUGIN "protoc-gen-grpc=$<TARGET_FILE:gRPC::grpc_cpp_plugin>")
+  target_link_libraries(${target} PUBLIC gRPC::grpc++)
+endfunction()
+
 # est_add_test(<name> SOURCES ... DEPS ... [LABELS ...]): a Catch2 test executable
 # registered test by test with CTest.
 function(est_add_test name)

@@ -10,7 +10,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   clang libclang-rt-14-dev
-  libtorch-dev libgloo-dev libprotobuf-dev protobuf-compiler
+  libtorch-dev libgloo-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libopenblas0-openmp
   libspdlog-dev libcli11-dev nlohmann-json3-dev catch2 zlib1g-dev
   dataset-fashion-mnist

@@ -1,0 +1,52 @@
+#pragma once
+/// The chief's rendezvous store over gRPC: a server (StoreService, store_service.proto) that
+/// the chief runs at its cluster address, and a Store client that every rank uses. Every
+/// call carries the job id and the job's token; a server refuses calls without the right
+/// ones. Clients reconnect and retry with back-off while their deadline lasts.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "distribute/rendezvous/store.h"
+
+namespace est::distribute {
+
+/// Where the chief's store is and what a call must carry.
+struct GrpcStoreOptions {
+  /// The chief's address: the server binds this host only; clients connect to it.
+  std::string host = "127.0.0.1";
+  /// The server's port; a server given 0 picks a free one (GrpcStoreServer::port()).
+  uint16_t port = 0;
+  /// The job's id: calls with another id are refused.
+  std::string job_id = "default";
+  /// The job's shared secret (EST_JOB_TOKEN); empty when the job has none.
+  std::string token;
+  /// Limit on a client's connecting and on each of its calls that does not wait for keys.
+  std::chrono::milliseconds timeout = std::chrono::minutes(5);
+  /// Largest value, and so largest message, a call may carry.
+  int max_value_bytes = 64 << 20;
+  /// Largest key.
+  int max_key_bytes = 8 << 10;
+};
+
+/// The chief's store server. Stops, refusing new calls and ending those in flight, when
+/// destroyed.
+class GrpcStoreServer {
+ public:
+  /// Listens on options.host:options.port; CommunicationError naming the address when it
+  /// cannot (the port is taken, the host is not this machine's).
+  static std::unique_ptr<GrpcStoreServer> Start(const GrpcStoreOptions& options);
+  virtual ~GrpcStoreServer() = default;
+  /// The port it listens on (the one it picked when given 0).
+  virtual uint16_t port() const = 0;
+};
+
+/// A client of the chief's store server at options.host:options.port. A call made before
+/// the server listens, or while it restarts, is retried with back-off until its deadline.
+/// A refused call (wrong job id or token) is a ConfigError naming the store; a wait that
+/// runs out is a TimeoutError naming the keys. Thread-safe.
+std::shared_ptr<Store> CreateGrpcStore(const GrpcStoreOptions& options);
+
+}  // namespace est::distribute

@@ -1,0 +1,163 @@
+// The Store client of the chief's store server: each call with a deadline, the job id and
+// token as metadata, and retries with back-off while the server is not reachable yet.
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "common/error.h"
+#include "distribute/rendezvous/error_text.h"
+#include "distribute/rendezvous/grpc_store.h"
+#include "distribute/rendezvous/store_service.grpc.pb.h"
+
+namespace est::distribute {
+namespace {
+
+namespace pb = est::rendezvous;
+using Clock = std::chrono::system_clock;
+
+/// Back-off between attempts to reach a server that is not listening yet.
+constexpr std::chrono::milliseconds kFirstRetry(5);
+constexpr std::chrono::milliseconds kLongestRetry(100);
+
+class GrpcStore final : public TcpStore {
+ public:
+  explicit GrpcStore(GrpcStoreOptions options) : options_(std::move(options)) {
+    grpc::ChannelArguments arguments;
+    arguments.SetMaxReceiveMessageSize(options_.max_value_bytes + options_.max_key_bytes + 1024);
+    arguments.SetMaxSendMessageSize(options_.max_value_bytes + options_.max_key_bytes + 1024);
+    // Reconnect quickly after a refused connect: the chief may start after its workers.
+    arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(kFirstRetry.count()));
+    arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(kFirstRetry.count()));
+    arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(kLongestRetry.count()));
+    // A connection of its own per client, not one shared by every channel to the address.
+    arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    channel_ = grpc::CreateCustomChannel(address(), grpc::InsecureChannelCredentials(), arguments);
+    stub_ = pb::StoreService::NewStub(channel_);
+  }
+
+  void set(const std::string& key, const std::string& value) override {
+    EST_CHECK(value.size() <= static_cast<size_t>(options_.max_value_bytes), ConfigError, describe(),
+              ": a value of ", value.size(), " bytes for key '", key, "'; at most ", options_.max_value_bytes);
+    pb::SetRequest request;
+    request.set_key(key);
+    request.set_value(value);
+    pb::SetReply reply;
+    call("set '" + key + "'", options_.timeout,
+         [&](grpc::ClientContext* context) { return stub_->Set(context, request, &reply); });
+  }
+
+  std::string get(const std::string& key, std::chrono::milliseconds timeout) override {
+    pb::GetRequest request;
+    request.set_key(key);
+    pb::GetReply reply;
+    const auto deadline = Clock::now() + timeout;
+    const grpc::Status status = call("get '" + key + "'", timeout, [&](grpc::ClientContext* context) {
+      request.set_timeout_ms(left(deadline).count());
+      return stub_->Get(context, request, &reply);
+    }, /*waits=*/true);
+    if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
+      EST_THROW(TimeoutError, describe(), ": ", DescribeKeys({key}), " not set within ", DescribeDuration(timeout));
+    return reply.value();
+  }
+
+  int64_t add(const std::string& key, int64_t delta) override {
+    pb::AddRequest request;
+    request.set_key(key);
+    request.set_delta(delta);
+    pb::AddReply reply;
+    call("add to '" + key + "'", options_.timeout,
+         [&](grpc::ClientContext* context) { return stub_->Add(context, request, &reply); });
+    return reply.value();
+  }
+
+  bool check(const std::vector<std::string>& keys) override {
+    pb::CheckRequest request;
+    for (const auto& key : keys) request.add_keys(key);
+    pb::CheckReply reply;
+    call("check", options_.timeout, [&](grpc::ClientContext* context) { return stub_->Check(context, request, &reply); });
+    return reply.all_set();
+  }
+
+  void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override {
+    pb::WaitRequest request;
+    for (const auto& key : keys) request.add_keys(key);
+    pb::WaitReply reply;
+    const auto deadline = Clock::now() + timeout;
+    const grpc::Status status = call("wait", timeout, [&](grpc::ClientContext* context) {
+      request.set_timeout_ms(left(deadline).count());
+      return stub_->Wait(context, request, &reply);
+    }, /*waits=*/true);
+    std::vector<std::string> missing(reply.missing().begin(), reply.missing().end());
+    if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) missing = keys;
+    if (!missing.empty())
+      EST_THROW(TimeoutError, describe(), ": ", DescribeKeys(missing), " not set within ", DescribeDuration(timeout));
+  }
+
+  std::string describe() const override { return "store " + address(); }
+  const std::string& host() const override { return options_.host; }
+  uint16_t port() const override { return options_.port; }
+
+ private:
+  std::string address() const { return options_.host + ":" + std::to_string(options_.port); }
+
+  static std::chrono::milliseconds left(Clock::time_point deadline) {
+    return std::max(std::chrono::milliseconds(0),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+  }
+
+  /// Runs `attempt` until it reaches the server or `timeout` passes. Returns its status when
+  /// OK, or DEADLINE_EXCEEDED for a call that `waits` for keys; throws for the rest.
+  template <typename Attempt>
+  grpc::Status call(const std::string& what, std::chrono::milliseconds timeout, Attempt&& attempt, bool waits = false) {
+    const auto deadline = Clock::now() + timeout;
+    std::chrono::milliseconds retry = kFirstRetry;
+    for (;;) {
+      grpc::ClientContext context;
+      // A waiting call gets a little longer than its wait, so that the server answers it.
+      context.set_deadline(waits ? deadline + std::chrono::seconds(1) : deadline);
+      context.set_wait_for_ready(true);
+      context.AddMetadata("est-job-id", options_.job_id);
+      context.AddMetadata("est-job-token", options_.token);
+      const grpc::Status status = attempt(&context);
+      switch (status.error_code()) {
+        case grpc::StatusCode::OK:
+          return status;
+        case grpc::StatusCode::DEADLINE_EXCEEDED:
+          if (channel_->GetState(false) != GRPC_CHANNEL_READY)
+            EST_THROW(CommunicationError, describe(), ": ", what, ": the store was unreachable for ",
+                      DescribeDuration(timeout));
+          if (waits) return status;
+          EST_THROW(CommunicationError, describe(), ": ", what, " got no answer within ", DescribeDuration(timeout));
+        case grpc::StatusCode::PERMISSION_DENIED:
+          EST_THROW(ConfigError, describe(), ": ", what, ": ", status.error_message());
+        case grpc::StatusCode::UNAVAILABLE:
+          if (Clock::now() + retry < deadline) {
+            std::this_thread::sleep_for(retry);
+            retry = std::min(retry * 2, kLongestRetry);
+            continue;
+          }
+          EST_THROW(CommunicationError, describe(), ": ", what, ": unreachable for ", DescribeDuration(timeout), ": ",
+                    status.error_message());
+        default:
+          EST_THROW(CommunicationError, describe(), ": ", what, " failed: ", status.error_message());
+      }
+    }
+  }
+
+  GrpcStoreOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<pb::StoreService::Stub> stub_;
+};
+
+}  // namespace
+
+std::shared_ptr<Store> CreateGrpcStore(const GrpcStoreOptions& options) {
+  EST_CHECK(options.timeout.count() > 0, ConfigError, "store client: the timeout must be positive, got ",
+            options.timeout.count(), " ms");
+  EST_CHECK(options.port > 0, ConfigError, "store client: the port of ", options.host, " must be set");
+  return std::make_shared<GrpcStore>(options);
+}
+
+}  // namespace est::distribute
