@@ -13,6 +13,18 @@
 
 namespace est::distribute {
 
+/// TLS for the store's connections, from PEM files. Off when every path is empty.
+struct GrpcStoreTls {
+  /// The certificate authority that signed the server's certificate (a client's trust), and
+  /// under mutual TLS the clients' certificates (the server's trust).
+  std::string ca_file;
+  /// This side's certificate and private key: the server's, or under mutual TLS a client's.
+  std::string cert_file;
+  std::string key_file;
+  /// On the server: refuse clients that present no certificate signed by ca_file.
+  bool require_client_certificate = false;
+};
+
 /// Where the chief's store is and what a call must carry.
 struct GrpcStoreOptions {
   /// The chief's address: the server binds this host only; clients connect to it.
@@ -29,6 +41,8 @@ struct GrpcStoreOptions {
   int max_value_bytes = 64 << 20;
   /// Largest key.
   int max_key_bytes = 8 << 10;
+  /// TLS: a server with cert_file serves TLS only; a client with ca_file connects with TLS only.
+  GrpcStoreTls tls;
 };
 
 /// The chief's store server. Stops, refusing new calls and ending those in flight, when

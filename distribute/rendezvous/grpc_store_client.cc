@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "distribute/rendezvous/error_text.h"
+#include "distribute/rendezvous/grpc_credentials.h"
 #include "distribute/rendezvous/grpc_store.h"
 #include "distribute/rendezvous/store_service.grpc.pb.h"
 
@@ -33,7 +34,7 @@ class GrpcStore final : public TcpStore {
     arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(kLongestRetry.count()));
     // A connection of its own per client, not one shared by every channel to the address.
     arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    channel_ = grpc::CreateCustomChannel(address(), grpc::InsecureChannelCredentials(), arguments);
+    channel_ = grpc::CreateCustomChannel(address(), detail::ClientCredentials(options_.tls), arguments);
     stub_ = pb::StoreService::NewStub(channel_);
   }
 

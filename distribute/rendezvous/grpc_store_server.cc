@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/logging.h"
+#include "distribute/rendezvous/grpc_credentials.h"
 #include "distribute/rendezvous/grpc_store.h"
 #include "distribute/rendezvous/store_service.grpc.pb.h"
 
@@ -205,7 +206,7 @@ class GrpcStoreServerImpl final : public GrpcStoreServer {
     const std::string address = options.host + ":" + std::to_string(options.port);
     grpc::ServerBuilder builder;
     int picked = 0;
-    builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &picked);
+    builder.AddListeningPort(address, detail::ServerCredentials(options.tls), &picked);
     builder.RegisterService(&service_);
     builder.SetMaxReceiveMessageSize(options.max_value_bytes + options.max_key_bytes + 1024);
     builder.SetMaxSendMessageSize(options.max_value_bytes + options.max_key_bytes + 1024);

@@ -1,0 +1,54 @@
+#include "distribute/rendezvous/grpc_credentials.h"
+
+#include "common/error.h"
+#include "common/file_util.h"
+
+namespace est::distribute::detail {
+namespace {
+
+std::string ReadPem(const std::string& path, const char* what) {
+  try {
+    return ReadFile(path);
+  } catch (const IoError& error) {
+    EST_THROW(ConfigError, "store TLS: cannot read the ", what, " '", path, "': ", error.what());
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const GrpcStoreTls& tls) {
+  if (tls.cert_file.empty()) {
+    EST_CHECK(!tls.require_client_certificate && tls.key_file.empty(), ConfigError,
+              "store TLS: the server needs a certificate (cert_file) for TLS");
+    return grpc::InsecureServerCredentials();
+  }
+  EST_CHECK(!tls.key_file.empty(), ConfigError, "store TLS: the certificate '", tls.cert_file,
+            "' needs its private key (key_file)");
+  EST_CHECK(!tls.require_client_certificate || !tls.ca_file.empty(), ConfigError,
+            "store TLS: requiring client certificates needs the authority that signs them (ca_file)");
+  grpc::SslServerCredentialsOptions options(tls.require_client_certificate
+                                                ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                                                : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  if (!tls.ca_file.empty()) options.pem_root_certs = ReadPem(tls.ca_file, "certificate authority");
+  options.pem_key_cert_pairs.push_back({ReadPem(tls.key_file, "private key"), ReadPem(tls.cert_file, "certificate")});
+  return grpc::SslServerCredentials(options);
+}
+
+std::shared_ptr<grpc::ChannelCredentials> ClientCredentials(const GrpcStoreTls& tls) {
+  if (tls.ca_file.empty()) {
+    EST_CHECK(tls.cert_file.empty(), ConfigError,
+              "store TLS: a client certificate needs the authority of the server's (ca_file)");
+    return grpc::InsecureChannelCredentials();
+  }
+  grpc::SslCredentialsOptions options;
+  options.pem_root_certs = ReadPem(tls.ca_file, "certificate authority");
+  if (!tls.cert_file.empty()) {
+    EST_CHECK(!tls.key_file.empty(), ConfigError, "store TLS: the certificate '", tls.cert_file,
+              "' needs its private key (key_file)");
+    options.pem_cert_chain = ReadPem(tls.cert_file, "certificate");
+    options.pem_private_key = ReadPem(tls.key_file, "private key");
+  }
+  return grpc::SslCredentials(options);
+}
+
+}  // namespace est::distribute::detail
