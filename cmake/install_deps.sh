@@ -6,7 +6,8 @@ set -euo pipefail
 # libopenblas0-openmp is the BLAS libtorch recommends: without it Debian's reference BLAS
 # makes dense layers about 10x slower.
 # clang and libclang-rt-14-dev (its sanitizer and libFuzzer runtimes) build the sanitizer
-# tree of `make sanitize` and `make fuzz`.
+# tree of `make sanitize` and `make fuzz`. openssl makes the test certificate authority of the
+# store's TLS tests.
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   clang libclang-rt-14-dev
@@ -15,6 +16,7 @@ packages=(
   libspdlog-dev libcli11-dev nlohmann-json3-dev catch2 zlib1g-dev
   dataset-fashion-mnist
   python3 python3-venv python3-torch
+  openssl
 )
 
 missing=()
