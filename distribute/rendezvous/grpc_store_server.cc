@@ -66,20 +66,15 @@ class KeyTable {
   std::vector<std::string> wait(const std::vector<std::string>& keys, std::chrono::steady_clock::time_point deadline,
                                 const grpc::ServerContext& context) {
     std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-      std::vector<std::string> missing;
-      for (const auto& key : keys)
-        if (!values_.count(key)) missing.push_back(key);
-      if (missing.empty() || context.IsCancelled() || std::chrono::steady_clock::now() >= deadline) return missing;
-      // Wakes at the deadline, on a change, and every 100 ms to notice a cancelled call.
-      changed_.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(100)));
-    }
+    return wait_locked(lock, keys, deadline, context);
   }
-  bool get(const std::string& key, std::string* value) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = values_.find(key);
-    if (it == values_.end()) return false;
-    *value = it->second;
+  /// Waits as wait() for `key` and sets `value` to its value, in one hold of the lock (a
+  /// delete cannot come between); false when the key was not set in time.
+  bool get(const std::string& key, std::chrono::steady_clock::time_point deadline, const grpc::ServerContext& context,
+           std::string* value) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!wait_locked(lock, {key}, deadline, context).empty()) return false;
+    *value = values_.at(key);
     return true;
   }
   bool erase(const std::string& key) {
@@ -96,6 +91,19 @@ class KeyTable {
   }
 
  private:
+  std::vector<std::string> wait_locked(std::unique_lock<std::mutex>& lock, const std::vector<std::string>& keys,
+                                       std::chrono::steady_clock::time_point deadline,
+                                       const grpc::ServerContext& context) {
+    for (;;) {
+      std::vector<std::string> missing;
+      for (const auto& key : keys)
+        if (!values_.count(key)) missing.push_back(key);
+      if (missing.empty() || context.IsCancelled() || std::chrono::steady_clock::now() >= deadline) return missing;
+      // Wakes at the deadline, on a change, and every 100 ms to notice a cancelled call.
+      changed_.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(100)));
+    }
+  }
+
   std::mutex mutex_;
   std::condition_variable changed_;
   std::map<std::string, std::string> values_;
@@ -114,11 +122,8 @@ class StoreServiceImpl final : public pb::StoreService::Service {
   }
   grpc::Status Get(grpc::ServerContext* context, const pb::GetRequest* request, pb::GetReply* reply) override {
     if (grpc::Status refused = admit(*context, {request->key()}); !refused.ok()) return refused;
-    if (!table_.wait({request->key()}, deadline(*context, request->timeout_ms()), *context).empty())
+    if (!table_.get(request->key(), deadline(*context, request->timeout_ms()), *context, reply->mutable_value()))
       return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "key '" + request->key() + "' was not set in time");
-    std::string value;
-    table_.get(request->key(), &value);
-    reply->set_value(std::move(value));
     return grpc::Status::OK;
   }
   grpc::Status Add(grpc::ServerContext* context, const pb::AddRequest* request, pb::AddReply* reply) override {
