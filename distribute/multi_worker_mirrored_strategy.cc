@@ -9,7 +9,7 @@
 #include "common/logging.h"
 #include "distribute/cluster/cluster_address.h"
 #include "distribute/cluster/cluster_resolver.h"
-#include "distribute/rendezvous/refusal_watcher.h"
+#include "distribute/rendezvous/grpc_store.h"
 #include "distribute/rendezvous/rendezvous.h"
 #include "distribute/rendezvous/settings_agreement.h"
 #include "distribute/rendezvous/store.h"
@@ -85,6 +85,8 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(MultiWorkerOptions opti
     is_chief_ = cluster_.is_chief;
   }
   if (options_.job_id().empty()) options_.job_id(DefaultJobId(cluster_));
+  if (options_.job_token().empty()) options_.job_token(JobTokenFromEnvironment());
+  if (!options_.tls()) options_.tls(StoreTlsFromEnvironment());
 }
 
 MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(std::shared_ptr<Collective> collective,
@@ -130,12 +132,17 @@ void MultiWorkerMirroredStrategy::connect() {
   const HostPort chief = ParseHostPort(cluster_.chief_address, "the chief's address");
   Log().info("MultiWorkerMirroredStrategy: worker {} of {} joining job '{}' at {} ({})", worker_index_, num_workers_,
              options_.job_id(), cluster_.chief_address, cluster_.source);
-  TcpStoreOptions store_options;
+  GrpcStoreOptions store_options;
   store_options.host = chief.host;
   store_options.port = static_cast<uint16_t>(chief.port);
-  store_options.is_server = is_chief_;
+  store_options.job_id = options_.job_id();
+  store_options.token = options_.job_token();
+  store_options.tls = *options_.tls();
   store_options.timeout = timeout;
-  store_ = CreateTcpStore(store_options);
+  if (is_chief_)
+    store_ = ServeGrpcStore(store_options);
+  else
+    store_ = CreateGrpcStore(store_options);
   RendezvousOptions rendezvous;
   rendezvous.job_id = options_.job_id();
   rendezvous.rank = worker_index_;
@@ -154,7 +161,6 @@ void MultiWorkerMirroredStrategy::connect() {
     gloo.timeout = timeout;
     collective_ = CreateGlooCollective(job, worker_index_, num_workers_, gloo);
   }
-  if (is_chief_) refusal_watcher_ = std::make_unique<RefusalWatcher>(store_, options_.job_id(), std::chrono::seconds(1));
   Log().info("MultiWorkerMirroredStrategy: all {} workers connected ({})", num_workers_, collective_->name());
 }
 

@@ -11,12 +11,11 @@
 #include <vector>
 
 #include "distribute/cluster/cluster_config.h"
+#include "distribute/rendezvous/grpc_store.h"
 #include "distribute/rendezvous/settings_agreement.h"
 #include "distribute/strategy.h"
 
 namespace est::distribute {
-
-class RefusalWatcher;
 
 class Store;
 
@@ -46,6 +45,13 @@ struct MultiWorkerOptions {
   TORCH_ARG(std::optional<ClusterConfig>, cluster);
   /// Identifies the job in the chief's store; EST_JOB_ID, else derived from the chief's address.
   TORCH_ARG(std::string, job_id);
+  /// The job's shared secret, sent with every call to the chief's store, which refuses calls
+  /// without it; EST_JOB_TOKEN when empty. Every task of the job must have the same.
+  TORCH_ARG(std::string, job_token);
+  /// TLS for the connections to the chief's store (PEM files); from EST_TLS_CA_FILE,
+  /// EST_TLS_CERT_FILE, EST_TLS_KEY_FILE and EST_TLS_REQUIRE_CLIENT_CERT when unset. The chief
+  /// serves with cert_file and key_file; every task trusts ca_file.
+  TORCH_ARG(std::optional<GrpcStoreTls>, tls);
   /// Limit on the rendezvous and on every collective call, in seconds.
   TORCH_ARG(double, timeout_secs) = 300;
   /// Gradient buckets all-reduced while backward runs (first bucket about 1 MB, then up to 25 MB).
@@ -55,7 +61,8 @@ struct MultiWorkerOptions {
 };
 
 /// Replicas on every worker of the training group (chief and workers) train in sync. The
-/// chief hosts the rendezvous store at its cluster address; workers connect on first use
+/// chief serves the rendezvous store over gRPC at its cluster address (its host only);
+/// workers connect on first use
 /// (the first training step), so creating the strategy never blocks. On an evaluator task
 /// the strategy has only its local replicas.
 class MultiWorkerMirroredStrategy : public Strategy {
@@ -97,8 +104,7 @@ class MultiWorkerMirroredStrategy : public Strategy {
   int worker_index_ = 0;
   bool is_chief_ = true;
   std::once_flag connected_;
-  std::shared_ptr<Store> store_;
-  std::unique_ptr<RefusalWatcher> refusal_watcher_;  ///< on the chief: warns of other jobs' ranks
+  std::shared_ptr<Store> store_;  ///< the chief's store; on the chief, with its server
   std::shared_ptr<Collective> collective_;
 };
 

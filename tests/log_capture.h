@@ -11,13 +11,13 @@
 
 namespace est::testing {
 
-/// Captures what est::Log() prints while it lives (the last 100 lines), each as
+/// Captures what est::Log() prints while it lives (the last `lines` lines), each as
 /// "<level>: <message>" ("warning: …"). Create it before
 /// whatever logs starts, and destroy it after that stopped: spdlog's list of sinks is not
 /// guarded against a thread that logs meanwhile.
 class LogCapture {
  public:
-  LogCapture() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(100)) {
+  explicit LogCapture(size_t lines = 100) : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(lines)) {
     sink_->set_pattern("%l: %v");
     Log().sinks().push_back(sink_);
   }

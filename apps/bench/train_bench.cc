@@ -23,9 +23,9 @@
 #include "distribute/cluster/cluster_address.h"
 #include "distribute/cluster/cluster_resolver.h"
 #include "distribute/multi_worker_mirrored_strategy.h"
+#include "distribute/rendezvous/grpc_store.h"
 #include "distribute/rendezvous/rendezvous.h"
 #include "distribute/strategy.h"
-#include "distribute/rendezvous/store.h"
 #include "estimator/estimator.h"
 
 namespace {
@@ -78,14 +78,17 @@ class StepTimer : public est::SessionRunHook {
 std::shared_ptr<est_bench::TimingCollective> ConnectWorkers(const est::distribute::ClusterConfig& cluster,
                                                             bool shared_memory = true) {
   const auto chief = est::distribute::ParseHostPort(cluster.chief_address, "chief address");
-  est::distribute::TcpStoreOptions store_options;
+  est::distribute::GrpcStoreOptions store_options;
   store_options.host = chief.host;
   store_options.port = static_cast<uint16_t>(chief.port);
-  store_options.is_server = cluster.is_chief;
+  store_options.job_id = "train_bench";
   static std::shared_ptr<est::distribute::Store> store;  // lives until exit, as the chief's must
-  store = est::distribute::CreateTcpStore(store_options);
+  if (cluster.is_chief)
+    store = est::distribute::ServeGrpcStore(store_options);
+  else
+    store = est::distribute::CreateGrpcStore(store_options);
   est::distribute::RendezvousOptions rendezvous;
-  rendezvous.job_id = "train_bench";
+  rendezvous.job_id = store_options.job_id;
   rendezvous.rank = cluster.rank;
   rendezvous.world_size = cluster.num_worker_replicas;
   est::distribute::GlooOptions gloo;

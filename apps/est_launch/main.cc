@@ -10,6 +10,7 @@
 
 #include "apps/common/number_checks.h"
 #include "apps/common/parse_flags.h"
+#include "apps/common/tls_flags.h"
 #include "apps/est_launch/cluster_spec.h"
 #include "apps/est_launch/cpu_affinity.h"
 #include "apps/est_launch/cpu_binding.h"
@@ -24,6 +25,10 @@ Every task runs <command...> (PATH is searched) with the environment of est-laun
   TF_CONFIG   {"cluster": {"chief": ["H:P"], "worker": ["H:P+1", ...], "evaluator": ["H:P+N+1"]},
                "task": {"type": "worker", "index": 1}}   (consecutive ports; jobs as chosen)
   EST_JOB_ID  a random id shared by all tasks of this launch
+  EST_JOB_TOKEN  a random secret shared by all tasks of this launch, which the chief's
+              store asks of every call (est-launch's own EST_JOB_TOKEN when it has one)
+  EST_TLS_CA_FILE, EST_TLS_CERT_FILE, EST_TLS_KEY_FILE, EST_TLS_REQUIRE_CLIENT_CERT
+              from the --tls-* flags, when any is given
   EST_TASK    the task, as "chief-0", "worker-1" (crash-point tests use it)
   EST_RESTART_COUNT  how many times --max-restarts restarted the group before this start
 in a process group of its own, with stdin from /dev/null. Each line a task writes goes to
@@ -67,6 +72,7 @@ struct Flags {
   int max_restarts = 0;
   double restart_backoff_secs = 1;
   double max_restart_backoff_secs = 60;
+  est_apps::TlsFlags tls;
   std::vector<std::string> command;
 };
 
@@ -97,19 +103,29 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--max-restart-backoff-secs", flags.max_restart_backoff_secs, "The longest wait before a restart")
       ->check(est_apps::NumberIn(0, 86400, "a number of seconds"))
       ->capture_default_str();
+  est_apps::AddTlsFlags(app, flags.tls);
   app.add_option("command", flags.command, "The program to run for every task and its arguments (after -- when they start with -)")
       ->required();
   app.positionals_at_end();
   app.footer(kFooter);
 }
 
-// A random 64-bit id in hex, different for every launch.
-std::string NewJobId() {
+// `words` random 32-bit words from the system's entropy source, in hex.
+std::string RandomHex(int words) {
   std::random_device random;
-  const uint64_t id = (static_cast<uint64_t>(random()) << 32) ^ random();
-  char text[17];
-  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(id));
+  std::string text;
+  char word[9];
+  for (int i = 0; i < words; ++i) {
+    std::snprintf(word, sizeof(word), "%08x", static_cast<unsigned>(random()));
+    text += word;
+  }
   return text;
+}
+
+// The tasks' EST_JOB_TOKEN: est-launch's own, else 128 random bits.
+std::string JobToken() {
+  const char* own = std::getenv("EST_JOB_TOKEN");
+  return own != nullptr && *own != '\0' ? own : RandomHex(4);
 }
 
 // Checks the flags that CLI11 cannot; throws est::ConfigError naming the flag.
@@ -131,7 +147,9 @@ int Run(const Flags& flags, const est_launch::ClusterLayout& layout, bool port_g
   est_launch::LaunchOptions options;
   options.command = flags.command;
   options.grace_secs = flags.grace_secs;
-  options.job_id = NewJobId();
+  options.job_id = RandomHex(2);
+  options.job_token = JobToken();
+  if (flags.tls.any()) options.environment = flags.tls.environment();
   options.max_restarts = flags.max_restarts;
   options.restart_backoff_secs = flags.restart_backoff_secs;
   options.max_restart_backoff_secs = flags.max_restart_backoff_secs;

@@ -115,8 +115,10 @@ class Supervisor {
       try {
         std::map<std::string, std::string> overrides{{"TF_CONFIG", cluster_.tf_config(id)},
                                                      {"EST_JOB_ID", options_.job_id},
+                                                     {"EST_JOB_TOKEN", options_.job_token},
                                                      {"EST_TASK", id.type + "-" + std::to_string(id.index)},
                                                      {"EST_RESTART_COUNT", std::to_string(restarts_)}};
+        overrides.insert(options_.environment.begin(), options_.environment.end());
         // As torchrun does: one OpenMP thread per CPU of the task, unless the user chose.
         if (!cpus.empty() && std::getenv("OMP_NUM_THREADS") == nullptr)
           overrides.emplace("OMP_NUM_THREADS", std::to_string(cpus.size()));

@@ -2,6 +2,7 @@
 /// Running a local cluster: one process per task, their output prefixed and merged, and
 /// the rule that when one task fails every other task is stopped, within a bounded time.
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,10 @@ struct LaunchOptions {
   double grace_secs = 10;
   /// EST_JOB_ID of every task: shared within the launch, different between launches.
   std::string job_id;
+  /// EST_JOB_TOKEN of every task: the secret the chief's store asks of every call.
+  std::string job_token;
+  /// More variables for every task (the EST_TLS_* of the --tls-* flags).
+  std::map<std::string, std::string> environment;
   /// The CPUs of each task, in the order of ClusterSpec::tasks() (see PlanCpuBinding); an
   /// empty list, or no lists at all, leaves a task on est-launch's CPUs. A bound task gets
   /// OMP_NUM_THREADS=<its number of CPUs> unless est-launch's environment sets it.
@@ -48,7 +53,7 @@ struct LaunchResult {
 };
 
 /// Starts `options.command` once per task of `cluster`, each in a process group of its
-/// own, with TF_CONFIG, EST_JOB_ID, EST_TASK ("worker-1") and EST_RESTART_COUNT set and the
+/// own, with TF_CONFIG, EST_JOB_ID, EST_JOB_TOKEN, EST_TASK ("worker-1") and EST_RESTART_COUNT set and the
 /// rest of the environment inherited, on the CPUs of `options.task_cpus`.
 /// Every line of a task's stdout (stderr) is written to est-launch's stdout (stderr) with
 /// the prefix "[worker 1] ", whole lines at a time.

@@ -9,6 +9,7 @@
 #include "apps/common/fashion_mnist_cnn.h"
 #include "apps/common/number_checks.h"
 #include "apps/common/parse_flags.h"
+#include "apps/common/tls_flags.h"
 #include "apps/est_train/models.h"
 #include "common/error.h"
 #include "common/file_util.h"
@@ -42,6 +43,8 @@ struct Flags {
   double bucket_cap_mb = 25;
   std::string mixed_precision = "none";
   bool ignore_invalid_checkpoints = false;
+  std::string job_token_file;
+  est_apps::TlsFlags tls;
 };
 
 void AddFlags(CLI::App& app, Flags& flags) {
@@ -111,6 +114,21 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "Evaluator task: seconds to wait before the first evaluation")
       ->check(est_apps::NumberIn(0, est_apps::kMaxSeconds, "a number of seconds"))
       ->capture_default_str();
+  app.add_option("--job-token-file", flags.job_token_file,
+                 "multi_worker: file holding the job's shared secret, which every call to the chief's store carries "
+                 "(default: EST_JOB_TOKEN; est-launch sets a random one)")
+      ->check(CLI::ExistingFile);
+  est_apps::AddTlsFlags(app, flags.tls);
+}
+
+// The job's token from --job-token-file (its first line); "" when the flag is not given,
+// which leaves EST_JOB_TOKEN to the strategy.
+std::string ReadJobToken(const std::string& path) {
+  if (path.empty()) return "";
+  std::string token = est::ReadFile(path);
+  token = token.substr(0, token.find_first_of("\r\n"));
+  EST_CHECK(!token.empty(), est::ConfigError, "--job-token-file '", path, "' holds no token on its first line");
+  return token;
 }
 
 std::vector<std::string> SplitDevices(const std::string& list) {
@@ -134,15 +152,18 @@ std::shared_ptr<est::distribute::Strategy> MakeStrategy(const Flags& flags, cons
     return est::distribute::OneDeviceStrategy::Create(devices[0]);
   }
   if (flags.strategy == "mirrored") return est::distribute::MirroredStrategy::Create(devices);
-  if (flags.strategy == "multi_worker")
-    return est::distribute::MultiWorkerMirroredStrategy::Create(
-        est::distribute::MultiWorkerOptions()
-            .devices(devices)
-            .cluster(cluster)
-            .timeout_secs(flags.timeout_secs)
-            .buckets(est::distribute::GradientReducerOptions().bucket_cap_bytes(
-                static_cast<int64_t>(flags.bucket_cap_mb * (1 << 20)))));
-  return nullptr;
+  if (flags.strategy != "multi_worker") return nullptr;
+  auto options = est::distribute::MultiWorkerOptions()
+                     .devices(devices)
+                     .cluster(cluster)
+                     .timeout_secs(flags.timeout_secs)
+                     .job_token(ReadJobToken(flags.job_token_file))
+                     .buckets(est::distribute::GradientReducerOptions().bucket_cap_bytes(
+                         static_cast<int64_t>(flags.bucket_cap_mb * (1 << 20))));
+  if (flags.tls.any())
+    options.tls(est::distribute::GrpcStoreTls{flags.tls.ca_file, flags.tls.cert_file, flags.tls.key_file,
+                                              flags.tls.require_client_cert});
+  return est::distribute::MultiWorkerMirroredStrategy::Create(options);
 }
 
 // Fails early, with one line, on a model_dir that cannot hold checkpoints (on the task

@@ -51,4 +51,9 @@ std::shared_ptr<grpc::ChannelCredentials> ClientCredentials(const GrpcStoreTls& 
   return grpc::SslCredentials(options);
 }
 
+std::string GrpcAddress(const std::string& host, uint16_t port) {
+  const bool ipv6 = host.find(':') != std::string::npos && host.front() != '[';
+  return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
 }  // namespace est::distribute::detail

@@ -45,6 +45,14 @@ struct GrpcStoreOptions {
   GrpcStoreTls tls;
 };
 
+/// EST_JOB_TOKEN, or "" when it is not set.
+std::string JobTokenFromEnvironment();
+
+/// TLS from EST_TLS_CA_FILE, EST_TLS_CERT_FILE, EST_TLS_KEY_FILE and
+/// EST_TLS_REQUIRE_CLIENT_CERT ("1" or "0"); off when none is set. ConfigError quoting a
+/// malformed EST_TLS_REQUIRE_CLIENT_CERT.
+GrpcStoreTls StoreTlsFromEnvironment();
+
 /// The chief's store server. Stops, refusing new calls and ending those in flight, when
 /// destroyed.
 class GrpcStoreServer {
@@ -62,5 +70,16 @@ class GrpcStoreServer {
 /// A refused call (wrong job id or token) is a ConfigError naming the store; a wait that
 /// runs out is a TimeoutError naming the keys. Thread-safe.
 std::shared_ptr<Store> CreateGrpcStore(const GrpcStoreOptions& options);
+
+/// The chief's store as the chief's own rank uses it: the server and a client of it in one
+/// Store, which keeps the server running while it lives.
+class ServedGrpcStore : public Store {
+ public:
+  /// The port the server listens on (the one it picked when given 0).
+  virtual uint16_t port() const = 0;
+};
+
+/// Starts the server (GrpcStoreServer::Start) and connects a client to it.
+std::shared_ptr<ServedGrpcStore> ServeGrpcStore(const GrpcStoreOptions& options);
 
 }  // namespace est::distribute

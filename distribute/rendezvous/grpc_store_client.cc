@@ -3,12 +3,17 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <netdb.h>
+
 #include <algorithm>
+#include <atomic>
+#include <optional>
 #include <thread>
 
 #include "common/error.h"
 #include "distribute/rendezvous/error_text.h"
 #include "distribute/rendezvous/grpc_credentials.h"
+#include "distribute/rendezvous/grpc_logging.h"
 #include "distribute/rendezvous/grpc_store.h"
 #include "distribute/rendezvous/store_service.grpc.pb.h"
 
@@ -21,10 +26,14 @@ using Clock = std::chrono::system_clock;
 /// Back-off between attempts to reach a server that is not listening yet.
 constexpr std::chrono::milliseconds kFirstRetry(5);
 constexpr std::chrono::milliseconds kLongestRetry(100);
+/// How long a client that has reached the server waits for it to come back: a chief that
+/// went away is soon named, while a chief that starts late is waited for the whole timeout.
+constexpr std::chrono::milliseconds kLostServerPatience(2000);
 
-class GrpcStore final : public TcpStore {
+class GrpcStore final : public Store {
  public:
   explicit GrpcStore(GrpcStoreOptions options) : options_(std::move(options)) {
+    detail::RouteGrpcLogs();
     grpc::ChannelArguments arguments;
     arguments.SetMaxReceiveMessageSize(options_.max_value_bytes + options_.max_key_bytes + 1024);
     arguments.SetMaxSendMessageSize(options_.max_value_bytes + options_.max_key_bytes + 1024);
@@ -96,16 +105,32 @@ class GrpcStore final : public TcpStore {
       EST_THROW(TimeoutError, describe(), ": ", DescribeKeys(missing), " not set within ", DescribeDuration(timeout));
   }
 
+  bool remove(const std::string& key) override {
+    pb::DeleteRequest request;
+    request.set_key(key);
+    pb::DeleteReply reply;
+    call("delete '" + key + "'", options_.timeout,
+         [&](grpc::ClientContext* context) { return stub_->Delete(context, request, &reply); });
+    return reply.deleted();
+  }
+
+  std::vector<std::string> list(const std::string& prefix) override {
+    pb::ListRequest request;
+    request.set_prefix(prefix);
+    pb::ListReply reply;
+    call("list '" + prefix + "'", options_.timeout,
+         [&](grpc::ClientContext* context) { return stub_->List(context, request, &reply); });
+    return {reply.keys().begin(), reply.keys().end()};
+  }
+
   std::string describe() const override { return "store " + address(); }
-  const std::string& host() const override { return options_.host; }
-  uint16_t port() const override { return options_.port; }
 
  private:
-  std::string address() const { return options_.host + ":" + std::to_string(options_.port); }
+  std::string address() const { return detail::GrpcAddress(options_.host, options_.port); }
 
   static std::chrono::milliseconds left(Clock::time_point deadline) {
     return std::max(std::chrono::milliseconds(0),
-                    std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+                    std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()));
   }
 
   /// Runs `attempt` until it reaches the server or `timeout` passes. Returns its status when
@@ -113,43 +138,67 @@ class GrpcStore final : public TcpStore {
   template <typename Attempt>
   grpc::Status call(const std::string& what, std::chrono::milliseconds timeout, Attempt&& attempt, bool waits = false) {
     const auto deadline = Clock::now() + timeout;
+    std::optional<Clock::time_point> lost_since;  // when a server reached before stopped answering
     std::chrono::milliseconds retry = kFirstRetry;
     for (;;) {
+      const bool reached = reached_.load();
       grpc::ClientContext context;
       // A waiting call gets a little longer than its wait, so that the server answers it.
       context.set_deadline(waits ? deadline + std::chrono::seconds(1) : deadline);
-      context.set_wait_for_ready(true);
+      // Until the server first answers, a call waits for it to listen; after that, a call
+      // fails at once when the server is gone, and is retried below for kLostServerPatience.
+      context.set_wait_for_ready(!reached);
       context.AddMetadata("est-job-id", options_.job_id);
       context.AddMetadata("est-job-token", options_.token);
       const grpc::Status status = attempt(&context);
+      if (status.error_code() != grpc::StatusCode::UNAVAILABLE && status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED)
+        reached_ = true;
       switch (status.error_code()) {
         case grpc::StatusCode::OK:
           return status;
         case grpc::StatusCode::DEADLINE_EXCEEDED:
           if (channel_->GetState(false) != GRPC_CHANNEL_READY)
             EST_THROW(CommunicationError, describe(), ": ", what, ": the store was unreachable for ",
-                      DescribeDuration(timeout));
+                      DescribeDuration(timeout), Hint());
           if (waits) return status;
           EST_THROW(CommunicationError, describe(), ": ", what, " got no answer within ", DescribeDuration(timeout));
         case grpc::StatusCode::PERMISSION_DENIED:
           EST_THROW(ConfigError, describe(), ": ", what, ": ", status.error_message());
-        case grpc::StatusCode::UNAVAILABLE:
-          if (Clock::now() + retry < deadline) {
+        case grpc::StatusCode::UNAVAILABLE: {
+          if (reached && !lost_since) lost_since = Clock::now();
+          const auto give_up = lost_since ? std::min(deadline, *lost_since + kLostServerPatience) : deadline;
+          if (Clock::now() + retry < give_up) {
             std::this_thread::sleep_for(retry);
             retry = std::min(retry * 2, kLongestRetry);
             continue;
           }
+          if (lost_since)
+            EST_THROW(CommunicationError, describe(), ": ", what, ": the store stopped answering (unreachable for ",
+                      DescribeDuration(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - *lost_since)),
+                      " after it had answered; did the chief exit?): ", status.error_message());
           EST_THROW(CommunicationError, describe(), ": ", what, ": unreachable for ", DescribeDuration(timeout), ": ",
-                    status.error_message());
+                    status.error_message(), Hint());
+        }
         default:
           EST_THROW(CommunicationError, describe(), ": ", what, " failed: ", status.error_message());
       }
     }
   }
 
+  /// What to check when the chief's store cannot be reached at all.
+  std::string Hint() const {
+    std::string hint = " (is the chief running, and is its address right?";
+    addrinfo* found = nullptr;
+    const int error = ::getaddrinfo(options_.host.c_str(), nullptr, nullptr, &found);
+    if (found != nullptr) ::freeaddrinfo(found);
+    if (error != 0) hint += " The host '" + options_.host + "' does not resolve: " + ::gai_strerror(error) + ".";
+    return hint + ")";
+  }
+
   GrpcStoreOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<pb::StoreService::Stub> stub_;
+  std::atomic<bool> reached_{false};  ///< the server has answered a call
 };
 
 }  // namespace

@@ -5,15 +5,15 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
-#include <map>
 #include <mutex>
 #include <set>
 
 #include "common/error.h"
 #include "common/logging.h"
 #include "distribute/rendezvous/grpc_credentials.h"
+#include "distribute/rendezvous/grpc_logging.h"
 #include "distribute/rendezvous/grpc_store.h"
+#include "distribute/rendezvous/key_table.h"
 #include "distribute/rendezvous/store_service.grpc.pb.h"
 
 namespace est::distribute {
@@ -33,81 +33,8 @@ bool ConstantTimeEquals(const std::string& a, const std::string& b) {
   return difference == 0;
 }
 
-/// The keys and values, and the waits on them.
-class KeyTable {
- public:
-  void set(const std::string& key, const std::string& value) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      values_[key] = value;
-    }
-    changed_.notify_all();
-  }
-  int64_t add(const std::string& key, int64_t delta, bool* malformed) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::string& stored = values_[key];
-    int64_t value = 0;
-    if (!stored.empty()) {
-      try {
-        size_t used = 0;
-        value = std::stoll(stored, &used);
-        *malformed = used != stored.size();
-      } catch (const std::exception&) {
-        *malformed = true;
-      }
-      if (*malformed) return 0;
-    }
-    value += delta;
-    stored = std::to_string(value);
-    changed_.notify_all();
-    return value;
-  }
-  /// Waits until every key is set or `deadline`; returns the keys still missing.
-  std::vector<std::string> wait(const std::vector<std::string>& keys, std::chrono::steady_clock::time_point deadline,
-                                const grpc::ServerContext& context) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    return wait_locked(lock, keys, deadline, context);
-  }
-  /// Waits as wait() for `key` and sets `value` to its value, in one hold of the lock (a
-  /// delete cannot come between); false when the key was not set in time.
-  bool get(const std::string& key, std::chrono::steady_clock::time_point deadline, const grpc::ServerContext& context,
-           std::string* value) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (!wait_locked(lock, {key}, deadline, context).empty()) return false;
-    *value = values_.at(key);
-    return true;
-  }
-  bool erase(const std::string& key) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return values_.erase(key) > 0;
-  }
-  std::vector<std::string> list(const std::string& prefix) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::vector<std::string> keys;
-    for (auto it = values_.lower_bound(prefix); it != values_.end() && it->first.compare(0, prefix.size(), prefix) == 0;
-         ++it)
-      keys.push_back(it->first);
-    return keys;
-  }
-
- private:
-  std::vector<std::string> wait_locked(std::unique_lock<std::mutex>& lock, const std::vector<std::string>& keys,
-                                       std::chrono::steady_clock::time_point deadline,
-                                       const grpc::ServerContext& context) {
-    for (;;) {
-      std::vector<std::string> missing;
-      for (const auto& key : keys)
-        if (!values_.count(key)) missing.push_back(key);
-      if (missing.empty() || context.IsCancelled() || std::chrono::steady_clock::now() >= deadline) return missing;
-      // Wakes at the deadline, on a change, and every 100 ms to notice a cancelled call.
-      changed_.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(100)));
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::map<std::string, std::string> values_;
-};
+/// How many refused peers are remembered (and warned of): a bound on what refusals cost.
+constexpr size_t kRefusedPeersLogged = 256;
 
 class StoreServiceImpl final : public pb::StoreService::Service {
  public:
@@ -122,33 +49,35 @@ class StoreServiceImpl final : public pb::StoreService::Service {
   }
   grpc::Status Get(grpc::ServerContext* context, const pb::GetRequest* request, pb::GetReply* reply) override {
     if (grpc::Status refused = admit(*context, {request->key()}); !refused.ok()) return refused;
-    if (!table_.get(request->key(), deadline(*context, request->timeout_ms()), *context, reply->mutable_value()))
-      return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "key '" + request->key() + "' was not set in time");
+    std::optional<std::string> value =
+        table_.get(request->key(), deadline(*context, request->timeout_ms()), CancelledBy(*context));
+    if (!value) return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "key '" + request->key() + "' was not set in time");
+    *reply->mutable_value() = *std::move(value);
     return grpc::Status::OK;
   }
   grpc::Status Add(grpc::ServerContext* context, const pb::AddRequest* request, pb::AddReply* reply) override {
     if (grpc::Status refused = admit(*context, {request->key()}); !refused.ok()) return refused;
-    bool malformed = false;
-    reply->set_value(table_.add(request->key(), request->delta(), &malformed));
-    if (malformed)
-      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "key '" + request->key() + "' holds no integer");
+    const std::optional<int64_t> value = table_.add(request->key(), request->delta());
+    if (!value) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "key '" + request->key() + "' holds no integer");
+    reply->set_value(*value);
     return grpc::Status::OK;
   }
   grpc::Status Check(grpc::ServerContext* context, const pb::CheckRequest* request, pb::CheckReply* reply) override {
     const std::vector<std::string> keys(request->keys().begin(), request->keys().end());
     if (grpc::Status refused = admit(*context, keys); !refused.ok()) return refused;
-    reply->set_all_set(table_.wait(keys, std::chrono::steady_clock::now(), *context).empty());
+    reply->set_all_set(table_.wait(keys, std::chrono::steady_clock::now()).empty());
     return grpc::Status::OK;
   }
   grpc::Status Wait(grpc::ServerContext* context, const pb::WaitRequest* request, pb::WaitReply* reply) override {
     const std::vector<std::string> keys(request->keys().begin(), request->keys().end());
     if (grpc::Status refused = admit(*context, keys); !refused.ok()) return refused;
-    for (auto& key : table_.wait(keys, deadline(*context, request->timeout_ms()), *context)) reply->add_missing(key);
+    for (auto& key : table_.wait(keys, deadline(*context, request->timeout_ms()), CancelledBy(*context)))
+      reply->add_missing(std::move(key));
     return grpc::Status::OK;
   }
   grpc::Status Delete(grpc::ServerContext* context, const pb::DeleteRequest* request, pb::DeleteReply* reply) override {
     if (grpc::Status refused = admit(*context, {request->key()}); !refused.ok()) return refused;
-    reply->set_deleted(table_.erase(request->key()));
+    reply->set_deleted(table_.remove(request->key()));
     return grpc::Status::OK;
   }
   grpc::Status List(grpc::ServerContext* context, const pb::ListRequest* request, pb::ListReply* reply) override {
@@ -168,9 +97,10 @@ class StoreServiceImpl final : public pb::StoreService::Service {
     };
     const std::string job_id = value_of("est-job-id");
     if (!ConstantTimeEquals(job_id, options_.job_id) || !ConstantTimeEquals(value_of("est-job-token"), options_.token))
-      return refuse(context, job_id != options_.job_id ? "job id '" + job_id + "' is not this job's ('" +
-                                                             options_.job_id + "')"
-                                                       : "the job token is missing or wrong");
+      return refuse(context, job_id != options_.job_id ? "the call came from job '" + job_id +
+                                                             "' (two jobs cannot share a chief's address: give each "
+                                                             "its own port)"
+                                                       : "the job token is missing or wrong (EST_JOB_TOKEN)");
     for (const auto& key : keys)
       if (key.size() > static_cast<size_t>(options_.max_key_bytes))
         return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -183,12 +113,20 @@ class StoreServiceImpl final : public pb::StoreService::Service {
     const std::string peer = context.peer();
     {
       std::lock_guard<std::mutex> lock(refused_mutex_);
-      if (refused_peers_.insert(peer).second)
-        Log().warn("store of job '{}' at {}:{}: refused a call from {}: {}", options_.job_id, options_.host,
-                   port_.load(), peer, why);
+      if (refused_peers_.size() < kRefusedPeersLogged && refused_peers_.insert(peer).second) {
+        Log().warn("store of job '{}' at {}: refused a call from {}: {}", options_.job_id,
+                   detail::GrpcAddress(options_.host, port_.load()), peer, why);
+        if (refused_peers_.size() == kRefusedPeersLogged)
+          Log().warn("store of job '{}': {} peers refused; later ones are refused without a warning",
+                     options_.job_id, kRefusedPeersLogged);
+      }
     }
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "refused by the store of job '" + options_.job_id +
-                                                                 "': " + why);
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        "refused by the store of job '" + options_.job_id + "': " + why);
+  }
+
+  static detail::KeyTable::Cancelled CancelledBy(const grpc::ServerContext& context) {
+    return [&context] { return context.IsCancelled(); };
   }
 
   static std::chrono::steady_clock::time_point deadline(const grpc::ServerContext& context, int64_t timeout_ms) {
@@ -200,7 +138,7 @@ class StoreServiceImpl final : public pb::StoreService::Service {
 
   GrpcStoreOptions options_;
   std::atomic<uint16_t> port_{0};
-  KeyTable table_;
+  detail::KeyTable table_;
   std::mutex refused_mutex_;
   std::set<std::string> refused_peers_;
 };
@@ -208,11 +146,14 @@ class StoreServiceImpl final : public pb::StoreService::Service {
 class GrpcStoreServerImpl final : public GrpcStoreServer {
  public:
   explicit GrpcStoreServerImpl(const GrpcStoreOptions& options) : service_(options) {
-    const std::string address = options.host + ":" + std::to_string(options.port);
+    detail::RouteGrpcLogs();
+    const std::string address = detail::GrpcAddress(options.host, options.port);
     grpc::ServerBuilder builder;
     int picked = 0;
     builder.AddListeningPort(address, detail::ServerCredentials(options.tls), &picked);
     builder.RegisterService(&service_);
+    // One server per port: with SO_REUSEPORT a second chief on the port would share its clients.
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     builder.SetMaxReceiveMessageSize(options.max_value_bytes + options.max_key_bytes + 1024);
     builder.SetMaxSendMessageSize(options.max_value_bytes + options.max_key_bytes + 1024);
     server_ = builder.BuildAndStart();

@@ -6,9 +6,7 @@
 namespace est::distribute {
 namespace {
 
-// Every key of `base` under "prefix/". Written over our Store rather than with c10d's
-// PrefixStore so that it wraps any Store (in-memory, TCP, a test's), and so that the base
-// store's errors name the full keys.
+// Every key of `base` under "prefix/"; the base store's errors name the full keys.
 class PrefixStore final : public Store {
  public:
   PrefixStore(std::string prefix, std::shared_ptr<Store> base)
@@ -22,6 +20,12 @@ class PrefixStore final : public Store {
   bool check(const std::vector<std::string>& keys) override { return base_->check(Full(keys)); }
   void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override {
     base_->wait(Full(keys), timeout);
+  }
+  bool remove(const std::string& key) override { return base_->remove(Full(key)); }
+  std::vector<std::string> list(const std::string& prefix) override {
+    std::vector<std::string> keys = base_->list(Full(prefix));
+    for (std::string& key : keys) key.erase(0, prefix_.size());
+    return keys;
   }
   std::string describe() const override { return base_->describe(); }
 

@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "common/error.h"
-#include "common/logging.h"
 #include "distribute/rendezvous/error_text.h"
 #include "distribute/rendezvous/poll.h"
 #include "distribute/rendezvous/store.h"
@@ -13,9 +12,6 @@
 // Keys, in the store given to Rendezvous:
 //   rendezvous/job_claims           counter; the rank that takes it to 1 records its job id
 //   rendezvous/job_id               the id of the job that owns the store
-//   rendezvous/refusals             counter of ranks of other jobs refused; each records
-//   rendezvous/refusal/<n>          who it was ("job 'beta' (rank 0 of 2)")
-//   rendezvous/refusals_logged      how many of them the owner's rank 0 has logged
 //   <job>/rendezvous/generation     the round that ranks join now
 //   <job>/rendezvous/<g>/rank/<i>   counter: how often a process of rank i joined round g
 //   <job>/rendezvous/<g>/closed     counter; the rank that takes it to 1 advances the generation
@@ -31,9 +27,8 @@
 // moves to the next round, so they all meet again in it. A rank that times out abandons
 // its round: every rank waiting in it fails at once, naming the same missing ranks.
 //
-// A rank of another job touches none of the owner's keys: it counts and records its
-// refusal, and fails. The owner's rank 0 logs a warning for each refusal while it waits in
-// a rendezvous, and WarnOfRefusedJobs() logs those that come later.
+// A rank of another job touches none of the owner's keys and fails. (The chief's gRPC store
+// refuses such a rank before it reaches this check, and logs it with its address.)
 //
 // A process that dies after joining still counts as arrived: when the others complete the
 // round before it restarts, the round succeeds without it, and the collective built on the
@@ -44,10 +39,6 @@ namespace {
 
 constexpr char kJobClaimsKey[] = "rendezvous/job_claims";
 constexpr char kJobIdKey[] = "rendezvous/job_id";
-constexpr char kRefusalsKey[] = "rendezvous/refusals";
-constexpr char kRefusalsLoggedKey[] = "rendezvous/refusals_logged";
-
-std::string RefusalKey(int64_t number) { return "rendezvous/refusal/" + std::to_string(number); }
 
 std::chrono::milliseconds Remaining(std::chrono::steady_clock::time_point deadline) {
   const auto left = deadline - std::chrono::steady_clock::now();
@@ -67,12 +58,8 @@ void ClaimStoreForJob(Store& store, const RendezvousOptions& options, std::chron
     EST_THROW(TimeoutError, "rendezvous of job '", options.job_id, "': ", store.describe(),
               " was claimed by a job that did not record its id within ", DescribeDuration(options.timeout));
   }
-  if (owner == options.job_id) return;
-  const int64_t refusal = store.add(kRefusalsKey, 1);
-  store.set(RefusalKey(refusal), "job '" + options.job_id + "' (rank " + std::to_string(options.rank) + " of " +
-                                     std::to_string(options.world_size) + ")");
-  EST_THROW(ConfigError, "rendezvous of job '", options.job_id, "' (rank ", options.rank, "): ", store.describe(),
-            " belongs to job '", owner,
+  EST_CHECK(owner == options.job_id, ConfigError, "rendezvous of job '", options.job_id, "' (rank ", options.rank,
+            "): ", store.describe(), " belongs to job '", owner,
             "'; two jobs cannot share a chief's store: give each job its own chief address or port");
 }
 
@@ -84,7 +71,8 @@ class Round {
     const std::string base = job_id + "/rendezvous/" + std::to_string(generation) + "/";
     closed_key_ = base + "closed";
     abandoned_key_ = base + "abandoned";
-    for (int rank = 0; rank < world_size; ++rank) rank_keys_.push_back(base + "rank/" + std::to_string(rank));
+    rank_prefix_ = base + "rank/";
+    for (int rank = 0; rank < world_size; ++rank) rank_keys_.push_back(rank_prefix_ + std::to_string(rank));
   }
 
   int64_t generation() const { return generation_; }
@@ -102,11 +90,12 @@ class Round {
     store.set(abandoned_key_, "");
     Close(store);
   }
+  // The ranks not among the keys listed under the round's "rank/".
   std::vector<int> MissingRanks(Store& store) const {
+    const std::vector<std::string> joined = store.list(rank_prefix_);
     std::vector<int> missing;
-    for (int rank = 0; rank < static_cast<int>(rank_keys_.size()); ++rank) {
-      if (!store.check({rank_keys_[rank]})) missing.push_back(rank);
-    }
+    for (int rank = 0; rank < static_cast<int>(rank_keys_.size()); ++rank)
+      if (std::find(joined.begin(), joined.end(), rank_keys_[rank]) == joined.end()) missing.push_back(rank);
     return missing;
   }
 
@@ -115,21 +104,11 @@ class Round {
   std::string generation_key_;
   std::string closed_key_;
   std::string abandoned_key_;
+  std::string rank_prefix_;
   std::vector<std::string> rank_keys_;
 };
 
 }  // namespace
-
-void WarnOfRefusedJobs(Store& store, const std::string& job_id) {
-  const int64_t refusals = store.add(kRefusalsKey, 0);
-  int64_t logged = store.add(kRefusalsLoggedKey, 0);
-  // A refused rank counts itself, then records who it is: stop at one not yet recorded.
-  for (; logged < refusals && store.check({RefusalKey(logged + 1)}); ++logged) {
-    Log().warn("rendezvous of job '{}' at {}: refused {}, which presented another job id", job_id,
-               store.describe(), store.get(RefusalKey(logged + 1), std::chrono::seconds(1)));
-    store.add(kRefusalsLoggedKey, 1);
-  }
-}
 
 std::shared_ptr<Store> Rendezvous(std::shared_ptr<Store> store, const RendezvousOptions& options) {
   EST_CHECK(store != nullptr, ConfigError, "rendezvous of job '", options.job_id, "': the store is null");
@@ -147,13 +126,9 @@ std::shared_ptr<Store> Rendezvous(std::shared_ptr<Store> store, const Rendezvous
   while (true) {
     const Round round(options.job_id, generation, options.world_size);
     if (round.Join(*store, options.rank)) {
-      const bool settled = PollUntil(deadline, [&] {
-        if (options.rank == 0) WarnOfRefusedJobs(*store, options.job_id);
-        return round.Complete(*store) || round.Closed(*store);
-      });
+      const bool settled = PollUntil(deadline, [&] { return round.Complete(*store) || round.Closed(*store); });
       if (round.Complete(*store)) {
         round.Close(*store);
-        if (options.rank == 0) WarnOfRefusedJobs(*store, options.job_id);
         return CreatePrefixStore(options.job_id + "/" + std::to_string(generation), store);
       }
       if (!settled || round.Abandoned(*store)) {

@@ -27,15 +27,7 @@ struct RendezvousOptions {
 /// no earlier round has set. The first job to rendezvous in a store owns it. Throws
 /// ConfigError when the store belongs to a job with another id (naming both and the store),
 /// and TimeoutError listing the ranks that never arrived; when one rank times out, every rank
-/// waiting in its round fails too. A refused rank records its refusal in the store (outside
-/// the owner's keys) and the owner's rank 0 logs a warning for it while it waits. Ranks may
-/// arrive in any order; thread-safe.
+/// waiting in its round fails too. Ranks may arrive in any order; thread-safe.
 std::shared_ptr<Store> Rendezvous(std::shared_ptr<Store> store, const RendezvousOptions& options);
-
-/// Logs a warning, once each, for the ranks of other jobs that `store` (owned by job
-/// `job_id`) refused since the last call: "rendezvous of job 'alpha' at TCP store
-/// 127.0.0.1:29500: refused job 'beta' (rank 0 of 2), which presented another job id".
-/// For the owner's chief, after its rendezvous.
-void WarnOfRefusedJobs(Store& store, const std::string& job_id);
 
 }  // namespace est::distribute

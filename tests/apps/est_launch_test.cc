@@ -272,6 +272,46 @@ TEST_CASE("est-launch gives every task its TF_CONFIG and the launch's EST_JOB_ID
   ::unsetenv("EST_LAUNCH_TEST_INHERITED");
 }
 
+TEST_CASE("est-launch gives every task one secret EST_JOB_TOKEN, and its --tls-* files as EST_TLS_*", "[launch]") {
+  const std::string script = R"(echo "token=$EST_JOB_TOKEN tls=$EST_TLS_CA_FILE,$EST_TLS_CERT_FILE,$EST_TLS_KEY_FILE,$EST_TLS_REQUIRE_CLIENT_CERT")";
+  SECTION("a random token per launch, never printed by est-launch; no TLS variables without the flags") {
+    ::unsetenv("EST_JOB_TOKEN");
+    LaunchRun run = RunLaunch({"--workers", "2", "--chief", "--", "sh", "-c", script}, "launch_token");
+    INFO(run.out << run.err);
+    REQUIRE(run.exit_code == 0);
+    std::set<std::string> lines;
+    for (const auto& [label, task_lines] : ByTask(run.out)) lines.insert(task_lines.at(0));
+    REQUIRE(lines.size() == 1);
+    std::smatch token;
+    REQUIRE(std::regex_match(*lines.begin(), token, std::regex("token=([0-9a-f]{32}) tls=,,,")));
+    CHECK(run.err.find(token[1].str()) == std::string::npos);
+    LaunchRun again = RunLaunch({"--workers", "1", "--", "sh", "-c", script}, "launch_token2");
+    REQUIRE(again.exit_code == 0);
+    CHECK(ByTask(again.out)["worker 0"].at(0).find(token[1].str()) == std::string::npos);
+  }
+  SECTION("est-launch's own EST_JOB_TOKEN, and the TLS flags") {
+    const auto dir = est::testing::FreshTempDir("launch_tls_files");
+    std::filesystem::create_directories(dir);
+    for (const char* name : {"ca.pem", "cert.pem", "key.pem"}) std::ofstream(dir / name) << "pem";
+    ::setenv("EST_JOB_TOKEN", "chosen-secret", 1);
+    LaunchRun run = RunLaunch({"--workers", "1", "--tls-ca-file", (dir / "ca.pem").string(), "--tls-cert-file",
+                               (dir / "cert.pem").string(), "--tls-key-file", (dir / "key.pem").string(),
+                               "--tls-require-client-cert", "--", "sh", "-c", script},
+                              "launch_tls");
+    ::unsetenv("EST_JOB_TOKEN");
+    INFO(run.out << run.err);
+    REQUIRE(run.exit_code == 0);
+    CHECK(ByTask(run.out)["worker 0"].at(0) == "token=chosen-secret tls=" + (dir / "ca.pem").string() + "," +
+                                                   (dir / "cert.pem").string() + "," + (dir / "key.pem").string() +
+                                                   ",1");
+    LaunchRun missing = RunLaunch({"--workers", "1", "--tls-ca-file", (dir / "absent.pem").string(), "true"},
+                                  "launch_tls_missing");
+    CHECK(missing.exit_code == 2);
+    CHECK_THAT(missing.err, Catch::Contains("--tls-ca-file") && Catch::Contains("absent.pem"));
+    std::filesystem::remove_all(dir);
+  }
+}
+
 TEST_CASE("est-launch prefixes every line and never interleaves lines", "[launch]") {
   // Each line is written in two pieces (so the pipe sees partial lines); stderr gets lines too.
   const std::string script = R"(pad=$(printf '%0400d' 0); i=0; while [ $i -lt 200 ]; do )"

@@ -1,5 +1,5 @@
-// Ranks as separate processes (tests/distribute/collective_worker.cc) on loopback, over a
-// real c10d TCP store.
+// Ranks as separate processes (tests/distribute/collective_worker.cc) on loopback, over the
+// chief's gRPC store.
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "distribute/rendezvous/store.h"
+#include "distribute/rendezvous/grpc_store.h"
 #include "tests/test_util.h"
 
 extern char** environ;
@@ -109,10 +109,11 @@ uint16_t FreePort() {
   return ntohs(address.sin_port);
 }
 
-std::shared_ptr<est::distribute::TcpStore> Server() {
-  est::distribute::TcpStoreOptions options;
-  options.is_server = true;
-  return est::distribute::CreateTcpStore(options);
+// The chief's store server of job `job`, on a port it picks.
+std::unique_ptr<est::distribute::GrpcStoreServer> Server(const std::string& job = "test") {
+  est::distribute::GrpcStoreOptions options;
+  options.job_id = job;
+  return est::distribute::GrpcStoreServer::Start(options);
 }
 
 }  // namespace
@@ -252,7 +253,7 @@ TEST_CASE("Gloo collectives across 4 processes over a TCP store", "[distribute][
   }
 
   SECTION("a second job on the same store is refused, naming both jobs") {
-    auto server = Server();
+    auto server = Server("alpha");
     const auto first = RunWorkers({RankArguments(server->port(), 0, 1, "rendezvous", 5000, "alpha")}, "job_alpha");
     INFO(first[0].output);
     REQUIRE(first[0].exit_code == 0);

@@ -24,7 +24,7 @@
 #include "common/error.h"
 #include "distribute/collective/collective.h"
 #include "distribute/rendezvous/rendezvous.h"
-#include "distribute/rendezvous/store.h"
+#include "distribute/rendezvous/grpc_store.h"
 
 namespace {
 
@@ -113,12 +113,16 @@ void RunCollectives(Collective& collective, Checker& checker) {
 
 int Run(const Arguments& arguments) {
   using namespace est::distribute;
-  TcpStoreOptions store_options;
+  GrpcStoreOptions store_options;
   store_options.host = arguments.host;
   store_options.port = static_cast<uint16_t>(arguments.port);
-  store_options.is_server = arguments.serve;
+  store_options.job_id = arguments.job;
   store_options.timeout = std::chrono::milliseconds(arguments.timeout_ms);
-  std::shared_ptr<Store> store = CreateTcpStore(store_options);
+  std::shared_ptr<Store> store;
+  if (arguments.serve)
+    store = ServeGrpcStore(store_options);
+  else
+    store = CreateGrpcStore(store_options);
   GlooOptions gloo_options;
   gloo_options.timeout = std::chrono::milliseconds(arguments.timeout_ms);
   gloo_options.shared_memory = arguments.mode != "peer_killed" && arguments.mode != "peer_stopped";

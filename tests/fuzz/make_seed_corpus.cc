@@ -14,7 +14,6 @@
 #include "checkpoint/checkpoint_files.h"
 #include "checkpoint/checkpoint_writer.h"
 #include "common/file_util.h"
-#include "distribute/rendezvous/store_request.h"
 #include "estimator/summary/summary_writer.h"
 #include "tests/fuzz/fuzz_files.h"
 
@@ -121,57 +120,6 @@ void WriteRoundTripSeeds(const fs::path& dir) {
   Write(dir, "session_log", std::string("/tmp/model.ckpt-1", 17) + std::string(10, '\x02'));
 }
 
-/// A c10d store request of `protocol`: its type byte, then its arguments (see store_request.h).
-class StoreRequest {
- public:
-  StoreRequest(const est::distribute::StoreProtocol& protocol, est::distribute::StoreRequestType type)
-      : bytes_(1, static_cast<char>(protocol.byte(type))) {}
-  StoreRequest& Bytes(const std::string& text) {
-    Number(text.size());
-    bytes_ += text;
-    return *this;
-  }
-  StoreRequest& Number(uint64_t value) {
-    bytes_.append(reinterpret_cast<const char*>(&value), sizeof(value));
-    return *this;
-  }
-  StoreRequest& Number32(uint32_t value) {
-    bytes_.append(reinterpret_cast<const char*>(&value), sizeof(value));
-    return *this;
-  }
-  const std::string& bytes() const { return bytes_; }
-
- private:
-  std::string bytes_;
-};
-
-void WriteStoreRequestSeeds(const fs::path& dir) {
-  using Type = est::distribute::StoreRequestType;
-  const auto& v1 = est::distribute::StoreProtocol::OfLibTorch(1, 13);
-  Write(dir, "set", StoreRequest(v1, Type::kSet).Bytes("job/rank/0").Bytes("10.0.0.7:41230").bytes());
-  Write(dir, "compare_set", StoreRequest(v1, Type::kCompareSet).Bytes("job/leader").Bytes("").Bytes("0").bytes());
-  Write(dir, "get", StoreRequest(v1, Type::kGet).Bytes("gloo/0/1").bytes());
-  Write(dir, "add", StoreRequest(v1, Type::kAdd).Bytes("job/arrived").Number(1).bytes());
-  Write(dir, "check", StoreRequest(v1, Type::kCheck).Number(2).Bytes("job/a").Bytes("job/b").bytes());
-  Write(dir, "wait", StoreRequest(v1, Type::kWait).Number(1).Bytes("job/go").bytes());
-  Write(dir, "get_num_keys", StoreRequest(v1, Type::kGetNumKeys).bytes());
-  Write(dir, "delete_key", StoreRequest(v1, Type::kDeleteKey).Bytes("job/old").bytes());
-  Write(dir, "pipelined", StoreRequest(v1, Type::kAdd).Bytes("n").Number(1).bytes() +
-                              StoreRequest(v1, Type::kGet).Bytes("n").bytes() +
-                              StoreRequest(v1, Type::kGetNumKeys).bytes());
-  Write(dir, "huge_length", StoreRequest(v1, Type::kSet).Number(uint64_t{1} << 40).bytes());
-  // LibTorch 2.10 and later: validate and ping open a connection; pairs, queues, list_keys.
-  const auto& v2 = est::distribute::StoreProtocol::OfLibTorch(2, 11);
-  Write(dir, "v2_opening", StoreRequest(v2, Type::kValidate).Number32(est::distribute::kStoreValidationMagic).bytes() +
-                               StoreRequest(v2, Type::kPing).Number32(4242).bytes() +
-                               StoreRequest(v2, Type::kAdd).Bytes("/job/arrived").Number(1).bytes());
-  Write(dir, "v2_multi_set", StoreRequest(v2, Type::kMultiSet).Number(2).Bytes("/a").Bytes("1").Bytes("/b").Bytes("")
-                                 .bytes());
-  Write(dir, "v2_queues", StoreRequest(v2, Type::kQueuePush).Bytes("/q").Bytes("item").bytes() +
-                              StoreRequest(v2, Type::kQueuePop).Bytes("/q").bytes() +
-                              StoreRequest(v2, Type::kListKeys).bytes() + StoreRequest(v2, Type::kCancelWait).bytes());
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -185,6 +133,5 @@ int main(int argc, char** argv) {
   WriteTfConfigSeeds(root / "tf_config_fuzzer");
   WriteEventSeeds(root / "event_reader_fuzzer");
   WriteRoundTripSeeds(root / "event_roundtrip_fuzzer");
-  WriteStoreRequestSeeds(root / "store_request_fuzzer");
   return 0;
 }

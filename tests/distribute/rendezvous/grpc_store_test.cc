@@ -1,16 +1,28 @@
 // The chief's store over gRPC: every Store operation, waits and their timeouts, the job id
-// and token checks, a client that starts before its server, and a 16 MB value.
+// and token checks, a client that starts before its server, a 16 MB value, hostile clients
+// (silent, garbage, refused) and where it cannot serve or connect.
 
 #include "distribute/rendezvous/grpc_store.h"
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/error.h"
 #include "tests/log_capture.h"
 #include "tests/test_util.h"
+
+#if EST_TEST_UNDER_ASAN
+#include <sanitizer/allocator_interface.h>
+#endif
 
 using namespace est::distribute;
 using namespace std::chrono_literals;
@@ -71,7 +83,7 @@ TEST_CASE("the gRPC store refuses another job id or a wrong token, naming the pe
   GrpcStoreOptions other_job = Options(server->port());
   other_job.job_id = "job-b";
   CHECK_THROWS_MATCHES(CreateGrpcStore(other_job)->add("k", 1), est::ConfigError,
-                       MessageMatches(Catch::Contains("job id 'job-b' is not this job's ('job-a')")));
+                       MessageMatches(Catch::Contains("refused by the store of job 'job-a': the call came from job 'job-b'")));
   // Nothing a refused call sent was stored.
   auto right = CreateGrpcStore(Options(server->port()));
   CHECK_FALSE(right->check({"k"}));
@@ -125,4 +137,131 @@ TEST_CASE("an unreachable gRPC store is a CommunicationError after the timeout",
   CHECK_THROWS_MATCHES(CreateGrpcStore(options)->set("k", "v"), est::CommunicationError,
                        MessageMatches(Catch::Contains("127.0.0.1:" + std::to_string(port)) &&
                                       Catch::Contains("unreachable")));
+}
+
+namespace {
+
+// A raw TCP connection to the server that sends what it is given and reads nothing.
+class RawConnection {
+ public:
+  explicit RawConnection(uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    REQUIRE(fd_ >= 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
+  }
+  ~RawConnection() { ::close(fd_); }
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+  void Send(const std::string& bytes) { REQUIRE(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) >= 0); }
+
+ private:
+  int fd_;
+};
+
+// The memory this process holds: its resident bytes, or under AddressSanitizer (whose
+// quarantine keeps freed blocks resident a while) the bytes allocated and not freed.
+int64_t HeldBytes() {
+#if EST_TEST_UNDER_ASAN
+  return static_cast<int64_t>(__sanitizer_get_current_allocated_bytes());
+#else
+  std::ifstream statm("/proc/self/statm");
+  int64_t pages = 0;
+  int64_t resident = 0;
+  statm >> pages >> resident;
+  return resident * ::sysconf(_SC_PAGESIZE);
+#endif
+}
+
+}  // namespace
+
+TEST_CASE("clients that stall or send garbage do not delay the others", "[distribute]") {
+  auto server = GrpcStoreServer::Start(Options());
+  auto store = CreateGrpcStore(Options(server->port()));
+  store->set("warm", "1");
+  std::vector<std::unique_ptr<RawConnection>> strangers;
+  std::string garbage;
+  for (int i = 0; i < 256; ++i) garbage.push_back(static_cast<char>(i * 37 + 11));
+  for (int i = 0; i < 20; ++i) {
+    strangers.push_back(std::make_unique<RawConnection>(server->port()));  // silent
+    strangers.push_back(std::make_unique<RawConnection>(server->port()));
+    strangers.back()->Send("PRI * HTTP/2.0\r\n\r\nSM");  // a preface cut short, then nothing
+    strangers.push_back(std::make_unique<RawConnection>(server->port()));
+    strangers.back()->Send(garbage);
+    strangers.push_back(std::make_unique<RawConnection>(server->port()));
+    // A whole preface and a frame header announcing 16 KB that never come.
+    strangers.back()->Send(std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + std::string("\x00\x40\x00\x00\x00\x00\x00\x00\x01", 9));
+  }
+  // Every call of a well-behaved client is served at once: 50 of them in well under a second.
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 25; ++i) {
+    store->set("k" + std::to_string(i), std::to_string(i));
+    CHECK(store->get("k" + std::to_string(i), 1s) == std::to_string(i));
+  }
+  CHECK(std::chrono::steady_clock::now() - start < 1s);
+  // And a client that connects now, after them, too.
+  const auto fresh_start = std::chrono::steady_clock::now();
+  CHECK(CreateGrpcStore(Options(server->port()))->get("k3", 1s) == "3");
+  CHECK(std::chrono::steady_clock::now() - fresh_start < 1s);
+}
+
+TEST_CASE("refused requests cost the server no memory that stays", "[distribute]") {
+  est::testing::LogCapture log(1000);
+  auto server = GrpcStoreServer::Start(Options());
+  const std::string value(1 << 20, 'x');
+  // Refused sets of 1 MB each, from 300 connections (more peers than the server remembers).
+  auto refused_sets = [&](int connections) {
+    for (int i = 0; i < connections; ++i) {
+      auto intruder = CreateGrpcStore(Options(server->port(), "guess"));
+      CHECK_THROWS_AS(intruder->set("k" + std::to_string(i), value), est::ConfigError);
+    }
+  };
+  refused_sets(50);  // warms gRPC's and malloc's pools
+  const int64_t before = HeldBytes();
+  refused_sets(250);
+  const int64_t grown = HeldBytes() - before;
+  INFO("held memory grew by " << grown << " bytes over 250 refused 1 MB requests");
+  CHECK(grown < 16 * (1 << 20));  // 250 MB had the server kept what it refused
+  CHECK_FALSE(CreateGrpcStore(Options(server->port()))->check({"k0"}));
+  // The warnings stop at the bound on remembered peers, saying so.
+  const std::string text = log.text();
+  size_t warnings = 0;
+  for (size_t at = text.find("refused a call from"); at != std::string::npos; at = text.find("refused a call from", at + 1))
+    ++warnings;
+  CHECK(warnings == 256);
+  CHECK_THAT(text, Catch::Contains("256 peers refused; later ones are refused without a warning"));
+}
+
+TEST_CASE("a gRPC store whose server goes away is named within seconds", "[distribute]") {
+  auto server = GrpcStoreServer::Start(Options());
+  GrpcStoreOptions options = Options(server->port());
+  options.timeout = 60s;
+  auto store = CreateGrpcStore(options);
+  store->set("k", "v");
+  server.reset();
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_MATCHES(store->add("n", 1), est::CommunicationError,
+                       MessageMatches(Catch::Contains("store 127.0.0.1:" + std::to_string(options.port)) &&
+                                      Catch::Contains("add to 'n'") && Catch::Contains("stopped answering")));
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
+}
+
+TEST_CASE("the gRPC store names where it cannot serve or connect", "[distribute]") {
+  auto server = GrpcStoreServer::Start(Options());
+  CHECK_THROWS_MATCHES(GrpcStoreServer::Start(Options(server->port())), est::CommunicationError,
+                       MessageMatches(Catch::Contains("cannot serve the job's store at 127.0.0.1:" +
+                                                      std::to_string(server->port()))));
+  GrpcStoreOptions elsewhere = Options();
+  elsewhere.host = "192.0.2.1";  // TEST-NET-1: no interface of this machine has it
+  CHECK_THROWS_MATCHES(GrpcStoreServer::Start(elsewhere), est::CommunicationError,
+                       MessageMatches(Catch::Contains("192.0.2.1")));
+  GrpcStoreOptions unknown = Options(1234);
+  unknown.host = "no-such-host.invalid";
+  unknown.timeout = 300ms;
+  CHECK_THROWS_MATCHES(CreateGrpcStore(unknown)->set("k", "v"), est::CommunicationError,
+                       MessageMatches(Catch::Contains("store no-such-host.invalid:1234") &&
+                                      Catch::Contains("The host 'no-such-host.invalid' does not resolve")));
+  CHECK_THROWS_AS(CreateGrpcStore(Options(0)), est::ConfigError);
 }
