@@ -24,7 +24,7 @@ struct NamedStore {
 };
 
 NamedStore MakeStore(const std::string& kind) {
-  if (kind == "in-memory") return {CreateInMemoryStore(), "in-memory store"};
+  if (kind == "in-memory") return {CreateInMemoryStore(), "in-memory store", ""};
   if (kind == "prefixed") return {CreatePrefixStore("job", CreateInMemoryStore()), "in-memory store", "job/"};
   GrpcStoreOptions options;
   options.job_id = "contract";
@@ -39,7 +39,10 @@ NamedStore MakeStore(const std::string& kind) {
 TEST_CASE("Every store sets, gets, adds, checks, waits, removes and lists", "[distribute]") {
   const std::string kind = GENERATE("in-memory", "prefixed", "gRPC");
   INFO(kind);
-  auto [store, description, key_prefix] = MakeStore(kind);
+  const NamedStore named = MakeStore(kind);
+  const std::shared_ptr<Store>& store = named.store;
+  const std::string& description = named.description;
+  const std::string& key_prefix = named.key_prefix;
   CHECK(store->describe() == description);
 
   SECTION("values round-trip, binary and empty included") {
