@@ -39,6 +39,8 @@ namespace {
 
 constexpr char kJobClaimsKey[] = "rendezvous/job_claims";
 constexpr char kJobIdKey[] = "rendezvous/job_id";
+// How long a waiting rank waits for the others between checks that its round is still open.
+constexpr std::chrono::milliseconds kWaitSlice(50);
 
 std::chrono::milliseconds Remaining(std::chrono::steady_clock::time_point deadline) {
   const auto left = deadline - std::chrono::steady_clock::now();
@@ -79,6 +81,15 @@ class Round {
   // Counts one arrival of `rank`; false when a process of this rank had already arrived.
   bool Join(Store& store, int rank) const { return store.add(rank_keys_[rank], 1) == 1; }
   bool Complete(Store& store) const { return store.check(rank_keys_); }
+  // Waits up to `slice` for every rank, woken by the store as the last one arrives.
+  bool WaitComplete(Store& store, std::chrono::milliseconds slice) const {
+    try {
+      store.wait(rank_keys_, slice);
+      return true;
+    } catch (const TimeoutError&) {
+      return false;
+    }
+  }
   bool Closed(Store& store) const { return store.check({closed_key_}); }
   bool Abandoned(Store& store) const { return store.check({abandoned_key_}); }
   // Closes the round; only the first call advances the generation.
@@ -126,7 +137,10 @@ std::shared_ptr<Store> Rendezvous(std::shared_ptr<Store> store, const Rendezvous
   while (true) {
     const Round round(options.job_id, generation, options.world_size);
     if (round.Join(*store, options.rank)) {
-      const bool settled = PollUntil(deadline, [&] { return round.Complete(*store) || round.Closed(*store); });
+      // Waits in slices, to notice a round closed by a timed-out or restarted rank.
+      const bool settled = PollUntil(deadline, [&] {
+        return round.WaitComplete(*store, std::min(kWaitSlice, Remaining(deadline))) || round.Closed(*store);
+      });
       if (round.Complete(*store)) {
         round.Close(*store);
         return CreatePrefixStore(options.job_id + "/" + std::to_string(generation), store);
