@@ -197,6 +197,11 @@ class GrpcStore final : public Store {
     const int error = ::getaddrinfo(options_.host.c_str(), nullptr, nullptr, &found);
     if (found != nullptr) ::freeaddrinfo(found);
     if (error != 0) hint += " The host '" + options_.host + "' does not resolve: " + ::gai_strerror(error) + ".";
+    if (options_.tls.ca_file.empty())
+      hint += " A chief that serves TLS takes only clients that trust its authority (EST_TLS_CA_FILE, --tls-ca-file).";
+    else
+      hint += " Over TLS: the chief's certificate must be signed by " + options_.tls.ca_file + " and name '" +
+              options_.host + "', and under mutual TLS this task needs a certificate of its own.";
     return hint + ")";
   }
 

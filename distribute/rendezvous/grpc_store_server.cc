@@ -33,6 +33,16 @@ bool ConstantTimeEquals(const std::string& a, const std::string& b) {
   return difference == 0;
 }
 
+/// What a peer sent, fit for a log line: at most 64 characters, others than printable ASCII
+/// as '?'.
+std::string Printable(const std::string& text) {
+  constexpr size_t kLongest = 64;
+  std::string shown = text.substr(0, kLongest);
+  for (char& c : shown)
+    if (c < 0x20 || c > 0x7e) c = '?';
+  return text.size() > kLongest ? shown + "..." : shown;
+}
+
 /// How many refused peers are remembered (and warned of): a bound on what refusals cost.
 constexpr size_t kRefusedPeersLogged = 256;
 
@@ -97,7 +107,7 @@ class StoreServiceImpl final : public pb::StoreService::Service {
     };
     const std::string job_id = value_of("est-job-id");
     if (!ConstantTimeEquals(job_id, options_.job_id) || !ConstantTimeEquals(value_of("est-job-token"), options_.token))
-      return refuse(context, job_id != options_.job_id ? "the call came from job '" + job_id +
+      return refuse(context, job_id != options_.job_id ? "the call came from job '" + Printable(job_id) +
                                                              "' (two jobs cannot share a chief's address: give each "
                                                              "its own port)"
                                                        : "the job token is missing or wrong (EST_JOB_TOKEN)");

@@ -10,6 +10,7 @@
 #include "estimator/summary/event_reader.h"
 #include "tests/apps/run_command.h"
 #include "tests/test_util.h"
+#include "tests/tls_certificates.h"
 
 using est::testing::RunCommand;
 using est::testing::RunResult;
@@ -73,6 +74,50 @@ TEST_CASE("a chief job and a worker: the chief alone writes", "[apps][cluster]")
   CHECK(Contains(LinesOf(run.output, "[chief 0] "), "Saving checkpoints for 20"));
   CHECK_FALSE(Contains(LinesOf(run.output, "[worker 0] "), "Saving checkpoints"));
   CHECK(est::checkpoint::LatestCheckpoint(dir) == dir + "/model.ckpt-20");
+}
+
+TEST_CASE("a job over mutual TLS trains; a task with another job token is refused, naming the store", "[apps][cluster]") {
+  const std::filesystem::path certificates = est::testing::FreshTempDir("cluster_tls_certificates");
+  std::filesystem::create_directories(certificates);
+  est::testing::MakeCertificate(certificates, "ca");
+  est::testing::MakeCertificate(certificates, "task", "ca");
+  const std::string c = certificates.string() + "/";
+  SECTION("est-launch's --tls-* flags reach every task") {
+    const std::string dir = est::testing::FreshTempDir("cluster_tls").string();
+    RunResult run = RunCommand(std::string(EST_LAUNCH_PATH) + " --chief --workers 1 --tls-ca-file " + c + "ca.pem" +
+                               " --tls-cert-file " + c + "task.pem --tls-key-file " + c + "task.key" +
+                               " --tls-require-client-cert -- " + EstTrain() +
+                               " --model linear --strategy multi_worker --model-dir " + dir +
+                               " --max-steps 10 --save-checkpoints-steps 10 --timeout-secs 60");
+    INFO(run.output);
+    REQUIRE(run.exit_code == 0);
+    CHECK(est::checkpoint::LatestCheckpoint(dir) == dir + "/model.ckpt-10");
+  }
+  SECTION("a worker without the authority fails; one with another token is refused") {
+    const std::string dir = est::testing::FreshTempDir("cluster_token").string();
+    const std::string cluster = R"({"cluster": {"chief": ["127.0.0.1:)" + std::to_string(est::testing::FreePort()) +
+                                R"("], "worker": ["127.0.0.1:1"]}, "task": )";
+    const std::string train = EstTrain() + " --model linear --strategy multi_worker --model-dir " + dir +
+                              " --timeout-secs 3 --max-steps 5";
+    const std::string tls = " --tls-ca-file " + c + "ca.pem --tls-cert-file " + c + "task.pem --tls-key-file " + c +
+                            "task.key";
+    const std::string chief = "TF_CONFIG='" + cluster + R"({"type": "chief", "index": 0}}' EST_JOB_TOKEN=right )" +
+                              train + tls + " > " + dir + ".chief.log 2>&1";
+    const std::string worker = "TF_CONFIG='" + cluster + R"({"type": "worker", "index": 0}}' )";
+    RunResult refused = RunCommand("{ " + chief + " & " + worker + "EST_JOB_TOKEN=wrong " + train + tls +
+                                   "; status=$?; wait; exit $status; }");
+    INFO(refused.output);
+    CHECK(refused.exit_code == 1);
+    CHECK(Contains(refused.output, "est-train: error: "));
+    CHECK(Contains(refused.output, "the job token is missing or wrong"));
+    RunResult untrusting = RunCommand("{ " + chief + " & " + worker + "EST_JOB_TOKEN=right " + train +
+                                      "; status=$?; wait; exit $status; }");
+    INFO(untrusting.output);
+    CHECK(untrusting.exit_code == 1);
+    CHECK(Contains(untrusting.output, "A chief that serves TLS takes only clients that trust its authority"));
+    std::filesystem::remove(dir + ".chief.log");
+  }
+  std::filesystem::remove_all(certificates);
 }
 
 TEST_CASE("a worker whose peer never arrives fails within the timeout naming the missing rank", "[apps][cluster]") {

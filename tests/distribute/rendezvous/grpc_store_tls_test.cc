@@ -4,37 +4,21 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 
 #include "common/error.h"
 #include "distribute/rendezvous/grpc_store.h"
 #include "tests/test_util.h"
+#include "tests/tls_certificates.h"
 
 using namespace est::distribute;
 using namespace std::chrono_literals;
+using est::testing::MakeCertificate;
 using est::testing::MessageMatches;
 namespace fs = std::filesystem;
 
 namespace {
-
-/// Makes `<dir>/<name>.pem` and `.key`: a certificate authority, or with `ca` a certificate
-/// it signs for 127.0.0.1.
-void MakeCertificate(const fs::path& dir, const std::string& name, const std::string& ca = "") {
-  const std::string d = dir.string() + "/";
-  std::string command;
-  if (ca.empty()) {
-    command = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=" + name + " -keyout " + d + name +
-              ".key -out " + d + name + ".pem";
-  } else {
-    command = "openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout " + d + name + ".key -out " + d +
-              name + ".csr && printf 'subjectAltName=IP:127.0.0.1,DNS:localhost' > " + d + name +
-              ".ext && openssl x509 -req -days 1 -in " + d + name + ".csr -CA " + d + ca + ".pem -CAkey " + d + ca +
-              ".key -CAcreateserial -out " + d + name + ".pem -extfile " + d + name + ".ext";
-  }
-  REQUIRE(std::system((command + " > /dev/null 2>&1").c_str()) == 0);
-}
 
 GrpcStoreOptions Options(uint16_t port = 0) {
   GrpcStoreOptions options;
@@ -65,10 +49,14 @@ TEST_CASE("the gRPC store over TLS trusts its authority only", "[distribute]") {
   GrpcStoreOptions plain = Options(server->port());
   plain.timeout = 500ms;
   CHECK_THROWS_MATCHES(CreateGrpcStore(plain)->set("k", "v"), est::CommunicationError,
-                       MessageMatches(Catch::Contains("unreachable")));
+                       MessageMatches(Catch::Contains("unreachable") &&
+                                      Catch::Contains("A chief that serves TLS takes only clients that trust its "
+                                                      "authority (EST_TLS_CA_FILE, --tls-ca-file)")));
   GrpcStoreOptions wrong_ca = plain;
   wrong_ca.tls.ca_file = (dir / "other_ca.pem").string();
-  CHECK_THROWS_AS(CreateGrpcStore(wrong_ca)->set("k", "v"), est::CommunicationError);
+  CHECK_THROWS_MATCHES(CreateGrpcStore(wrong_ca)->set("k", "v"), est::CommunicationError,
+                       MessageMatches(Catch::Contains("the chief's certificate must be signed by " +
+                                                      wrong_ca.tls.ca_file)));
 
   SECTION("mutual TLS refuses a client without a certificate of the authority") {
     server.reset();
