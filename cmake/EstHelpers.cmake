@@ -91,7 +91,10 @@ function(est_add_test name)
       cmake_language(DEFER CALL est_sanitizer_test_environment)
     endif()
   endif()
+  # "-w NoTests": a CTest entry whose name matches no test case fails instead of passing
+  # without running anything (a ';' in a test case's name splits it into two such entries).
   catch_discover_tests(${name}
     WORKING_DIRECTORY ${PROJECT_BINARY_DIR}
+    EXTRA_ARGS -w NoTests
     PROPERTIES ${properties})
 endfunction()

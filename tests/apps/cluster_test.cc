@@ -76,7 +76,7 @@ TEST_CASE("a chief job and a worker: the chief alone writes", "[apps][cluster]")
   CHECK(est::checkpoint::LatestCheckpoint(dir) == dir + "/model.ckpt-20");
 }
 
-TEST_CASE("a job over mutual TLS trains; a task with another job token is refused, naming the store", "[apps][cluster]") {
+TEST_CASE("a job over mutual TLS trains, and a task with another job token or without the authority is refused", "[apps][cluster]") {
   const std::filesystem::path certificates = est::testing::FreshTempDir("cluster_tls_certificates");
   std::filesystem::create_directories(certificates);
   est::testing::MakeCertificate(certificates, "ca");

@@ -114,7 +114,7 @@ TEST_CASE("a save waits for the one before: order on disk and in the state file"
   }
 }
 
-TEST_CASE("a failed background save is rethrown once by the next save; earlier checkpoints stay",
+TEST_CASE("a failed background save is rethrown once by the next save, earlier checkpoints stay",
           "[async_checkpoint]") {
   const fs::path dir = FreshTempDir("async_writer_next_save");
   AsyncCheckpointWriter writer(CheckpointManager(dir.string()));

@@ -66,7 +66,7 @@ TEST_CASE("A second stop signal ends the process with that signal", "[common]") 
   CHECK(WTERMSIG(status) == SIGINT);
 }
 
-TEST_CASE("Repeated SIGHUPs, as a dying launcher's threads send them, are one stop request; SIGPIPE is ignored",
+TEST_CASE("Repeated SIGHUPs, as a dying launcher's threads send them, are one stop request, SIGPIPE is ignored",
           "[common]") {
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);

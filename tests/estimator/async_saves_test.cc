@@ -79,7 +79,7 @@ TEST_CASE("training stops with the CheckpointError of a failed background save",
   CHECK(resumed.latest_checkpoint() == CheckpointPrefix(dir, 20));
 }
 
-TEST_CASE("training on a full disk stops with a CheckpointError naming the path; the last checkpoint stays",
+TEST_CASE("training on a full disk stops with a CheckpointError naming the path, the last checkpoint stays",
           "[async_checkpoint]") {
   const std::string dir = FreshTempDir("async_writer_full_disk").string();
   est::RunConfig config = SaveEveryFiveSteps();

@@ -120,7 +120,7 @@ TEST_CASE("train, checkpoint, restart, resume, evaluate, predict", "[estimator][
                     Catch::Contains("'nope'"));
 }
 
-TEST_CASE("steps counts from the current global step; end of input stops training", "[estimator]") {
+TEST_CASE("steps counts from the current global step, end of input stops training", "[estimator]") {
   const std::string dir = FreshTempDir("estimator_steps").string();
   Estimator estimator(RegressionModelFn, dir, TestConfig());
   estimator.train(TrainInput(), TrainOptions().steps(3));

@@ -180,7 +180,7 @@ TEST_CASE("loss scaling by powers of two changes no bit of float32 training, and
   CHECK(SavedLossScale(scaled.model_dir()) == std::pair<double, int64_t>(16384, 3));
 }
 
-TEST_CASE("a step with non-finite gradients is skipped and backs off the scale; a restart continues the scale",
+TEST_CASE("a step with non-finite gradients is skipped and backs off the scale, a restart continues the scale",
           "[estimator][mixed_precision]") {
   const auto options = LossScaleOptions().initial_scale(1024).growth_interval(4);
   Poison poisoned;

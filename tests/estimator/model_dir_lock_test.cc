@@ -85,7 +85,7 @@ TEST_CASE("ModelDirLock is free at once when its owner is killed", "[estimator]"
   CHECK(RefusalOf(dir).empty());
 }
 
-TEST_CASE("a second training job on a model_dir is refused at start; evaluation needs no lock", "[estimator]") {
+TEST_CASE("a second training job on a model_dir is refused at start, evaluation needs no lock", "[estimator]") {
   const std::string dir = FreshTempDir("lock_estimator").string();
   RunConfig config;
   config.save_checkpoints_steps = 5;

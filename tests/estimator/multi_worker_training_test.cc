@@ -90,7 +90,7 @@ void RunWorkers(int world, Worker worker) {
 
 }  // namespace
 
-TEST_CASE("2 workers x batch B train like 1 worker x batch 2B; only the chief writes", "[distribute][estimator][multiprocess]") {
+TEST_CASE("2 workers x batch B train like 1 worker x batch 2B, only the chief writes", "[distribute][estimator][multiprocess]") {
   const std::string single_dir = est::testing::FreshTempDir("mwms_single").string();
   Estimator single(SgdRegression, single_dir, Config(nullptr));
   single.train(Input, TrainOptions().max_steps(30));
@@ -186,7 +186,7 @@ TEST_CASE("when one worker's input ends first, every worker stops after the same
   CHECK(final_steps == std::vector<int64_t>{2, 2});
 }
 
-TEST_CASE("2 workers keep BatchNorm's running statistics equal, broadcast or averaged; the checkpoint holds the chief's",
+TEST_CASE("2 workers keep BatchNorm's running statistics equal, broadcast or averaged, the checkpoint holds the chief's",
           "[distribute][estimator][multiprocess]") {
   for (auto sync : {distribute::BufferSync::kBroadcast, distribute::BufferSync::kAverage, distribute::BufferSync::kNone}) {
     INFO("buffer sync " << distribute::BufferSyncName(sync));

@@ -22,7 +22,7 @@ TEST_CASE("metrics: state is a float64 1-D CPU tensor detached from autograd", "
   CHECK(mean->result() == 3.0);
 }
 
-TEST_CASE("metrics: merge adds the other state; clone copies it", "[metrics]") {
+TEST_CASE("metrics: merge adds the other state, clone copies it", "[metrics]") {
   const MetricPtr first = Mean(at::tensor({1, 2}));
   const MetricPtr second = Mean(at::tensor({3, 4, 5}));
   const MetricPtr total = first->clone();
