@@ -1,5 +1,6 @@
 // The chief's store for the chief's own rank: the server, and a client of it.
 
+#include "common/error.h"
 #include "distribute/rendezvous/grpc_store.h"
 
 namespace est::distribute {
@@ -7,7 +8,7 @@ namespace {
 
 class ServedStore final : public ServedGrpcStore {
  public:
-  explicit ServedStore(GrpcStoreOptions options) : server_(GrpcStoreServer::Start(options)) {
+  explicit ServedStore(GrpcStoreOptions options) : server_(StartServer(options)) {
     options.port = server_->port();
     client_ = CreateGrpcStore(options);
   }
@@ -27,6 +28,15 @@ class ServedStore final : public ServedGrpcStore {
   uint16_t port() const override { return server_->port(); }
 
  private:
+  // The chief's own rank is a client too: over TLS it must trust the server's authority.
+  static std::unique_ptr<GrpcStoreServer> StartServer(const GrpcStoreOptions& options) {
+    EST_CHECK(options.tls.cert_file.empty() || !options.tls.ca_file.empty(), ConfigError,
+              "store TLS: the chief serves with the certificate '", options.tls.cert_file,
+              "', but no certificate authority is given: every task, the chief's own rank included, needs the "
+              "authority that signed it (ca_file, EST_TLS_CA_FILE, --tls-ca-file)");
+    return GrpcStoreServer::Start(options);
+  }
+
   std::unique_ptr<GrpcStoreServer> server_;
   std::shared_ptr<Store> client_;
 };

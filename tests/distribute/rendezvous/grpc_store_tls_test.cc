@@ -81,5 +81,9 @@ TEST_CASE("the gRPC store over TLS trusts its authority only", "[distribute]") {
     no_key.tls.cert_file = (dir / "server.pem").string();
     CHECK_THROWS_MATCHES(GrpcStoreServer::Start(no_key), est::ConfigError,
                          MessageMatches(Catch::Contains("needs its private key")));
+    GrpcStoreOptions no_authority = server_options;
+    no_authority.tls.ca_file.clear();
+    CHECK_THROWS_MATCHES(ServeGrpcStore(no_authority), est::ConfigError,
+                         MessageMatches(Catch::Contains("no certificate authority is given")));
   }
 }
