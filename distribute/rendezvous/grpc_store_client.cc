@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "distribute/rendezvous/call_admission.h"
 #include "distribute/rendezvous/error_text.h"
 #include "distribute/rendezvous/grpc_credentials.h"
 #include "distribute/rendezvous/grpc_logging.h"
@@ -153,8 +154,7 @@ class GrpcStore final : public Store {
       // Until the server first answers, a call waits for it to listen; after that, a call
       // fails at once when the server is gone, and is retried below for kLostServerPatience.
       context.set_wait_for_ready(!reached);
-      context.AddMetadata("est-job-id", options_.job_id);
-      context.AddMetadata("est-job-token", options_.token);
+      detail::AddJobMetadata(context, options_.job_id, options_.token);
       const grpc::Status status = attempt(&context);
       if (status.error_code() != grpc::StatusCode::UNAVAILABLE && status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED)
         reached_ = true;

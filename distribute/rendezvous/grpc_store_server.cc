@@ -4,12 +4,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
-#include <atomic>
-#include <mutex>
-#include <set>
 
 #include "common/error.h"
-#include "common/logging.h"
+#include "distribute/rendezvous/call_admission.h"
 #include "distribute/rendezvous/grpc_credentials.h"
 #include "distribute/rendezvous/grpc_logging.h"
 #include "distribute/rendezvous/grpc_store.h"
@@ -21,36 +18,12 @@ namespace {
 
 namespace pb = est::rendezvous;
 
-/// True when `a` equals `b`, in a time that does not depend on where they differ.
-bool ConstantTimeEquals(const std::string& a, const std::string& b) {
-  unsigned char difference = a.size() == b.size() ? 0 : 1;
-  const std::string& longer = a.size() >= b.size() ? a : b;
-  for (size_t i = 0; i < longer.size(); ++i) {
-    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-    difference |= static_cast<unsigned char>(x ^ y);
-  }
-  return difference == 0;
-}
-
-/// What a peer sent, fit for a log line: at most 64 characters, others than printable ASCII
-/// as '?'.
-std::string Printable(const std::string& text) {
-  constexpr size_t kLongest = 64;
-  std::string shown = text.substr(0, kLongest);
-  for (char& c : shown)
-    if (c < 0x20 || c > 0x7e) c = '?';
-  return text.size() > kLongest ? shown + "..." : shown;
-}
-
-/// How many refused peers are remembered (and warned of): a bound on what refusals cost.
-constexpr size_t kRefusedPeersLogged = 256;
-
 class StoreServiceImpl final : public pb::StoreService::Service {
  public:
-  explicit StoreServiceImpl(GrpcStoreOptions options) : options_(std::move(options)) {}
+  explicit StoreServiceImpl(GrpcStoreOptions options)
+      : options_(std::move(options)), admission_("store", options_.job_id, options_.token, options_.host) {}
   /// The port the server listens on, for the log (the options may say 0).
-  void set_port(uint16_t port) { port_ = port; }
+  void set_port(uint16_t port) { admission_.set_port(port); }
 
   grpc::Status Set(grpc::ServerContext* context, const pb::SetRequest* request, pb::SetReply*) override {
     if (grpc::Status refused = admit(*context, {request->key()}); !refused.ok()) return refused;
@@ -98,41 +71,15 @@ class StoreServiceImpl final : public pb::StoreService::Service {
 
  private:
   /// OK for a call of this job with the job's token and keys within the limit; otherwise
-  /// the refusal, logged once per peer.
-  grpc::Status admit(const grpc::ServerContext& context, const std::vector<std::string>& keys) {
-    const auto& metadata = context.client_metadata();
-    auto value_of = [&](const char* name) -> std::string {
-      auto it = metadata.find(name);
-      return it == metadata.end() ? std::string() : std::string(it->second.data(), it->second.size());
-    };
-    const std::string job_id = value_of("est-job-id");
-    if (!ConstantTimeEquals(job_id, options_.job_id) || !ConstantTimeEquals(value_of("est-job-token"), options_.token))
-      return refuse(context, job_id != options_.job_id ? "the call came from job '" + Printable(job_id) +
-                                                             "' (two jobs cannot share a chief's address: give each "
-                                                             "its own port)"
-                                                       : "the job token is missing or wrong (EST_JOB_TOKEN)");
+  /// the refusal.
+  grpc::Status admit(grpc::ServerContext& context, const std::vector<std::string>& keys) {
+    if (grpc::Status refused = admission_.admit(context); !refused.ok()) return refused;
     for (const auto& key : keys)
       if (key.size() > static_cast<size_t>(options_.max_key_bytes))
         return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                             "a key of " + std::to_string(key.size()) + " bytes; at most " +
                                 std::to_string(options_.max_key_bytes));
     return grpc::Status::OK;
-  }
-
-  grpc::Status refuse(const grpc::ServerContext& context, const std::string& why) {
-    const std::string peer = context.peer();
-    {
-      std::lock_guard<std::mutex> lock(refused_mutex_);
-      if (refused_peers_.size() < kRefusedPeersLogged && refused_peers_.insert(peer).second) {
-        Log().warn("store of job '{}' at {}: refused a call from {}: {}", options_.job_id,
-                   detail::GrpcAddress(options_.host, port_.load()), peer, why);
-        if (refused_peers_.size() == kRefusedPeersLogged)
-          Log().warn("store of job '{}': {} peers refused; later ones are refused without a warning",
-                     options_.job_id, kRefusedPeersLogged);
-      }
-    }
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                        "refused by the store of job '" + options_.job_id + "': " + why);
   }
 
   static detail::KeyTable::Cancelled CancelledBy(const grpc::ServerContext& context) {
@@ -147,10 +94,8 @@ class StoreServiceImpl final : public pb::StoreService::Service {
   }
 
   GrpcStoreOptions options_;
-  std::atomic<uint16_t> port_{0};
+  detail::CallAdmission admission_;
   detail::KeyTable table_;
-  std::mutex refused_mutex_;
-  std::set<std::string> refused_peers_;
 };
 
 class GrpcStoreServerImpl final : public GrpcStoreServer {

@@ -1,0 +1,173 @@
+// The client of a ps task's variable service: every call with a deadline and the job's id
+// and token, retried with back-off while the task cannot be reached (it may be starting or
+// restarting).
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "common/error.h"
+#include "distribute/parameter_server/variable_server.h"
+#include "distribute/parameter_server/variable_service.grpc.pb.h"
+#include "distribute/rendezvous/call_admission.h"
+#include "distribute/rendezvous/error_text.h"
+#include "distribute/rendezvous/grpc_credentials.h"
+#include "distribute/rendezvous/grpc_logging.h"
+
+namespace est::distribute {
+namespace {
+
+using Clock = std::chrono::system_clock;
+
+constexpr std::chrono::milliseconds kFirstRetry(5);
+constexpr std::chrono::milliseconds kLongestRetry(200);
+/// The least time one connection attempt gets (gRPC's default), so a slow handshake connects.
+constexpr std::chrono::milliseconds kConnectTimeout(20000);
+
+}  // namespace
+
+struct VariableClient::Impl {
+  VariableServiceOptions options;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<ps::VariableService::Stub> stub;
+
+  std::string describe() const {
+    return "ps " + std::to_string(options.task) + " at " + detail::GrpcAddress(options.host, options.port);
+  }
+
+  /// Runs `attempt` (with a fresh context) until it reaches the task or the timeout passes;
+  /// throws for anything but OK.
+  template <typename Attempt>
+  void call(const std::string& what, Attempt&& attempt) {
+    const auto deadline = Clock::now() + options.timeout;
+    std::chrono::milliseconds retry = kFirstRetry;
+    for (;;) {
+      grpc::ClientContext context;
+      context.set_deadline(deadline);
+      context.set_wait_for_ready(true);
+      detail::AddJobMetadata(context, options.job_id, options.token);
+      const grpc::Status status = attempt(context);
+      switch (status.error_code()) {
+        case grpc::StatusCode::OK:
+          return;
+        case grpc::StatusCode::PERMISSION_DENIED:
+          EST_THROW(ConfigError, describe(), ": ", what, ": ", status.error_message());
+        case grpc::StatusCode::FAILED_PRECONDITION:
+          if (status.error_message().find("restarted") != std::string::npos)
+            EST_THROW(PsRestarted, describe(), ": ", what, ": ", status.error_message());
+          EST_THROW(CommunicationError, describe(), ": ", what, ": ", status.error_message());
+        case grpc::StatusCode::DEADLINE_EXCEEDED:
+          EST_THROW(CommunicationError, describe(), ": ", what, ": ",
+                    channel->GetState(false) == GRPC_CHANNEL_READY ? "no answer" : "the task was unreachable", " within ",
+                    DescribeDuration(options.timeout), " (is the ps task running, and is its address right?)");
+        case grpc::StatusCode::UNAVAILABLE:
+          if (Clock::now() + retry < deadline) {
+            std::this_thread::sleep_for(retry);
+            retry = std::min(retry * 2, kLongestRetry);
+            continue;
+          }
+          EST_THROW(CommunicationError, describe(), ": ", what, ": unreachable for ", DescribeDuration(options.timeout),
+                    ": ", status.error_message(), " (is the ps task running, and is its address right?)");
+        default:
+          EST_THROW(CommunicationError, describe(), ": ", what, " failed: ", status.error_message());
+      }
+    }
+  }
+};
+
+VariableClient::VariableClient(VariableServiceOptions options) : impl_(std::make_unique<Impl>()) {
+  detail::RouteGrpcLogs();
+  impl_->options = std::move(options);
+  grpc::ChannelArguments arguments;
+  arguments.SetMaxReceiveMessageSize(kMaxVariableMessageBytes);
+  arguments.SetMaxSendMessageSize(kMaxVariableMessageBytes);
+  arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(kFirstRetry.count()));
+  arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(kConnectTimeout.count()));
+  arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(kLongestRetry.count()));
+  arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  impl_->channel = grpc::CreateCustomChannel(detail::GrpcAddress(impl_->options.host, impl_->options.port),
+                                             detail::ClientCredentials(impl_->options.tls), arguments);
+  impl_->stub = ps::VariableService::NewStub(impl_->channel);
+}
+
+VariableClient::~VariableClient() = default;
+
+std::string VariableClient::describe() const { return impl_->describe(); }
+
+ps::DescribeReply VariableClient::describe_task() {
+  ps::DescribeRequest request;
+  ps::DescribeReply reply;
+  impl_->call("describe", [&](grpc::ClientContext& context) { return impl_->stub->Describe(&context, request, &reply); });
+  return reply;
+}
+
+bool VariableClient::initialize(uint64_t plan, const std::vector<ps::ShardSpec>& specs,
+                                const std::vector<TensorToSend>& tensors, int64_t global_step,
+                                const std::map<uint32_t, int64_t>& input_positions) {
+  ps::InitializeReply reply;
+  impl_->call("initialize", [&](grpc::ClientContext& context) {
+    auto writer = impl_->stub->Initialize(&context, &reply);
+    ps::InitializeRequest request;
+    request.set_plan(plan);
+    for (const auto& spec : specs) *request.add_shards() = spec;
+    request.set_global_step(global_step);
+    request.mutable_input_positions()->insert(input_positions.begin(), input_positions.end());
+    WriteChunked<ps::InitializeRequest>(tensors, request,
+                                        [&](const ps::InitializeRequest& message) { return writer->Write(message); });
+    writer->WritesDone();
+    return writer->Finish();
+  });
+  return reply.initialized_now();
+}
+
+PulledValues VariableClient::pull(uint32_t worker, bool with_state) {
+  ps::PullRequest request;
+  request.set_worker(worker);
+  request.set_with_state(with_state);
+  PulledValues values;
+  impl_->call(with_state ? "pull with optimizer state" : "pull", [&](grpc::ClientContext& context) {
+    values = PulledValues();
+    TensorAssembler assembler;
+    std::string error;
+    auto reader = impl_->stub->Pull(&context, request);
+    ps::PullReply reply;
+    bool first = true;
+    while (reader->Read(&reply)) {
+      if (first) {
+        values.global_step = reply.global_step();
+        values.incarnation = reply.incarnation();
+        values.input_positions.insert(reply.input_positions().begin(), reply.input_positions().end());
+        first = false;
+      }
+      for (const ps::TensorChunk& chunk : reply.chunks())
+        if (error.empty()) error = assembler.add(chunk);
+    }
+    grpc::Status status = reader->Finish();
+    if (status.ok() && error.empty()) error = assembler.check_complete();
+    EST_CHECK(!status.ok() || error.empty(), CommunicationError, impl_->describe(), ": pull: ", error);
+    values.tensors = assembler.take();
+    return status;
+  });
+  return values;
+}
+
+ps::PushReply VariableClient::push(const ps::PushRequest& header, const std::vector<TensorToSend>& gradients) {
+  ps::PushReply reply;
+  impl_->call("push", [&](grpc::ClientContext& context) {
+    auto writer = impl_->stub->Push(&context, &reply);
+    ps::PushRequest request = header;
+    WriteChunked<ps::PushRequest>(gradients, request, [&](const ps::PushRequest& message) { return writer->Write(message); });
+    writer->WritesDone();
+    return writer->Finish();
+  });
+  return reply;
+}
+
+void VariableClient::finish() {
+  ps::FinishRequest request;
+  ps::FinishReply reply;
+  impl_->call("finish", [&](grpc::ClientContext& context) { return impl_->stub->Finish(&context, request, &reply); });
+}
+
+}  // namespace est::distribute

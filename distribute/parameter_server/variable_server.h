@@ -1,0 +1,95 @@
+#pragma once
+/// The variable service of a ps task (variable_service.proto): its shards of the job's
+/// variables, served at the task's address to the job's workers, and the client workers and
+/// the chief reach a ps task with.
+
+#include <ATen/core/Tensor.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "distribute/parameter_server/tensor_chunks.h"
+#include "distribute/parameter_server/variable_service.pb.h"
+#include "distribute/rendezvous/grpc_store.h"
+
+namespace est::distribute {
+
+/// Where a ps task serves and what a call must carry (as the chief's store).
+struct VariableServiceOptions {
+  /// The ps task's index.
+  int task = 0;
+  /// The task's address: the server binds this host only; clients connect to it.
+  std::string host = "127.0.0.1";
+  /// The server's port; a server given 0 picks a free one.
+  uint16_t port = 0;
+  /// The job's id and token: calls with others are refused.
+  std::string job_id = "default";
+  std::string token;
+  /// TLS, as the chief's store's.
+  GrpcStoreTls tls;
+  /// Limit on a client's calls, reconnecting included.
+  std::chrono::milliseconds timeout = std::chrono::minutes(5);
+};
+
+/// A ps task's server. Stops when destroyed.
+class VariableServer {
+ public:
+  /// Listens on options.host:options.port; CommunicationError naming the address when it cannot.
+  static std::unique_ptr<VariableServer> Start(const VariableServiceOptions& options);
+  virtual ~VariableServer() = default;
+  /// The port it listens on.
+  virtual uint16_t port() const = 0;
+  /// Chosen at random when it started; a client that sees another one knows the task restarted.
+  virtual uint64_t incarnation() const = 0;
+  /// Waits until the chief says the job is finished (true) or `timeout` passes (false).
+  virtual bool wait_finished(std::chrono::milliseconds timeout) = 0;
+};
+
+/// What a pull brought back.
+struct PulledValues {
+  int64_t global_step = 0;
+  uint64_t incarnation = 0;
+  /// By (shard, slot): values under slot "", optimizer slots under their names.
+  std::map<TensorKey, at::Tensor> tensors;
+  std::map<uint32_t, int64_t> input_positions;
+};
+
+/// A client of one ps task. A call made while the task is not reachable is retried with
+/// back-off until the timeout; errors name the task and its address. Thread-safe.
+class VariableClient {
+ public:
+  explicit VariableClient(VariableServiceOptions options);
+  ~VariableClient();
+
+  /// "ps 1 at host:port".
+  std::string describe() const;
+  /// What the task holds; waits for it to listen.
+  ps::DescribeReply describe_task();
+  /// Gives the task its shards (InitializeRequest); false when it held them already.
+  bool initialize(uint64_t plan, const std::vector<ps::ShardSpec>& specs, const std::vector<TensorToSend>& tensors,
+                  int64_t global_step, const std::map<uint32_t, int64_t>& input_positions);
+  /// The task's values (and with `with_state`, optimizer slots and input positions at one version).
+  PulledValues pull(uint32_t worker, bool with_state);
+  /// Pushes gradients (slot "grad"); returns the reply. A task that restarted since
+  /// `incarnation` refuses: PsRestarted.
+  ps::PushReply push(const ps::PushRequest& header, const std::vector<TensorToSend>& gradients);
+  /// Tells the task that the job is finished.
+  void finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// A ps task refused a push because it restarted (empty) since the worker's last pull.
+class PsRestarted : public CommunicationError {
+ public:
+  using CommunicationError::CommunicationError;
+};
+
+}  // namespace est::distribute

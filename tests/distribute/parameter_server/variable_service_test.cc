@@ -1,0 +1,167 @@
+// A ps task's variable service: shards in, updates applied once each, values and optimizer
+// state out, a 64 MB variable exactly, and the refusals (another job, a restarted task, a
+// gradient of the wrong shape, an unreachable task).
+
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+#include <thread>
+
+#include "common/error.h"
+#include "distribute/parameter_server/shard_optimizer.h"
+#include "distribute/parameter_server/variable_server.h"
+#include "tests/log_capture.h"
+#include "tests/test_util.h"
+
+using namespace est::distribute;
+namespace ps = est::ps;
+using namespace std::chrono_literals;
+
+namespace {
+
+VariableServiceOptions Options(int task = 0, uint16_t port = 0) {
+  VariableServiceOptions options;
+  options.task = task;
+  options.port = port;
+  options.job_id = "job-ps";
+  options.token = "secret";
+  options.timeout = 5s;
+  return options;
+}
+
+ps::ShardSpec Spec(uint32_t id, const std::string& variable, const at::Tensor& value, bool sgd = true) {
+  ps::ShardSpec spec;
+  spec.set_id(id);
+  spec.set_variable(variable);
+  spec.set_parts(1);
+  for (int64_t size : value.sizes()) spec.add_shape(size);
+  spec.set_dtype(static_cast<int32_t>(value.scalar_type()));
+  if (sgd) {
+    spec.mutable_optimizer()->set_kind("SGD");
+    spec.mutable_optimizer()->set_lr(0.5);
+  }
+  return spec;
+}
+
+ps::PushRequest PushHeader(uint32_t worker, uint64_t sequence, uint64_t incarnation) {
+  ps::PushRequest header;
+  header.set_worker(worker);
+  header.set_sequence(sequence);
+  header.set_incarnation(incarnation);
+  header.set_input_position(static_cast<int64_t>(sequence) * 10);
+  return header;
+}
+
+}  // namespace
+
+TEST_CASE("a ps task holds its shards, applies each push once and serves the values", "[distribute][ps]") {
+  auto server = VariableServer::Start(Options());
+  VariableClient client(Options(0, server->port()));
+  ps::DescribeReply before = client.describe_task();
+  CHECK_FALSE(before.initialized());
+  CHECK(before.incarnation() == server->incarnation());
+
+  const at::Tensor w = torch::arange(6, torch::kFloat).reshape({2, 3});
+  const at::Tensor b = torch::zeros({3}, torch::kDouble);
+  const std::vector<ps::ShardSpec> specs = {Spec(0, "w", w), Spec(1, "b", b, /*sgd=*/false)};
+  CHECK(client.initialize(42, specs, {{0, "", w}, {1, "", b}}, /*global_step=*/7, {{0, 3}}));
+  // The chief restarting: the task keeps its own values.
+  CHECK_FALSE(client.initialize(42, specs, {{0, "", w * 0}, {1, "", b}}, 0, {}));
+  CHECK_THROWS_WITH(client.initialize(43, specs, {{0, "", w}, {1, "", b}}, 0, {}),
+                    Catch::Contains("ps 0 at 127.0.0.1:") && Catch::Contains("another placement plan"));
+
+  const at::Tensor grad = torch::ones({2, 3});
+  ps::PushRequest header = PushHeader(1, 1, server->incarnation());
+  (*header.mutable_optimizers())[0] = specs[0].optimizer();
+  CHECK(client.push(header, {{0, "grad", grad}, {1, "grad", torch::ones({3}, torch::kDouble)}}).global_step() == 8);
+  // The same push again (a retry after a lost reply) is not applied twice.
+  CHECK(client.push(header, {{0, "grad", grad}}).global_step() == 8);
+  // A learning-rate change travels with the push.
+  header = PushHeader(1, 2, server->incarnation());
+  (*header.mutable_optimizers())[0] = specs[0].optimizer();
+  (*header.mutable_optimizers())[0].set_lr(1.0);
+  CHECK(client.push(header, {{0, "grad", grad}}).global_step() == 9);
+
+  PulledValues values = client.pull(1, /*with_state=*/true);
+  CHECK(values.global_step == 9);
+  CHECK(values.incarnation == server->incarnation());
+  CHECK(torch::equal(values.tensors.at({0, ""}), w - 0.5 - 1.0));
+  CHECK(torch::equal(values.tensors.at({1, ""}), b));  // no optimizer: the gradient is not applied
+  CHECK(values.input_positions == std::map<uint32_t, int64_t>{{0, 3}, {1, 20}});
+  CHECK(client.describe_task().global_step() == 9);
+
+  // A ps task other than 0 does not advance the global step.
+  auto second = VariableServer::Start(Options(1));
+  VariableClient second_client(Options(1, second->port()));
+  CHECK(second_client.initialize(42, {Spec(0, "w", w)}, {{0, "", w}}, 7, {}));
+  CHECK(second_client.push(PushHeader(0, 1, second->incarnation()), {{0, "grad", grad}}).global_step() == 7);
+}
+
+TEST_CASE("a 64 MB variable and its optimizer state round-trip exactly", "[distribute][ps]") {
+  auto server = VariableServer::Start(Options());
+  VariableClient client(Options(0, server->port()));
+  torch::manual_seed(3);
+  const at::Tensor big = torch::randn({4096, 4096});  // 64 MiB
+  ps::ShardSpec spec = Spec(0, "big", big);
+  spec.mutable_optimizer()->set_momentum(0.9);
+  const at::Tensor momentum = torch::randn({4096, 4096});
+  REQUIRE(client.initialize(1, {spec}, {{0, "", big}, {0, "momentum_buffer", momentum}}, 0, {}));
+  PulledValues values = client.pull(0, /*with_state=*/true);
+  CHECK(torch::equal(values.tensors.at({0, ""}), big));
+  CHECK(torch::equal(values.tensors.at({0, "momentum_buffer"}), momentum));
+  // One push of a 64 MiB gradient, then the values: momentum 0.9 * m + g, w - lr * that.
+  const at::Tensor grad = torch::randn({4096, 4096});
+  ps::PushRequest header = PushHeader(0, 1, server->incarnation());
+  (*header.mutable_optimizers())[0] = spec.optimizer();
+  client.push(header, {{0, "grad", grad}});
+  const at::Tensor expected_momentum = momentum * 0.9 + grad;
+  CHECK(torch::equal(client.pull(0, false).tensors.at({0, ""}), big - expected_momentum * 0.5));
+}
+
+TEST_CASE("a ps task refuses other jobs, stale pushes and gradients of the wrong shape", "[distribute][ps]") {
+  est::testing::LogCapture log(20);
+  auto server = VariableServer::Start(Options(2));
+  const at::Tensor w = torch::zeros({4, 2});
+  VariableClient client(Options(2, server->port()));
+  client.initialize(5, {Spec(0, "net/w", w)}, {{0, "", w}}, 0, {});
+
+  VariableServiceOptions foreign = Options(2, server->port());
+  foreign.job_id = "job-other";
+  CHECK_THROWS_MATCHES(VariableClient(foreign).pull(0, false), est::ConfigError,
+                       est::testing::MessageMatches(Catch::Contains("ps 2 at") &&
+                                                    Catch::Contains("refused by the ps 2 of job 'job-ps'") &&
+                                                    Catch::Contains("came from job 'job-other'")));
+  VariableServiceOptions no_token = Options(2, server->port());
+  no_token.token = "";
+  CHECK_THROWS_WITH(VariableClient(no_token).describe_task(), Catch::Contains("job token is missing or wrong"));
+  CHECK_THAT(log.text(), Catch::Contains("ps 2 of job 'job-ps' at 127.0.0.1:") && Catch::Contains("refused a call from"));
+
+  CHECK_THROWS_AS(client.push(PushHeader(0, 1, server->incarnation() + 1), {{0, "grad", torch::ones({4, 2})}}),
+                  PsRestarted);
+  CHECK_THROWS_WITH(client.push(PushHeader(0, 2, server->incarnation()), {{0, "grad", torch::ones({2, 4})}}),
+                    Catch::Contains("gradient of 'net/w' part 0 has shape [2, 4], its shard [4, 2]"));
+  CHECK_THROWS_WITH(client.push(PushHeader(0, 3, server->incarnation()), {{7, "grad", torch::ones({2})}}),
+                    Catch::Contains("shard 7, which this task does not hold"));
+  CHECK(torch::equal(client.pull(0, false).tensors.at({0, ""}), w));  // nothing was applied
+}
+
+TEST_CASE("an unreachable ps task is named within the timeout, and Finish ends a task's wait", "[distribute][ps]") {
+  uint16_t port = 0;
+  {
+    auto probe = VariableServer::Start(Options());  // a port nothing listens on once it is gone
+    port = probe->port();
+  }
+  VariableServiceOptions options = Options(1, port);
+  options.timeout = 300ms;
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_MATCHES(VariableClient(options).describe_task(), est::CommunicationError,
+                       est::testing::MessageMatches(Catch::Contains("ps 1 at 127.0.0.1:" + std::to_string(port)) &&
+                                                    Catch::Contains("is the ps task running")));
+  CHECK(std::chrono::steady_clock::now() - start < 3s);
+
+  auto server = VariableServer::Start(Options());
+  CHECK_FALSE(server->wait_finished(10ms));
+  std::thread chief([port = server->port()] { VariableClient(Options(0, port)).finish(); });
+  CHECK(server->wait_finished(5s));
+  chief.join();
+}
