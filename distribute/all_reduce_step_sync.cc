@@ -26,6 +26,11 @@ class StrategyStepSync : public StepSync {
   }
   bool any_worker(bool flag) override { return strategy_.any_worker(flag); }
   void barrier() override { strategy_.barrier(); }
+  void initialize_variables(const NamedVariables& variables) override {
+    std::vector<at::Tensor> tensors;
+    for (const auto& [name, tensor] : variables) tensors.push_back(tensor);
+    strategy_.broadcast_from_chief(tensors);
+  }
 
  protected:
   // Divides gradients summed over the micro-batches by their number.

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 
 #include "common/config.h"
 #include "common/error.h"
@@ -22,11 +21,6 @@ std::vector<c10::Device> ParseDevices(const std::vector<std::string>& names) {
   std::vector<c10::Device> devices;
   for (const auto& name : names) devices.push_back(ParseDevice(name));
   return devices;
-}
-
-std::string DefaultJobId(const ClusterConfig& cluster) {
-  if (const char* id = std::getenv("EST_JOB_ID"); id != nullptr && *id != '\0') return id;
-  return "cluster@" + cluster.chief_address;
 }
 
 constexpr bool kBuildHasNccl = EST_WITH_NCCL && EST_WITH_CUDA;
@@ -72,8 +66,8 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(MultiWorkerOptions opti
   const auto ps = cluster_.cluster.find("ps");
   EST_CHECK(ps == cluster_.cluster.end(), ConfigError, "MultiWorkerMirroredStrategy: ", cluster_.source,
             " has a 'ps' job (", ps->second.size(), " task", ps->second.size() == 1 ? "" : "s",
-            "), which it would not use: parameter servers need ParameterServerStrategy, which TorchEstimator does "
-            "not provide; remove the ps job");
+            "), which it would not use: parameter servers need ParameterServerStrategy (est-train --strategy "
+            "parameter_server); otherwise remove the ps job");
   if (cluster_.is_evaluator() || cluster_.task_type == "ps") {
     // Not part of the training group: local replicas only.
     num_workers_ = 1;
@@ -84,7 +78,7 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(MultiWorkerOptions opti
     worker_index_ = cluster_.rank;
     is_chief_ = cluster_.is_chief;
   }
-  if (options_.job_id().empty()) options_.job_id(DefaultJobId(cluster_));
+  if (options_.job_id().empty()) options_.job_id(DefaultJobId(cluster_.chief_address));
   if (options_.job_token().empty()) options_.job_token(JobTokenFromEnvironment());
   if (!options_.tls()) options_.tls(StoreTlsFromEnvironment());
 }

@@ -10,12 +10,25 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
+
+namespace torch::optim {
+class Optimizer;
+}
 
 namespace est::distribute {
 
 class Strategy;
+
+/// Variables with their checkpoint keys, in creation order.
+using NamedVariables = std::vector<std::pair<std::string, at::Tensor>>;
 
 /// What one local replica brings to a step: its trainable variables (its gradients summed
 /// over the step's micro-batches in `.grad()`), its loss and its summaries (means over the
@@ -24,6 +37,8 @@ struct ReplicaStep {
   std::vector<at::Tensor> variables;
   at::Tensor loss;
   std::vector<at::Tensor> summaries;
+  /// The optimizer model_fn returned for this step, which updates `variables`.
+  torch::optim::Optimizer* optimizer = nullptr;
 };
 
 /// What a worker knows before a step synchronizes, and what every worker learns from it.
@@ -32,6 +47,15 @@ struct StepFlags {
   bool input_ended = false;
   /// A stop signal (SIGTERM, SIGINT, SIGHUP) arrived.
   bool stop_signal = false;
+  /// The job's training ended elsewhere (the chief finished it); set by StepSync::apply.
+  bool job_finished = false;
+};
+
+/// The progress a checkpoint records when it is not this worker's own: the global step and
+/// each worker's input position (batches consumed), by worker index.
+struct TrainingProgress {
+  int64_t global_step = 0;
+  std::map<int, int64_t> input_positions;
 };
 
 /// How a training run's steps are shaped.
@@ -58,6 +82,30 @@ class StepSync {
   /// those to apply, sets `replicas[0]`'s loss and summaries to their means over every
   /// replica in sync, and returns what any worker's flags said.
   virtual StepFlags finish(std::vector<ReplicaStep>& replicas, StepFlags local) = 0;
+  /// Called when replica 0's model_fn creates variables (a module's parameters and buffers,
+  /// or a buffer), before they are used: makes them the training's current values. The
+  /// all-reduce StepSyncs take the chief's (a broadcast); parameter servers pull theirs.
+  virtual void initialize_variables(const NamedVariables& variables) = 0;
+  /// After finish(): applies the step's update and returns the global step after it.
+  /// `finite` is false when the gradients are not finite (loss scaling): nothing is applied.
+  /// `step_optimizers` steps every local replica's optimizer, which is how the all-reduce
+  /// StepSyncs apply; a StepSync that updates the variables elsewhere applies there, brings
+  /// the new values into every local replica, and may set `flags.job_finished`.
+  /// `input_position`: this worker's batches consumed after the step.
+  virtual int64_t apply(std::vector<ReplicaStep>& replicas, bool finite, int64_t global_step, int64_t input_position,
+                        const std::function<void()>& step_optimizers, StepFlags& flags) {
+    if (finite) step_optimizers();
+    return global_step + 1;
+  }
+  /// On the chief, before it saves a checkpoint: when replica 0's state is not the
+  /// training's own (it lives on ps tasks), makes replica 0's variables and optimizer state
+  /// the current ones and returns the progress they belong to; nullopt when replica 0
+  /// holds the training's state already.
+  virtual std::optional<TrainingProgress> before_save() { return std::nullopt; }
+  /// Where this worker's input continues (batches to skip), when the StepSync knows it
+  /// better than the checkpoint the run restored; nullopt otherwise. Called once, before
+  /// the first step.
+  virtual std::optional<int64_t> resume_position() { return std::nullopt; }
   /// True on every worker when `flag` is true on any worker.
   virtual bool any_worker(bool flag) = 0;
   /// Returns once every worker has called barrier().

@@ -29,6 +29,10 @@ void CheckDeviceAvailable(c10::Device device) {
             " CUDA device(s), cuda:0 to cuda:", count - 1);
 }
 
+void Strategy::serve() {
+  EST_THROW(ConfigError, name(), " has no tasks that serve others: task type 'ps' needs ParameterServerStrategy");
+}
+
 InputContext Strategy::input_context() const {
   return InputContext(num_workers(), worker_index(), num_replicas_in_sync());
 }

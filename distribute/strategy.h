@@ -67,10 +67,15 @@ class Strategy {
     return CreateAllReduceStepSync(*this, options);
   }
 
+  /// Runs this process's task when it serves the training tasks instead of training (a ps
+  /// task holding variables), until the job is finished. ConfigError for a strategy without
+  /// such tasks.
+  virtual void serve();
+
   /// Local replicas of this process.
   int num_local_replicas() const { return static_cast<int>(local_devices().size()); }
   /// Replicas that take part in one synchronous step, over every worker.
-  int num_replicas_in_sync() const { return num_local_replicas() * num_workers(); }
+  virtual int num_replicas_in_sync() const { return num_local_replicas() * num_workers(); }
   /// The InputContext of this worker's input pipeline: one pipeline per worker.
   InputContext input_context() const;
 

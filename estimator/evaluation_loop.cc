@@ -64,7 +64,7 @@ EvalResult Estimator::Impl::evaluate(const InputFn& input_fn, const EvalOptions&
 
   std::shared_ptr<distribute::Strategy> strategy = eval_strategy();
   CheckSameGlobalStep(*strategy, global_step, "evaluates");
-  ReplicaSet replicas(*strategy, params, reader, /*restore_optimizers=*/true, /*sync_with_chief=*/false);
+  ReplicaSet replicas(*strategy, params, reader, /*restore_optimizers=*/true, /*initialize_from_training=*/nullptr);
   // The first worker of the evaluating group writes: the chief when the training group
   // evaluates together, the evaluator task on its own.
   const bool writes_results = strategy->worker_index() == 0;

@@ -58,6 +58,10 @@ c10::optional<c10::Device> ParameterDevice(const torch::optim::Optimizer& optimi
 
 }  // namespace
 
+std::string WorkerInputPositionBlob(int worker) {
+  return std::string(kInputPositionBlob) + "/worker_" + std::to_string(worker);
+}
+
 CheckpointContents SnapshotModel(const ModelContext& ctx, int64_t global_step) {
   CheckpointContents contents;
   contents.tensors = ctx.variables();

@@ -22,6 +22,9 @@ struct CheckpointContents {
 
 /// Blob key of the training input position (batches consumed, as decimal text).
 inline constexpr const char* kInputPositionBlob = "input_position";
+/// Blob key of worker `worker`'s own input position, where workers consume their input at
+/// their own pace (parameter servers): "input_position/worker_<worker>".
+std::string WorkerInputPositionBlob(int worker);
 /// Blob key of the examples per batch of the run that wrote the checkpoint (decimal text).
 inline constexpr const char* kInputBatchExamplesBlob = "input_batch_examples";
 

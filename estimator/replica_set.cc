@@ -13,29 +13,27 @@ namespace est {
 
 ReplicaSet::ReplicaSet(distribute::Strategy& strategy, std::shared_ptr<const nlohmann::json> params,
                        std::shared_ptr<const checkpoint::CheckpointReader> restore_from, bool restore_optimizers,
-                       bool sync_with_chief)
+                       VariablesInitializer initialize_from_training)
     : strategy_(strategy) {
   const std::vector<c10::Device> devices = strategy.local_devices();
   for (size_t i = 0; i < devices.size(); ++i) {
     replicas_.push_back(std::make_unique<ModelContext>(
-        params, devices[i], initializers_for(static_cast<int>(i), restore_from, restore_optimizers, sync_with_chief)));
+        params, devices[i], initializers_for(static_cast<int>(i), restore_from, restore_optimizers, initialize_from_training)));
   }
 }
 
 ModelContext::Initializers ReplicaSet::initializers_for(int index,
                                                         const std::shared_ptr<const checkpoint::CheckpointReader>& reader,
-                                                        bool restore_optimizers, bool sync_with_chief) {
+                                                        bool restore_optimizers,
+                                                        VariablesInitializer initialize_from_training) {
   ModelContext::Initializers restore = reader ? RestoreFromCheckpoint(reader, restore_optimizers)
                                               : ModelContext::Initializers{};
   ModelContext::Initializers initializers;
   initializers.optimizer = restore.optimizer;
   if (index == 0) {
-    initializers.variables = [this, restore = restore.variables, sync_with_chief](const NamedTensors& variables) {
+    initializers.variables = [restore = restore.variables, initialize_from_training](const NamedTensors& variables) {
       if (restore) restore(variables);
-      if (!sync_with_chief) return;
-      std::vector<at::Tensor> tensors;
-      for (const auto& [name, tensor] : variables) tensors.push_back(tensor);
-      strategy_.broadcast_from_chief(tensors);
+      if (initialize_from_training) initialize_from_training(variables);
     };
   } else {
     initializers.variables = [this, index](const NamedTensors& variables) {

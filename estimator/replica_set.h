@@ -2,6 +2,7 @@
 /// ReplicaSet: the local replicas of a strategy, one ModelContext per local device, whose
 /// state starts equal everywhere. Internal to the estimator.
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -16,15 +17,19 @@ class Strategy;
 }
 
 /// Creates one ModelContext per local replica of `strategy`. Replica 0's new variables
-/// are restored from `restore_from` (when given) and, when `sync_with_chief`, replaced by
-/// the chief worker's values; the other local replicas copy replica 0's values. Every
+/// are restored from `restore_from` (when given), then handed to `initialize_from_training`
+/// (when set; training's StepSync makes them the training's current values); the other
+/// local replicas copy replica 0's values. Every
 /// replica's optimizers are restored from the checkpoint when `restore_optimizers`.
 /// Replica 0 must create its state first, as it does when model_fn runs replica by replica.
 class ReplicaSet {
  public:
+  /// Makes replica 0's new variables the training's current values.
+  using VariablesInitializer = std::function<void(const NamedTensors& variables)>;
+
   ReplicaSet(distribute::Strategy& strategy, std::shared_ptr<const nlohmann::json> params,
              std::shared_ptr<const checkpoint::CheckpointReader> restore_from, bool restore_optimizers,
-             bool sync_with_chief);
+             VariablesInitializer initialize_from_training);
 
   /// Number of local replicas.
   int size() const { return static_cast<int>(replicas_.size()); }
@@ -37,7 +42,7 @@ class ReplicaSet {
 
  private:
   ModelContext::Initializers initializers_for(int index, const std::shared_ptr<const checkpoint::CheckpointReader>& reader,
-                                              bool restore_optimizers, bool sync_with_chief);
+                                              bool restore_optimizers, VariablesInitializer initialize_from_training);
 
   distribute::Strategy& strategy_;
   std::vector<std::unique_ptr<ModelContext>> replicas_;

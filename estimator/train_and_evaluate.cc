@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "common/stop_signals.h"
+#include "distribute/strategy.h"
 
 namespace est {
 namespace {
@@ -74,6 +75,18 @@ EvalResult RunWorker(Estimator& estimator, const TrainSpec& train_spec) {
   Log().info("Running training in distributed mode as task {} {} of {} training tasks ({}).", cluster.task_type,
              cluster.task_id, cluster.num_worker_replicas, cluster.source);
   estimator.train(train_spec.input_fn(), TrainOptions().max_steps(train_spec.max_steps()).hooks(train_spec.hooks()));
+  return {};
+}
+
+// A ps task: serves the training tasks until the chief finishes the job.
+EvalResult RunPs(Estimator& estimator) {
+  const auto& cluster = estimator.config().cluster;
+  EST_CHECK(estimator.config().train_distribute != nullptr, ConfigError, "task type 'ps' needs ParameterServerStrategy: ",
+            "set RunConfig::train_distribute (est-train --strategy parameter_server)");
+  std::optional<StopSignalGuard> stop_signals;
+  if (estimator.config().stop_on_signals) stop_signals.emplace();
+  Log().info("Running ps task {} of {} ({}).", cluster.task_id, cluster.cluster.at("ps").size(), cluster.source);
+  estimator.config().train_distribute->serve();
   return {};
 }
 
@@ -185,9 +198,7 @@ EvalResult train_and_evaluate(Estimator& estimator, const TrainSpec& train_spec,
   const auto& cluster = estimator.config().cluster;
   if (cluster.is_local()) return RunLocal(estimator, train_spec, eval_spec);
   if (cluster.is_evaluator()) return RunEvaluator(estimator, train_spec, eval_spec);
-  EST_CHECK(cluster.task_type != "ps", ConfigError,
-            "task type 'ps' needs ParameterServerStrategy, which TorchEstimator does not provide; "
-            "use MultiWorkerMirroredStrategy with chief and worker tasks");
+  if (cluster.task_type == "ps") return RunPs(estimator);
   return RunWorker(estimator, train_spec);
 }
 

@@ -116,7 +116,10 @@ class TrainingSession : public Session {
                   bool complete_saves)
       : estimator_(estimator),
         strategy_(strategy),
-        replicas_(strategy, estimator.params, restore_from, restore_optimizers, /*sync_with_chief=*/true),
+        // Replica 0's new variables become the training's current values through the
+        // StepSync, which run() makes before model_fn first runs.
+        replicas_(strategy, estimator.params, restore_from, restore_optimizers,
+                  [this](const NamedTensors& variables) { sync_->initialize_variables(variables); }),
         complete_saves_(complete_saves),
         accumulation_steps_(estimator.config.gradient_accumulation_steps) {
     if (auto options = estimator.config.effective_loss_scale()) {
@@ -143,15 +146,22 @@ class TrainingSession : public Session {
   std::string save_checkpoint() override {
     EST_CHECK(checkpoint_writer_.has_value(), ConfigError, "only the chief saves checkpoints; worker ",
               strategy_.worker_index(), " asked to");
-    CheckpointContents contents = SnapshotModel(replicas_.replica(0), global_step_);
+    // Where the training's state is not replica 0's own (parameter servers), the StepSync
+    // brings it here first, with the progress it belongs to.
+    const std::optional<distribute::TrainingProgress> progress = sync_ ? sync_->before_save() : std::nullopt;
+    const int64_t step = progress ? progress->global_step : global_step_;
+    CheckpointContents contents = SnapshotModel(replicas_.replica(0), step);
     contents.blobs[kInputPositionBlob] = std::to_string(input_position_);
+    if (progress)
+      for (const auto& [worker, position] : progress->input_positions)
+        contents.blobs[WorkerInputPositionBlob(worker)] = std::to_string(position);
     if (batch_examples_ > 0) contents.blobs[kInputBatchExamplesBlob] = std::to_string(batch_examples_);
     if (loss_scaler_) {
       contents.tensors.emplace_back(kLossScaleName, at::scalar_tensor(loss_scaler_->scale(), at::kDouble));
       contents.tensors.emplace_back(kLossScaleGoodStepsName, at::scalar_tensor(loss_scaler_->good_steps(), at::kLong));
     }
-    Log().info("Saving checkpoints for {} into {}/model.ckpt.", global_step_, estimator_.model_dir);
-    std::string prefix = checkpoint_writer_->save(global_step_, contents.tensors, std::move(contents.blobs));
+    Log().info("Saving checkpoints for {} into {}/model.ckpt.", step, estimator_.model_dir);
+    std::string prefix = checkpoint_writer_->save(step, contents.tensors, std::move(contents.blobs));
     if (complete_saves_) checkpoint_writer_->wait();
     return prefix;
   }
@@ -161,6 +171,8 @@ class TrainingSession : public Session {
   void run(const InputFn& input_fn, std::vector<HookPtr> hooks, int64_t start_step, int64_t skip_batches,
            std::optional<int64_t> saved_batch_examples) {
     global_step_ = start_step;
+    sync_ = strategy_.make_step_sync(distribute::StepSyncOptions{accumulation_steps_});
+    if (std::optional<int64_t> position = sync_->resume_position()) skip_batches = *position;
     data::Dataset dataset = input_fn(Mode::kTrain, strategy_.input_context());
     auto iterator = dataset.make_iterator();
     if (skip_batches > 0) {
@@ -177,7 +189,6 @@ class TrainingSession : public Session {
     std::vector<data::Element> current(batches_per_step);
     std::vector<data::Element> upcoming(batches_per_step);
     DevicePrefetcher prefetcher(strategy_.local_devices());
-    sync_ = strategy_.make_step_sync(distribute::StepSyncOptions{accumulation_steps_});
     distribute::StepFlags stop;
     stop.input_ended = sync_->any_worker(!read_batches(*iterator, current));
     batch_examples_ = BatchExamples(current.front());
@@ -191,7 +202,7 @@ class TrainingSession : public Session {
     }
     prefetcher.start(current);
     BatchSignature batch_signature;
-    while (!stop.input_ended && !stop.stop_signal) {
+    while (!stop.input_ended && !stop.stop_signal && !stop.job_finished) {
       prefetcher.wait(current);
       batch_signature.check(current, global_step_);
       runner.before_step();
@@ -215,6 +226,8 @@ class TrainingSession : public Session {
                                    : std::string("another worker received a stop signal"));
     } else if (stop.input_ended) {
       Log().info("Input exhausted at global step {}: stopping training", global_step_);
+    } else if (stop.job_finished) {
+      Log().info("The chief finished the job's training at global step {}: stopping", global_step_);
     }
     runner.end();
     if (checkpoint_writer_) checkpoint_writer_->wait();
@@ -315,6 +328,7 @@ class TrainingSession : public Session {
         distribute::ReplicaStep& replica_step = steps[static_cast<size_t>(r)];
         replica_step.variables = replicas_.replica(r).trainable_variables();
         replica_step.loss = last.loss;
+        replica_step.optimizer = last.optimizer;
         for (const auto& [tag, value] : last.summaries) replica_step.summaries.push_back(value);
         sync_->before_last_backward(r, replica_step, local);
         // The loss travels to the host while backward and the optimizer run.
@@ -326,9 +340,10 @@ class TrainingSession : public Session {
     if (!sync_->loss_known_before_backward()) first.loss = steps.front().loss;
     size_t index = 0;
     for (auto& [tag, value] : first.summaries) value = steps.front().summaries[index++];
-    if (unscale_gradients())
+    const int64_t position_after = input_position_ + static_cast<int64_t>(steps.size() * accumulation_steps_);
+    global_step_ = sync_->apply(steps, unscale_gradients(), global_step_, position_after, [&] {
       for (auto& spec : specs) spec.optimizer->step();
-    ++global_step_;
+    }, stop);
     return std::move(first);
   }
 
@@ -383,7 +398,11 @@ void Estimator::Impl::train(const InputFn& input_fn, const TrainOptions& options
   int64_t skip_batches = 0;
   std::optional<int64_t> saved_batch_examples;
   if (restore_from && restore_optimizers && !input_position_restored) {
-    if (auto position = restore_from->blob(kInputPositionBlob)) {
+    // A worker's own position where the checkpoint has one (parameter servers: each worker
+    // reads its own shard at its own pace), else the chief's, which every worker shares.
+    std::optional<std::string> position = restore_from->blob(WorkerInputPositionBlob(strategy.worker_index()));
+    if (!position) position = restore_from->blob(kInputPositionBlob);
+    if (position) {
       skip_batches = ParseCountBlob(*position, kInputPositionBlob, *restore_from);
     }
     if (auto examples = restore_from->blob(kInputBatchExamplesBlob)) {

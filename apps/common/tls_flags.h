@@ -29,20 +29,21 @@ struct TlsFlags {
 
 /// Adds --tls-ca-file, --tls-cert-file, --tls-key-file and --tls-require-client-cert.
 inline void AddTlsFlags(CLI::App& app, TlsFlags& flags) {
-  const char* group = "TLS of the chief's rendezvous store (default: EST_TLS_* variables, else plain TCP)";
-  app.add_option("--tls-ca-file", flags.ca_file, "PEM certificate authority every task trusts for the chief's store")
+  const char* group = "TLS of the chief's rendezvous store and the ps tasks' variable services (default: EST_TLS_* "
+                      "variables, else plain TCP)";
+  app.add_option("--tls-ca-file", flags.ca_file, "PEM certificate authority every task trusts for the chief's store and the ps tasks")
       ->check(CLI::ExistingFile)
       ->group(group);
   app.add_option("--tls-cert-file", flags.cert_file,
-                 "PEM certificate the chief serves its store with (and, with --tls-require-client-cert, every "
-                 "task's client certificate)")
+                 "PEM certificate the chief serves its store with, and each ps task its variables (and, with "
+                 "--tls-require-client-cert, every task's client certificate)")
       ->check(CLI::ExistingFile)
       ->group(group);
   app.add_option("--tls-key-file", flags.key_file, "PEM private key of --tls-cert-file")
       ->check(CLI::ExistingFile)
       ->group(group);
   app.add_flag("--tls-require-client-cert", flags.require_client_cert,
-               "Mutual TLS: the chief refuses tasks without a certificate signed by --tls-ca-file")
+               "Mutual TLS: the chief and the ps tasks refuse tasks without a certificate signed by --tls-ca-file")
       ->group(group);
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "apps/common/fashion_mnist_cnn.h"
@@ -17,6 +18,7 @@
 #include "common/stop_signals.h"
 #include "data/mnist.h"
 #include "distribute/multi_worker_mirrored_strategy.h"
+#include "distribute/parameter_server_strategy.h"
 #include "distribute/strategy.h"
 #include "estimator/estimator.h"
 #include "estimator/train_and_evaluate.h"
@@ -45,6 +47,9 @@ struct Flags {
   bool ignore_invalid_checkpoints = false;
   std::string job_token_file;
   est_apps::TlsFlags tls;
+  std::string ps_mode = "async";
+  int staleness = 2;
+  int replicas_to_aggregate = 0;
 };
 
 void AddFlags(CLI::App& app, Flags& flags) {
@@ -78,14 +83,29 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->check(est_apps::IntegerIn<uint64_t>(0, std::numeric_limits<uint64_t>::max()))
       ->capture_default_str();
   app.add_option("--strategy", flags.strategy,
-                 "Distribution: none, one_device, mirrored (several local devices) or multi_worker "
-                 "(the cluster of TF_CONFIG, torchrun or Slurm)")
-      ->check(CLI::IsMember({"none", "one_device", "mirrored", "multi_worker"}))
+                 "Distribution: none, one_device, mirrored (several local devices), multi_worker (the cluster of "
+                 "TF_CONFIG, torchrun or Slurm) or parameter_server (TF_CONFIG with a ps job)")
+      ->check(CLI::IsMember({"none", "one_device", "mirrored", "multi_worker", "parameter_server"}))
+      ->capture_default_str();
+  app.add_option("--ps-mode", flags.ps_mode,
+                 "parameter_server: async (each push applied as it comes), bounded (async, at most --staleness "
+                 "steps ahead of the slowest worker) or sync (pushes of a step averaged, as SyncReplicasOptimizer)")
+      ->check(CLI::IsMember({"async", "bounded", "sync"}))
+      ->capture_default_str();
+  app.add_option("--staleness", flags.staleness,
+                 "parameter_server, bounded: the most steps a worker may be ahead of the slowest live one")
+      ->check(est_apps::IntegerIn<int>(0, std::numeric_limits<int>::max()))
+      ->capture_default_str();
+  app.add_option("--replicas-to-aggregate", flags.replicas_to_aggregate,
+                 "parameter_server, sync: pushes averaged per step; 0 means every worker (fewer makes the slowest "
+                 "workers backups whose late gradients are dropped)")
+      ->check(est_apps::IntegerIn<int>(0, std::numeric_limits<int>::max()))
       ->capture_default_str();
   app.add_option("--devices", flags.devices, "Comma-separated devices of this process's replicas, e.g. cpu,cpu")
       ->capture_default_str();
   app.add_option("--timeout-secs", flags.timeout_secs,
-                 "multi_worker: limit on waiting for peers and on every collective operation")
+                 "multi_worker, parameter_server: limit on waiting for peers and on every collective operation or "
+                 "call to a ps task")
       ->check(est_apps::NumberIn(0.001, est_apps::kMaxSeconds, "a number of seconds"))
       ->capture_default_str();
   app.add_option("--gradient-accumulation-steps", flags.gradient_accumulation_steps,
@@ -115,8 +135,8 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->check(est_apps::NumberIn(0, est_apps::kMaxSeconds, "a number of seconds"))
       ->capture_default_str();
   app.add_option("--job-token-file", flags.job_token_file,
-                 "multi_worker: file holding the job's shared secret, which every call to the chief's store carries "
-                 "(default: EST_JOB_TOKEN; est-launch sets a random one)")
+                 "multi_worker, parameter_server: file holding the job's shared secret, which every call to the "
+                 "chief's store or a ps task carries (default: EST_JOB_TOKEN; est-launch sets a random one)")
       ->check(CLI::ExistingFile);
   est_apps::AddTlsFlags(app, flags.tls);
 }
@@ -141,11 +161,33 @@ std::vector<std::string> SplitDevices(const std::string& list) {
   return devices;
 }
 
-// The strategy of --strategy; a cluster in the environment needs multi_worker.
+// TLS of the --tls-* flags, when any is given.
+std::optional<est::distribute::GrpcStoreTls> TlsOf(const Flags& flags) {
+  if (!flags.tls.any()) return std::nullopt;
+  return est::distribute::GrpcStoreTls{flags.tls.ca_file, flags.tls.cert_file, flags.tls.key_file,
+                                       flags.tls.require_client_cert};
+}
+
+// The strategy of --strategy; a cluster in the environment needs multi_worker or parameter_server.
 std::shared_ptr<est::distribute::Strategy> MakeStrategy(const Flags& flags, const est::distribute::ClusterConfig& cluster) {
-  EST_CHECK(cluster.is_local() || flags.strategy == "multi_worker", est::ConfigError, cluster.source,
-            " describes a cluster (task ", cluster.task_type, " ", cluster.task_id,
-            "); train it with --strategy multi_worker");
+  EST_CHECK(cluster.is_local() || flags.strategy == "multi_worker" || flags.strategy == "parameter_server",
+            est::ConfigError, cluster.source, " describes a cluster (task ", cluster.task_type, " ", cluster.task_id,
+            "); train it with --strategy multi_worker (or parameter_server, with a ps job)");
+  if (flags.strategy == "parameter_server") {
+    const std::vector<std::string> devices = SplitDevices(flags.devices);
+    EST_CHECK(devices.size() == 1, est::ConfigError, "--strategy parameter_server trains one replica per worker; "
+              "--devices names ", devices.size());
+    auto options = est::distribute::ParameterServerOptions()
+                       .mode(est::distribute::ParseParameterServerMode(flags.ps_mode))
+                       .staleness(flags.staleness)
+                       .replicas_to_aggregate(flags.replicas_to_aggregate)
+                       .device(devices[0])
+                       .cluster(cluster)
+                       .timeout_secs(flags.timeout_secs)
+                       .job_token(ReadJobToken(flags.job_token_file));
+    options.tls(TlsOf(flags));
+    return est::distribute::ParameterServerStrategy::Create(options);
+  }
   const std::vector<std::string> devices = SplitDevices(flags.devices);
   if (flags.strategy == "one_device") {
     EST_CHECK(devices.size() == 1, est::ConfigError, "--strategy one_device takes one device, got ", flags.devices);
@@ -160,9 +202,7 @@ std::shared_ptr<est::distribute::Strategy> MakeStrategy(const Flags& flags, cons
                      .job_token(ReadJobToken(flags.job_token_file))
                      .buckets(est::distribute::GradientReducerOptions().bucket_cap_bytes(
                          static_cast<int64_t>(flags.bucket_cap_mb * (1 << 20))));
-  if (flags.tls.any())
-    options.tls(est::distribute::GrpcStoreTls{flags.tls.ca_file, flags.tls.cert_file, flags.tls.key_file,
-                                              flags.tls.require_client_cert});
+  options.tls(TlsOf(flags));
   return est::distribute::MultiWorkerMirroredStrategy::Create(options);
 }
 
@@ -196,7 +236,7 @@ int Run(const Flags& flags) {
   if (flags.model == "linear") {
     recipe = est_train::Linear(flags.batch_size);
   } else {
-    CheckDataDir(flags.data_dir);
+    if (config.cluster.task_type != "ps") CheckDataDir(flags.data_dir);  // a ps task reads no data
     recipe = est_train::FashionMnistCnn(flags.data_dir, flags.batch_size, flags.seed);
   }
 

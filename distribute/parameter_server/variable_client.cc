@@ -5,6 +5,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <optional>
 #include <thread>
 
 #include "common/error.h"
@@ -39,8 +40,9 @@ struct VariableClient::Impl {
   /// Runs `attempt` (with a fresh context) until it reaches the task or the timeout passes;
   /// throws for anything but OK.
   template <typename Attempt>
-  void call(const std::string& what, Attempt&& attempt) {
-    const auto deadline = Clock::now() + options.timeout;
+  void call(const std::string& what, Attempt&& attempt, std::optional<std::chrono::milliseconds> limit = std::nullopt) {
+    const std::chrono::milliseconds timeout = limit ? std::min(*limit, options.timeout) : options.timeout;
+    const auto deadline = Clock::now() + timeout;
     std::chrono::milliseconds retry = kFirstRetry;
     for (;;) {
       grpc::ClientContext context;
@@ -51,6 +53,8 @@ struct VariableClient::Impl {
       switch (status.error_code()) {
         case grpc::StatusCode::OK:
           return;
+        case grpc::StatusCode::ABORTED:
+          EST_THROW(PsJobFinished, describe(), ": ", what, ": ", status.error_message());
         case grpc::StatusCode::PERMISSION_DENIED:
           EST_THROW(ConfigError, describe(), ": ", what, ": ", status.error_message());
         case grpc::StatusCode::FAILED_PRECONDITION:
@@ -60,14 +64,14 @@ struct VariableClient::Impl {
         case grpc::StatusCode::DEADLINE_EXCEEDED:
           EST_THROW(CommunicationError, describe(), ": ", what, ": ",
                     channel->GetState(false) == GRPC_CHANNEL_READY ? "no answer" : "the task was unreachable", " within ",
-                    DescribeDuration(options.timeout), " (is the ps task running, and is its address right?)");
+                    DescribeDuration(timeout), " (is the ps task running, and is its address right?)");
         case grpc::StatusCode::UNAVAILABLE:
           if (Clock::now() + retry < deadline) {
             std::this_thread::sleep_for(retry);
             retry = std::min(retry * 2, kLongestRetry);
             continue;
           }
-          EST_THROW(CommunicationError, describe(), ": ", what, ": unreachable for ", DescribeDuration(options.timeout),
+          EST_THROW(CommunicationError, describe(), ": ", what, ": unreachable for ", DescribeDuration(timeout),
                     ": ", status.error_message(), " (is the ps task running, and is its address right?)");
         default:
           EST_THROW(CommunicationError, describe(), ": ", what, " failed: ", status.error_message());
@@ -104,7 +108,8 @@ ps::DescribeReply VariableClient::describe_task() {
 
 bool VariableClient::initialize(uint64_t plan, const std::vector<ps::ShardSpec>& specs,
                                 const std::vector<TensorToSend>& tensors, int64_t global_step,
-                                const std::map<uint32_t, int64_t>& input_positions) {
+                                const std::map<uint32_t, int64_t>& input_positions,
+                                const std::vector<ps::VariableSpec>& variables, const ps::UpdateRule& rule) {
   ps::InitializeReply reply;
   impl_->call("initialize", [&](grpc::ClientContext& context) {
     auto writer = impl_->stub->Initialize(&context, &reply);
@@ -113,6 +118,8 @@ bool VariableClient::initialize(uint64_t plan, const std::vector<ps::ShardSpec>&
     for (const auto& spec : specs) *request.add_shards() = spec;
     request.set_global_step(global_step);
     request.mutable_input_positions()->insert(input_positions.begin(), input_positions.end());
+    for (const auto& variable : variables) *request.add_variables() = variable;
+    *request.mutable_rule() = rule;
     WriteChunked<ps::InitializeRequest>(tensors, request,
                                         [&](const ps::InitializeRequest& message) { return writer->Write(message); });
     writer->WritesDone();
@@ -164,10 +171,14 @@ ps::PushReply VariableClient::push(const ps::PushRequest& header, const std::vec
   return reply;
 }
 
-void VariableClient::finish() {
+void VariableClient::finish(bool job, uint32_t worker) {
   ps::FinishRequest request;
+  request.set_job(job);
+  request.set_worker(worker);
   ps::FinishReply reply;
-  impl_->call("finish", [&](grpc::ClientContext& context) { return impl_->stub->Finish(&context, request, &reply); });
+  // Short: a task told by another worker may have exited already.
+  impl_->call("finish", [&](grpc::ClientContext& context) { return impl_->stub->Finish(&context, request, &reply); },
+              std::chrono::seconds(5));
 }
 
 }  // namespace est::distribute

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <random>
+#include <set>
 
 #include "common/error.h"
 #include "distribute/parameter_server/variable_service.grpc.pb.h"
@@ -26,6 +27,16 @@ uint64_t RandomIncarnation() {
 
 grpc::Status Invalid(const std::string& why) { return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, why); }
 
+/// The call's deadline and cancellation, for waits inside VariableShards.
+CallLimit LimitOf(const grpc::ServerContext& context) {
+  CallLimit limit;
+  const auto left = context.deadline() - std::chrono::system_clock::now();
+  if (left < std::chrono::hours(24 * 365))
+    limit.deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(left);
+  limit.cancelled = [&context] { return context.IsCancelled(); };
+  return limit;
+}
+
 class VariableServiceImpl final : public ps::VariableService::Service {
  public:
   explicit VariableServiceImpl(const VariableServiceOptions& options)
@@ -37,9 +48,12 @@ class VariableServiceImpl final : public ps::VariableService::Service {
   void set_port(uint16_t port) { admission_.set_port(port); }
   uint64_t incarnation() const { return incarnation_; }
 
-  bool wait_finished(std::chrono::milliseconds timeout) {
+  bool wait_finished(std::chrono::milliseconds timeout, std::chrono::milliseconds grace) {
     std::unique_lock<std::mutex> lock(finish_mutex_);
-    return finished_cv_.wait_for(lock, timeout, [&] { return finished_; });
+    if (!finished_cv_.wait_for(lock, timeout, [&] { return finished_; })) return false;
+    // Serve a little longer, until every worker still training has been told.
+    finished_cv_.wait_for(lock, grace, [&] { return active_workers_.empty(); });
+    return true;
   }
 
   grpc::Status Describe(grpc::ServerContext* context, const ps::DescribeRequest*, ps::DescribeReply* reply) override {
@@ -49,6 +63,11 @@ class VariableServiceImpl final : public ps::VariableService::Service {
     reply->set_initialized(shards_.initialized());
     reply->set_global_step(shards_.global_step());
     reply->set_plan(shards_.plan());
+    for (auto& variable : shards_.variables()) *reply->add_variables() = std::move(variable);
+    const auto positions = shards_.input_positions();
+    reply->mutable_input_positions()->insert(positions.begin(), positions.end());
+    *reply->mutable_rule() = shards_.rule();
+    reply->set_max_staleness(shards_.max_staleness());
     return grpc::Status::OK;
   }
 
@@ -73,7 +92,9 @@ class VariableServiceImpl final : public ps::VariableService::Service {
     bool initialized_now = false;
     std::string error;
     try {
-      error = shards_.initialize(header.plan(), specs, assembler.take(), header.global_step(), positions, initialized_now);
+      error = shards_.initialize(header.plan(), specs, assembler.take(), header.global_step(), positions,
+                                 {header.variables().begin(), header.variables().end()}, header.rule(),
+                                 initialized_now);
     } catch (const Error& e) {
       error = e.what();
     }
@@ -86,9 +107,10 @@ class VariableServiceImpl final : public ps::VariableService::Service {
   grpc::Status Pull(grpc::ServerContext* context, const ps::PullRequest* request,
                     grpc::ServerWriter<ps::PullReply>* writer) override {
     if (grpc::Status refused = admission_.admit(*context); !refused.ok()) return refused;
+    if (grpc::Status finished = check_not_finished(request->worker()); !finished.ok()) return finished;
     if (!shards_.initialized())
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "ps " + std::to_string(task_) + " holds no variables yet");
-    ShardValues values = shards_.pull(request->with_state());
+    ShardValues values = shards_.pull(request->worker(), request->with_state(), LimitOf(*context));
     ps::PullReply reply;
     reply.set_global_step(values.global_step);
     reply.set_incarnation(incarnation_);
@@ -116,6 +138,7 @@ class VariableServiceImpl final : public ps::VariableService::Service {
       first = false;
     }
     if (first) return Invalid("a Push call without messages");
+    if (grpc::Status finished = check_not_finished(header.worker()); !finished.ok()) return finished;
     if (std::string error = assembler.check_complete(); !error.empty()) return Invalid(error);
     if (header.incarnation() != incarnation_)
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
@@ -126,31 +149,49 @@ class VariableServiceImpl final : public ps::VariableService::Service {
     push.sequence = header.sequence();
     push.optimizers.insert(header.optimizers().begin(), header.optimizers().end());
     push.input_position = header.input_position();
+    push.step = header.step();
     for (auto& [key, tensor] : assembler.take()) push.gradients.emplace(key.first, std::move(tensor));
-    int64_t global_step = 0;
+    PushOutcome outcome;
     std::string error;
     try {
-      error = shards_.apply(push, global_step);
+      error = shards_.apply(push, LimitOf(*context), outcome);
     } catch (const Error& e) {
       error = e.what();
     }
     if (!error.empty()) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, error);
-    reply->set_global_step(global_step);
+    reply->set_global_step(outcome.global_step);
+    reply->set_dropped(outcome.dropped);
     reply->set_incarnation(incarnation_);
     return grpc::Status::OK;
   }
 
-  grpc::Status Finish(grpc::ServerContext* context, const ps::FinishRequest*, ps::FinishReply*) override {
+  grpc::Status Finish(grpc::ServerContext* context, const ps::FinishRequest* request, ps::FinishReply*) override {
     if (grpc::Status refused = admission_.admit(*context); !refused.ok()) return refused;
     {
       std::lock_guard<std::mutex> lock(finish_mutex_);
-      finished_ = true;
+      if (request->job()) finished_ = true;
+      active_workers_.erase(request->worker());
     }
+    if (!request->job()) shards_.leave(request->worker());
     finished_cv_.notify_all();
     return grpc::Status::OK;
   }
 
  private:
+  /// OK while the job trains (and `worker` counts as active); ABORTED once the chief finished it.
+  grpc::Status check_not_finished(uint32_t worker) {
+    {
+      std::lock_guard<std::mutex> lock(finish_mutex_);
+      if (!finished_) {
+        active_workers_.insert(worker);
+        return grpc::Status::OK;
+      }
+      active_workers_.erase(worker);
+    }
+    finished_cv_.notify_all();
+    return grpc::Status(grpc::StatusCode::ABORTED, "the chief finished the job's training");
+  }
+
   VariableShards shards_;
   const int task_;
   const uint64_t incarnation_;
@@ -158,6 +199,7 @@ class VariableServiceImpl final : public ps::VariableService::Service {
   std::mutex finish_mutex_;
   std::condition_variable finished_cv_;
   bool finished_ = false;
+  std::set<uint32_t> active_workers_;  ///< workers that pulled or pushed and have not left or been told
 };
 
 class VariableServerImpl final : public VariableServer {
@@ -182,7 +224,9 @@ class VariableServerImpl final : public VariableServer {
 
   uint16_t port() const override { return port_; }
   uint64_t incarnation() const override { return service_.incarnation(); }
-  bool wait_finished(std::chrono::milliseconds timeout) override { return service_.wait_finished(timeout); }
+  bool wait_finished(std::chrono::milliseconds timeout, std::chrono::milliseconds grace) override {
+    return service_.wait_finished(timeout, grace);
+  }
 
  private:
   VariableServiceImpl service_;

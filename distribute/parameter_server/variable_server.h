@@ -46,8 +46,11 @@ class VariableServer {
   virtual uint16_t port() const = 0;
   /// Chosen at random when it started; a client that sees another one knows the task restarted.
   virtual uint64_t incarnation() const = 0;
-  /// Waits until the chief says the job is finished (true) or `timeout` passes (false).
-  virtual bool wait_finished(std::chrono::milliseconds timeout) = 0;
+  /// Waits until the chief says the job is finished (true) or `timeout` passes (false); once
+  /// finished, serves up to `grace` longer while workers that were training have not yet
+  /// left or been told.
+  virtual bool wait_finished(std::chrono::milliseconds timeout,
+                             std::chrono::milliseconds grace = std::chrono::seconds(10)) = 0;
 };
 
 /// What a pull brought back.
@@ -72,18 +75,25 @@ class VariableClient {
   ps::DescribeReply describe_task();
   /// Gives the task its shards (InitializeRequest); false when it held them already.
   bool initialize(uint64_t plan, const std::vector<ps::ShardSpec>& specs, const std::vector<TensorToSend>& tensors,
-                  int64_t global_step, const std::map<uint32_t, int64_t>& input_positions);
+                  int64_t global_step, const std::map<uint32_t, int64_t>& input_positions,
+                  const std::vector<ps::VariableSpec>& variables = {}, const ps::UpdateRule& rule = {});
   /// The task's values (and with `with_state`, optimizer slots and input positions at one version).
   PulledValues pull(uint32_t worker, bool with_state);
   /// Pushes gradients (slot "grad"); returns the reply. A task that restarted since
   /// `incarnation` refuses: PsRestarted.
   ps::PushReply push(const ps::PushRequest& header, const std::vector<TensorToSend>& gradients);
-  /// Tells the task that the job is finished.
-  void finish();
+  /// Tells the task that the job is finished (`job`, from the chief) or that `worker` leaves.
+  void finish(bool job, uint32_t worker);
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+};
+
+/// A ps task answered that the chief finished the job's training.
+class PsJobFinished : public CommunicationError {
+ public:
+  using CommunicationError::CommunicationError;
 };
 
 /// A ps task refused a push because it restarted (empty) since the worker's last pull.

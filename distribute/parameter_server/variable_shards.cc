@@ -2,12 +2,19 @@
 
 #include <torch/types.h>
 
+#include <algorithm>
 #include <sstream>
 
+#include "common/logging.h"
 #include "distribute/parameter_server/shard_optimizer.h"
 
 namespace est::distribute {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// How often a wait looks again at which workers are live.
+constexpr std::chrono::milliseconds kLivenessCheck(100);
 
 std::string ShapeText(at::IntArrayRef shape) {
   std::ostringstream out;
@@ -32,9 +39,31 @@ int64_t VariableShards::global_step() const {
   return global_step_;
 }
 
+std::map<uint32_t, int64_t> VariableShards::input_positions() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return input_positions_;
+}
+
+std::vector<ps::VariableSpec> VariableShards::variables() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return variables_;
+}
+
+ps::UpdateRule VariableShards::rule() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return rule_;
+}
+
+int64_t VariableShards::max_staleness() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return max_staleness_;
+}
+
 std::string VariableShards::initialize(uint64_t plan, const std::vector<ps::ShardSpec>& specs,
                                        std::map<TensorKey, at::Tensor> tensors, int64_t global_step,
-                                       const std::map<uint32_t, int64_t>& input_positions, bool& initialized_now) {
+                                       const std::map<uint32_t, int64_t>& input_positions,
+                                       std::vector<ps::VariableSpec> variables, const ps::UpdateRule& rule,
+                                       bool& initialized_now) {
   std::unique_lock<std::shared_mutex> version(version_mutex_);
   std::lock_guard<std::mutex> lock(mutex_);
   initialized_now = false;
@@ -68,74 +97,185 @@ std::string VariableShards::initialize(uint64_t plan, const std::vector<ps::Shar
   }
   shards_ = std::move(shards);
   plan_ = plan;
+  rule_ = rule;
   global_step_ = global_step;
   input_positions_ = input_positions;
+  variables_ = std::move(variables);
   last_sequence_.clear();
+  workers_.clear();
+  for (int worker = 0; worker < rule_.num_workers(); ++worker) workers_[static_cast<uint32_t>(worker)].last_seen = Clock::now();
   initialized_ = true;
   initialized_now = true;
   return "";
 }
 
-std::string VariableShards::apply(const ShardPush& push, int64_t& global_step) {
-  std::shared_lock<std::shared_mutex> version(version_mutex_);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!initialized_) return "this ps task holds no variables yet";
-    auto last = last_sequence_.find(push.worker);
-    if (last != last_sequence_.end() && push.sequence <= last->second) {
-      global_step = global_step_;  // a retry of a push already applied
-      return "";
-    }
-    for (const auto& [id, gradient] : push.gradients) {
-      auto shard = shards_.find(id);
-      if (shard == shards_.end()) return "a gradient for shard " + std::to_string(id) + ", which this task does not hold";
-      if (gradient.sizes() != shard->second->value.sizes() || gradient.scalar_type() != shard->second->value.scalar_type())
-        return "the gradient of '" + shard->second->spec.variable() + "' part " +
-               std::to_string(shard->second->spec.part()) + " has shape " + ShapeText(gradient.sizes()) +
-               ", its shard " + ShapeText(shard->second->value.sizes());
-    }
-    last_sequence_[push.worker] = push.sequence;
+void VariableShards::step_shard(Shard& shard, const at::Tensor& gradient, const ps::OptimizerConfig* optimizer) {
+  if (!shard.optimizer) return;
+  std::lock_guard<std::mutex> lock(shard.mutex);
+  if (optimizer != nullptr) SetShardOptimizerOptions(*shard.optimizer, *optimizer);
+  shard.value.mutable_grad() = gradient;
+  shard.optimizer->step();
+  shard.value.mutable_grad() = at::Tensor();
+}
+
+void VariableShards::seen(uint32_t worker) {
+  Worker& state = workers_[worker];
+  state.last_seen = Clock::now();
+  state.left = false;
+  state.excluded = false;
+}
+
+bool VariableShards::live(uint32_t worker, Worker& state) {
+  if (state.left) return false;
+  const auto silent = Clock::now() - state.last_seen;
+  if (silent < std::chrono::milliseconds(rule_.liveness_ms())) return true;
+  if (!state.excluded) {
+    state.excluded = true;
+    Log().warn("ps {}: worker {} sent nothing for {:.1f} s: steps no longer wait for it (it died, or it is stuck)",
+               task_, worker, std::chrono::duration<double>(silent).count());
+  }
+  return false;
+}
+
+int64_t VariableShards::slowest_pushes() {
+  int64_t slowest = -1;
+  for (auto& [worker, state] : workers_)
+    if (live(worker, state) && (slowest < 0 || state.pushes < slowest)) slowest = state.pushes;
+  return slowest;
+}
+
+int VariableShards::required_pushes() {
+  int live_workers = 0;
+  for (auto& [worker, state] : workers_)
+    if (live(worker, state)) ++live_workers;
+  return std::max(1, std::min(rule_.replicas_to_aggregate(), live_workers));
+}
+
+void VariableShards::apply_round() {
+  const double count = static_cast<double>(round_pushes_);
+  for (auto& [id, sum] : round_sums_) {
+    auto options = round_optimizers_.find(id);
+    step_shard(*shards_.at(id), sum.div_(count), options == round_optimizers_.end() ? nullptr : &options->second);
+  }
+  round_sums_.clear();
+  round_optimizers_.clear();
+  round_pushes_ = 0;
+  ++global_step_;
+  progress_.notify_all();
+}
+
+std::string VariableShards::apply(const ShardPush& push, const CallLimit& limit, PushOutcome& outcome) {
+  std::shared_lock<std::shared_mutex> version(version_mutex_, std::defer_lock);
+  std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+  // SYNC applies a step under mutex_ only (a pull with state holds it while it copies), so
+  // that waiting pushes hold no version lock.
+  if (rule().mode() != ps::UpdateRule::SYNC) version.lock();
+  lock.lock();
+  if (!initialized_) return "this ps task holds no variables yet";
+  seen(push.worker);
+  auto last = last_sequence_.find(push.worker);
+  if (last != last_sequence_.end() && push.sequence <= last->second) {
+    outcome.global_step = global_step_;  // a retry of a push already applied
+    return "";
   }
   for (const auto& [id, gradient] : push.gradients) {
-    Shard& shard = *shards_.at(id);
-    if (!shard.optimizer) continue;
-    auto options = push.optimizers.find(id);
-    std::lock_guard<std::mutex> lock(shard.mutex);
-    if (options != push.optimizers.end()) SetShardOptimizerOptions(*shard.optimizer, options->second);
-    shard.value.mutable_grad() = gradient;
-    shard.optimizer->step();
-    shard.value.mutable_grad() = at::Tensor();
+    auto shard = shards_.find(id);
+    if (shard == shards_.end()) return "a gradient for shard " + std::to_string(id) + ", which this task does not hold";
+    if (gradient.sizes() != shard->second->value.sizes() || gradient.scalar_type() != shard->second->value.scalar_type())
+      return "the gradient of '" + shard->second->spec.variable() + "' part " + std::to_string(shard->second->spec.part()) +
+             " has shape " + ShapeText(gradient.sizes()) + ", its shard " + ShapeText(shard->second->value.sizes());
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  if (rule_.mode() == ps::UpdateRule::SYNC && push.step > global_step_)
+    return "worker " + std::to_string(push.worker) + " pushed gradients of step " + std::to_string(push.step) +
+           " while this task is at step " + std::to_string(global_step_);
+  last_sequence_[push.worker] = push.sequence;
   input_positions_[push.worker] = push.input_position;
-  if (task_ == 0) ++global_step_;
-  global_step = global_step_;
+  ++workers_[push.worker].pushes;
+
+  if (rule_.mode() != ps::UpdateRule::SYNC) {
+    lock.unlock();
+    for (const auto& [id, gradient] : push.gradients) {
+      auto options = push.optimizers.find(id);
+      step_shard(*shards_.at(id), gradient, options == push.optimizers.end() ? nullptr : &options->second);
+    }
+    lock.lock();
+    outcome.global_step = ++global_step_;
+    progress_.notify_all();
+    return "";
+  }
+
+  // SYNC: a push for a step already applied is dropped (a backup worker's, or a late one's).
+  if (push.step < global_step_) {
+    outcome.global_step = global_step_;
+    outcome.dropped = true;
+    return "";
+  }
+  torch::NoGradGuard no_grad;
+  for (const auto& [id, gradient] : push.gradients) {
+    auto [sum, first] = round_sums_.try_emplace(id, gradient);
+    if (!first) sum->second.add_(gradient);
+  }
+  for (const auto& [id, options] : push.optimizers) round_optimizers_[id] = options;
+  ++round_pushes_;
+  const int64_t step = global_step_;
+  while (global_step_ == step) {
+    if (round_pushes_ >= required_pushes()) {
+      apply_round();
+      break;
+    }
+    if (Clock::now() >= limit.deadline || limit.cancelled())
+      return "step " + std::to_string(step) + " did not gather its " + std::to_string(required_pushes()) +
+             " pushes in time (" + std::to_string(round_pushes_) + " arrived)";
+    progress_.wait_until(lock, std::min(limit.deadline, Clock::now() + kLivenessCheck));
+  }
+  outcome.global_step = global_step_;
   return "";
 }
 
-ShardValues VariableShards::pull(bool with_state) const {
+ShardValues VariableShards::pull(uint32_t worker, bool with_state, const CallLimit& limit) {
+  if (rule().mode() == ps::UpdateRule::BOUNDED) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    seen(worker);
+    const int64_t own = workers_[worker].pushes;
+    int64_t slowest = slowest_pushes();
+    while (slowest >= 0 && own - slowest > rule_.staleness() && Clock::now() < limit.deadline && !limit.cancelled()) {
+      progress_.wait_until(lock, std::min(limit.deadline, Clock::now() + kLivenessCheck));
+      slowest = slowest_pushes();
+    }
+    if (slowest >= 0) max_staleness_ = std::max(max_staleness_, own - slowest);
+  }
   std::shared_lock<std::shared_mutex> shared(version_mutex_, std::defer_lock);
   std::unique_lock<std::shared_mutex> consistent(version_mutex_, std::defer_lock);
+  std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
   if (with_state) {
     consistent.lock();
+    lock.lock();  // held while copying: no SYNC step applies either
   } else {
     shared.lock();
+    lock.lock();
   }
+  seen(worker);
   ShardValues values;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    values.global_step = global_step_;
-    values.input_positions = input_positions_;
-  }
+  values.global_step = global_step_;
+  values.input_positions = input_positions_;
+  if (!with_state) lock.unlock();
   torch::NoGradGuard no_grad;
   for (const auto& [id, shard] : shards_) {
-    std::lock_guard<std::mutex> lock(shard->mutex);
+    std::lock_guard<std::mutex> shard_lock(shard->mutex);
     values.tensors.push_back({id, "", shard->value.clone()});
     if (with_state && shard->optimizer)
       for (auto& [slot, tensor] : GetOptimizerSlots(*shard->optimizer, shard->value))
         values.tensors.push_back({id, slot, tensor.clone()});
   }
   return values;
+}
+
+void VariableShards::leave(uint32_t worker) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    workers_[worker].left = true;
+  }
+  progress_.notify_all();
 }
 
 }  // namespace est::distribute

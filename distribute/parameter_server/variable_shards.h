@@ -1,16 +1,20 @@
 #pragma once
 /// VariableShards: what a ps task holds — its shards of the job's variables on the CPU, each
 /// with the optimizer that updates it, the global step and each worker's input position —
-/// and the updates applied to them. The variable service's state, without its transport.
-/// Internal to the parameter servers.
+/// and how pushes update them under the job's UpdateRule (async, bounded staleness, sync).
+/// The variable service's state, without its transport. Internal to the parameter servers.
 
 #include <ATen/core/Tensor.h>
 #include <torch/optim/optimizer.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -29,6 +33,16 @@ struct ShardPush {
   std::map<uint32_t, at::Tensor> gradients;
   /// The worker's input position after the step.
   int64_t input_position = 0;
+  /// SYNC: the global step of the values the gradients were computed on.
+  int64_t step = 0;
+};
+
+/// What a push did.
+struct PushOutcome {
+  /// The global step after it.
+  int64_t global_step = 0;
+  /// SYNC: it came for a step already applied and was dropped.
+  bool dropped = false;
 };
 
 /// What a pull returns.
@@ -38,11 +52,18 @@ struct ShardValues {
   std::map<uint32_t, int64_t> input_positions;
 };
 
+/// When a call that waits gives up: its deadline, or its caller went away.
+struct CallLimit {
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  std::function<bool()> cancelled = [] { return false; };
+};
+
 /// A ps task's variables. Thread-safe: pushes to different shards apply in parallel, each
 /// shard's update is atomic.
 class VariableShards {
  public:
-  /// `task`: this ps task's index; the global step advances on task 0 only.
+  /// `task`: this ps task's index; the global step counts on task 0 (every task counts, task
+  /// 0's is the job's).
   explicit VariableShards(int task) : task_(task) {}
 
   /// True once initialize() succeeded.
@@ -51,25 +72,39 @@ class VariableShards {
   uint64_t plan() const;
   /// The global step.
   int64_t global_step() const;
+  /// Each worker's input position as its last push left it.
+  std::map<uint32_t, int64_t> input_positions() const;
+  /// The plan's variables (empty before initialize()).
+  std::vector<ps::VariableSpec> variables() const;
+  /// The job's update rule (ASYNC before initialize()).
+  ps::UpdateRule rule() const;
+  /// BOUNDED: the most pushes a puller was ahead of the slowest live worker when its pull
+  /// returned.
+  int64_t max_staleness() const;
 
   /// Takes the shards of `specs` with their values (slot "") and optimizer slots from
-  /// `tensors`, the global step and the input positions. Returns false, changing nothing,
-  /// when the task is initialized already with the same plan. Returns an error text (and
-  /// changes nothing) when a value is missing or of another shape or dtype than its spec,
-  /// or the task holds another plan; "" on success.
+  /// `tensors`, the global step, the input positions, the plan's variables and the update
+  /// rule. Sets `initialized_now` false, changing nothing, when the task holds the same plan
+  /// already. Returns an error text (changing nothing) when a value is missing or of another
+  /// shape or dtype than its spec, or the task holds another plan; "" on success.
   std::string initialize(uint64_t plan, const std::vector<ps::ShardSpec>& specs,
                          std::map<TensorKey, at::Tensor> tensors, int64_t global_step,
-                         const std::map<uint32_t, int64_t>& input_positions, bool& initialized_now);
+                         const std::map<uint32_t, int64_t>& input_positions,
+                         std::vector<ps::VariableSpec> variables, const ps::UpdateRule& rule, bool& initialized_now);
 
-  /// Applies `push`: each gradient with its shard's optimizer (options from the push), and
-  /// advances the global step (on task 0). Returns an error text for an unknown shard or a
-  /// gradient of another shape, before anything is applied; "" on success. `global_step`
-  /// receives the step after the push.
-  std::string apply(const ShardPush& push, int64_t& global_step);
+  /// Applies `push` under the rule: at once (ASYNC, BOUNDED), or (SYNC) added to its step's
+  /// sum, waiting until the step is applied. Returns an error text for an unknown shard, a
+  /// gradient of another shape, or a wait cut off by `limit`, before anything of it is
+  /// applied; "" on success.
+  std::string apply(const ShardPush& push, const CallLimit& limit, PushOutcome& outcome);
 
   /// Copies of every shard's value; `with_state`: also their optimizer slots, all at one
-  /// version (no update applies while they are copied).
-  ShardValues pull(bool with_state) const;
+  /// version (no update applies while they are copied). BOUNDED: first waits while `worker`
+  /// is more than the staleness ahead of the slowest live worker (until `limit`).
+  ShardValues pull(uint32_t worker, bool with_state, const CallLimit& limit);
+
+  /// Worker `worker` stops training: waits no longer count it.
+  void leave(uint32_t worker);
 
  private:
   struct Shard {
@@ -78,18 +113,48 @@ class VariableShards {
     std::unique_ptr<torch::optim::Optimizer> optimizer;
     mutable std::mutex mutex;
   };
+  struct Worker {
+    int64_t pushes = 0;
+    std::chrono::steady_clock::time_point last_seen;
+    bool left = false;
+    bool excluded = false;  ///< warned of as not live
+  };
+
+  /// Steps `shard`'s optimizer with `gradient` (options from `optimizer` when given).
+  static void step_shard(Shard& shard, const at::Tensor& gradient, const ps::OptimizerConfig* optimizer);
+  /// Marks `worker` as heard from now. Needs mutex_.
+  void seen(uint32_t worker);
+  /// Whether `worker` counts in waits for the slowest; warns once of one that stopped
+  /// counting. Needs mutex_.
+  bool live(uint32_t worker, Worker& state);
+  /// The fewest pushes of a live worker. Needs mutex_.
+  int64_t slowest_pushes();
+  /// SYNC: how many pushes apply a step now: replicas_to_aggregate, fewer when fewer workers
+  /// are live. Needs mutex_.
+  int required_pushes();
+  /// SYNC: applies the step's summed gradients (their mean) and opens the next step. Needs mutex_.
+  void apply_round();
 
   const int task_;
   /// Held shared by each update, exclusively by a pull with state: that pull sees no update
   /// half applied.
   mutable std::shared_mutex version_mutex_;
   mutable std::mutex mutex_;  ///< guards everything but the shards' values and optimizers
+  std::condition_variable progress_;  ///< a push arrived, a step was applied, a worker left
   bool initialized_ = false;
   uint64_t plan_ = 0;
+  ps::UpdateRule rule_;
   int64_t global_step_ = 0;
+  int64_t max_staleness_ = 0;
   std::map<uint32_t, uint64_t> last_sequence_;
   std::map<uint32_t, int64_t> input_positions_;
+  std::map<uint32_t, Worker> workers_;
   std::map<uint32_t, std::unique_ptr<Shard>> shards_;
+  std::vector<ps::VariableSpec> variables_;
+  // SYNC: the sums of the current step's gradients, their count, and the last pushes' options.
+  std::map<uint32_t, at::Tensor> round_sums_;
+  std::map<uint32_t, ps::OptimizerConfig> round_optimizers_;
+  int round_pushes_ = 0;
 };
 
 }  // namespace est::distribute

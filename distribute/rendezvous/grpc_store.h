@@ -45,6 +45,10 @@ struct GrpcStoreOptions {
   GrpcStoreTls tls;
 };
 
+/// EST_JOB_ID when set, else "cluster@<chief_address>": the job id every task of a job
+/// derives alike.
+std::string DefaultJobId(const std::string& chief_address);
+
 /// EST_JOB_TOKEN, or "" when it is not set.
 std::string JobTokenFromEnvironment();
 

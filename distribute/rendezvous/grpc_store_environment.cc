@@ -15,6 +15,11 @@ std::string Variable(const char* name) {
 
 }  // namespace
 
+std::string DefaultJobId(const std::string& chief_address) {
+  const std::string id = Variable("EST_JOB_ID");
+  return id.empty() ? "cluster@" + chief_address : id;
+}
+
 std::string JobTokenFromEnvironment() { return Variable("EST_JOB_TOKEN"); }
 
 GrpcStoreTls StoreTlsFromEnvironment() {

@@ -92,7 +92,7 @@ TEST_CASE("A ps job in the cluster is refused, not ignored", "[distribute]") {
       Catch::Matchers::Predicate<ConfigError>([](const ConfigError& error) {
         return std::string(error.what()) ==
                "MultiWorkerMirroredStrategy: TF_CONFIG has a 'ps' job (2 tasks), which it would not use: parameter "
-               "servers need ParameterServerStrategy, which TorchEstimator does not provide; remove the ps job";
+               "servers need ParameterServerStrategy (est-train --strategy parameter_server); otherwise remove the ps job";
       }));
 }
 

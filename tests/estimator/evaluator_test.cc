@@ -10,6 +10,7 @@
 #include "checkpoint/checkpoint_files.h"
 #include "checkpoint/checkpoint_state.h"
 #include "distribute/cluster/cluster_config.h"
+#include "distribute/multi_worker_mirrored_strategy.h"
 #include "estimator/train_and_evaluate.h"
 #include "estimator/summary/event_reader.h"
 #include "tests/checkpoint/checkpoint_test_util.h"
@@ -120,13 +121,19 @@ TEST_CASE("the evaluator says that it waits once, not at every poll", "[estimato
   CHECK(lines == 1);
 }
 
-TEST_CASE("a ps task is refused: there is no ParameterServerStrategy", "[estimator]") {
+TEST_CASE("a ps task needs ParameterServerStrategy", "[estimator]") {
   RunConfig config;
   config.cluster = distribute::ParseTfConfig(
       R"({"cluster": {"worker": ["localhost:1"], "ps": ["localhost:2"]}, "task": {"type": "ps", "index": 0}})");
   Estimator ps(RegressionModelFn, est::testing::FreshTempDir("ps_task").string(), config);
   CHECK_THROWS_MATCHES(train_and_evaluate(ps, TrainSpec(Input()).max_steps(10), EvalSpec(Input())), ConfigError,
-                       est::testing::MessageMatches(Catch::Contains("ParameterServerStrategy")));
+                       est::testing::MessageMatches(Catch::Contains("task type 'ps' needs ParameterServerStrategy")));
+  config.train_distribute = distribute::MultiWorkerMirroredStrategy::Create(distribute::MultiWorkerOptions().cluster(
+      distribute::ParseTfConfig(R"({"cluster": {"worker": ["localhost:1"]}, "task": {"type": "worker", "index": 0}})")));
+  Estimator other(RegressionModelFn, est::testing::FreshTempDir("ps_task").string(), config);
+  CHECK_THROWS_MATCHES(train_and_evaluate(other, TrainSpec(Input()).max_steps(10), EvalSpec(Input())), ConfigError,
+                       est::testing::MessageMatches(Catch::Contains("MultiWorkerMirroredStrategy has no tasks that serve others") &&
+                                                    Catch::Contains("task type 'ps' needs ParameterServerStrategy")));
 }
 
 namespace {

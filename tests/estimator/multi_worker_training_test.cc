@@ -4,16 +4,13 @@
 #include <torch/torch.h>
 
 #include <filesystem>
-#include <future>
 
-#include "distribute/collective/collective.h"
 #include "distribute/multi_worker_mirrored_strategy.h"
-#include "distribute/rendezvous/rendezvous.h"
-#include "distribute/rendezvous/store.h"
 #include "estimator/estimator.h"
 #include "estimator/metrics/mean_squared_error.h"
 #include "estimator/summary/event_reader.h"
 #include "tests/estimator/test_models.h"
+#include "tests/estimator/worker_threads.h"
 #include "tests/test_util.h"
 
 #include <catch2/catch.hpp>
@@ -23,37 +20,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Workers here are threads sharing LibTorch's global generator, so initial values come
-// from a formula rather than the generator (processes each have their own).
-torch::nn::Sequential MakeNet() {
-  torch::nn::Sequential net(torch::nn::Linear(3, 16), torch::nn::ReLU(), torch::nn::Linear(16, 1));
-  torch::NoGradGuard no_grad;
-  int64_t offset = 0;
-  for (auto& parameter : net->parameters()) {
-    parameter.copy_(torch::sin(torch::arange(parameter.numel(), torch::kFloat32) + offset).reshape(parameter.sizes()) * 0.5);
-    offset += parameter.numel();
-  }
-  return net;
-}
-
-EstimatorSpec SgdRegression(const Features& features, const at::Tensor& labels, Mode mode, ModelContext& ctx) {
-  auto net = ctx.module("net", MakeNet);
-  auto predictions = net->forward(features.at("x")).squeeze(1);
-  auto loss = torch::mse_loss(predictions, labels);
-  if (mode == Mode::kEval) return EstimatorSpec::Eval(loss, {{"mse", metrics::MeanSquaredError(labels, predictions)}});
-  auto& sgd = ctx.optimizer("sgd", [&] { return torch::optim::SGD(net->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9)); });
-  return EstimatorSpec::Train(loss, sgd);
-}
-
-// 128 fixed examples, sharded over the workers; each worker batches its share of the
-// global batch `global_batch`.
-data::Dataset InputOfBatch(Mode mode, const distribute::InputContext& input, int64_t global_batch) {
-  auto x = torch::cos(torch::arange(384, torch::kFloat32) * 0.37).reshape({128, 3});
-  auto y = x.select(1, 0) * 2 - x.select(1, 1) * x.select(1, 2);
-  auto dataset = data::Dataset::FromTensors({{"x", x}}, y).shard(input.num_input_pipelines(), input.input_pipeline_id());
-  if (mode == Mode::kTrain) dataset = dataset.repeat();
-  return dataset.batch(input.per_replica_batch_size(global_batch));
-}
+using est::testing::InputOfBatch;
+using est::testing::SgdRegression;
 
 data::Dataset Input(Mode mode, const distribute::InputContext& input) { return InputOfBatch(mode, input, 32); }
 
@@ -66,28 +34,6 @@ RunConfig Config(std::shared_ptr<distribute::Strategy> strategy) {
   return config;
 }
 
-// Runs `worker(rank, strategy)` on `world` threads connected by a Gloo collective.
-template <typename Worker>
-void RunWorkers(int world, Worker worker) {
-  auto store = distribute::CreateInMemoryStore();
-  std::vector<std::future<void>> workers;
-  for (int rank = 0; rank < world; ++rank) {
-    workers.push_back(std::async(std::launch::async, [&, rank] {
-      distribute::RendezvousOptions options;
-      options.job_id = "multi_worker_training_test";
-      options.rank = rank;
-      options.world_size = world;
-      options.timeout = std::chrono::seconds(30);
-      distribute::GlooOptions gloo;
-      gloo.timeout = std::chrono::seconds(30);
-      std::shared_ptr<distribute::Collective> collective =
-          distribute::CreateGlooCollective(distribute::Rendezvous(store, options), rank, world, gloo);
-      worker(rank, distribute::MultiWorkerMirroredStrategy::CreateWithCollective(collective));
-    }));
-  }
-  for (auto& w : workers) w.get();
-}
-
 }  // namespace
 
 TEST_CASE("2 workers x batch B train like 1 worker x batch 2B, only the chief writes", "[distribute][estimator][multiprocess]") {
@@ -97,7 +43,7 @@ TEST_CASE("2 workers x batch B train like 1 worker x batch 2B, only the chief wr
 
   const std::string shared_dir = est::testing::FreshTempDir("mwms_shared").string();
   std::vector<EvalResult> evaluations(2);
-  RunWorkers(2, [&](int rank, std::shared_ptr<distribute::Strategy> strategy) {
+  est::testing::RunMultiWorkerThreads(2, [&](int rank, std::shared_ptr<distribute::Strategy> strategy) {
     REQUIRE(strategy->num_replicas_in_sync() == 2);
     Estimator estimator(SgdRegression, shared_dir, Config(strategy));
     estimator.train(Input, TrainOptions().max_steps(30));
@@ -124,14 +70,14 @@ TEST_CASE("2 workers x batch B train like 1 worker x batch 2B, only the chief wr
 
 TEST_CASE("a restarted multi-worker job resumes from the chief's checkpoint", "[distribute][estimator][multiprocess]") {
   const std::string dir = est::testing::FreshTempDir("mwms_resume").string();
-  RunWorkers(2, [&](int, std::shared_ptr<distribute::Strategy> strategy) {
+  est::testing::RunMultiWorkerThreads(2, [&](int, std::shared_ptr<distribute::Strategy> strategy) {
     Estimator(SgdRegression, dir, Config(strategy)).train(Input, TrainOptions().max_steps(20));
   });
-  RunWorkers(2, [&](int, std::shared_ptr<distribute::Strategy> strategy) {
+  est::testing::RunMultiWorkerThreads(2, [&](int, std::shared_ptr<distribute::Strategy> strategy) {
     Estimator(SgdRegression, dir, Config(strategy)).train(Input, TrainOptions().max_steps(30));
   });
   const std::string straight_dir = est::testing::FreshTempDir("mwms_straight").string();
-  RunWorkers(2, [&](int, std::shared_ptr<distribute::Strategy> strategy) {
+  est::testing::RunMultiWorkerThreads(2, [&](int, std::shared_ptr<distribute::Strategy> strategy) {
     Estimator(SgdRegression, straight_dir, Config(strategy)).train(Input, TrainOptions().max_steps(30));
   });
   Estimator resumed(SgdRegression, dir, Config(nullptr));
@@ -160,7 +106,7 @@ TEST_CASE("gradient accumulation: 2 workers x 2 micro-batches of 8 train like 1 
   CHECK(est::testing::MaxRelativeDifference(single, local) <= 1e-5);
 
   const std::string shared_dir = est::testing::FreshTempDir("accumulate_shared").string();
-  RunWorkers(2, [&](int, std::shared_ptr<distribute::Strategy> strategy) {
+  est::testing::RunMultiWorkerThreads(2, [&](int, std::shared_ptr<distribute::Strategy> strategy) {
     RunConfig config = Config(strategy);
     config.gradient_accumulation_steps = 2;
     Estimator estimator(SgdRegression, shared_dir, config);
@@ -174,7 +120,7 @@ TEST_CASE("gradient accumulation: 2 workers x 2 micro-batches of 8 train like 1 
 TEST_CASE("when one worker's input ends first, every worker stops after the same step", "[distribute][estimator][multiprocess]") {
   const std::string shared_dir = est::testing::FreshTempDir("mwms_input_ends").string();
   std::vector<int64_t> final_steps(2);
-  RunWorkers(2, [&](int rank, std::shared_ptr<distribute::Strategy> strategy) {
+  est::testing::RunMultiWorkerThreads(2, [&](int rank, std::shared_ptr<distribute::Strategy> strategy) {
     // Worker 0 has 3 batches of 16, worker 1 only 2: training stops everywhere after step 2.
     auto input_fn = [](Mode mode, const distribute::InputContext& input) {
       return Input(mode, input).take(input.input_pipeline_id() == 0 ? 3 : 2);

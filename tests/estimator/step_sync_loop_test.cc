@@ -35,6 +35,15 @@ class RecordingStepSync : public distribute::StepSync {
     any.input_ended = ++finishes_ == 3;
     return any;
   }
+  void initialize_variables(const distribute::NamedVariables& variables) override {
+    calls_.push_back("initialize " + std::to_string(variables.size()) + " variables");
+  }
+  int64_t apply(std::vector<distribute::ReplicaStep>& replicas, bool finite, int64_t global_step,
+                int64_t input_position, const std::function<void()>& step_optimizers,
+                distribute::StepFlags& flags) override {
+    calls_.push_back("apply at input position " + std::to_string(input_position));
+    return StepSync::apply(replicas, finite, global_step, input_position, step_optimizers, flags);
+  }
   bool any_worker(bool flag) override {
     calls_.push_back("any_worker");
     return flag;
@@ -83,11 +92,13 @@ TEST_CASE("The training loop synchronizes each step through the strategy's StepS
                   TrainOptions().max_steps(100).hooks({losses}));
 
   CHECK(strategy->micro_batches == 2);
-  // Started with one decision, then per step each replica before its last backward and
-  // one finish, until the StepSync's agreed "input ended" after step 3; a barrier last.
-  std::vector<std::string> expected = {"any_worker"};
+  // Started with one decision; replica 0's variables initialized when model_fn creates them;
+  // then per step each replica before its last backward, one finish and one apply, until the
+  // StepSync's agreed "input ended" after step 3; a barrier last.
+  std::vector<std::string> expected = {"any_worker", "initialize 2 variables"};
   for (int step = 0; step < 3; ++step) {
-    expected.insert(expected.end(), {"before 0 (2 variables)", "before 1 (2 variables)", "finish 2"});
+    expected.insert(expected.end(), {"before 0 (2 variables)", "before 1 (2 variables)", "finish 2",
+                                     "apply at input position " + std::to_string((step + 1) * 4)});
   }
   expected.push_back("barrier");
   CHECK(strategy->calls == expected);

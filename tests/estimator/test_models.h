@@ -60,4 +60,36 @@ inline EstimatorSpec RegressionModelFn(const Features& features, const at::Tenso
   return EstimatorSpec::Train(loss, adam).summary("mean_prediction", predictions.mean());
 }
 
+/// 3 -> 16 -> ReLU -> 1 whose initial values come from a formula rather than the generator:
+/// workers that are threads share LibTorch's global generator (processes each have their own).
+inline torch::nn::Sequential FormulaNet() {
+  torch::nn::Sequential net(torch::nn::Linear(3, 16), torch::nn::ReLU(), torch::nn::Linear(16, 1));
+  torch::NoGradGuard no_grad;
+  int64_t offset = 0;
+  for (auto& parameter : net->parameters()) {
+    parameter.copy_(torch::sin(torch::arange(parameter.numel(), torch::kFloat32) + offset).reshape(parameter.sizes()) * 0.5);
+    offset += parameter.numel();
+  }
+  return net;
+}
+
+inline EstimatorSpec SgdRegression(const Features& features, const at::Tensor& labels, Mode mode, ModelContext& ctx) {
+  auto net = ctx.module("net", FormulaNet);
+  auto predictions = net->forward(features.at("x")).squeeze(1);
+  auto loss = torch::mse_loss(predictions, labels);
+  if (mode == Mode::kEval) return EstimatorSpec::Eval(loss, {{"mse", metrics::MeanSquaredError(labels, predictions)}});
+  auto& sgd = ctx.optimizer("sgd", [&] { return torch::optim::SGD(net->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9)); });
+  return EstimatorSpec::Train(loss, sgd);
+}
+
+/// 128 fixed examples, sharded over the workers; each worker batches its share of the
+/// global batch `global_batch`.
+inline data::Dataset InputOfBatch(Mode mode, const distribute::InputContext& input, int64_t global_batch) {
+  auto x = torch::cos(torch::arange(384, torch::kFloat32) * 0.37).reshape({128, 3});
+  auto y = x.select(1, 0) * 2 - x.select(1, 1) * x.select(1, 2);
+  auto dataset = data::Dataset::FromTensors({{"x", x}}, y).shard(input.num_input_pipelines(), input.input_pipeline_id());
+  if (mode == Mode::kTrain) dataset = dataset.repeat();
+  return dataset.batch(input.per_replica_batch_size(global_batch));
+}
+
 }  // namespace est::testing

@@ -90,11 +90,11 @@ TEST_CASE("a ps task holds its shards, applies each push once and serves the val
   CHECK(values.input_positions == std::map<uint32_t, int64_t>{{0, 3}, {1, 20}});
   CHECK(client.describe_task().global_step() == 9);
 
-  // A ps task other than 0 does not advance the global step.
+  // Every task counts the global step alike (task 0's is the job's).
   auto second = VariableServer::Start(Options(1));
   VariableClient second_client(Options(1, second->port()));
   CHECK(second_client.initialize(42, {Spec(0, "w", w)}, {{0, "", w}}, 7, {}));
-  CHECK(second_client.push(PushHeader(0, 1, second->incarnation()), {{0, "grad", grad}}).global_step() == 7);
+  CHECK(second_client.push(PushHeader(0, 1, second->incarnation()), {{0, "grad", grad}}).global_step() == 8);
 }
 
 TEST_CASE("a 64 MB variable and its optimizer state round-trip exactly", "[distribute][ps]") {
@@ -161,7 +161,19 @@ TEST_CASE("an unreachable ps task is named within the timeout, and Finish ends a
 
   auto server = VariableServer::Start(Options());
   CHECK_FALSE(server->wait_finished(10ms));
-  std::thread chief([port = server->port()] { VariableClient(Options(0, port)).finish(); });
-  CHECK(server->wait_finished(5s));
+  const at::Tensor w = torch::zeros({2});
+  VariableClient worker(Options(0, server->port()));
+  worker.initialize(1, {Spec(0, "w", w)}, {{0, "", w}}, 0, {});
+  worker.pull(1, false);  // worker 1 is training
+  std::thread chief([port = server->port()] { VariableClient(Options(0, port)).finish(/*job=*/true, 0); });
+  // Finished: the task serves on for the grace while worker 1 has not been told.
+  const auto finishing = std::chrono::steady_clock::now();
+  CHECK(server->wait_finished(5s, 200ms));
+  CHECK(std::chrono::steady_clock::now() - finishing >= 200ms);
   chief.join();
+  CHECK_THROWS_AS(worker.pull(1, false), PsJobFinished);
+  CHECK_THROWS_WITH(worker.push(PushHeader(1, 1, server->incarnation()), {}), Catch::Contains("finished the job"));
+  const auto waited = std::chrono::steady_clock::now();
+  CHECK(server->wait_finished(5s, 5s));  // nobody left to tell: at once
+  CHECK(std::chrono::steady_clock::now() - waited < 1s);
 }

@@ -1,0 +1,261 @@
+#include "distribute/parameter_server/ps_connection.h"
+
+#include <ATen/ATen.h>
+
+#include <exception>
+#include <thread>
+
+#include "common/error.h"
+#include "common/logging.h"
+#include "distribute/rendezvous/error_text.h"
+
+namespace est::distribute {
+namespace {
+
+ps::VariableSpec ToSpec(const VariableInfo& variable) {
+  ps::VariableSpec spec;
+  spec.set_name(variable.name);
+  for (int64_t size : variable.shape) spec.add_shape(size);
+  spec.set_dtype(static_cast<int32_t>(variable.dtype));
+  return spec;
+}
+
+VariableInfo FromSpec(const ps::VariableSpec& spec) {
+  return VariableInfo{spec.name(), {spec.shape().begin(), spec.shape().end()}, static_cast<c10::ScalarType>(spec.dtype())};
+}
+
+/// Rows [shard.row_begin, +rows) of `tensor`, or all of it for a shard that is the whole variable.
+at::Tensor Cut(const at::Tensor& tensor, const Shard& shard) {
+  at::Tensor part = shard.parts == 1 ? tensor : tensor.narrow(0, shard.row_begin, shard.rows);
+  return part.detach().to(at::kCPU).contiguous();
+}
+
+}  // namespace
+
+PsConnection::PsConnection(PsConnectionOptions options) : options_(std::move(options)) {
+  EST_CHECK(!options_.tasks.empty(), ConfigError, "ParameterServerStrategy needs at least one ps task");
+  for (size_t task = 0; task < options_.tasks.size(); ++task) {
+    VariableServiceOptions client;
+    client.task = static_cast<int>(task);
+    client.host = options_.tasks[task].first;
+    client.port = options_.tasks[task].second;
+    client.job_id = options_.job_id;
+    client.token = options_.token;
+    client.tls = options_.tls;
+    client.timeout = options_.timeout;
+    clients_.push_back(std::make_unique<VariableClient>(client));
+  }
+  incarnations_.assign(clients_.size(), 0);
+  options_.placement.num_ps(num_ps());
+}
+
+PsConnection::~PsConnection() = default;
+
+const Placement& PsConnection::placement() const {
+  EST_ASSERT(placement_ != nullptr, "the plan is known once the ps tasks are initialized");
+  return *placement_;
+}
+
+void PsConnection::for_each_task(const std::function<void(int task)>& fn) {
+  if (clients_.size() == 1) return fn(0);
+  std::vector<std::exception_ptr> failures(clients_.size());
+  std::vector<std::thread> threads;
+  for (size_t task = 0; task < clients_.size(); ++task)
+    threads.emplace_back([&, task] {
+      try {
+        fn(static_cast<int>(task));
+      } catch (...) {
+        failures[task] = std::current_exception();
+      }
+    });
+  for (auto& thread : threads) thread.join();
+  for (auto& failure : failures)
+    if (failure) std::rethrow_exception(failure);
+}
+
+void PsConnection::set_plan(std::vector<VariableInfo> variables, uint64_t expected_fingerprint) {
+  auto placement = std::make_unique<Placement>(std::move(variables), options_.placement);
+  EST_CHECK(placement->fingerprint() == expected_fingerprint, ConfigError, "worker ", options_.worker,
+            " computes another placement of the variables than the chief did (fingerprint ", placement->fingerprint(),
+            ", the ps tasks hold ", expected_fingerprint, "): every task of the job must use the same "
+            "ParameterServerOptions placement and number of ps tasks");
+  placement_ = std::move(placement);
+}
+
+bool PsConnection::initialized() {
+  const ps::DescribeReply first = clients_.front()->describe_task();
+  if (!first.initialized()) return false;
+  std::vector<ps::DescribeReply> replies(clients_.size());
+  replies.front() = first;
+  for_each_task([&](int task) {
+    if (task > 0) replies[static_cast<size_t>(task)] = clients_[static_cast<size_t>(task)]->describe_task();
+  });
+  for (size_t task = 0; task < replies.size(); ++task) {
+    if (!replies[task].initialized()) return false;
+    EST_CHECK(replies[task].plan() == first.plan(), ConfigError, clients_[task]->describe(),
+              " holds variables of another placement plan than ps 0 (from another job, or another number of ps "
+              "tasks); restart it empty");
+    incarnations_[task] = replies[task].incarnation();
+  }
+  input_positions_ = {first.input_positions().begin(), first.input_positions().end()};
+  const ps::UpdateRule& rule = first.rule();
+  EST_CHECK(rule.mode() == options_.rule.mode() && rule.staleness() == options_.rule.staleness() &&
+                rule.replicas_to_aggregate() == options_.rule.replicas_to_aggregate() &&
+                rule.num_workers() == options_.rule.num_workers(),
+            ConfigError, "worker ", options_.worker, " trains with ", ps::UpdateRule::Mode_Name(options_.rule.mode()),
+            " updates (staleness ", options_.rule.staleness(), ", replicas_to_aggregate ",
+            options_.rule.replicas_to_aggregate(), ", ", options_.rule.num_workers(), " workers) but the chief set ",
+            ps::UpdateRule::Mode_Name(rule.mode()), " (staleness ", rule.staleness(), ", replicas_to_aggregate ",
+            rule.replicas_to_aggregate(), ", ", rule.num_workers(), " workers): every task needs the same "
+            "ParameterServerOptions");
+  if (!placement_) {
+    std::vector<VariableInfo> variables;
+    for (const auto& spec : first.variables()) variables.push_back(FromSpec(spec));
+    set_plan(std::move(variables), first.plan());
+  }
+  return true;
+}
+
+void PsConnection::wait_initialized() {
+  const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+  bool logged = false;
+  while (!initialized()) {
+    if (!logged) Log().info("Waiting for the chief to initialize the variables on the ps tasks");
+    logged = true;
+    EST_CHECK(std::chrono::steady_clock::now() < deadline, TimeoutError, "the ps tasks held no variables after ",
+              DescribeDuration(options_.timeout), ": the chief did not initialize them (is it running?)");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+bool PsConnection::initialize(const std::vector<VariableInfo>& variables, const std::vector<at::Tensor>& values,
+                              const std::vector<std::optional<ps::OptimizerConfig>>& optimizers,
+                              const std::vector<OptimizerSlots>& slots, int64_t global_step,
+                              const std::map<uint32_t, int64_t>& input_positions) {
+  EST_ASSERT(values.size() == variables.size() && optimizers.size() == variables.size() &&
+                 slots.size() == variables.size(), "one value, optimizer and slot list per variable");
+  auto placement = std::make_unique<Placement>(variables, options_.placement);
+  std::vector<ps::VariableSpec> specs;
+  for (const auto& variable : variables) specs.push_back(ToSpec(variable));
+  std::vector<bool> initialized_now(clients_.size(), false);
+  for_each_task([&](int task) {
+    std::vector<ps::ShardSpec> shards;
+    std::vector<TensorToSend> tensors;
+    for (int id : placement->shards_on_ps(task)) {
+      const Shard& shard = placement->shards()[static_cast<size_t>(id)];
+      const size_t v = static_cast<size_t>(shard.variable);
+      ps::ShardSpec& spec = shards.emplace_back();
+      spec.set_id(static_cast<uint32_t>(id));
+      spec.set_variable(variables[v].name);
+      spec.set_part(static_cast<uint32_t>(shard.part));
+      spec.set_parts(static_cast<uint32_t>(shard.parts));
+      for (int64_t size : shard.shape) spec.add_shape(size);
+      spec.set_dtype(static_cast<int32_t>(variables[v].dtype));
+      if (optimizers[v]) *spec.mutable_optimizer() = *optimizers[v];
+      tensors.push_back({static_cast<uint32_t>(id), "", Cut(values[v], shard)});
+      for (const auto& [slot, tensor] : slots[v])
+        tensors.push_back({static_cast<uint32_t>(id), slot, SlotIsSharded(tensor) ? Cut(tensor, shard) : tensor.to(at::kCPU)});
+    }
+    initialized_now[static_cast<size_t>(task)] = clients_[static_cast<size_t>(task)]->initialize(
+        placement->fingerprint(), shards, tensors, global_step, input_positions, specs, options_.rule);
+    incarnations_[static_cast<size_t>(task)] = clients_[static_cast<size_t>(task)]->describe_task().incarnation();
+  });
+  placement_ = std::move(placement);
+  return initialized_now.front();
+}
+
+PsValues PsConnection::pull(bool with_state) {
+  const Placement& plan = placement();
+  std::vector<PulledValues> pulled(clients_.size());
+  for_each_task([&](int task) {
+    pulled[static_cast<size_t>(task)] = clients_[static_cast<size_t>(task)]->pull(options_.worker, with_state);
+  });
+  for (size_t task = 0; task < pulled.size(); ++task)
+    if (incarnations_[task] != 0 && pulled[task].incarnation != incarnations_[task])
+      EST_THROW(PsRestarted, clients_[task]->describe(), " restarted since this worker last reached it");
+  PsValues values;
+  values.global_step = pulled.front().global_step;
+  values.input_positions = pulled.front().input_positions;
+  for (size_t v = 0; v < plan.variables().size(); ++v) {
+    const std::vector<int> ids = plan.shards_of_variable(static_cast<int>(v));
+    auto part = [&](int id, const std::string& slot) -> const at::Tensor* {
+      const auto& tensors = pulled[static_cast<size_t>(plan.shards()[static_cast<size_t>(id)].ps)].tensors;
+      auto it = tensors.find({static_cast<uint32_t>(id), slot});
+      return it == tensors.end() ? nullptr : &it->second;
+    };
+    std::vector<at::Tensor> parts;
+    for (int id : ids) {
+      const at::Tensor* tensor = part(id, "");
+      EST_CHECK(tensor != nullptr, CommunicationError, clients_[static_cast<size_t>(plan.shards()[static_cast<size_t>(id)].ps)]->describe(),
+                " sent no value for '", plan.variables()[v].name, "' part ", plan.shards()[static_cast<size_t>(id)].part);
+      parts.push_back(*tensor);
+    }
+    values.values.push_back(parts.size() == 1 ? parts.front() : at::cat(parts));
+    OptimizerSlots slots;
+    if (with_state) {
+      const auto& first_ps = pulled[static_cast<size_t>(plan.shards()[static_cast<size_t>(ids.front())].ps)].tensors;
+      for (auto it = first_ps.lower_bound({static_cast<uint32_t>(ids.front()), std::string()});
+           it != first_ps.end() && it->first.first == static_cast<uint32_t>(ids.front()); ++it) {
+        const std::string& slot = it->first.second;
+        if (slot.empty()) continue;
+        if (!SlotIsSharded(it->second) || ids.size() == 1) {
+          slots.emplace_back(slot, it->second);
+          continue;
+        }
+        std::vector<at::Tensor> slot_parts;
+        for (int id : ids) {
+          const at::Tensor* tensor = part(id, slot);
+          EST_CHECK(tensor != nullptr, CommunicationError, "the ps tasks sent optimizer slot '", slot, "' of '",
+                    plan.variables()[v].name, "' for some of its parts only");
+          slot_parts.push_back(*tensor);
+        }
+        slots.emplace_back(slot, at::cat(slot_parts));
+      }
+    }
+    values.slots.push_back(std::move(slots));
+  }
+  return values;
+}
+
+ps::DescribeReply PsConnection::describe_first() { return clients_.front()->describe_task(); }
+
+ps::PushReply PsConnection::push(const std::vector<at::Tensor>& gradients,
+                                 const std::vector<std::optional<ps::OptimizerConfig>>& optimizers,
+                                 int64_t input_position, int64_t step) {
+  const Placement& plan = placement();
+  EST_ASSERT(gradients.size() == plan.variables().size() && optimizers.size() == gradients.size(),
+             "one gradient and optimizer per variable of the plan");
+  const uint64_t sequence = ++sequence_;
+  std::vector<ps::PushReply> replies(clients_.size());
+  for_each_task([&](int task) {
+    ps::PushRequest header;
+    header.set_worker(options_.worker);
+    header.set_sequence(sequence);
+    header.set_input_position(input_position);
+    header.set_incarnation(incarnations_[static_cast<size_t>(task)]);
+    header.set_step(step);
+    std::vector<TensorToSend> tensors;
+    for (int id : plan.shards_on_ps(task)) {
+      const Shard& shard = plan.shards()[static_cast<size_t>(id)];
+      const size_t v = static_cast<size_t>(shard.variable);
+      if (!gradients[v].defined() || !optimizers[v]) continue;
+      (*header.mutable_optimizers())[static_cast<uint32_t>(id)] = *optimizers[v];
+      tensors.push_back({static_cast<uint32_t>(id), "grad", Cut(gradients[v], shard)});
+    }
+    replies[static_cast<size_t>(task)] = clients_[static_cast<size_t>(task)]->push(header, tensors);
+  });
+  return replies.front();
+}
+
+void PsConnection::finish(bool job) {
+  for_each_task([&](int task) {
+    try {
+      clients_[static_cast<size_t>(task)]->finish(job, options_.worker);
+    } catch (const Error& e) {
+      Log().warn("could not tell {} that {}: {}", clients_[static_cast<size_t>(task)]->describe(),
+                 job ? "the job is finished" : "this worker leaves", e.what());
+    }
+  });
+}
+
+}  // namespace est::distribute

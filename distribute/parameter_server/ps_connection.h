@@ -1,0 +1,115 @@
+#pragma once
+/// PsConnection: a worker's (or the chief's) side of the job's ps tasks. Whole variables go
+/// in and out; it cuts them into the plan's shards, talks to every ps task in parallel, and
+/// puts the shards back together. Internal to the parameter servers.
+
+#include <ATen/core/Tensor.h>
+
+#include <chrono>
+#include <functional>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "distribute/parameter_server/placement.h"
+#include "distribute/parameter_server/shard_optimizer.h"
+#include "distribute/parameter_server/variable_server.h"
+
+namespace est::distribute {
+
+/// Where the ps tasks are and how to reach them.
+struct PsConnectionOptions {
+  /// Host and port of each ps task, in task order.
+  std::vector<std::pair<std::string, uint16_t>> tasks;
+  std::string job_id = "default";
+  std::string token;
+  GrpcStoreTls tls;
+  /// Limit on each call, reconnecting included, and on waiting for the chief to initialize.
+  std::chrono::milliseconds timeout = std::chrono::minutes(5);
+  /// How the tasks combine pushes (the chief's is the job's; others must match it).
+  ps::UpdateRule rule;
+  /// How variables are cut and spread (num_ps is the number of addresses).
+  PlacementOptions placement;
+  /// This worker's index.
+  uint32_t worker = 0;
+};
+
+/// Whole variables as the ps tasks hold them.
+struct PsValues {
+  int64_t global_step = 0;
+  /// One per variable of the plan, on the CPU.
+  std::vector<at::Tensor> values;
+  /// One per variable (with_state only; empty for a variable without optimizer state).
+  std::vector<OptimizerSlots> slots;
+  /// Each worker's input position (with_state only).
+  std::map<uint32_t, int64_t> input_positions;
+};
+
+/// Clients of every ps task of a job. Thread-compatible: one caller at a time.
+class PsConnection {
+ public:
+  explicit PsConnection(PsConnectionOptions options);
+  ~PsConnection();
+
+  int num_ps() const { return static_cast<int>(clients_.size()); }
+  /// This worker's index.
+  uint32_t worker() const { return options_.worker; }
+  /// The plan; set by initialize() or wait_initialized().
+  const Placement& placement() const;
+  /// True once the plan is known.
+  bool has_plan() const { return placement_ != nullptr; }
+
+  /// Whether ps 0 holds variables now (the chief initialized them); on a true answer the plan
+  /// is computed from ps 0's variables and checked against every task's.
+  bool initialized();
+  /// Each worker's input position as ps 0 knew it when initialized() last answered true.
+  const std::map<uint32_t, int64_t>& input_positions() const { return input_positions_; }
+  /// Waits until the chief initialized every ps task (then as initialized()); TimeoutError
+  /// naming a task that still holds nothing after the timeout.
+  void wait_initialized();
+
+  /// The chief: gives every ps task its shards of `variables` with their values, optimizers
+  /// (none for a variable no optimizer updates) and optimizer state, the global step and the
+  /// input positions. Tasks that hold variables already keep theirs. Returns true when it
+  /// initialized ps 0.
+  bool initialize(const std::vector<VariableInfo>& variables, const std::vector<at::Tensor>& values,
+                  const std::vector<std::optional<ps::OptimizerConfig>>& optimizers,
+                  const std::vector<OptimizerSlots>& slots, int64_t global_step,
+                  const std::map<uint32_t, int64_t>& input_positions);
+
+  /// Every variable, whole, from every task in parallel; `with_state`: with optimizer slots and
+  /// input positions, each task's at one version.
+  PsValues pull(bool with_state);
+
+  /// Pushes one step's gradients (one per variable, any device; undefined: none) with the
+  /// optimizer options of each variable and this worker's input position, to every task in
+  /// parallel. `step`: SYNC, the global step of the values the gradients come from. Returns
+  /// ps 0's answer (the global step after it; whether it was dropped as stale).
+  /// PsJobFinished when the chief finished the job.
+  ps::PushReply push(const std::vector<at::Tensor>& gradients,
+                     const std::vector<std::optional<ps::OptimizerConfig>>& optimizers, int64_t input_position,
+                     int64_t step);
+  /// ps 0's answer to Describe, now.
+  ps::DescribeReply describe_first();
+
+  /// Tells every task that the job is finished (the chief) or that this worker leaves;
+  /// failures are logged, not thrown (a task may have exited).
+  void finish(bool job);
+
+ private:
+  /// Runs fn(task) for every ps task at once; rethrows the first failure.
+  void for_each_task(const std::function<void(int task)>& fn);
+  void set_plan(std::vector<VariableInfo> variables, uint64_t expected_fingerprint);
+
+  PsConnectionOptions options_;
+  std::vector<std::unique_ptr<VariableClient>> clients_;
+  std::vector<uint64_t> incarnations_;
+  std::unique_ptr<Placement> placement_;
+  uint64_t sequence_ = 0;
+  std::map<uint32_t, int64_t> input_positions_;
+};
+
+}  // namespace est::distribute

@@ -1,0 +1,214 @@
+// The StepSync of ParameterServerStrategy: push the gradients, pull the new values.
+
+#include "distribute/parameter_server_step_sync.h"
+
+#include <ATen/ATen.h>
+#include <torch/optim/optimizer.h>
+#include <torch/types.h>
+
+#include <map>
+#include <optional>
+
+#include "common/error.h"
+#include "common/logging.h"
+#include "distribute/parameter_server/ps_connection.h"
+#include "distribute/parameter_server/shard_optimizer.h"
+
+namespace est::distribute {
+namespace {
+
+/// True when a parameter group of `optimizer` holds `variable`.
+bool Holds(const torch::optim::Optimizer& optimizer, const at::Tensor& variable) {
+  for (const auto& group : optimizer.param_groups())
+    for (const auto& parameter : group.params())
+      if (parameter.unsafeGetTensorImpl() == variable.unsafeGetTensorImpl()) return true;
+  return false;
+}
+
+class ParameterServerStepSync final : public StepSync {
+ public:
+  ParameterServerStepSync(std::shared_ptr<PsConnection> connection, bool is_chief, int64_t micro_batches)
+      : connection_(std::move(connection)), is_chief_(is_chief), micro_batches_(micro_batches) {
+    EST_CHECK(micro_batches_ >= 1, ConfigError, "gradient accumulation needs at least 1 micro-batch, got ",
+              micro_batches_);
+  }
+
+  bool loss_known_before_backward() const override { return true; }
+
+  std::optional<int64_t> resume_position() override {
+    ps_ready_ = connection_->initialized();
+    checked_ = true;
+    if (!ps_ready_) return std::nullopt;
+    const auto& positions = connection_->input_positions();
+    auto it = positions.find(connection_->worker());
+    if (it == positions.end()) return std::nullopt;
+    Log().info("Continuing the input where this worker's last push left it: batch {}", it->second);
+    return it->second;
+  }
+
+  void initialize_variables(const NamedVariables& variables) override {
+    created_.insert(created_.end(), variables.begin(), variables.end());
+    if (!checked_) {
+      ps_ready_ = connection_->initialized();
+      checked_ = true;
+    }
+    // The chief initializes empty ps tasks from its own variables at its first step.
+    if (is_chief_ && !ps_ready_) return;
+    if (!ps_ready_) {
+      connection_->wait_initialized();
+      ps_ready_ = true;
+    }
+    if (!initial_) {
+      initial_ = connection_->pull(/*with_state=*/false);
+      pulled_step_ = initial_->global_step;
+    }
+    const auto& plan = connection_->placement().variables();
+    torch::NoGradGuard no_grad;
+    for (const auto& [name, tensor] : variables) {
+      for (size_t v = 0; v < plan.size(); ++v) {
+        if (plan[v].name != name) continue;
+        EST_CHECK(tensor.sizes() == at::IntArrayRef(plan[v].shape) && tensor.scalar_type() == plan[v].dtype, ModelError,
+                  "variable '", name, "' has shape ", tensor.sizes(), " and dtype ", tensor.scalar_type(),
+                  " here, but the ps tasks hold it with shape ", at::IntArrayRef(plan[v].shape), " and dtype ",
+                  plan[v].dtype, ": every worker's model_fn must create the same variables");
+        tensor.copy_(initial_->values[v]);
+      }
+    }
+  }
+
+  void before_last_backward(int, const ReplicaStep&, StepFlags) override {}
+
+  StepFlags finish(std::vector<ReplicaStep>& replicas, StepFlags local) override {
+    EST_ASSERT(replicas.size() == 1, "ParameterServerStrategy trains one replica per worker");
+    if (micro_batches_ > 1)
+      for (const at::Tensor& variable : replicas.front().variables)
+        if (variable.grad().defined()) variable.mutable_grad().div_(static_cast<double>(micro_batches_));
+    return local;
+  }
+
+  int64_t apply(std::vector<ReplicaStep>& replicas, bool finite, int64_t global_step, int64_t input_position,
+                const std::function<void()>&, StepFlags& flags) override {
+    ReplicaStep& step = replicas.front();
+    if (variables_.empty()) bind(step, global_step, input_position);
+    initial_.reset();
+    try {
+      if (finite) {
+        std::vector<at::Tensor> gradients;
+        for (const at::Tensor& variable : variables_) gradients.push_back(variable.grad());
+        connection_->push(gradients, describe_optimizers(*step.optimizer), input_position, pulled_step_);
+      }
+      const PsValues values = connection_->pull(/*with_state=*/false);
+      assign(values.values);
+      pulled_step_ = values.global_step;
+      return values.global_step;
+    } catch (const PsJobFinished&) {
+      flags.job_finished = true;
+      return global_step;
+    }
+  }
+
+  std::optional<TrainingProgress> before_save() override {
+    if (variables_.empty()) return std::nullopt;  // the ps tasks hold the chief's own values yet
+    const PsValues values = connection_->pull(/*with_state=*/true);
+    assign(values.values);
+    for (size_t v = 0; v < variables_.size(); ++v)
+      if (optimizer_ != nullptr && Holds(*optimizer_, variables_[v]))
+        SetOptimizerSlots(*optimizer_, variables_[v], values.slots[v]);
+    TrainingProgress progress;
+    progress.global_step = values.global_step;
+    for (const auto& [worker, position] : values.input_positions) progress.input_positions[static_cast<int>(worker)] = position;
+    return progress;
+  }
+
+  bool any_worker(bool flag) override { return flag; }
+
+  /// The end of this worker's training: the chief finishes the job on the ps tasks, another
+  /// worker leaves.
+  void barrier() override { connection_->finish(/*job=*/is_chief_); }
+
+ private:
+  /// At the first step: the plan's variables in this replica (by name), and on the chief,
+  /// the ps tasks initialized from them when they hold nothing yet.
+  void bind(const ReplicaStep& step, int64_t global_step, int64_t input_position) {
+    EST_CHECK(step.optimizer != nullptr, ConfigError, "ParameterServerStrategy needs the optimizer of model_fn's "
+              "EstimatorSpec::Train");
+    optimizer_ = step.optimizer;
+    std::vector<VariableInfo> infos;
+    for (const at::Tensor& variable : step.variables) {
+      std::string name;
+      for (const auto& [created_name, tensor] : created_)
+        if (tensor.unsafeGetTensorImpl() == variable.unsafeGetTensorImpl()) name = created_name;
+      EST_CHECK(!name.empty(), ModelError, "a trainable variable of shape ", variable.sizes(),
+                " was not created through ModelContext; ParameterServerStrategy places variables by their names");
+      infos.push_back({name, variable.sizes().vec(), variable.scalar_type()});
+    }
+    if (!ps_ready_) {
+      std::vector<at::Tensor> values;
+      std::vector<OptimizerSlots> slots;
+      for (const at::Tensor& variable : step.variables) {
+        values.push_back(variable.detach());
+        slots.push_back(Holds(*optimizer_, variable) ? GetOptimizerSlots(*optimizer_, variable) : OptimizerSlots{});
+      }
+      std::vector<std::optional<ps::OptimizerConfig>> optimizers;
+      for (size_t v = 0; v < infos.size(); ++v)
+        optimizers.push_back(Holds(*optimizer_, step.variables[v])
+                                 ? std::optional<ps::OptimizerConfig>(DescribeOptimizer(*optimizer_, step.variables[v], infos[v].name))
+                                 : std::nullopt);
+      pulled_step_ = global_step;
+      if (connection_->initialize(infos, values, optimizers, slots, global_step, {{0, input_position}})) {
+        Log().info("Initialized the variables on {} ps task(s) at global step {}: {}", connection_->num_ps(),
+                   global_step, connection_->placement().describe());
+      }
+      ps_ready_ = true;
+    }
+    const auto& plan = connection_->placement().variables();
+    EST_CHECK(plan.size() == infos.size(), ModelError, "model_fn creates ", infos.size(),
+              " trainable variables here, but the ps tasks hold ", plan.size(),
+              ": every worker's model_fn must create the same variables");
+    for (const VariableInfo& planned : plan) {
+      size_t found = infos.size();
+      for (size_t i = 0; i < infos.size(); ++i)
+        if (infos[i].name == planned.name) found = i;
+      EST_CHECK(found < infos.size(), ModelError, "the ps tasks hold variable '", planned.name,
+                "', which model_fn does not create here as a trainable variable");
+      variables_.push_back(step.variables[found]);
+    }
+  }
+
+  /// The optimizer options of each plan variable now (a learning-rate schedule changes them).
+  std::vector<std::optional<ps::OptimizerConfig>> describe_optimizers(const torch::optim::Optimizer& optimizer) {
+    std::vector<std::optional<ps::OptimizerConfig>> optimizers;
+    const auto& plan = connection_->placement().variables();
+    for (size_t v = 0; v < variables_.size(); ++v)
+      optimizers.push_back(Holds(optimizer, variables_[v])
+                               ? std::optional<ps::OptimizerConfig>(DescribeOptimizer(optimizer, variables_[v], plan[v].name))
+                               : std::nullopt);
+    return optimizers;
+  }
+
+  /// Copies the pulled values into this replica's variables.
+  void assign(const std::vector<at::Tensor>& values) {
+    torch::NoGradGuard no_grad;
+    for (size_t v = 0; v < variables_.size(); ++v) variables_[v].copy_(values[v]);
+  }
+
+  std::shared_ptr<PsConnection> connection_;
+  const bool is_chief_;
+  const int64_t micro_batches_;
+  bool checked_ = false;   ///< whether the ps tasks were asked if they hold variables
+  bool ps_ready_ = false;  ///< the ps tasks hold the variables
+  NamedVariables created_;  ///< every variable replica 0 created, by name
+  std::optional<PsValues> initial_;  ///< the first pull, for the variables as model_fn creates them
+  std::vector<at::Tensor> variables_;  ///< this replica's variables in the plan's order
+  torch::optim::Optimizer* optimizer_ = nullptr;
+  int64_t pulled_step_ = 0;  ///< the global step of the values this replica holds
+};
+
+}  // namespace
+
+std::unique_ptr<StepSync> CreateParameterServerStepSync(std::shared_ptr<PsConnection> connection, bool is_chief,
+                                                        int64_t micro_batches) {
+  return std::make_unique<ParameterServerStepSync>(std::move(connection), is_chief, micro_batches);
+}
+
+}  // namespace est::distribute

@@ -1,0 +1,20 @@
+#pragma once
+/// The StepSync of ParameterServerStrategy. Internal to distribute/.
+
+#include <memory>
+
+#include "distribute/step_sync.h"
+
+namespace est::distribute {
+
+class PsConnection;
+
+/// A step that pushes the worker's gradients to the ps tasks, which apply them, and pulls
+/// the new values into the worker's replica. The chief initializes the ps tasks at its first
+/// step unless they hold variables already; other workers (and a restarted chief) take the
+/// ps tasks' values when model_fn creates its variables. Before a checkpoint the chief pulls
+/// the values and optimizer state into its replica.
+std::unique_ptr<StepSync> CreateParameterServerStepSync(std::shared_ptr<PsConnection> connection, bool is_chief,
+                                                        int64_t micro_batches);
+
+}  // namespace est::distribute

@@ -1,0 +1,139 @@
+#include "distribute/parameter_server_strategy.h"
+
+#include <chrono>
+
+#include "common/error.h"
+#include "common/logging.h"
+#include "common/stop_signals.h"
+#include "distribute/cluster/cluster_address.h"
+#include "distribute/cluster/cluster_resolver.h"
+#include "distribute/parameter_server/ps_connection.h"
+#include "distribute/parameter_server/variable_server.h"
+#include "distribute/parameter_server_step_sync.h"
+
+namespace est::distribute {
+namespace {
+
+std::chrono::milliseconds Milliseconds(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+}  // namespace
+
+const char* ParameterServerModeName(ParameterServerMode mode) {
+  switch (mode) {
+    case ParameterServerMode::kAsync: return "async";
+    case ParameterServerMode::kBoundedStaleness: return "bounded";
+    case ParameterServerMode::kSync: return "sync";
+  }
+  return "unknown";
+}
+
+ParameterServerMode ParseParameterServerMode(const std::string& name) {
+  for (auto mode : {ParameterServerMode::kAsync, ParameterServerMode::kBoundedStaleness, ParameterServerMode::kSync})
+    if (name == ParameterServerModeName(mode)) return mode;
+  EST_THROW(ConfigError, "parameter-server mode '", name, "': expected async, bounded or sync");
+}
+
+ParameterServerStrategy::ParameterServerStrategy(ParameterServerOptions options)
+    : options_(std::move(options)),
+      cluster_(options_.cluster() ? *options_.cluster() : ResolveCluster()),
+      device_(ParseDevice(options_.device())) {
+  const auto ps = cluster_.cluster.find("ps");
+  EST_CHECK(!cluster_.is_local() && ps != cluster_.cluster.end(), ConfigError, "ParameterServerStrategy: ",
+            cluster_.is_local() ? std::string("no cluster is configured")
+                                : cluster_.source + " has no 'ps' job",
+            "; it needs ps tasks (TF_CONFIG {\"cluster\": {\"chief\": [...], \"worker\": [...], \"ps\": [...]}}, or "
+            "est-launch --ps N)");
+  for (size_t task = 0; task < ps->second.size(); ++task)
+    EST_CHECK(!ps->second[task].empty(), ConfigError, "ParameterServerStrategy: ", cluster_.source,
+              " does not give the address of ps task ", task, "; every ps task's host:port must be known");
+  EST_CHECK(options_.timeout_secs() > 0, ConfigError, "ParameterServerStrategy: timeout_secs must be positive, got ",
+            options_.timeout_secs());
+  EST_CHECK(options_.staleness() >= 0, ConfigError, "ParameterServerStrategy: staleness must be >= 0, got ",
+            options_.staleness());
+  num_workers_ = cluster_.num_worker_replicas;
+  if (cluster_.is_evaluator() || cluster_.task_type == "ps") {
+    num_workers_ = 1;
+    worker_index_ = 0;
+    is_chief_ = false;
+  } else {
+    worker_index_ = cluster_.rank;
+    is_chief_ = cluster_.is_chief;
+  }
+  const int workers = cluster_.num_worker_replicas;
+  if (options_.total_num_replicas() == 0) options_.total_num_replicas(workers);
+  if (options_.replicas_to_aggregate() == 0) options_.replicas_to_aggregate(options_.total_num_replicas());
+  EST_CHECK(options_.total_num_replicas() == workers, ConfigError, "ParameterServerStrategy: total_num_replicas is ",
+            options_.total_num_replicas(), " but the cluster has ", workers,
+            " training tasks (chief and workers); every training task pushes each step");
+  EST_CHECK(options_.replicas_to_aggregate() >= 1 && options_.replicas_to_aggregate() <= workers, ConfigError,
+            "ParameterServerStrategy: replicas_to_aggregate is ", options_.replicas_to_aggregate(),
+            ", expected 1 to ", workers, " (the training tasks; those beyond it are backup workers)");
+  if (options_.job_id().empty()) options_.job_id(DefaultJobId(cluster_.chief_address));
+  if (options_.job_token().empty()) options_.job_token(JobTokenFromEnvironment());
+  if (!options_.tls()) options_.tls(StoreTlsFromEnvironment());
+  options_.placement().num_ps(static_cast<int>(ps->second.size()));
+}
+
+ParameterServerStrategy::~ParameterServerStrategy() = default;
+
+std::shared_ptr<ParameterServerStrategy> ParameterServerStrategy::Create(ParameterServerOptions options) {
+  return std::make_shared<ParameterServerStrategy>(std::move(options));
+}
+
+int ParameterServerStrategy::num_replicas_in_sync() const {
+  const bool trains = !cluster_.is_evaluator() && cluster_.task_type != "ps";
+  return trains && options_.mode() == ParameterServerMode::kSync ? options_.replicas_to_aggregate() : 1;
+}
+
+std::unique_ptr<StepSync> ParameterServerStrategy::make_step_sync(const StepSyncOptions& options) {
+  if (!connection_) {
+    PsConnectionOptions connection;
+    for (const auto& address : cluster_.cluster.at("ps")) {
+      const HostPort task = ParseHostPort(address, "a ps task's address");
+      connection.tasks.emplace_back(task.host, static_cast<uint16_t>(task.port));
+    }
+    connection.job_id = options_.job_id();
+    connection.token = options_.job_token();
+    connection.tls = *options_.tls();
+    connection.timeout = Milliseconds(options_.timeout_secs());
+    connection.placement = options_.placement();
+    connection.worker = static_cast<uint32_t>(worker_index_);
+    connection.rule.set_mode(options_.mode() == ParameterServerMode::kSync               ? ps::UpdateRule::SYNC
+                             : options_.mode() == ParameterServerMode::kBoundedStaleness ? ps::UpdateRule::BOUNDED
+                                                                                          : ps::UpdateRule::ASYNC);
+    connection.rule.set_staleness(options_.staleness());
+    connection.rule.set_replicas_to_aggregate(options_.replicas_to_aggregate());
+    connection.rule.set_num_workers(cluster_.num_worker_replicas);
+    connection.rule.set_liveness_ms(static_cast<int64_t>(options_.timeout_secs() * 1000));
+    connection_ = std::make_shared<PsConnection>(std::move(connection));
+    Log().info("ParameterServerStrategy: worker {} of {} ({} mode) with {} ps task(s), job '{}'", worker_index_,
+               num_workers_, ParameterServerModeName(options_.mode()), connection_->num_ps(), options_.job_id());
+  }
+  return CreateParameterServerStepSync(connection_, is_chief_, options.micro_batches);
+}
+
+void ParameterServerStrategy::serve() {
+  EST_CHECK(cluster_.task_type == "ps", ConfigError, "ParameterServerStrategy::serve runs a ps task; this task is ",
+            cluster_.task_type.empty() ? std::string("a local run") : "'" + cluster_.task_type + "'");
+  const HostPort address = ParseHostPort(cluster_.task_address, "this ps task's address");
+  VariableServiceOptions service;
+  service.task = cluster_.task_id;
+  service.host = address.host;
+  service.port = static_cast<uint16_t>(address.port);
+  service.job_id = options_.job_id();
+  service.token = options_.job_token();
+  service.tls = *options_.tls();
+  service.timeout = Milliseconds(options_.timeout_secs());
+  auto server = VariableServer::Start(service);
+  Log().info("ps task {} serving job '{}' at {}", cluster_.task_id, options_.job_id(), cluster_.task_address);
+  while (!server->wait_finished(std::chrono::milliseconds(100))) {
+    if (const int signal_number = StopSignalGuard::pending())
+      throw Interrupted(est::detail::Concat("ps task ", cluster_.task_id, " stopped by ", StopSignalName(signal_number)),
+                        signal_number);
+  }
+  Log().info("ps task {}: the chief finished the job; exiting", cluster_.task_id);
+}
+
+}  // namespace est::distribute

@@ -1,0 +1,112 @@
+#pragma once
+/// ParameterServerStrategy: training with ps tasks that hold the variables while workers pull
+/// them, compute gradients and push them back (TensorFlow's ParameterServerStrategy with
+/// Estimator): asynchronous, with bounded staleness, or synchronous with backup workers
+/// (SyncReplicasOptimizer).
+
+#include <torch/arg.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "distribute/cluster/cluster_config.h"
+#include "distribute/parameter_server/placement.h"
+#include "distribute/rendezvous/grpc_store.h"
+#include "distribute/strategy.h"
+
+namespace est::distribute {
+
+class PsConnection;
+
+/// How workers' updates meet on the ps tasks.
+enum class ParameterServerMode {
+  /// Each worker pulls, computes and pushes at its own pace; every push is applied as it
+  /// arrives and advances the global step.
+  kAsync,
+  /// As kAsync, but a worker's pull waits while it is more than `staleness` steps ahead of
+  /// the slowest live worker (stale synchronous parallel).
+  kBoundedStaleness,
+  /// Gradients of one step are averaged on the ps tasks until replicas_to_aggregate have
+  /// arrived, then applied once; gradients of an older step are dropped.
+  kSync,
+};
+
+/// "async", "bounded" or "sync".
+const char* ParameterServerModeName(ParameterServerMode mode);
+/// Parses a mode name; ConfigError naming the choices otherwise.
+ParameterServerMode ParseParameterServerMode(const std::string& name);
+
+/// Options of ParameterServerStrategy.
+struct ParameterServerOptions {
+  /// How updates meet.
+  TORCH_ARG(ParameterServerMode, mode) = ParameterServerMode::kAsync;
+  /// kBoundedStaleness: the most steps a worker may be ahead of the slowest live one.
+  TORCH_ARG(int, staleness) = 2;
+  /// kSync: gradients averaged per step; 0 means every worker.
+  TORCH_ARG(int, replicas_to_aggregate) = 0;
+  /// kSync: workers pushing each step; 0 means every worker. More than replicas_to_aggregate
+  /// makes the others backup workers, whose late gradients are dropped.
+  TORCH_ARG(int, total_num_replicas) = 0;
+  /// This worker's device (one replica per worker).
+  TORCH_ARG(std::string, device) = "cpu";
+  /// The cluster; resolved from TF_CONFIG when unset. Needs a "ps" job.
+  TORCH_ARG(std::optional<ClusterConfig>, cluster);
+  /// Identifies the job to the ps tasks; EST_JOB_ID, else derived from the chief's address.
+  TORCH_ARG(std::string, job_id);
+  /// The job's shared secret; EST_JOB_TOKEN when empty.
+  TORCH_ARG(std::string, job_token);
+  /// TLS for the ps tasks' services; from the EST_TLS_* variables when unset.
+  TORCH_ARG(std::optional<GrpcStoreTls>, tls);
+  /// Limit on every call to a ps task (reconnecting included) and on waiting for the chief to
+  /// initialize the variables, in seconds.
+  TORCH_ARG(double, timeout_secs) = 300;
+  /// How variables are cut and spread over the ps tasks (num_ps comes from the cluster).
+  TORCH_ARG(PlacementOptions, placement);
+};
+
+/// Variables live on the cluster's ps tasks; each worker (the chief is worker 0) trains one
+/// replica and updates them there. The chief initializes the ps tasks (from its checkpoint
+/// or its fresh variables) unless they hold variables already, and writes checkpoints of
+/// their values and optimizer state. On a ps task, serve() runs the variable service.
+class ParameterServerStrategy : public Strategy {
+ public:
+  /// ConfigError for a cluster without a ps job or without workers, a malformed address or
+  /// device, or options out of range.
+  explicit ParameterServerStrategy(ParameterServerOptions options = {});
+  /// A shared strategy, ready for RunConfig::train_distribute.
+  static std::shared_ptr<ParameterServerStrategy> Create(ParameterServerOptions options = {});
+  ~ParameterServerStrategy() override;
+
+  std::string name() const override { return "ParameterServerStrategy"; }
+  std::vector<c10::Device> local_devices() const override { return {device_}; }
+  int num_workers() const override { return num_workers_; }
+  int worker_index() const override { return worker_index_; }
+  bool is_chief() const override { return is_chief_; }
+  /// Each worker keeps its own buffers; checkpoints hold the chief's.
+  BufferSync buffer_sync() const override { return BufferSync::kNone; }
+  /// kSync: replicas_to_aggregate (each worker's batch is a share of the aggregated step's);
+  /// otherwise 1 (each worker's step is an update of its own).
+  int num_replicas_in_sync() const override;
+  std::unique_ptr<StepSync> make_step_sync(const StepSyncOptions& options) override;
+  /// On a ps task: serves its variables at its cluster address until the chief finishes the
+  /// job (then returns) or a stop signal arrives (Interrupted).
+  void serve() override;
+
+  /// The options, with the defaults filled in from the cluster and the environment.
+  const ParameterServerOptions& options() const { return options_; }
+  /// The cluster this strategy was built for.
+  const ClusterConfig& cluster() const { return cluster_; }
+
+ private:
+  ParameterServerOptions options_;
+  ClusterConfig cluster_;
+  c10::Device device_;
+  int num_workers_ = 1;
+  int worker_index_ = 0;
+  bool is_chief_ = true;
+  std::shared_ptr<PsConnection> connection_;  ///< made on first use
+};
+
+}  // namespace est::distribute

@@ -1,0 +1,227 @@
+// Training with ParameterServerStrategy against ps tasks in this process: one worker with one
+// or two ps tasks (a partitioned variable) equals local training to the last bit, with SGD
+// with momentum and with Adam; the checkpoint it writes continues in local training exactly.
+
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+#include <future>
+#include <thread>
+#include <string>
+#include <vector>
+
+#include "distribute/cluster/cluster_config.h"
+#include "distribute/parameter_server/variable_server.h"
+#include "distribute/parameter_server/variable_service.pb.h"
+#include "distribute/parameter_server_strategy.h"
+#include "estimator/estimator.h"
+#include "estimator/hooks/session_run_hook.h"
+#include "tests/estimator/test_models.h"
+#include "tests/estimator/worker_threads.h"
+#include "tests/log_capture.h"
+#include "tests/test_util.h"
+
+namespace est {
+namespace {
+
+// x (2) -> 64 -> tanh -> 64 -> tanh -> 1, with the optimizer params["optimizer"] names.
+EstimatorSpec MlpModelFn(const Features& features, const at::Tensor& labels, Mode mode, ModelContext& ctx) {
+  auto net = ctx.module("mlp", [] {
+    return torch::nn::Sequential(torch::nn::Linear(2, 64), torch::nn::Tanh(), torch::nn::Linear(64, 64),
+                                 torch::nn::Tanh(), torch::nn::Linear(64, 1));
+  });
+  auto predictions = net->forward(features.at("x")).squeeze(1);
+  auto loss = torch::mse_loss(predictions, labels);
+  if (mode == Mode::kEval) return EstimatorSpec::Eval(loss, {});
+  if (ctx.params().value("optimizer", "sgd") == "adam") {
+    auto& adam = ctx.optimizer("adam", [&] { return torch::optim::Adam(net->parameters(), 1e-2); });
+    return EstimatorSpec::Train(loss, adam);
+  }
+  auto& sgd = ctx.optimizer("sgd", [&] {
+    return torch::optim::SGD(net->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9).weight_decay(1e-4));
+  });
+  return EstimatorSpec::Train(loss, sgd);
+}
+
+// ps tasks served in this process, and the cluster of a chief and `workers` - 1 workers with them.
+struct InProcessPs {
+  explicit InProcessPs(int count, int workers = 1) {
+    std::string addresses;
+    for (int task = 0; task < count; ++task) {
+      distribute::VariableServiceOptions options;
+      options.task = task;
+      options.job_id = "ps-equivalence";
+      servers.push_back(distribute::VariableServer::Start(options));
+      addresses += std::string(task == 0 ? "" : ", ") + "\"127.0.0.1:" + std::to_string(servers.back()->port()) + "\"";
+    }
+    std::string worker_addresses;
+    for (int worker = 1; worker < workers; ++worker)
+      worker_addresses += std::string(worker == 1 ? "" : ", ") + "\"127.0.0.1:" + std::to_string(1 + worker) + "\"";
+    cluster_spec = R"("chief": ["127.0.0.1:1"], )" +
+                   (workers > 1 ? R"("worker": [)" + worker_addresses + "], " : std::string()) + R"("ps": [)" +
+                   addresses + "]";
+  }
+  // The cluster as training task `rank` sees it (0: the chief).
+  distribute::ClusterConfig cluster(int rank = 0) const {
+    const std::string task = rank == 0 ? R"("chief", "index": 0)" : R"("worker", "index": )" + std::to_string(rank - 1);
+    return distribute::ParseTfConfig("{\"cluster\": {" + cluster_spec + "}, \"task\": {\"type\": " + task + "}}");
+  }
+  std::shared_ptr<distribute::ParameterServerStrategy> strategy(
+      int64_t min_shard_bytes = 256 << 10, int rank = 0,
+      distribute::ParameterServerOptions options = distribute::ParameterServerOptions()) const {
+    return distribute::ParameterServerStrategy::Create(
+        options.cluster(cluster(rank)).job_id("ps-equivalence").timeout_secs(20).placement(
+            distribute::PlacementOptions().min_shard_bytes(min_shard_bytes)));
+  }
+  // Describe of ps task `task`.
+  ps::DescribeReply describe(int task) const {
+    distribute::VariableServiceOptions options;
+    options.task = task;
+    options.port = servers[static_cast<size_t>(task)]->port();
+    options.job_id = "ps-equivalence";
+    return distribute::VariableClient(options).describe_task();
+  }
+  std::vector<std::unique_ptr<distribute::VariableServer>> servers;
+  std::string cluster_spec;
+};
+
+// Runs `worker(rank)` on `world` threads and waits for them.
+template <typename Worker>
+void RunThreads(int world, Worker worker) {
+  std::vector<std::future<void>> workers;
+  for (int rank = 0; rank < world; ++rank) workers.push_back(std::async(std::launch::async, worker, rank));
+  for (auto& w : workers) w.get();
+}
+
+// Sleeps after every step: a straggler.
+class SlowStepHook : public SessionRunHook {
+ public:
+  explicit SlowStepHook(std::chrono::milliseconds sleep) : sleep_(sleep) {}
+  void after_run(RunContext&, const RunValues&) override { std::this_thread::sleep_for(sleep_); }
+
+ private:
+  std::chrono::milliseconds sleep_;
+};
+
+Estimator MakeEstimator(const std::string& dir, const std::string& optimizer,
+                        std::shared_ptr<distribute::Strategy> strategy) {
+  RunConfig config;
+  config.tf_random_seed = 11;
+  config.train_distribute = std::move(strategy);
+  config.save_checkpoints_steps = 10;
+  config.log_step_count_steps = 1000;
+  return Estimator(MlpModelFn, dir, config, nlohmann::json{{"optimizer", optimizer}});
+}
+
+void CheckBitEqual(const Estimator& a, const Estimator& b) {
+  CHECK(a.get_variable_value("global_step").item<int64_t>() == b.get_variable_value("global_step").item<int64_t>());
+  for (const auto& name : a.get_variable_names()) {
+    INFO("variable " << name << " differs by up to "
+                     << (a.get_variable_value(name).to(torch::kDouble) - b.get_variable_value(name).to(torch::kDouble))
+                            .abs()
+                            .max()
+                            .item<double>());
+    CHECK(torch::equal(a.get_variable_value(name), b.get_variable_value(name)));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("one worker with ps tasks trains exactly as local training", "[estimator][ps]") {
+  for (const std::string optimizer : {"sgd", "adam"}) {
+    for (int num_ps : {1, 2}) {
+      DYNAMIC_SECTION(optimizer << " with " << num_ps << " ps task(s)") {
+        testing::LogCapture log(200);
+        const InProcessPs ps(num_ps);
+        // With two ps tasks the 64 × 64 weight (16 KiB) is cut in two shards of 32 rows.
+        auto strategy = ps.strategy(num_ps == 1 ? 256 << 10 : 4 << 10);
+        const std::string tag = optimizer + std::to_string(num_ps);
+        Estimator remote = MakeEstimator(testing::FreshTempDir("ps_remote_" + tag).string(), optimizer, strategy);
+        Estimator local = MakeEstimator(testing::FreshTempDir("ps_local_" + tag).string(), optimizer, nullptr);
+        remote.train(testing::SineInput, TrainOptions().max_steps(30));
+        local.train(testing::SineInput, TrainOptions().max_steps(30));
+        CHECK(remote.get_variable_value("global_step").item<int64_t>() == 30);
+        // Six variables; with two ps tasks seven shards, balanced by bytes.
+        CHECK_THAT(log.text(), Catch::Contains(num_ps == 1 ? "ps 0: 6 shards" : "ps 0: 3 shards, 8.75 KiB; ps 1: 4 shards, 8.5 KiB"));
+        {
+          INFO("after 30 steps");
+          CheckBitEqual(remote, local);
+        }
+        // The chief finished the job on the ps tasks.
+        for (const auto& server : ps.servers) CHECK(server->wait_finished(std::chrono::seconds(5)));
+
+        // The checkpoint, optimizer state and input position included, continues in local
+        // training as local training's own does (each in a new Estimator, as a restarted job).
+        Estimator resumed = MakeEstimator(remote.model_dir(), optimizer, nullptr);
+        Estimator local_resumed = MakeEstimator(local.model_dir(), optimizer, nullptr);
+        resumed.train(testing::SineInput, TrainOptions().max_steps(40));
+        local_resumed.train(testing::SineInput, TrainOptions().max_steps(40));
+        INFO("resumed locally for 10 steps");
+        CheckBitEqual(resumed, local_resumed);
+      }
+    }
+  }
+}
+
+TEST_CASE("synchronous ps training of 2 workers equals MultiWorkerMirroredStrategy with 2 workers", "[estimator][ps]") {
+  auto config = [](std::shared_ptr<distribute::Strategy> strategy) {
+    RunConfig config;
+    config.tf_random_seed = 3;
+    config.save_checkpoints_steps = 10;
+    config.log_step_count_steps = 1000;
+    config.train_distribute = std::move(strategy);
+    return config;
+  };
+  auto input = [](Mode mode, const distribute::InputContext& context) {
+    return testing::InputOfBatch(mode, context, 32);
+  };
+  const std::string mirrored_dir = testing::FreshTempDir("ps_sync_mirrored").string();
+  testing::RunMultiWorkerThreads(2, [&](int, std::shared_ptr<distribute::Strategy> strategy) {
+    Estimator(testing::SgdRegression, mirrored_dir, config(strategy)).train(input, TrainOptions().max_steps(30));
+  });
+
+  const InProcessPs ps(2, /*workers=*/2);
+  const std::string ps_dir = testing::FreshTempDir("ps_sync_ps").string();
+  std::vector<int> replicas_in_sync(2);  // Catch's assertions are checked on this thread only
+  RunThreads(2, [&](int rank) {
+    auto strategy = ps.strategy(256 << 10, rank,
+                                distribute::ParameterServerOptions().mode(distribute::ParameterServerMode::kSync));
+    replicas_in_sync[static_cast<size_t>(rank)] = strategy->num_replicas_in_sync();
+    Estimator(testing::SgdRegression, ps_dir, config(strategy)).train(input, TrainOptions().max_steps(30));
+  });
+  CHECK(replicas_in_sync == std::vector<int>{2, 2});  // each worker batches half of the global 32
+  Estimator mirrored(testing::SgdRegression, mirrored_dir, config(nullptr));
+  Estimator synchronous(testing::SgdRegression, ps_dir, config(nullptr));
+  CHECK(synchronous.get_variable_value("global_step").item<int64_t>() == 30);
+  CHECK(testing::MaxRelativeDifference(mirrored, synchronous) <= 1e-5);
+  CHECK(ps.describe(0).global_step() == 30);  // one step per aggregated pair of pushes
+}
+
+TEST_CASE("bounded staleness keeps a fast worker within s steps of a straggler", "[estimator][ps]") {
+  constexpr int kStaleness = 2;
+  const InProcessPs ps(1, /*workers=*/2);
+  const std::string dir = testing::FreshTempDir("ps_bounded").string();
+  RunThreads(2, [&](int rank) {
+    auto strategy = ps.strategy(256 << 10, rank,
+                                distribute::ParameterServerOptions()
+                                    .mode(distribute::ParameterServerMode::kBoundedStaleness)
+                                    .staleness(kStaleness));
+    RunConfig config;
+    config.save_checkpoints_steps = 1000;
+    config.log_step_count_steps = 1000;
+    config.train_distribute = strategy;
+    // Worker 1 is slowed: without the bound the chief would take most of the 60 steps.
+    std::vector<HookPtr> hooks;
+    if (rank == 1) hooks.push_back(std::make_shared<SlowStepHook>(std::chrono::milliseconds(15)));
+    Estimator(testing::SgdRegression, dir, config)
+        .train([](Mode mode, const distribute::InputContext& context) { return testing::InputOfBatch(mode, context, 8); },
+               TrainOptions().max_steps(60).hooks(hooks));
+  });
+  // The ps's own counter: the most pushes a puller was ahead of the slowest live worker.
+  const int64_t staleness = ps.describe(0).max_staleness();
+  CHECK(staleness <= kStaleness);
+  CHECK(staleness >= 1);  // the bound was reached: the straggler held the chief back
+  CHECK(ps.describe(0).global_step() >= 60);
+}
+
+}  // namespace est

@@ -1,0 +1,40 @@
+#pragma once
+/// Workers as threads of one test process: MultiWorkerMirroredStrategy over an in-memory
+/// rendezvous and a real Gloo collective.
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <vector>
+
+#include "distribute/collective/collective.h"
+#include "distribute/multi_worker_mirrored_strategy.h"
+#include "distribute/rendezvous/rendezvous.h"
+#include "distribute/rendezvous/store.h"
+
+namespace est::testing {
+
+/// Runs `worker(rank, strategy)` on `world` threads, each with a MultiWorkerMirroredStrategy
+/// over one Gloo collective.
+template <typename Worker>
+void RunMultiWorkerThreads(int world, Worker worker) {
+  auto store = est::distribute::CreateInMemoryStore();
+  std::vector<std::future<void>> workers;
+  for (int rank = 0; rank < world; ++rank) {
+    workers.push_back(std::async(std::launch::async, [&, rank] {
+      est::distribute::RendezvousOptions options;
+      options.job_id = "multi_worker_training_test";
+      options.rank = rank;
+      options.world_size = world;
+      options.timeout = std::chrono::seconds(30);
+      est::distribute::GlooOptions gloo;
+      gloo.timeout = std::chrono::seconds(30);
+      std::shared_ptr<est::distribute::Collective> collective =
+          est::distribute::CreateGlooCollective(est::distribute::Rendezvous(store, options), rank, world, gloo);
+      worker(rank, est::distribute::MultiWorkerMirroredStrategy::CreateWithCollective(collective));
+    }));
+  }
+  for (auto& w : workers) w.get();
+}
+
+}  // namespace est::testing
