@@ -9,6 +9,7 @@ namespace est_launch {
 void ValidateLayout(const ClusterLayout& layout) {
   EST_CHECK(layout.workers >= 1 || (layout.workers == 0 && layout.chief), est::ConfigError,
             "--workers must be at least 1, or 0 with --chief (got ", layout.workers, ")");
+  EST_CHECK(layout.ps >= 0, est::ConfigError, "--ps must be at least 0 (got ", layout.ps, ")");
   EST_CHECK(!layout.host.empty(), est::ConfigError, "--host must not be empty");
 }
 
@@ -28,6 +29,7 @@ ClusterSpec::ClusterSpec(ClusterLayout layout, int first_port) : layout_(std::mo
   ValidatePortRange(first_port_, layout_.num_tasks());
   if (layout_.chief) tasks_.push_back({"chief", 0});
   for (int i = 0; i < layout_.workers; ++i) tasks_.push_back({"worker", i});
+  for (int i = 0; i < layout_.ps; ++i) tasks_.push_back({"ps", i});
   if (layout_.evaluator) tasks_.push_back({"evaluator", 0});
 }
 

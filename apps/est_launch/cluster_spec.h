@@ -8,7 +8,7 @@
 
 namespace est_launch {
 
-/// One task of the cluster, as TF_CONFIG names it: a job ("chief", "worker",
+/// One task of the cluster, as TF_CONFIG names it: a job ("chief", "worker", "ps",
 /// "evaluator") and an index within that job.
 struct TaskId {
   std::string type;
@@ -24,13 +24,15 @@ struct ClusterLayout {
   int workers = 1;
   /// Whether job "chief" (one task) exists; it takes the first port.
   bool chief = false;
+  /// Number of tasks in job "ps" (parameter servers), after the workers.
+  int ps = 0;
   /// Whether job "evaluator" (one task) exists; it takes the last port.
   bool evaluator = false;
   /// Host name or address every task listens on.
   std::string host = "127.0.0.1";
 
   /// Number of tasks, which is also the number of consecutive ports needed.
-  int num_tasks() const { return workers + (chief ? 1 : 0) + (evaluator ? 1 : 0); }
+  int num_tasks() const { return workers + (chief ? 1 : 0) + ps + (evaluator ? 1 : 0); }
 };
 
 /// Checks the job sizes; throws est::ConfigError naming the flag at fault.
@@ -43,14 +45,14 @@ void ValidatePortRange(int first_port, int count);
 /// "host:port", with an IPv6 address in brackets ("[::1]:2222") as TensorFlow writes it.
 std::string HostPort(const std::string& host, int port);
 
-/// A local cluster with consecutive ports: chief, then workers, then evaluator.
+/// A local cluster with consecutive ports: chief, then workers, then ps tasks, then evaluator.
 class ClusterSpec {
  public:
   /// Lays the tasks of `layout` out on ports first_port, first_port + 1, ...; throws
   /// est::ConfigError for an invalid layout or port range.
   ClusterSpec(ClusterLayout layout, int first_port);
 
-  /// Every task in launch order: chief, workers by index, evaluator.
+  /// Every task in launch order: chief, workers by index, ps tasks by index, evaluator.
   const std::vector<TaskId>& tasks() const { return tasks_; }
   /// The port of the first task.
   int first_port() const { return first_port_; }
@@ -58,8 +60,10 @@ class ClusterSpec {
   int last_port() const { return first_port_ + static_cast<int>(tasks_.size()) - 1; }
   /// The host every task listens on.
   const std::string& host() const { return layout_.host; }
+  /// True for a parameter-server job (with ps tasks).
+  bool has_ps() const { return layout_.ps > 0; }
 
-  /// The "cluster" object of TF_CONFIG: {"chief": ["h:p"], "worker": [...], "evaluator": [...]}.
+  /// The "cluster" object of TF_CONFIG: {"chief": ["h:p"], "worker": [...], "ps": [...], "evaluator": [...]}.
   nlohmann::json cluster_json() const;
   /// The TF_CONFIG value of one task: {"cluster": {...}, "task": {"type": t, "index": i}}.
   std::string tf_config(const TaskId& task) const;

@@ -22,15 +22,17 @@ namespace {
 
 constexpr const char* kFooter = R"(
 Every task runs <command...> (PATH is searched) with the environment of est-launch plus
-  TF_CONFIG   {"cluster": {"chief": ["H:P"], "worker": ["H:P+1", ...], "evaluator": ["H:P+N+1"]},
+  TF_CONFIG   {"cluster": {"chief": ["H:P"], "worker": ["H:P+1", ...], "ps": [...], "evaluator": [...]},
                "task": {"type": "worker", "index": 1}}   (consecutive ports; jobs as chosen)
   EST_JOB_ID  a random id shared by all tasks of this launch
   EST_JOB_TOKEN  a random secret shared by all tasks of this launch, which the chief's
-              store asks of every call (est-launch's own EST_JOB_TOKEN when it has one)
+              store and the ps tasks ask of every call (est-launch's own EST_JOB_TOKEN when
+              it has one)
   EST_TLS_CA_FILE, EST_TLS_CERT_FILE, EST_TLS_KEY_FILE, EST_TLS_REQUIRE_CLIENT_CERT
               from the --tls-* flags, when any is given
   EST_TASK    the task, as "chief-0", "worker-1" (crash-point tests use it)
-  EST_RESTART_COUNT  how many times --max-restarts restarted the group before this start
+  EST_RESTART_COUNT  how many times --max-restarts restarted the group (with --ps: this
+              task) before this start
 in a process group of its own, with stdin from /dev/null. Each line a task writes goes to
 est-launch's stdout or stderr, prefixed with "[chief 0] ", "[worker 1] ", "[evaluator 0] ".
 Without --port, P is a port the kernel picks for a bind to port 0, such that P..P+tasks-1
@@ -53,7 +55,9 @@ With --max-restarts N, a failed task (non-zero status or killed by a signal) mak
 est-launch stop every task as above and then start them all again, up to N times, after
 waiting --restart-backoff-secs before the first restart and twice as long before each
 next one (at most --max-restart-backoff-secs); tasks resume from the latest checkpoint in
-their model_dir.
+their model_dir. With --ps (parameter servers), the failed task alone is started again,
+each such restart counting one of the N: the other workers train on, a restarted worker
+continues its own input, and a restarted ps task is restored by the chief.
 
 Every task gets SIGHUP when est-launch exits or is killed (SIGKILL included); est-train
 stops on it as on SIGTERM (a checkpoint first) and exits with 129: no task trains on alone.
@@ -64,6 +68,7 @@ Exit status: 0 when every task exited with status 0; 1 when a task failed; 2 for
 struct Flags {
   int workers = 0;
   bool chief = false;
+  int ps = 0;
   bool evaluator = false;
   int port = 0;
   std::string host = "127.0.0.1";
@@ -81,6 +86,10 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->required()
       ->check(est_apps::IntegerIn<int>(0, 4096));
   app.add_flag("--chief", flags.chief, "Add job \"chief\" with one task, on the first port");
+  app.add_option("--ps", flags.ps,
+                 "Number of tasks in job \"ps\" (parameter servers; train with --strategy parameter_server)")
+      ->check(est_apps::IntegerIn<int>(0, 1024))
+      ->capture_default_str();
   app.add_flag("--evaluator", flags.evaluator, "Add job \"evaluator\" with one task, on the last port");
   app.add_option("--port", flags.port, "First port of the cluster (default: a free range found by binding port 0)")
       ->check(est_apps::IntegerIn<int>(0, 65535));
@@ -133,6 +142,7 @@ est_launch::ClusterLayout ValidatedLayout(const Flags& flags, bool port_given) {
   est_launch::ClusterLayout layout;
   layout.workers = flags.workers;
   layout.chief = flags.chief;
+  layout.ps = flags.ps;
   layout.evaluator = flags.evaluator;
   layout.host = flags.host;
   est_launch::ValidateLayout(layout);

@@ -13,6 +13,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -60,6 +61,10 @@ struct Task {
   bool exited = false;
   Stream out;
   Stream err;
+  /// Times this task alone was started again (clusters with ps tasks).
+  int restarts = 0;
+  /// When it is due to start again, while it waits to.
+  std::optional<Clock::time_point> restart_at;
 };
 
 class Supervisor {
@@ -104,40 +109,75 @@ class Supervisor {
   void StartAll() {
     tasks_.reserve(cluster_.tasks().size());
     for (size_t i = 0; i < cluster_.tasks().size(); ++i) {
-      const TaskId& id = cluster_.tasks()[i];
-      const std::vector<int> cpus = i < options_.task_cpus.size() ? options_.task_cpus[i] : std::vector<int>{};
-      const std::string prefix = "[" + id.label() + "] ";
-      Task task{id,
-                -1,
-                false,
-                {-1, LinePrefixer(prefix, [this](std::string_view s) { stdout_.write(s); }), &stdout_},
-                {-1, LinePrefixer(prefix, [this](std::string_view s) { stderr_.write(s); }), &stderr_}};
-      try {
-        std::map<std::string, std::string> overrides{{"TF_CONFIG", cluster_.tf_config(id)},
-                                                     {"EST_JOB_ID", options_.job_id},
-                                                     {"EST_JOB_TOKEN", options_.job_token},
-                                                     {"EST_TASK", id.type + "-" + std::to_string(id.index)},
-                                                     {"EST_RESTART_COUNT", std::to_string(restarts_)}};
-        overrides.insert(options_.environment.begin(), options_.environment.end());
-        // As torchrun does: one OpenMP thread per CPU of the task, unless the user chose.
-        if (!cpus.empty() && std::getenv("OMP_NUM_THREADS") == nullptr)
-          overrides.emplace("OMP_NUM_THREADS", std::to_string(cpus.size()));
-        const TaskProcess process = SpawnTask(options_.command, EnvironmentWith(overrides), signals_.handled(), cpus);
-        task.pid = process.pid;
-        task.out.fd = process.stdout_fd;
-        task.err.fd = process.stderr_fd;
-      } catch (const est::Error& e) {
-        const auto* spawn_error = dynamic_cast<const SpawnError*>(&e);
-        failure_exit_code_ = spawn_error == nullptr ? 1 : spawn_error->error_number() == ENOENT ? 127 : 126;
-        failure_ = id.label() + ": " + e.what();
-        if (!tasks_.empty()) {
-          Log(failure_ + "; stopping the other tasks");
-          BeginStop(SIGTERM, /*leftovers_only=*/false);
-        }
-        return;
-      }
-      tasks_.push_back(std::move(task));
+      std::optional<Task> task = Spawn(i, restarts_);
+      if (!task) return;
+      tasks_.push_back(std::move(*task));
     }
+  }
+
+  // Starts task `i` of the cluster with EST_RESTART_COUNT `restart_count`; on failure records
+  // it, stops the tasks already running and returns nothing.
+  std::optional<Task> Spawn(size_t i, int restart_count) {
+    const TaskId& id = cluster_.tasks()[i];
+    const std::vector<int> cpus = i < options_.task_cpus.size() ? options_.task_cpus[i] : std::vector<int>{};
+    const std::string prefix = "[" + id.label() + "] ";
+    Task task{id,
+              -1,
+              false,
+              {-1, LinePrefixer(prefix, [this](std::string_view s) { stdout_.write(s); }), &stdout_},
+              {-1, LinePrefixer(prefix, [this](std::string_view s) { stderr_.write(s); }), &stderr_},
+              /*restarts=*/0,
+              /*restart_at=*/std::nullopt};
+    try {
+      std::map<std::string, std::string> overrides{{"TF_CONFIG", cluster_.tf_config(id)},
+                                                   {"EST_JOB_ID", options_.job_id},
+                                                   {"EST_JOB_TOKEN", options_.job_token},
+                                                   {"EST_TASK", id.type + "-" + std::to_string(id.index)},
+                                                   {"EST_RESTART_COUNT", std::to_string(restart_count)}};
+      overrides.insert(options_.environment.begin(), options_.environment.end());
+      // As torchrun does: one OpenMP thread per CPU of the task, unless the user chose.
+      if (!cpus.empty() && std::getenv("OMP_NUM_THREADS") == nullptr)
+        overrides.emplace("OMP_NUM_THREADS", std::to_string(cpus.size()));
+      const TaskProcess process = SpawnTask(options_.command, EnvironmentWith(overrides), signals_.handled(), cpus);
+      task.pid = process.pid;
+      task.out.fd = process.stdout_fd;
+      task.err.fd = process.stderr_fd;
+    } catch (const est::Error& e) {
+      const auto* spawn_error = dynamic_cast<const SpawnError*>(&e);
+      failure_exit_code_ = spawn_error == nullptr ? 1 : spawn_error->error_number() == ENOENT ? 127 : 126;
+      failure_ = id.label() + ": " + e.what();
+      if (!tasks_.empty()) {
+        Log(failure_ + "; stopping the other tasks");
+        BeginStop(SIGTERM, /*leftovers_only=*/false);
+      }
+      return std::nullopt;
+    }
+    return task;
+  }
+
+  // Starts again the tasks whose restart is due (clusters with ps tasks).
+  void StartDueRestarts() {
+    if (phase_ != Phase::kRunning) return;
+    for (size_t i = 0; i < tasks_.size(); ++i) {
+      Task& old = tasks_[i];
+      if (!old.restart_at || Clock::now() < *old.restart_at) continue;
+      CloseStream(old.out);
+      CloseStream(old.err);
+      const int restarts = old.restarts;
+      old.restart_at.reset();
+      std::optional<Task> task = Spawn(i, restarts);
+      if (!task) return;
+      task->restarts = restarts;
+      tasks_[i] = std::move(*task);
+    }
+  }
+
+  // The earliest restart due, if any task waits for one.
+  std::optional<Clock::time_point> NextRestart() const {
+    std::optional<Clock::time_point> next;
+    for (const Task& task : tasks_)
+      if (task.restart_at && (!next || *task.restart_at < *next)) next = task.restart_at;
+    return next;
   }
 
   // Starts every task and supervises them until all have exited and their groups are empty.
@@ -145,6 +185,7 @@ class Supervisor {
     StartAll();
     while (true) {
       Reap();
+      StartDueRestarts();
       if (phase_ == Phase::kRunning && AllExited()) BeginStop(SIGTERM, /*leftovers_only=*/true);
       if (Finished()) return;
       if (phase_ != Phase::kRunning && Clock::now() >= deadline_) {
@@ -192,6 +233,17 @@ class Supervisor {
     task.exited = true;
     if (phase_ == Phase::kRunning) {
       if (Succeeded(status)) return;
+      if (cluster_.has_ps() && single_restarts_ < options_.max_restarts) {
+        // Parameter servers: the others train on; this task alone starts again.
+        ++single_restarts_;
+        ++task.restarts;
+        const double wait = RestartBackoffSecs(options_, task.restarts);
+        task.restart_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait));
+        Log(task.id.label() + " " + DescribeWaitStatus(status) + "; restarting it alone in " + Seconds(wait) +
+            " (restart " + std::to_string(single_restarts_) + " of at most " + std::to_string(options_.max_restarts) +
+            "; the other tasks go on)");
+        return;
+      }
       failure_ = task.id.label() + " " + DescribeWaitStatus(status);
       failure_exit_code_ = 1;
       task_failed_ = true;
@@ -258,7 +310,7 @@ class Supervisor {
 
   bool AllExited() const {
     for (const Task& task : tasks_)
-      if (!task.exited) return false;
+      if (!task.exited || task.restart_at) return false;
     return true;
   }
 
@@ -269,9 +321,11 @@ class Supervisor {
   }
 
   int PollTimeoutMs(bool held_back) const {
-    if (phase_ == Phase::kRunning && !held_back) return -1;
+    const std::optional<Clock::time_point> restart = phase_ == Phase::kRunning ? NextRestart() : std::nullopt;
+    if (phase_ == Phase::kRunning && !held_back && !restart) return -1;
     Clock::duration wait = held_back ? kBackpressurePollInterval : kStopPollInterval;
     if (phase_ != Phase::kRunning) wait = std::min(wait, deadline_ - Clock::now());
+    if (restart) wait = held_back ? std::min(wait, *restart - Clock::now()) : *restart - Clock::now();
     const auto ms = std::chrono::ceil<std::chrono::milliseconds>(wait).count();
     return static_cast<int>(std::max<int64_t>(ms, 0));
   }
@@ -343,6 +397,7 @@ class Supervisor {
   int interrupt_ = 0;
   bool gave_up_ = false;
   bool task_failed_ = false;  // a running task exited with a failure (not a failure to start one)
+  int single_restarts_ = 0;   // tasks started again alone (clusters with ps tasks)
 };
 
 }  // namespace

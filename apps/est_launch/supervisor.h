@@ -28,7 +28,9 @@ struct LaunchOptions {
   std::vector<std::vector<int>> task_cpus;
   /// How many times the whole group is started again after a task fails (torchrun's
   /// --max-restarts): every task is stopped, then every task is started anew, with
-  /// EST_RESTART_COUNT set to the number of restarts so far.
+  /// EST_RESTART_COUNT set to the number of restarts so far. In a cluster with ps tasks,
+  /// the failed task alone is started again (the others train on), each such restart
+  /// counting one, with EST_RESTART_COUNT set to that task's restarts.
   int max_restarts = 0;
   /// Seconds to wait before the first restart; each later one waits twice the one before,
   /// up to max_restart_backoff_secs (a task that fails at once does not spin).
@@ -60,7 +62,8 @@ struct LaunchResult {
 ///
 /// Returns when every task has exited and its process group is empty. When a task fails
 /// (non-zero status or killed by a signal), or est-launch receives SIGINT, SIGTERM or
-/// SIGHUP, every task's process group gets SIGTERM (the caught signal, when forwarding
+/// SIGHUP, every task's process group gets SIGTERM (in a cluster with ps tasks, a failed task
+/// with restarts left is started again alone instead) (the caught signal, when forwarding
 /// one) and, `grace_secs` later, SIGKILL; a second signal sends SIGKILL at once. Processes
 /// that tasks leave behind in their groups are stopped the same way once all tasks have
 /// exited. Then, when a task had failed and fewer than `options.max_restarts` restarts

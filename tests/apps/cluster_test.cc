@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <optional>
 #include <filesystem>
 #include <regex>
 #include <sstream>
@@ -62,6 +63,31 @@ TEST_CASE("two workers and an evaluator: the tutorial's cluster trains, evaluate
   CHECK(Contains(LinesOf(second.output, "[worker 0] "), "Restoring parameters from " + dir + "/model.ckpt-40"));
   CHECK(Contains(LinesOf(second.output, "[worker 1] "), "Restoring parameters from " + dir + "/model.ckpt-40"));
   CHECK(est::checkpoint::LatestCheckpoint(dir) == dir + "/model.ckpt-60");
+}
+
+TEST_CASE("a parameter-server job: a ps task, two workers and an evaluator train, and the ps exits with the job", "[apps][cluster]") {
+  const std::string dir = est::testing::FreshTempDir("cluster_ps").string();
+  const std::string train = EstTrain() + " --model linear --strategy parameter_server --model-dir " + dir +
+                            " --save-checkpoints-steps 50 --log-step-count-steps 50 --timeout-secs 60 --max-steps 200";
+  RunResult run = RunCommand(std::string(EST_LAUNCH_PATH) + " --ps 1 --workers 2 --evaluator -- " + train);
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  const std::string chief = LinesOf(run.output, "[worker 0] ");
+  const std::string worker = LinesOf(run.output, "[worker 1] ");
+  const std::string ps = LinesOf(run.output, "[ps 0] ");
+  CHECK(Contains(chief, "Initialized the variables on 1 ps task(s) at global step 0"));
+  CHECK(Contains(worker, "ParameterServerStrategy: worker 1 of 2 (async mode) with 1 ps task(s)"));
+  CHECK(Contains(ps, "serving job"));
+  CHECK(Contains(ps, "the chief finished the job; exiting"));
+  CHECK_FALSE(Contains(worker, "Saving checkpoints"));
+  // Both workers' pushes advance the one global step: each stops once it sees 200 (pushes in
+  // flight may take it a little past), the chief's last checkpoint is there, and the
+  // evaluator exits once it has evaluated that one.
+  CHECK(Contains(worker, "Loss for final step"));
+  const std::optional<std::string> latest = est::checkpoint::LatestCheckpoint(dir);
+  REQUIRE(latest);
+  CHECK(std::stoll(latest->substr(latest->rfind('-') + 1)) >= 200);
+  CHECK(Contains(LinesOf(run.output, "[evaluator 0] "), ">= train max_steps 200"));
 }
 
 TEST_CASE("a chief job and a worker: the chief alone writes", "[apps][cluster]") {

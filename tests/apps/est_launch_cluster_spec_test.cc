@@ -30,6 +30,23 @@ TEST_CASE("ClusterSpec lays out chief, workers and evaluator on consecutive port
     CHECK(json::parse(cluster.tf_config(cluster.tasks()[2])) ==
           json{{"cluster", expected_cluster}, {"task", {{"type", "worker"}, {"index", 1}}}});
   }
+  SECTION("a chief, a worker, two ps tasks and an evaluator: ps after the workers, evaluator last") {
+    ClusterLayout layout;
+    layout.workers = 1;
+    layout.chief = true;
+    layout.ps = 2;
+    layout.evaluator = true;
+    ClusterSpec cluster(layout, 6000);
+    REQUIRE(cluster.tasks().size() == 5);
+    CHECK(cluster.tasks()[2].label() == "ps 0");
+    CHECK(cluster.tasks()[3].label() == "ps 1");
+    CHECK(cluster.has_ps());
+    CHECK(cluster.cluster_json() == json{{"chief", {"127.0.0.1:6000"}},
+                                         {"worker", {"127.0.0.1:6001"}},
+                                         {"ps", {"127.0.0.1:6002", "127.0.0.1:6003"}},
+                                         {"evaluator", {"127.0.0.1:6004"}}});
+    CHECK(json::parse(cluster.tf_config(cluster.tasks()[3]))["task"] == json{{"type", "ps"}, {"index", 1}});
+  }
   SECTION("workers only, on an IPv6 host") {
     ClusterLayout layout;
     layout.workers = 2;
