@@ -27,8 +27,11 @@ bool Holds(const torch::optim::Optimizer& optimizer, const at::Tensor& variable)
 
 class ParameterServerStepSync final : public StepSync {
  public:
-  ParameterServerStepSync(std::shared_ptr<PsConnection> connection, bool is_chief, int64_t micro_batches)
-      : connection_(std::move(connection)), is_chief_(is_chief), micro_batches_(micro_batches) {
+  ParameterServerStepSync(std::shared_ptr<PsConnection> connection, bool is_chief, const StepSyncOptions& options)
+      : connection_(std::move(connection)),
+        is_chief_(is_chief),
+        micro_batches_(options.micro_batches),
+        restore_latest_checkpoint_(options.restore_latest_checkpoint) {
     EST_CHECK(micro_batches_ >= 1, ConfigError, "gradient accumulation needs at least 1 micro-batch, got ",
               micro_batches_);
   }
@@ -95,9 +98,11 @@ class ParameterServerStepSync final : public StepSync {
       if (finite) {
         std::vector<at::Tensor> gradients;
         for (const at::Tensor& variable : variables_) gradients.push_back(variable.grad());
-        connection_->push(gradients, describe_optimizers(*step.optimizer), input_position, pulled_step_);
+        recovering([&] {
+          connection_->push(gradients, describe_optimizers(*step.optimizer), input_position, pulled_step_);
+        });
       }
-      const PsValues values = connection_->pull(/*with_state=*/false);
+      const PsValues values = recovering([&] { return connection_->pull(/*with_state=*/false); });
       assign(values.values);
       pulled_step_ = values.global_step;
       return values.global_step;
@@ -109,7 +114,7 @@ class ParameterServerStepSync final : public StepSync {
 
   std::optional<TrainingProgress> before_save() override {
     if (variables_.empty()) return std::nullopt;  // the ps tasks hold the chief's own values yet
-    const PsValues values = connection_->pull(/*with_state=*/true);
+    const PsValues values = recovering([&] { return connection_->pull(/*with_state=*/true); });
     assign(values.values);
     for (size_t v = 0; v < variables_.size(); ++v)
       if (optimizer_ != nullptr && Holds(*optimizer_, variables_[v]))
@@ -175,6 +180,55 @@ class ParameterServerStepSync final : public StepSync {
     }
   }
 
+  /// Runs `call`; when a ps task restarted empty, recovers (the chief restores every task from
+  /// the latest checkpoint, the others wait for it) and runs it again, a few times at most.
+  template <typename Call>
+  auto recovering(Call&& call) -> decltype(call()) {
+    constexpr int kAttempts = 3;
+    for (int attempt = 1;; ++attempt) {
+      try {
+        return call();
+      } catch (const PsRestarted& restarted) {
+        if (attempt == kAttempts) throw;
+        Log().warn("{}; {}", restarted.what(),
+                   is_chief_ ? "restoring every ps task from the latest checkpoint"
+                             : "waiting for the chief to restore the ps tasks");
+        if (is_chief_) {
+          restore_ps();
+        } else {
+          connection_->wait_initialized();  // and learns the tasks' new incarnations
+        }
+      }
+    }
+  }
+
+  /// The chief, after a ps task restarted empty: every task takes the latest checkpoint's
+  /// values, optimizer state, global step and input positions (the chief's current values
+  /// when there is no checkpoint yet), so that they hold one consistent version.
+  void restore_ps() {
+    std::optional<TrainingProgress> progress =
+        restore_latest_checkpoint_ ? restore_latest_checkpoint_() : std::nullopt;
+    if (!progress) {
+      Log().warn("no checkpoint to restore the ps tasks from: they restart from the chief's current values, with "
+                 "fresh optimizer state");
+      progress = TrainingProgress{pulled_step_, {}};
+    }
+    std::vector<at::Tensor> values;
+    std::vector<OptimizerSlots> slots;
+    std::vector<std::optional<ps::OptimizerConfig>> optimizers = describe_optimizers(*optimizer_);
+    for (size_t v = 0; v < variables_.size(); ++v) {
+      values.push_back(variables_[v].detach());
+      slots.push_back(optimizers[v] ? GetOptimizerSlots(*optimizer_, variables_[v]) : OptimizerSlots{});
+    }
+    std::map<uint32_t, int64_t> positions;
+    for (const auto& [worker, position] : progress->input_positions) positions[static_cast<uint32_t>(worker)] = position;
+    connection_->initialize(connection_->placement().variables(), values, optimizers, slots, progress->global_step,
+                            positions, /*replace=*/true);
+    pulled_step_ = progress->global_step;
+    Log().info("Restored the variables on {} ps task(s) at global step {}", connection_->num_ps(),
+               progress->global_step);
+  }
+
   /// The optimizer options of each plan variable now (a learning-rate schedule changes them).
   std::vector<std::optional<ps::OptimizerConfig>> describe_optimizers(const torch::optim::Optimizer& optimizer) {
     std::vector<std::optional<ps::OptimizerConfig>> optimizers;
@@ -195,6 +249,7 @@ class ParameterServerStepSync final : public StepSync {
   std::shared_ptr<PsConnection> connection_;
   const bool is_chief_;
   const int64_t micro_batches_;
+  const std::function<std::optional<TrainingProgress>()> restore_latest_checkpoint_;
   bool checked_ = false;   ///< whether the ps tasks were asked if they hold variables
   bool ps_ready_ = false;  ///< the ps tasks hold the variables
   NamedVariables created_;  ///< every variable replica 0 created, by name
@@ -207,8 +262,8 @@ class ParameterServerStepSync final : public StepSync {
 }  // namespace
 
 std::unique_ptr<StepSync> CreateParameterServerStepSync(std::shared_ptr<PsConnection> connection, bool is_chief,
-                                                        int64_t micro_batches) {
-  return std::make_unique<ParameterServerStepSync>(std::move(connection), is_chief, micro_batches);
+                                                        const StepSyncOptions& options) {
+  return std::make_unique<ParameterServerStepSync>(std::move(connection), is_chief, options);
 }
 
 }  // namespace est::distribute

@@ -14,7 +14,10 @@ class PsConnection;
 /// step unless they hold variables already; other workers (and a restarted chief) take the
 /// ps tasks' values when model_fn creates its variables. Before a checkpoint the chief pulls
 /// the values and optimizer state into its replica.
+/// When a ps task restarted empty, the chief restores every ps task from the latest
+/// checkpoint (options.restore_latest_checkpoint) and the others wait for it, then the step
+/// goes on.
 std::unique_ptr<StepSync> CreateParameterServerStepSync(std::shared_ptr<PsConnection> connection, bool is_chief,
-                                                        int64_t micro_batches);
+                                                        const StepSyncOptions& options);
 
 }  // namespace est::distribute

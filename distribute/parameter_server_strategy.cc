@@ -111,7 +111,7 @@ std::unique_ptr<StepSync> ParameterServerStrategy::make_step_sync(const StepSync
     Log().info("ParameterServerStrategy: worker {} of {} ({} mode) with {} ps task(s), job '{}'", worker_index_,
                num_workers_, ParameterServerModeName(options_.mode()), connection_->num_ps(), options_.job_id());
   }
-  return CreateParameterServerStepSync(connection_, is_chief_, options.micro_batches);
+  return CreateParameterServerStepSync(connection_, is_chief_, options);
 }
 
 void ParameterServerStrategy::serve() {

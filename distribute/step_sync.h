@@ -58,10 +58,14 @@ struct TrainingProgress {
   std::map<int, int64_t> input_positions;
 };
 
-/// How a training run's steps are shaped.
+/// How a training run's steps are shaped, and what the training loop offers its StepSync.
 struct StepSyncOptions {
   /// Micro-batches whose gradients each replica sums per step (gradient accumulation).
   int64_t micro_batches = 1;
+  /// On the chief: loads the latest checkpoint of model_dir into replica 0's variables and
+  /// optimizers and returns its progress; nullopt when there is none. A StepSync whose
+  /// state lives elsewhere restores it from there when it was lost (a ps task restarted).
+  std::function<std::optional<TrainingProgress>()> restore_latest_checkpoint;
 };
 
 /// One per training run, made by Strategy::make_step_sync. Every worker calls its methods

@@ -14,6 +14,7 @@
 #include "checkpoint/async_checkpoint_writer.h"
 #include "checkpoint/checkpoint_manager.h"
 #include "checkpoint/checkpoint_reader.h"
+#include "checkpoint/checkpoint_state.h"
 #include "common/crash_point.h"
 #include "common/error.h"
 #include "common/file_util.h"
@@ -171,7 +172,10 @@ class TrainingSession : public Session {
   void run(const InputFn& input_fn, std::vector<HookPtr> hooks, int64_t start_step, int64_t skip_batches,
            std::optional<int64_t> saved_batch_examples) {
     global_step_ = start_step;
-    sync_ = strategy_.make_step_sync(distribute::StepSyncOptions{accumulation_steps_});
+    distribute::StepSyncOptions sync_options;
+    sync_options.micro_batches = accumulation_steps_;
+    if (strategy_.is_chief()) sync_options.restore_latest_checkpoint = [this] { return restore_latest_checkpoint(); };
+    sync_ = strategy_.make_step_sync(sync_options);
     if (std::optional<int64_t> position = sync_->resume_position()) skip_batches = *position;
     data::Dataset dataset = input_fn(Mode::kTrain, strategy_.input_context());
     auto iterator = dataset.make_iterator();
@@ -235,6 +239,28 @@ class TrainingSession : public Session {
   }
 
  private:
+  // Loads the latest checkpoint of model_dir into replica 0 (variables and optimizers) and
+  // returns its progress; nullopt when there is none. For a StepSync whose state was lost.
+  std::optional<distribute::TrainingProgress> restore_latest_checkpoint() {
+    if (checkpoint_writer_) checkpoint_writer_->wait();
+    const std::optional<std::string> latest = checkpoint::LatestCheckpoint(estimator_.model_dir);
+    if (!latest) return std::nullopt;
+    auto reader = std::make_shared<const checkpoint::CheckpointReader>(*latest);
+    Log().info("Restoring parameters from {}", *latest);
+    ModelContext& ctx = replicas_.replica(0);
+    const ModelContext::Initializers restore = RestoreFromCheckpoint(reader, /*restore_optimizers=*/true);
+    restore.variables(ctx.variables());
+    for (const auto& [name, optimizer] : ctx.optimizers()) restore.optimizer(name, *optimizer);
+    distribute::TrainingProgress progress;
+    progress.global_step = reader->global_step();
+    for (int worker = 0; worker < strategy_.num_workers(); ++worker) {
+      const std::string blob = WorkerInputPositionBlob(worker);
+      if (std::optional<std::string> position = reader->blob(blob))
+        progress.input_positions[worker] = ParseCountBlob(*position, blob.c_str(), *reader);
+    }
+    return progress;
+  }
+
   // Fills `batches` from the input; false when it ends first.
   static bool read_batches(data::Iterator& iterator, std::vector<data::Element>& batches) {
     for (auto& batch : batches) {

@@ -131,7 +131,7 @@ void PsConnection::wait_initialized() {
 bool PsConnection::initialize(const std::vector<VariableInfo>& variables, const std::vector<at::Tensor>& values,
                               const std::vector<std::optional<ps::OptimizerConfig>>& optimizers,
                               const std::vector<OptimizerSlots>& slots, int64_t global_step,
-                              const std::map<uint32_t, int64_t>& input_positions) {
+                              const std::map<uint32_t, int64_t>& input_positions, bool replace) {
   EST_ASSERT(values.size() == variables.size() && optimizers.size() == variables.size() &&
                  slots.size() == variables.size(), "one value, optimizer and slot list per variable");
   auto placement = std::make_unique<Placement>(variables, options_.placement);
@@ -157,7 +157,7 @@ bool PsConnection::initialize(const std::vector<VariableInfo>& variables, const 
         tensors.push_back({static_cast<uint32_t>(id), slot, SlotIsSharded(tensor) ? Cut(tensor, shard) : tensor.to(at::kCPU)});
     }
     initialized_now[static_cast<size_t>(task)] = clients_[static_cast<size_t>(task)]->initialize(
-        placement->fingerprint(), shards, tensors, global_step, input_positions, specs, options_.rule);
+        placement->fingerprint(), shards, tensors, global_step, input_positions, specs, options_.rule, replace);
     incarnations_[static_cast<size_t>(task)] = clients_[static_cast<size_t>(task)]->describe_task().incarnation();
   });
   placement_ = std::move(placement);

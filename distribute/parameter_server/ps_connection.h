@@ -73,12 +73,12 @@ class PsConnection {
 
   /// The chief: gives every ps task its shards of `variables` with their values, optimizers
   /// (none for a variable no optimizer updates) and optimizer state, the global step and the
-  /// input positions. Tasks that hold variables already keep theirs. Returns true when it
-  /// initialized ps 0.
+  /// input positions. Tasks that hold variables already keep theirs, unless `replace` (the
+  /// chief restoring every task after one restarted). Returns true when it initialized ps 0.
   bool initialize(const std::vector<VariableInfo>& variables, const std::vector<at::Tensor>& values,
                   const std::vector<std::optional<ps::OptimizerConfig>>& optimizers,
                   const std::vector<OptimizerSlots>& slots, int64_t global_step,
-                  const std::map<uint32_t, int64_t>& input_positions);
+                  const std::map<uint32_t, int64_t>& input_positions, bool replace = false);
 
   /// Every variable, whole, from every task in parallel; `with_state`: with optimizer slots and
   /// input positions, each task's at one version.

@@ -58,7 +58,8 @@ struct VariableClient::Impl {
         case grpc::StatusCode::PERMISSION_DENIED:
           EST_THROW(ConfigError, describe(), ": ", what, ": ", status.error_message());
         case grpc::StatusCode::FAILED_PRECONDITION:
-          if (status.error_message().find("restarted") != std::string::npos)
+          if (status.error_message().find("restarted") != std::string::npos ||
+              status.error_message().find("holds no variables") != std::string::npos)
             EST_THROW(PsRestarted, describe(), ": ", what, ": ", status.error_message());
           EST_THROW(CommunicationError, describe(), ": ", what, ": ", status.error_message());
         case grpc::StatusCode::DEADLINE_EXCEEDED:
@@ -109,7 +110,8 @@ ps::DescribeReply VariableClient::describe_task() {
 bool VariableClient::initialize(uint64_t plan, const std::vector<ps::ShardSpec>& specs,
                                 const std::vector<TensorToSend>& tensors, int64_t global_step,
                                 const std::map<uint32_t, int64_t>& input_positions,
-                                const std::vector<ps::VariableSpec>& variables, const ps::UpdateRule& rule) {
+                                const std::vector<ps::VariableSpec>& variables, const ps::UpdateRule& rule,
+                                bool replace) {
   ps::InitializeReply reply;
   impl_->call("initialize", [&](grpc::ClientContext& context) {
     auto writer = impl_->stub->Initialize(&context, &reply);
@@ -120,6 +122,7 @@ bool VariableClient::initialize(uint64_t plan, const std::vector<ps::ShardSpec>&
     request.mutable_input_positions()->insert(input_positions.begin(), input_positions.end());
     for (const auto& variable : variables) *request.add_variables() = variable;
     *request.mutable_rule() = rule;
+    request.set_replace(replace);
     WriteChunked<ps::InitializeRequest>(tensors, request,
                                         [&](const ps::InitializeRequest& message) { return writer->Write(message); });
     writer->WritesDone();

@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 
+#include "common/crash_point.h"
 #include "common/error.h"
 #include "distribute/parameter_server/variable_service.grpc.pb.h"
 #include "distribute/parameter_server/variable_shards.h"
@@ -94,7 +95,7 @@ class VariableServiceImpl final : public ps::VariableService::Service {
     try {
       error = shards_.initialize(header.plan(), specs, assembler.take(), header.global_step(), positions,
                                  {header.variables().begin(), header.variables().end()}, header.rule(),
-                                 initialized_now);
+                                 header.replace(), initialized_now);
     } catch (const Error& e) {
       error = e.what();
     }
@@ -159,6 +160,7 @@ class VariableServiceImpl final : public ps::VariableService::Service {
       error = e.what();
     }
     if (!error.empty()) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, error);
+    CrashPoint("push", outcome.global_step);  // the fault-injection tests kill ps tasks here
     reply->set_global_step(outcome.global_step);
     reply->set_dropped(outcome.dropped);
     reply->set_incarnation(incarnation_);

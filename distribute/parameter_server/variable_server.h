@@ -76,7 +76,8 @@ class VariableClient {
   /// Gives the task its shards (InitializeRequest); false when it held them already.
   bool initialize(uint64_t plan, const std::vector<ps::ShardSpec>& specs, const std::vector<TensorToSend>& tensors,
                   int64_t global_step, const std::map<uint32_t, int64_t>& input_positions,
-                  const std::vector<ps::VariableSpec>& variables = {}, const ps::UpdateRule& rule = {});
+                  const std::vector<ps::VariableSpec>& variables = {}, const ps::UpdateRule& rule = {},
+                  bool replace = false);
   /// The task's values (and with `with_state`, optimizer slots and input positions at one version).
   PulledValues pull(uint32_t worker, bool with_state);
   /// Pushes gradients (slot "grad"); returns the reply. A task that restarted since
@@ -96,7 +97,8 @@ class PsJobFinished : public CommunicationError {
   using CommunicationError::CommunicationError;
 };
 
-/// A ps task refused a push because it restarted (empty) since the worker's last pull.
+/// A ps task restarted (empty) since this worker last reached it: it refused a push made for
+/// its earlier incarnation, or holds no variables.
 class PsRestarted : public CommunicationError {
  public:
   using CommunicationError::CommunicationError;

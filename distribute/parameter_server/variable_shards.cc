@@ -63,11 +63,11 @@ std::string VariableShards::initialize(uint64_t plan, const std::vector<ps::Shar
                                        std::map<TensorKey, at::Tensor> tensors, int64_t global_step,
                                        const std::map<uint32_t, int64_t>& input_positions,
                                        std::vector<ps::VariableSpec> variables, const ps::UpdateRule& rule,
-                                       bool& initialized_now) {
+                                       bool replace, bool& initialized_now) {
   std::unique_lock<std::shared_mutex> version(version_mutex_);
   std::lock_guard<std::mutex> lock(mutex_);
   initialized_now = false;
-  if (initialized_) {
+  if (initialized_ && !replace) {
     if (plan == plan_) return "";
     return "this ps task holds variables of another placement plan (another model, or another number of ps "
            "tasks) than the chief's";
@@ -102,10 +102,15 @@ std::string VariableShards::initialize(uint64_t plan, const std::vector<ps::Shar
   input_positions_ = input_positions;
   variables_ = std::move(variables);
   last_sequence_.clear();
+  round_sums_.clear();
+  round_optimizers_.clear();
+  round_pushes_ = 0;
   workers_.clear();
   for (int worker = 0; worker < rule_.num_workers(); ++worker) workers_[static_cast<uint32_t>(worker)].last_seen = Clock::now();
   initialized_ = true;
   initialized_now = true;
+  ++generation_;
+  progress_.notify_all();  // SYNC pushes waiting for a step that was replaced give up on it
   return "";
 }
 
@@ -185,9 +190,6 @@ std::string VariableShards::apply(const ShardPush& push, const CallLimit& limit,
       return "the gradient of '" + shard->second->spec.variable() + "' part " + std::to_string(shard->second->spec.part()) +
              " has shape " + ShapeText(gradient.sizes()) + ", its shard " + ShapeText(shard->second->value.sizes());
   }
-  if (rule_.mode() == ps::UpdateRule::SYNC && push.step > global_step_)
-    return "worker " + std::to_string(push.worker) + " pushed gradients of step " + std::to_string(push.step) +
-           " while this task is at step " + std::to_string(global_step_);
   last_sequence_[push.worker] = push.sequence;
   input_positions_[push.worker] = push.input_position;
   ++workers_[push.worker].pushes;
@@ -204,8 +206,9 @@ std::string VariableShards::apply(const ShardPush& push, const CallLimit& limit,
     return "";
   }
 
-  // SYNC: a push for a step already applied is dropped (a backup worker's, or a late one's).
-  if (push.step < global_step_) {
+  // SYNC: a push for a step already applied is dropped (a backup worker's, or a late one's),
+  // as is one for a step this task has not reached (values from before a restore).
+  if (push.step != global_step_) {
     outcome.global_step = global_step_;
     outcome.dropped = true;
     return "";
@@ -218,7 +221,13 @@ std::string VariableShards::apply(const ShardPush& push, const CallLimit& limit,
   for (const auto& [id, options] : push.optimizers) round_optimizers_[id] = options;
   ++round_pushes_;
   const int64_t step = global_step_;
+  const uint64_t generation = generation_;
   while (global_step_ == step) {
+    if (generation != generation_) {  // the chief replaced what this task holds: the step is gone
+      outcome.global_step = global_step_;
+      outcome.dropped = true;
+      return "";
+    }
     if (round_pushes_ >= required_pushes()) {
       apply_round();
       break;

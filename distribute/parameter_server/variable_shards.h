@@ -85,12 +85,13 @@ class VariableShards {
   /// Takes the shards of `specs` with their values (slot "") and optimizer slots from
   /// `tensors`, the global step, the input positions, the plan's variables and the update
   /// rule. Sets `initialized_now` false, changing nothing, when the task holds the same plan
-  /// already. Returns an error text (changing nothing) when a value is missing or of another
+  /// already, unless `replace`. Returns an error text (changing nothing) when a value is missing or of another
   /// shape or dtype than its spec, or the task holds another plan; "" on success.
   std::string initialize(uint64_t plan, const std::vector<ps::ShardSpec>& specs,
                          std::map<TensorKey, at::Tensor> tensors, int64_t global_step,
                          const std::map<uint32_t, int64_t>& input_positions,
-                         std::vector<ps::VariableSpec> variables, const ps::UpdateRule& rule, bool& initialized_now);
+                         std::vector<ps::VariableSpec> variables, const ps::UpdateRule& rule, bool replace,
+                         bool& initialized_now);
 
   /// Applies `push` under the rule: at once (ASYNC, BOUNDED), or (SYNC) added to its step's
   /// sum, waiting until the step is applied. Returns an error text for an unknown shard, a
@@ -155,6 +156,7 @@ class VariableShards {
   std::map<uint32_t, at::Tensor> round_sums_;
   std::map<uint32_t, ps::OptimizerConfig> round_optimizers_;
   int round_pushes_ = 0;
+  uint64_t generation_ = 0;  ///< counts initializations: a replace ends the steps waited for
 };
 
 }  // namespace est::distribute

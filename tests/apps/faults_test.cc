@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <regex>
 #include <set>
@@ -219,4 +220,78 @@ TEST_CASE("est-launch killed with SIGKILL: every task stops after the same step,
   reader.verify();
   CHECK(reader.global_step() > 0);
   CHECK(*latest == dir + "/model.ckpt-" + std::to_string(reader.global_step()));
+}
+
+namespace {
+
+// A parameter-server job of the Fashion-MNIST CNN: a chief, a worker and a ps task, each
+// failed task restarted alone, a checkpoint every 20 steps.
+std::string PsLaunch(const std::string& model_dir, int max_steps) {
+  return std::string(EST_LAUNCH_PATH) + " --chief --workers 1 --ps 1 --max-restarts 2 --restart-backoff-secs 0.2 " +
+         "--grace-secs 20 -- " + EST_TRAIN_PATH + " --model fashion_mnist_cnn --strategy parameter_server " +
+         "--model-dir " + model_dir + " --max-steps " + std::to_string(max_steps) +
+         " --batch-size 32 --save-checkpoints-steps 20 --log-step-count-steps 10 --seed 7 --timeout-secs 60";
+}
+
+// Every checkpoint left in `dir` reads back whole, its CRCs checked.
+void CheckEveryCheckpointValid(const std::string& dir) {
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".index") continue;
+    const std::string prefix = (entry.path().parent_path() / entry.path().stem()).string();
+    INFO("checkpoint " << prefix);
+    CHECK_NOTHROW(est::checkpoint::CheckpointReader(prefix).verify());
+    ++checked;
+  }
+  CHECK(checked >= 1);
+}
+
+// The global step of `dir`'s latest checkpoint.
+int64_t LatestStep(const std::string& dir) {
+  const std::optional<std::string> latest = est::checkpoint::LatestCheckpoint(dir);
+  REQUIRE(latest);
+  return est::checkpoint::CheckpointReader(*latest).global_step();
+}
+
+}  // namespace
+
+TEST_CASE("parameter servers: a worker killed mid-run is restarted alone while the chief trains on", "[apps][faults]") {
+  const fs::path crash_points = est::testing::FreshTempDir("faults_ps_worker_points");
+  // Both workers advance the global step: the worker passes one of two neighbouring steps.
+  std::ofstream(crash_points / "worker-0@after_step@60").put('\n');
+  std::ofstream(crash_points / "worker-0@after_step@61").put('\n');
+  const std::string dir = est::testing::FreshTempDir("faults_ps_worker").string();
+  RunResult run = RunCommand("EST_CRASH_POINTS_DIR=" + crash_points.string() + " " + PsLaunch(dir, 300));
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  CHECK(est::testing::CountEntries(crash_points) <= 1);
+  CHECK(run.output.find("est-launch: worker 0 was killed by SIGKILL; restarting it alone") != std::string::npos);
+  // The chief did not stop: it logged steps while the worker was gone, and the restarted
+  // worker went on from its own input position.
+  CHECK(CountOf(run.output, "[chief 0] est-train: ") == 0);
+  CHECK(run.output.find("[worker 0] ") != std::string::npos);
+  CHECK(run.output.find("Continuing the input where this worker's last push left it") != std::string::npos);
+  CHECK(LatestStep(dir) >= 300);
+  CheckEveryCheckpointValid(dir);
+}
+
+TEST_CASE("parameter servers: a ps task killed mid-run is restored by the chief from the latest checkpoint", "[apps][faults]") {
+  const fs::path crash_points = est::testing::FreshTempDir("faults_ps_points");
+  std::ofstream(crash_points / "ps-0@push@70").put('\n');
+  const std::string dir = est::testing::FreshTempDir("faults_ps").string();
+  RunResult run = RunCommand("EST_CRASH_POINTS_DIR=" + crash_points.string() + " " + PsLaunch(dir, 200));
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  CHECK(est::testing::CountEntries(crash_points) == 0);
+  CHECK(run.output.find("est-launch: ps 0 was killed by SIGKILL; restarting it alone") != std::string::npos);
+  CHECK(run.output.find("restoring every ps task from the latest checkpoint") != std::string::npos);
+  // The latest checkpoint before the ps died (at step 70) held what was restored.
+  std::smatch restored;
+  REQUIRE(std::regex_search(run.output, restored,
+                            std::regex(R"(\[chief 0\] .*Restored the variables on 1 ps task\(s\) at global step (\d+))")));
+  CHECK(std::stoi(restored[1]) >= 20);
+  CHECK(std::stoi(restored[1]) <= 70);
+  CHECK(run.output.find("[worker 0] ") != std::string::npos);
+  CHECK(LatestStep(dir) >= 200);
+  CheckEveryCheckpointValid(dir);
 }

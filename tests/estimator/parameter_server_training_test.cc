@@ -224,4 +224,83 @@ TEST_CASE("bounded staleness keeps a fast worker within s steps of a straggler",
   CHECK(ps.describe(0).global_step() >= 60);
 }
 
+TEST_CASE("a ps checkpoint continues with another number of ps tasks exactly", "[estimator][ps]") {
+  const std::string dir = testing::FreshTempDir("ps_resize").string();
+  {
+    const InProcessPs one(1);
+    MakeEstimator(dir, "sgd", one.strategy()).train(testing::SineInput, TrainOptions().max_steps(20));
+  }
+  {
+    const InProcessPs two(2);
+    MakeEstimator(dir, "sgd", two.strategy(4 << 10)).train(testing::SineInput, TrainOptions().max_steps(30));
+  }
+  Estimator local = MakeEstimator(testing::FreshTempDir("ps_resize_local").string(), "sgd", nullptr);
+  local.train(testing::SineInput, TrainOptions().max_steps(30));
+  Estimator resized = MakeEstimator(dir, "sgd", nullptr);
+  CheckBitEqual(resized, local);
+}
+
+namespace {
+
+// MlpModelFn with an optimizer no ps applies.
+EstimatorSpec LbfgsModelFn(const Features& features, const at::Tensor& labels, Mode mode, ModelContext& ctx) {
+  auto net = ctx.module("net", [] { return torch::nn::Linear(2, 1); });
+  auto loss = torch::mse_loss(net->forward(features.at("x")).squeeze(1), labels);
+  auto& lbfgs = ctx.optimizer("lbfgs", [&] { return torch::optim::LBFGS(net->parameters(), torch::optim::LBFGSOptions(1)); });
+  return EstimatorSpec::Train(loss, lbfgs);
+}
+
+}  // namespace
+
+TEST_CASE("bad parameter-server setups get one clear error each", "[estimator][ps]") {
+  using distribute::ParameterServerOptions;
+  using distribute::ParameterServerStrategy;
+  SECTION("a cluster without a ps job, or with ps tasks but no workers") {
+    CHECK_THROWS_MATCHES(
+        ParameterServerStrategy(ParameterServerOptions().cluster(distribute::ParseTfConfig(
+            R"({"cluster": {"chief": ["a:1"], "worker": ["b:1"]}, "task": {"type": "chief", "index": 0}})"))),
+        ConfigError, testing::MessageMatches(Catch::Contains("TF_CONFIG has no 'ps' job") && Catch::Contains("--ps N")));
+    CHECK_THROWS_MATCHES(distribute::ParseTfConfig(R"({"cluster": {"ps": ["a:1"]}, "task": {"type": "ps", "index": 0}})"),
+                         ConfigError, testing::MessageMatches(Catch::Contains("training group")));
+  }
+  SECTION("replicas_to_aggregate beyond the workers") {
+    const InProcessPs ps(1, /*workers=*/2);
+    CHECK_THROWS_MATCHES(ps.strategy(256 << 10, 0, ParameterServerOptions().replicas_to_aggregate(3)), ConfigError,
+                         testing::MessageMatches(Catch::Contains("replicas_to_aggregate is 3, expected 1 to 2")));
+  }
+  SECTION("an unreachable ps task") {
+    uint16_t port = 0;
+    {
+      const InProcessPs gone(1);
+      port = gone.servers.front()->port();
+    }
+    auto strategy = ParameterServerStrategy::Create(
+        ParameterServerOptions()
+            .cluster(distribute::ParseTfConfig(R"({"cluster": {"chief": ["127.0.0.1:1"], "ps": ["127.0.0.1:)" +
+                                               std::to_string(port) + R"("]}, "task": {"type": "chief", "index": 0}})"))
+            .timeout_secs(0.5));
+    Estimator estimator = MakeEstimator(testing::FreshTempDir("ps_unreachable").string(), "sgd", strategy);
+    CHECK_THROWS_MATCHES(estimator.train(testing::SineInput, TrainOptions().max_steps(5)), CommunicationError,
+                         testing::MessageMatches(Catch::Contains("ps 0 at 127.0.0.1:" + std::to_string(port)) &&
+                                                 Catch::Contains("is the ps task running")));
+  }
+  SECTION("an optimizer a ps cannot apply") {
+    const InProcessPs ps(1);
+    RunConfig config;
+    config.train_distribute = ps.strategy();
+    Estimator estimator(LbfgsModelFn, testing::FreshTempDir("ps_lbfgs").string(), config);
+    CHECK_THROWS_MATCHES(estimator.train(testing::SineInput, TrainOptions().max_steps(5)), ConfigError,
+                         testing::MessageMatches(Catch::Contains("'net/weight'") && Catch::Contains("LBFGS")));
+  }
+  SECTION("a ps task of another job") {
+    const InProcessPs ps(1);
+    auto strategy = ParameterServerStrategy::Create(
+        ParameterServerOptions().cluster(ps.cluster()).job_id("another-job").timeout_secs(5));
+    Estimator estimator = MakeEstimator(testing::FreshTempDir("ps_foreign").string(), "sgd", strategy);
+    CHECK_THROWS_MATCHES(estimator.train(testing::SineInput, TrainOptions().max_steps(5)), ConfigError,
+                         testing::MessageMatches(Catch::Contains("refused by the ps 0 of job 'ps-equivalence'") &&
+                                                 Catch::Contains("came from job 'another-job'")));
+  }
+}
+
 }  // namespace est
