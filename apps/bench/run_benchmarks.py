@@ -5,7 +5,7 @@ usage: run_benchmarks.py --build BUILD_DIR [--repetitions 5] [--quick] [--only G
 
 Groups (for --only): overhead (overhead, vs_glibc_malloc, memory), scaling (scaling_*, allreduce*),
 efficiency (efficiency_cnn, ceiling_cnn), gpu (gpu_*; skipped with a line where the build or the
-machine has no CUDA device), extras (input_pipeline_bench, checkpoint_bench).
+machine has no CUDA device), extras (input_pipeline_bench, checkpoint_bench), ps (ps_*).
 
 Figures (see the README's Performance section):
   overhead       est-train's Estimator loop vs a hand-written LibTorch loop (Fashion-MNIST CNN, batch 64)
@@ -22,6 +22,13 @@ Figures (see the README's Performance section):
   gpu_cnn_512    on cuda:0: the Estimator loop vs a hand-written LibTorch loop (pinned, non-blocking input
                  copies), Fashion-MNIST CNN at batch 512, examples/s
   gpu_resnet18   the same for ResNet-18 on 3x32x32 images at batch 128
+  ps_async       2 workers and a ps task, async: examples/s vs MultiWorkerMirroredStrategy's 2 workers
+  ps_sync        the same, sync (replicas_to_aggregate 2)
+  ps_*_straggler the same with worker 1 slowed 2x by a sleep in its step (in both jobs)
+  ps_transfer    a step's push and pull of the 21 M-parameter MLP's variables to one ps task, GB/s,
+                 vs a bare gRPC service streaming the same bytes both ways in the same chunks
+  ps_*_accuracy  Fashion-MNIST test accuracy per wall-clock minute of est-train (the same examples
+                 in every mode), vs MultiWorkerMirroredStrategy's
 and, when built, the figures of input_pipeline_bench and checkpoint_bench.
 """
 
@@ -32,8 +39,9 @@ import platform
 import statistics
 import subprocess
 import sys
+import time
 
-GROUPS = ("overhead", "scaling", "efficiency", "gpu", "extras")
+GROUPS = ("overhead", "scaling", "efficiency", "gpu", "extras", "ps")
 PYTHON = "/usr/bin/python3"  # Debian's, which has python3-torch
 # Our Estimator raises glibc's mmap and trim thresholds itself (common/malloc_tuning.h);
 # the peers get the same through the environment, so that the figures compare frameworks,
@@ -122,6 +130,39 @@ class Runner:
                    "--batch-size", str(batch), "--workers", str(workers)] + self.sizes(model) + (["--pin"] if pin else [])
         return json_lines(run(command, self.peer_single_thread))[-1]
 
+    def ps_train(self, mode, straggler):
+        """Examples/s of a 2-worker job (with a ps task unless mode is "mirrored"), summed over the workers."""
+        sizes = ["--steps", "3", "--warmup", "2"] if self.quick else ["--steps", "300", "--warmup", "20"]
+        command = [os.path.join(self.bin, "est-launch"), "--workers", "2"] + ([] if mode == "mirrored" else ["--ps", "1"]) + [
+            "--", os.path.join(self.bin, "ps_bench"), "--loop", "train", "--mode", mode] + sizes + (["--straggler"] if straggler else [])
+        results = [r for r in json_lines(run(command, self.single_thread)) if r.get("task") != "ps"]
+        return sum(r["examples_per_sec"] for r in results)
+
+    def ps_transfer(self):
+        sizes = ["--model", "cnn", "--steps", "2", "--warmup", "1"] if self.quick else ["--model", "mlp", "--steps", "20", "--warmup", "3"]
+        return json_lines(run([os.path.join(self.bin, "ps_bench"), "--loop", "transfer"] + sizes, self.single_thread))[-1]
+
+    def ps_accuracy(self, mode):
+        """Fashion-MNIST test accuracy and wall-clock minutes of est-train with 2 workers in `mode`."""
+        steps = 20 if self.quick else 1500
+        model_dir = f"/tmp/ps_accuracy_{os.getpid()}_{mode}"
+        subprocess.run(["rm", "-rf", model_dir])
+        strategy = ["--strategy", "multi_worker"] if mode == "mirrored" else ["--strategy", "parameter_server", "--ps-mode", mode]
+        train = [os.path.join(self.bin, "est-train"), "--model", "fashion_mnist_cnn", "--model-dir", model_dir,
+                 "--max-steps", str(steps), "--save-checkpoints-steps", str(steps), "--log-step-count-steps", "1000"]
+        start = time.monotonic()
+        run([os.path.join(self.bin, "est-launch"), "--workers", "2"] + ([] if mode == "mirrored" else ["--ps", "1"]) +
+            ["--"] + train + strategy)
+        minutes = (time.monotonic() - start) / 60
+        # The same command without a cluster skips training (max_steps is saved) and evaluates.
+        evaluation = subprocess.run(train, capture_output=True, text=True, env=dict(os.environ, TF_CONFIG=""), timeout=1200)
+        subprocess.run(["rm", "-rf", model_dir])
+        log = evaluation.stdout + evaluation.stderr
+        if evaluation.returncode != 0 or "accuracy = " not in log:
+            sys.exit(f"run_benchmarks: evaluating the {mode} job failed ({evaluation.returncode}):\n{log}")
+        accuracy = float(log.split("accuracy = ")[-1].split(",")[0])
+        return accuracy, minutes
+
     def raw_allreduce(self, num_bytes, calls, transport):
         command = [os.path.join(self.bin, "est-launch"), "--workers", "2", "--",
                    os.path.join(self.bin, "train_bench"), "--loop", "raw_allreduce", "--bytes", str(num_bytes),
@@ -185,6 +226,20 @@ def main():
             record("efficiency_cnn", two["examples_per_sec"] / 2, one["examples_per_sec"], "examples/s per worker")
             record("ceiling_cnn", runner.independent_pair("cnn") / 2, one["examples_per_sec"], "examples/s per worker")
 
+        if "ps" in only:
+            for straggler in (False, True):
+                mirrored = runner.ps_train("mirrored", straggler)
+                suffix = "_straggler" if straggler else ""
+                for mode in ("async", "sync"):
+                    record(f"ps_{mode}{suffix}", runner.ps_train(mode, straggler), mirrored, "examples/s")
+            transfer = runner.ps_transfer()
+            record("ps_transfer", transfer["ours_gbytes_per_sec"], transfer["raw_gbytes_per_sec"], "GB/s")
+            mirrored_accuracy, mirrored_minutes = runner.ps_accuracy("mirrored")
+            for mode in ("async", "sync"):
+                accuracy, minutes = runner.ps_accuracy(mode)
+                record(f"ps_{mode}_accuracy", accuracy / minutes, mirrored_accuracy / mirrored_minutes,
+                       "test accuracy per minute")
+
     peers = {"overhead": "hand-written LibTorch loop", "memory": "hand-written LibTorch loop",
              "vs_glibc_malloc": "hand-written loop, glibc's default malloc thresholds",
              "scaling_cnn": "PyTorch DDP (gloo)", "scaling_mlp": "PyTorch DDP (gloo)",
@@ -194,7 +249,13 @@ def main():
              "allreduce_own": "our shared-memory all-reduce alone", "efficiency_cnn": "our 1 worker",
              "ceiling_cnn": "our 1 worker (ours: 2 independent 1-worker runs at once, no all-reduce)",
              "gpu_cnn_512": f"hand-written LibTorch loop on {gpu_name}",
-             "gpu_resnet18": f"hand-written LibTorch loop on {gpu_name}"}
+             "gpu_resnet18": f"hand-written LibTorch loop on {gpu_name}",
+             "ps_async": "MultiWorkerMirroredStrategy, 2 workers", "ps_sync": "MultiWorkerMirroredStrategy, 2 workers",
+             "ps_async_straggler": "MultiWorkerMirroredStrategy, 2 workers, worker 1 slowed 2x",
+             "ps_sync_straggler": "MultiWorkerMirroredStrategy, 2 workers, worker 1 slowed 2x",
+             "ps_transfer": "bare gRPC streams of the same bytes",
+             "ps_async_accuracy": "MultiWorkerMirroredStrategy, 2 workers",
+             "ps_sync_accuracy": "MultiWorkerMirroredStrategy, 2 workers"}
     print(f"TorchEstimator benchmarks on {platform.node()}: {os.cpu_count()} cores, "
           f"{repetitions} repetition(s), medians{' (quick sizes: not a measurement)' if args.quick else ''}")
     if "gpu" in only and not gpu_name:

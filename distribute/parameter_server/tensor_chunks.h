@@ -31,13 +31,36 @@ struct TensorToSend {
   at::Tensor tensor;  ///< on the CPU; made contiguous when it is not
 };
 
-/// Adds `tensors` as chunks to stream messages: `message` (whose other fields the caller has
-/// set) gets chunks until it holds kChunkBytes, then `write(message)` sends it and it is
-/// cleared for the next; the last message is written too, even without chunks. Returns false
-/// as soon as a write does.
+/// Cuts tensors into the chunks of a stream of messages: the current message (whose other
+/// fields the caller may set) gets chunks until it holds kChunkBytes, then `write` sends it
+/// (and may move from it) and a cleared one follows.
 template <typename Message>
-bool WriteChunked(const std::vector<TensorToSend>& tensors, Message& message,
-                  const std::function<bool(const Message&)>& write);
+class ChunkWriter {
+ public:
+  explicit ChunkWriter(std::function<bool(Message&)> write) : write_(std::move(write)) {}
+  /// The message being filled.
+  Message& message() { return message_; }
+  /// Adds one tensor's chunks, copying its bytes into the messages; false as soon as a write is.
+  bool add(const TensorToSend& tensor);
+  /// Writes the last message, even without chunks; false when the write is.
+  bool finish() { return write_(message_); }
+
+ private:
+  std::function<bool(Message&)> write_;
+  Message message_;
+  int64_t in_message_ = 0;
+};
+
+/// Writes `tensors` in chunks after `header` (the first message's other fields).
+template <typename Message>
+bool WriteChunked(const std::vector<TensorToSend>& tensors, const Message& header,
+                  const std::function<bool(Message&)>& write) {
+  ChunkWriter<Message> writer(write);
+  writer.message() = header;
+  for (const TensorToSend& tensor : tensors)
+    if (!writer.add(tensor)) return false;
+  return writer.finish();
+}
 
 /// Puts tensors back together from their chunks, checking every chunk against what was
 /// announced: a chunk out of order, past the end or of an unknown dtype is an error.
@@ -68,26 +91,22 @@ void AddChunk(google::protobuf::RepeatedPtrField<ps::TensorChunk>& chunks, const
 }  // namespace detail
 
 template <typename Message>
-bool WriteChunked(const std::vector<TensorToSend>& tensors, Message& message,
-                  const std::function<bool(const Message&)>& write) {
-  int64_t in_message = 0;
-  for (const TensorToSend& item : tensors) {
-    const at::Tensor contiguous = item.tensor.contiguous();
-    const int64_t total = static_cast<int64_t>(contiguous.nbytes());
-    int64_t offset = 0;
-    do {
-      const int64_t bytes = std::min(total - offset, kChunkBytes - in_message);
-      detail::AddChunk(*message.mutable_chunks(), item, contiguous, offset, bytes);
-      offset += bytes;
-      in_message += bytes;
-      if (in_message >= kChunkBytes) {
-        if (!write(message)) return false;
-        message.Clear();
-        in_message = 0;
-      }
-    } while (offset < total);
-  }
-  return write(message);
+bool ChunkWriter<Message>::add(const TensorToSend& tensor) {
+  const at::Tensor contiguous = tensor.tensor.contiguous();
+  const int64_t total = static_cast<int64_t>(contiguous.nbytes());
+  int64_t offset = 0;
+  do {
+    const int64_t bytes = std::min(total - offset, kChunkBytes - in_message_);
+    detail::AddChunk(*message_.mutable_chunks(), tensor, contiguous, offset, bytes);
+    offset += bytes;
+    in_message_ += bytes;
+    if (in_message_ >= kChunkBytes) {
+      if (!write_(message_)) return false;
+      message_.Clear();
+      in_message_ = 0;
+    }
+  } while (offset < total);
+  return true;
 }
 
 }  // namespace est::distribute

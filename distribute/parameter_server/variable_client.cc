@@ -124,7 +124,7 @@ bool VariableClient::initialize(uint64_t plan, const std::vector<ps::ShardSpec>&
     *request.mutable_rule() = rule;
     request.set_replace(replace);
     WriteChunked<ps::InitializeRequest>(tensors, request,
-                                        [&](const ps::InitializeRequest& message) { return writer->Write(message); });
+                                        [&](ps::InitializeRequest& message) { return writer->Write(message); });
     writer->WritesDone();
     return writer->Finish();
   });
@@ -167,7 +167,7 @@ ps::PushReply VariableClient::push(const ps::PushRequest& header, const std::vec
   impl_->call("push", [&](grpc::ClientContext& context) {
     auto writer = impl_->stub->Push(&context, &reply);
     ps::PushRequest request = header;
-    WriteChunked<ps::PushRequest>(gradients, request, [&](const ps::PushRequest& message) { return writer->Write(message); });
+    WriteChunked<ps::PushRequest>(gradients, request, [&](ps::PushRequest& message) { return writer->Write(message); });
     writer->WritesDone();
     return writer->Finish();
   });

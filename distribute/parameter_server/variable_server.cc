@@ -111,14 +111,24 @@ class VariableServiceImpl final : public ps::VariableService::Service {
     if (grpc::Status finished = check_not_finished(request->worker()); !finished.ok()) return finished;
     if (!shards_.initialized())
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "ps " + std::to_string(task_) + " holds no variables yet");
-    ShardValues values = shards_.pull(request->worker(), request->with_state(), LimitOf(*context));
-    ps::PullReply reply;
-    reply.set_global_step(values.global_step);
-    reply.set_incarnation(incarnation_);
-    if (request->with_state()) reply.mutable_input_positions()->insert(values.input_positions.begin(), values.input_positions.end());
-    const bool written = WriteChunked<ps::PullReply>(values.tensors, reply, [&](const ps::PullReply& message) {
-      return writer->Write(message);
+    // Each shard is copied once, into the messages, under its lock; they are sent after.
+    std::vector<ps::PullReply> messages;
+    ChunkWriter<ps::PullReply> chunks([&](ps::PullReply& message) {
+      messages.push_back(std::move(message));
+      return true;
     });
+    const PullHeader header = shards_.pull(request->worker(), request->with_state(), LimitOf(*context),
+                                           [&](uint32_t id, const std::string& slot, const at::Tensor& tensor) {
+                                             chunks.add({id, slot, tensor});
+                                           });
+    chunks.finish();
+    ps::PullReply& first = messages.front();
+    first.set_global_step(header.global_step);
+    first.set_incarnation(incarnation_);
+    if (request->with_state())
+      first.mutable_input_positions()->insert(header.input_positions.begin(), header.input_positions.end());
+    bool written = true;
+    for (const ps::PullReply& message : messages) written = written && writer->Write(message);
     return written ? grpc::Status::OK : grpc::Status(grpc::StatusCode::CANCELLED, "the puller went away");
   }
 

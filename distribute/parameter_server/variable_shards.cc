@@ -241,7 +241,7 @@ std::string VariableShards::apply(const ShardPush& push, const CallLimit& limit,
   return "";
 }
 
-ShardValues VariableShards::pull(uint32_t worker, bool with_state, const CallLimit& limit) {
+PullHeader VariableShards::pull(uint32_t worker, bool with_state, const CallLimit& limit, const TensorVisitor& visit) {
   if (rule().mode() == ps::UpdateRule::BOUNDED) {
     std::unique_lock<std::mutex> lock(mutex_);
     seen(worker);
@@ -264,19 +264,17 @@ ShardValues VariableShards::pull(uint32_t worker, bool with_state, const CallLim
     lock.lock();
   }
   seen(worker);
-  ShardValues values;
-  values.global_step = global_step_;
-  values.input_positions = input_positions_;
+  PullHeader header;
+  header.global_step = global_step_;
+  header.input_positions = input_positions_;
   if (!with_state) lock.unlock();
-  torch::NoGradGuard no_grad;
   for (const auto& [id, shard] : shards_) {
     std::lock_guard<std::mutex> shard_lock(shard->mutex);
-    values.tensors.push_back({id, "", shard->value.clone()});
+    visit(id, "", shard->value);
     if (with_state && shard->optimizer)
-      for (auto& [slot, tensor] : GetOptimizerSlots(*shard->optimizer, shard->value))
-        values.tensors.push_back({id, slot, tensor.clone()});
+      for (const auto& [slot, tensor] : GetOptimizerSlots(*shard->optimizer, shard->value)) visit(id, slot, tensor);
   }
-  return values;
+  return header;
 }
 
 void VariableShards::leave(uint32_t worker) {

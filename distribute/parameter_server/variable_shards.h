@@ -45,12 +45,15 @@ struct PushOutcome {
   bool dropped = false;
 };
 
-/// What a pull returns.
-struct ShardValues {
+/// What a pull returns besides the tensors.
+struct PullHeader {
   int64_t global_step = 0;
-  std::vector<TensorToSend> tensors;
   std::map<uint32_t, int64_t> input_positions;
 };
+
+/// Sees one tensor of a pull (shard id, slot "" for the value, the tensor itself) while its
+/// shard's lock is held: it must copy what it keeps.
+using TensorVisitor = std::function<void(uint32_t shard, const std::string& slot, const at::Tensor& tensor)>;
 
 /// When a call that waits gives up: its deadline, or its caller went away.
 struct CallLimit {
@@ -99,10 +102,11 @@ class VariableShards {
   /// applied; "" on success.
   std::string apply(const ShardPush& push, const CallLimit& limit, PushOutcome& outcome);
 
-  /// Copies of every shard's value; `with_state`: also their optimizer slots, all at one
-  /// version (no update applies while they are copied). BOUNDED: first waits while `worker`
-  /// is more than the staleness ahead of the slowest live worker (until `limit`).
-  ShardValues pull(uint32_t worker, bool with_state, const CallLimit& limit);
+  /// Hands `visit` every shard's value, each under its shard's lock; `with_state`: also
+  /// their optimizer slots, all at one version (no update applies meanwhile). BOUNDED: first
+  /// waits while `worker` is more than the staleness ahead of the slowest live worker (until
+  /// `limit`).
+  PullHeader pull(uint32_t worker, bool with_state, const CallLimit& limit, const TensorVisitor& visit);
 
   /// Worker `worker` stops training: waits no longer count it.
   void leave(uint32_t worker);
