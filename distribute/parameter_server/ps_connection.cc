@@ -217,8 +217,6 @@ PsValues PsConnection::pull(bool with_state) {
   return values;
 }
 
-ps::DescribeReply PsConnection::describe_first() { return clients_.front()->describe_task(); }
-
 ps::PushReply PsConnection::push(const std::vector<at::Tensor>& gradients,
                                  const std::vector<std::optional<ps::OptimizerConfig>>& optimizers,
                                  int64_t input_position, int64_t step) {

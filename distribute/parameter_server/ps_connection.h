@@ -92,8 +92,6 @@ class PsConnection {
   ps::PushReply push(const std::vector<at::Tensor>& gradients,
                      const std::vector<std::optional<ps::OptimizerConfig>>& optimizers, int64_t input_position,
                      int64_t step);
-  /// ps 0's answer to Describe, now.
-  ps::DescribeReply describe_first();
 
   /// Tells every task that the job is finished (the chief) or that this worker leaves;
   /// failures are logged, not thrown (a task may have exited).

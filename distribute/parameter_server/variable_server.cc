@@ -6,6 +6,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <random>
 #include <set>
@@ -16,7 +17,6 @@
 #include "distribute/parameter_server/variable_shards.h"
 #include "distribute/rendezvous/call_admission.h"
 #include "distribute/rendezvous/grpc_credentials.h"
-#include "distribute/rendezvous/grpc_logging.h"
 
 namespace est::distribute {
 namespace {
@@ -36,6 +36,28 @@ CallLimit LimitOf(const grpc::ServerContext& context) {
     limit.deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(left);
   limit.cancelled = [&context] { return context.IsCancelled(); };
   return limit;
+}
+
+/// Reads every message of a client stream: their chunks into `assembler` (each chunk's slot
+/// must pass `slot_ok`), the first message's other fields into `header`. INVALID_ARGUMENT
+/// for a stream without messages, a chunk that does not fit, or an incomplete tensor.
+template <typename Request>
+grpc::Status ReadChunked(grpc::ServerReader<Request>& reader, const char* call, TensorAssembler& assembler,
+                         Request& header, const std::function<bool(const std::string& slot)>& slot_ok) {
+  Request request;
+  bool first = true;
+  while (reader.Read(&request)) {
+    for (const ps::TensorChunk& chunk : request.chunks()) {
+      if (!slot_ok(chunk.slot())) return Invalid(std::string("a ") + call + " carries slot '" + chunk.slot() + "'");
+      if (std::string error = assembler.add(chunk); !error.empty()) return Invalid(error);
+    }
+    request.clear_chunks();
+    if (first) header = std::move(request);
+    first = false;
+  }
+  if (first) return Invalid(std::string("a ") + call + " call without messages");
+  if (std::string error = assembler.check_complete(); !error.empty()) return Invalid(error);
+  return grpc::Status::OK;
 }
 
 class VariableServiceImpl final : public ps::VariableService::Service {
@@ -75,19 +97,11 @@ class VariableServiceImpl final : public ps::VariableService::Service {
   grpc::Status Initialize(grpc::ServerContext* context, grpc::ServerReader<ps::InitializeRequest>* reader,
                           ps::InitializeReply* reply) override {
     if (grpc::Status refused = admission_.admit(*context); !refused.ok()) return refused;
-    ps::InitializeRequest request;
     ps::InitializeRequest header;
     TensorAssembler assembler;
-    bool first = true;
-    while (reader->Read(&request)) {
-      for (const ps::TensorChunk& chunk : request.chunks())
-        if (std::string error = assembler.add(chunk); !error.empty()) return Invalid(error);
-      request.clear_chunks();
-      if (first) header = std::move(request);
-      first = false;
-    }
-    if (first) return Invalid("an Initialize call without messages");
-    if (std::string error = assembler.check_complete(); !error.empty()) return Invalid(error);
+    if (grpc::Status invalid = ReadChunked(*reader, "Initialize", assembler, header, [](const std::string&) { return true; });
+        !invalid.ok())
+      return invalid;
     const std::vector<ps::ShardSpec> specs(header.shards().begin(), header.shards().end());
     const std::map<uint32_t, int64_t> positions(header.input_positions().begin(), header.input_positions().end());
     bool initialized_now = false;
@@ -217,19 +231,10 @@ class VariableServiceImpl final : public ps::VariableService::Service {
 class VariableServerImpl final : public VariableServer {
  public:
   explicit VariableServerImpl(const VariableServiceOptions& options) : service_(options) {
-    detail::RouteGrpcLogs();
-    const std::string address = detail::GrpcAddress(options.host, options.port);
-    grpc::ServerBuilder builder;
-    int picked = 0;
-    builder.AddListeningPort(address, detail::ServerCredentials(options.tls), &picked);
-    builder.RegisterService(&service_);
-    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-    builder.SetMaxReceiveMessageSize(kMaxVariableMessageBytes);
-    builder.SetMaxSendMessageSize(kMaxVariableMessageBytes);
-    server_ = builder.BuildAndStart();
-    EST_CHECK(server_ != nullptr && picked > 0, CommunicationError, "cannot serve ps ", options.task, " at ", address,
-              ": the port is taken or the host is not this machine's");
-    port_ = static_cast<uint16_t>(picked);
+    detail::StartedServer started = detail::StartGrpcServer(service_, options.host, options.port, options.tls,
+                                                            kMaxVariableMessageBytes, "ps " + std::to_string(options.task));
+    server_ = std::move(started.server);
+    port_ = started.port;
     service_.set_port(port_);
   }
   ~VariableServerImpl() override { server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200)); }

@@ -1,7 +1,10 @@
 #include "distribute/rendezvous/grpc_credentials.h"
 
+#include <grpcpp/server_builder.h>
+
 #include "common/error.h"
 #include "common/file_util.h"
+#include "distribute/rendezvous/grpc_logging.h"
 
 namespace est::distribute::detail {
 namespace {
@@ -54,6 +57,25 @@ std::shared_ptr<grpc::ChannelCredentials> ClientCredentials(const GrpcStoreTls& 
 std::string GrpcAddress(const std::string& host, uint16_t port) {
   const bool ipv6 = host.find(':') != std::string::npos && host.front() != '[';
   return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+StartedServer StartGrpcServer(grpc::Service& service, const std::string& host, uint16_t port, const GrpcStoreTls& tls,
+                              int max_message_bytes, const std::string& what) {
+  RouteGrpcLogs();
+  const std::string address = GrpcAddress(host, port);
+  grpc::ServerBuilder builder;
+  int picked = 0;
+  builder.AddListeningPort(address, ServerCredentials(tls), &picked);
+  builder.RegisterService(&service);
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.SetMaxReceiveMessageSize(max_message_bytes);
+  builder.SetMaxSendMessageSize(max_message_bytes);
+  StartedServer started;
+  started.server = builder.BuildAndStart();
+  EST_CHECK(started.server != nullptr && picked > 0, CommunicationError, "cannot serve ", what, " at ", address,
+            ": the port is taken or the host is not this machine's");
+  started.port = static_cast<uint16_t>(picked);
+  return started;
 }
 
 }  // namespace est::distribute::detail

@@ -4,6 +4,8 @@
 
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server.h>
+#include <grpcpp/impl/service_type.h>
 
 #include <cstdint>
 #include <memory>
@@ -24,5 +26,18 @@ std::shared_ptr<grpc::ChannelCredentials> ClientCredentials(const GrpcStoreTls& 
 
 /// "host:port" as gRPC takes it: an IPv6 literal in brackets ("[::1]:29500").
 std::string GrpcAddress(const std::string& host, uint16_t port);
+
+/// A started gRPC server and the port it listens on.
+struct StartedServer {
+  std::unique_ptr<grpc::Server> server;
+  uint16_t port = 0;
+};
+
+/// Serves `service` at host:port (0: a free port) with `tls`, messages up to
+/// `max_message_bytes`, one server per port (without SO_REUSEPORT a second server on the
+/// port would share the first's clients). CommunicationError "cannot serve <what> at
+/// <address>" when it cannot listen.
+StartedServer StartGrpcServer(grpc::Service& service, const std::string& host, uint16_t port, const GrpcStoreTls& tls,
+                              int max_message_bytes, const std::string& what);
 
 }  // namespace est::distribute::detail

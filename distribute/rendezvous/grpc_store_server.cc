@@ -8,7 +8,6 @@
 #include "common/error.h"
 #include "distribute/rendezvous/call_admission.h"
 #include "distribute/rendezvous/grpc_credentials.h"
-#include "distribute/rendezvous/grpc_logging.h"
 #include "distribute/rendezvous/grpc_store.h"
 #include "distribute/rendezvous/key_table.h"
 #include "distribute/rendezvous/store_service.grpc.pb.h"
@@ -101,20 +100,11 @@ class StoreServiceImpl final : public pb::StoreService::Service {
 class GrpcStoreServerImpl final : public GrpcStoreServer {
  public:
   explicit GrpcStoreServerImpl(const GrpcStoreOptions& options) : service_(options) {
-    detail::RouteGrpcLogs();
-    const std::string address = detail::GrpcAddress(options.host, options.port);
-    grpc::ServerBuilder builder;
-    int picked = 0;
-    builder.AddListeningPort(address, detail::ServerCredentials(options.tls), &picked);
-    builder.RegisterService(&service_);
-    // One server per port: with SO_REUSEPORT a second chief on the port would share its clients.
-    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-    builder.SetMaxReceiveMessageSize(options.max_value_bytes + options.max_key_bytes + 1024);
-    builder.SetMaxSendMessageSize(options.max_value_bytes + options.max_key_bytes + 1024);
-    server_ = builder.BuildAndStart();
-    EST_CHECK(server_ != nullptr && picked > 0, CommunicationError, "cannot serve the job's store at ", address,
-              ": the port is taken or the host is not this machine's");
-    port_ = static_cast<uint16_t>(picked);
+    detail::StartedServer started =
+        detail::StartGrpcServer(service_, options.host, options.port, options.tls,
+                                options.max_value_bytes + options.max_key_bytes + 1024, "the job's store");
+    server_ = std::move(started.server);
+    port_ = started.port;
     service_.set_port(port_);
   }
   ~GrpcStoreServerImpl() override {
