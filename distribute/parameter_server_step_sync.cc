@@ -62,7 +62,12 @@ class ParameterServerStepSync final : public StepSync {
       ps_ready_ = true;
     }
     if (!initial_) {
-      initial_ = connection_->pull(/*with_state=*/false);
+      try {
+        initial_ = connection_->pull(/*with_state=*/false);
+      } catch (const PsJobFinished&) {
+        job_finished_ = true;  // the job ended before this worker's first step: it takes none
+        return;
+      }
       pulled_step_ = initial_->global_step;
     }
     const auto& plan = connection_->placement().variables();
@@ -91,6 +96,10 @@ class ParameterServerStepSync final : public StepSync {
 
   int64_t apply(std::vector<ReplicaStep>& replicas, bool finite, int64_t global_step, int64_t input_position,
                 const std::function<void()>&, StepFlags& flags) override {
+    if (job_finished_) {
+      flags.job_finished = true;
+      return global_step;
+    }
     ReplicaStep& step = replicas.front();
     if (variables_.empty()) bind(step, global_step, input_position);
     initial_.reset();
@@ -252,6 +261,7 @@ class ParameterServerStepSync final : public StepSync {
   const std::function<std::optional<TrainingProgress>()> restore_latest_checkpoint_;
   bool checked_ = false;   ///< whether the ps tasks were asked if they hold variables
   bool ps_ready_ = false;  ///< the ps tasks hold the variables
+  bool job_finished_ = false;  ///< the chief finished the job before this worker's first step
   NamedVariables created_;  ///< every variable replica 0 created, by name
   std::optional<PsValues> initial_;  ///< the first pull, for the variables as model_fn creates them
   std::vector<at::Tensor> variables_;  ///< this replica's variables in the plan's order

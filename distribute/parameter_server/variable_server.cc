@@ -91,6 +91,7 @@ class VariableServiceImpl final : public ps::VariableService::Service {
     reply->mutable_input_positions()->insert(positions.begin(), positions.end());
     *reply->mutable_rule() = shards_.rule();
     reply->set_max_staleness(shards_.max_staleness());
+    reply->set_dropped_pushes(shards_.dropped_pushes());
     return grpc::Status::OK;
   }
 

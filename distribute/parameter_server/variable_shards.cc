@@ -59,6 +59,11 @@ int64_t VariableShards::max_staleness() const {
   return max_staleness_;
 }
 
+int64_t VariableShards::dropped_pushes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return dropped_pushes_;
+}
+
 std::string VariableShards::initialize(uint64_t plan, const std::vector<ps::ShardSpec>& specs,
                                        std::map<TensorKey, at::Tensor> tensors, int64_t global_step,
                                        const std::map<uint32_t, int64_t>& input_positions,
@@ -209,6 +214,7 @@ std::string VariableShards::apply(const ShardPush& push, const CallLimit& limit,
   // SYNC: a push for a step already applied is dropped (a backup worker's, or a late one's),
   // as is one for a step this task has not reached (values from before a restore).
   if (push.step != global_step_) {
+    ++dropped_pushes_;
     outcome.global_step = global_step_;
     outcome.dropped = true;
     return "";

@@ -84,6 +84,8 @@ class VariableShards {
   /// BOUNDED: the most pushes a puller was ahead of the slowest live worker when its pull
   /// returned.
   int64_t max_staleness() const;
+  /// SYNC: pushes dropped because their step was already applied.
+  int64_t dropped_pushes() const;
 
   /// Takes the shards of `specs` with their values (slot "") and optimizer slots from
   /// `tensors`, the global step, the input positions, the plan's variables and the update
@@ -151,6 +153,7 @@ class VariableShards {
   ps::UpdateRule rule_;
   int64_t global_step_ = 0;
   int64_t max_staleness_ = 0;
+  int64_t dropped_pushes_ = 0;
   std::map<uint32_t, uint64_t> last_sequence_;
   std::map<uint32_t, int64_t> input_positions_;
   std::map<uint32_t, Worker> workers_;
