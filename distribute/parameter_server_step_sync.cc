@@ -17,14 +17,6 @@
 namespace est::distribute {
 namespace {
 
-/// True when a parameter group of `optimizer` holds `variable`.
-bool Holds(const torch::optim::Optimizer& optimizer, const at::Tensor& variable) {
-  for (const auto& group : optimizer.param_groups())
-    for (const auto& parameter : group.params())
-      if (parameter.unsafeGetTensorImpl() == variable.unsafeGetTensorImpl()) return true;
-  return false;
-}
-
 class ParameterServerStepSync final : public StepSync {
  public:
   ParameterServerStepSync(std::shared_ptr<PsConnection> connection, bool is_chief, const StepSyncOptions& options)
@@ -126,7 +118,7 @@ class ParameterServerStepSync final : public StepSync {
     const PsValues values = recovering([&] { return connection_->pull(/*with_state=*/true); });
     assign(values.values);
     for (size_t v = 0; v < variables_.size(); ++v)
-      if (optimizer_ != nullptr && Holds(*optimizer_, variables_[v]))
+      if (optimizer_ != nullptr && OptimizerHolds(*optimizer_, variables_[v]))
         SetOptimizerSlots(*optimizer_, variables_[v], values.slots[v]);
     TrainingProgress progress;
     progress.global_step = values.global_step;
@@ -161,11 +153,11 @@ class ParameterServerStepSync final : public StepSync {
       std::vector<OptimizerSlots> slots;
       for (const at::Tensor& variable : step.variables) {
         values.push_back(variable.detach());
-        slots.push_back(Holds(*optimizer_, variable) ? GetOptimizerSlots(*optimizer_, variable) : OptimizerSlots{});
+        slots.push_back(OptimizerHolds(*optimizer_, variable) ? GetOptimizerSlots(*optimizer_, variable) : OptimizerSlots{});
       }
       std::vector<std::optional<ps::OptimizerConfig>> optimizers;
       for (size_t v = 0; v < infos.size(); ++v)
-        optimizers.push_back(Holds(*optimizer_, step.variables[v])
+        optimizers.push_back(OptimizerHolds(*optimizer_, step.variables[v])
                                  ? std::optional<ps::OptimizerConfig>(DescribeOptimizer(*optimizer_, step.variables[v], infos[v].name))
                                  : std::nullopt);
       pulled_step_ = global_step;
@@ -243,7 +235,7 @@ class ParameterServerStepSync final : public StepSync {
     std::vector<std::optional<ps::OptimizerConfig>> optimizers;
     const auto& plan = connection_->placement().variables();
     for (size_t v = 0; v < variables_.size(); ++v)
-      optimizers.push_back(Holds(optimizer, variables_[v])
+      optimizers.push_back(OptimizerHolds(optimizer, variables_[v])
                                ? std::optional<ps::OptimizerConfig>(DescribeOptimizer(optimizer, variables_[v], plan[v].name))
                                : std::nullopt);
     return optimizers;

@@ -100,6 +100,13 @@ void Apply(optim::RMSpropOptions& options, const ps::OptimizerConfig& config) {
 
 }  // namespace
 
+bool OptimizerHolds(const optim::Optimizer& optimizer, const at::Tensor& variable) {
+  for (const auto& group : optimizer.param_groups())
+    for (const auto& parameter : group.params())
+      if (parameter.unsafeGetTensorImpl() == variable.unsafeGetTensorImpl()) return true;
+  return false;
+}
+
 ps::OptimizerConfig DescribeOptimizer(const optim::Optimizer& optimizer, const at::Tensor& variable,
                                       const std::string& name) {
   const optim::OptimizerOptions& options = GroupOptions(optimizer, variable, name);

@@ -21,6 +21,9 @@ namespace est::distribute {
 /// dimension 0, and scalars ("step"), the same on every shard.
 using OptimizerSlots = std::vector<std::pair<std::string, at::Tensor>>;
 
+/// True when a parameter group of `optimizer` holds `variable`.
+bool OptimizerHolds(const torch::optim::Optimizer& optimizer, const at::Tensor& variable);
+
 /// The kind and options of the parameter group of `optimizer` that holds `variable`.
 /// ConfigError naming `name` and the optimizer's type when it is not one a ps can apply, or
 /// when no group holds `variable`.
