@@ -103,7 +103,7 @@ class ParameterServerStepSync final : public StepSync {
           connection_->push(gradients, describe_optimizers(*step.optimizer), input_position, pulled_step_);
         });
       }
-      const PsValues values = recovering([&] { return connection_->pull(/*with_state=*/false); });
+      const PsValues values = recovering([&] { return connection_->pull(/*with_state=*/false, variables_); });
       assign(values.values);
       pulled_step_ = values.global_step;
       return values.global_step;
@@ -115,7 +115,7 @@ class ParameterServerStepSync final : public StepSync {
 
   std::optional<TrainingProgress> before_save() override {
     if (variables_.empty()) return std::nullopt;  // the ps tasks hold the chief's own values yet
-    const PsValues values = recovering([&] { return connection_->pull(/*with_state=*/true); });
+    const PsValues values = recovering([&] { return connection_->pull(/*with_state=*/true, variables_); });
     assign(values.values);
     for (size_t v = 0; v < variables_.size(); ++v)
       if (optimizer_ != nullptr && OptimizerHolds(*optimizer_, variables_[v]))
@@ -241,10 +241,16 @@ class ParameterServerStepSync final : public StepSync {
     return optimizers;
   }
 
-  /// Copies the pulled values into this replica's variables.
+  /// Puts the pulled values into this replica's variables: copies them, or, where the pull
+  /// wrote into the variable itself, counts the change as an in-place one (autograd's version).
   void assign(const std::vector<at::Tensor>& values) {
     torch::NoGradGuard no_grad;
-    for (size_t v = 0; v < variables_.size(); ++v) variables_[v].copy_(values[v]);
+    for (size_t v = 0; v < variables_.size(); ++v) {
+      if (values[v].is_same(variables_[v]))
+        variables_[v].unsafeGetTensorImpl()->bump_version();
+      else
+        variables_[v].copy_(values[v]);
+    }
   }
 
   std::shared_ptr<PsConnection> connection_;

@@ -180,14 +180,8 @@ nlohmann::json RunTransfer(const Flags& flags) {
     const auto push_start = Clock::now();
     connection.push(gradients, optimizers, 0, 0);
     push_seconds += std::chrono::duration<double>(Clock::now() - push_start).count();
-    connection.pull(false);
+    connection.pull(false, values);  // into the variables, as a worker's step does
   };
-  for (int64_t i = 0; i < flags.warmup; ++i) ours_step();
-  push_seconds = 0;
-  auto start = Clock::now();
-  for (int64_t i = 0; i < flags.steps; ++i) ours_step();
-  const double ours_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-
   RawTransferService raw_service;
   grpc::ServerBuilder builder;
   int port = 0;
@@ -224,10 +218,22 @@ nlohmann::json RunTransfer(const Flags& flags) {
     while (reader->Read(&chunk)) received += static_cast<int64_t>(chunk.data().size());
     EST_CHECK(reader->Finish().ok() && received == bytes, est::CommunicationError, "raw transfer: receive failed");
   };
-  for (int64_t i = 0; i < flags.warmup; ++i) raw_step();
-  start = Clock::now();
-  for (int64_t i = 0; i < flags.steps; ++i) raw_step();
-  const double raw_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  // Alternated step by step, so that both see the same machine.
+  for (int64_t i = 0; i < flags.warmup; ++i) {
+    ours_step();
+    raw_step();
+  }
+  push_seconds = 0;
+  double ours_seconds = 0;
+  double raw_seconds = 0;
+  for (int64_t i = 0; i < flags.steps; ++i) {
+    auto start = Clock::now();
+    ours_step();
+    ours_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    start = Clock::now();
+    raw_step();
+    raw_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  }
   raw_server->Shutdown();
   const double moved = 2.0 * static_cast<double>(bytes) * static_cast<double>(flags.steps) / 1e9;
   return {{"bytes_per_step", 2 * bytes}, {"ours_gbytes_per_sec", moved / ours_seconds},

@@ -164,11 +164,27 @@ bool PsConnection::initialize(const std::vector<VariableInfo>& variables, const 
   return initialized_now.front();
 }
 
-PsValues PsConnection::pull(bool with_state) {
+PsValues PsConnection::pull(bool with_state, const std::vector<at::Tensor>& into) {
   const Placement& plan = placement();
+  EST_ASSERT(into.empty() || into.size() == plan.variables().size(), "one destination per variable of the plan");
+  // Where each variable's values land: the caller's tensor, or a buffer kept for the next pull.
+  std::vector<at::Tensor> destinations;
+  for (size_t v = 0; v < plan.variables().size(); ++v) {
+    const VariableInfo& variable = plan.variables()[v];
+    const bool usable = !into.empty() && into[v].defined() && into[v].is_cpu() && into[v].is_contiguous() &&
+                        into[v].sizes() == at::IntArrayRef(variable.shape) && into[v].scalar_type() == variable.dtype;
+    destinations.push_back(usable ? into[v]
+                                  : buffers_.take({0, static_cast<uint32_t>(v), ""}, variable.shape, variable.dtype));
+  }
+  auto destination = [&](const TensorKey& key, at::IntArrayRef, at::ScalarType) -> at::Tensor {
+    if (!key.second.empty() || key.first >= plan.shards().size()) return {};  // optimizer state: new tensors
+    const Shard& shard = plan.shards()[key.first];
+    const at::Tensor& whole = destinations[static_cast<size_t>(shard.variable)];
+    return shard.parts == 1 ? whole : whole.narrow(0, shard.row_begin, shard.rows);
+  };
   std::vector<PulledValues> pulled(clients_.size());
   for_each_task([&](int task) {
-    pulled[static_cast<size_t>(task)] = clients_[static_cast<size_t>(task)]->pull(options_.worker, with_state);
+    pulled[static_cast<size_t>(task)] = clients_[static_cast<size_t>(task)]->pull(options_.worker, with_state, destination);
   });
   for (size_t task = 0; task < pulled.size(); ++task)
     if (incarnations_[task] != 0 && pulled[task].incarnation != incarnations_[task])
@@ -183,14 +199,11 @@ PsValues PsConnection::pull(bool with_state) {
       auto it = tensors.find({static_cast<uint32_t>(id), slot});
       return it == tensors.end() ? nullptr : &it->second;
     };
-    std::vector<at::Tensor> parts;
-    for (int id : ids) {
-      const at::Tensor* tensor = part(id, "");
-      EST_CHECK(tensor != nullptr, CommunicationError, clients_[static_cast<size_t>(plan.shards()[static_cast<size_t>(id)].ps)]->describe(),
+    for (int id : ids)
+      EST_CHECK(part(id, "") != nullptr, CommunicationError,
+                clients_[static_cast<size_t>(plan.shards()[static_cast<size_t>(id)].ps)]->describe(),
                 " sent no value for '", plan.variables()[v].name, "' part ", plan.shards()[static_cast<size_t>(id)].part);
-      parts.push_back(*tensor);
-    }
-    values.values.push_back(parts.size() == 1 ? parts.front() : at::cat(parts));
+    values.values.push_back(destinations[v]);
     OptimizerSlots slots;
     if (with_state) {
       const auto& first_ps = pulled[static_cast<size_t>(plan.shards()[static_cast<size_t>(ids.front())].ps)].tensors;

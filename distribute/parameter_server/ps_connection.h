@@ -16,6 +16,7 @@
 
 #include "distribute/parameter_server/placement.h"
 #include "distribute/parameter_server/shard_optimizer.h"
+#include "distribute/parameter_server/tensor_pool.h"
 #include "distribute/parameter_server/variable_server.h"
 
 namespace est::distribute {
@@ -81,8 +82,10 @@ class PsConnection {
                   const std::map<uint32_t, int64_t>& input_positions, bool replace = false);
 
   /// Every variable, whole, from every task in parallel; `with_state`: with optimizer slots and
-  /// input positions, each task's at one version.
-  PsValues pull(bool with_state);
+  /// input positions, each task's at one version. A variable's values land in into[v] when that
+  /// is a contiguous CPU tensor of its shape and dtype (the variable itself, say), else in a
+  /// buffer this connection reuses once the caller lets go of it.
+  PsValues pull(bool with_state, const std::vector<at::Tensor>& into = {});
 
   /// Pushes one step's gradients (one per variable, any device; undefined: none) with the
   /// optimizer options of each variable and this worker's input position, to every task in
@@ -104,6 +107,7 @@ class PsConnection {
 
   PsConnectionOptions options_;
   std::vector<std::unique_ptr<VariableClient>> clients_;
+  TensorPool buffers_;  ///< whole variables pulled without a destination, by variable index
   std::vector<uint64_t> incarnations_;
   std::unique_ptr<Placement> placement_;
   uint64_t sequence_ = 0;

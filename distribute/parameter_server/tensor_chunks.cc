@@ -2,7 +2,7 @@
 
 #include <ATen/ATen.h>
 
-#include <cstring>
+#include "common/error.h"
 
 namespace est::distribute {
 namespace {
@@ -13,24 +13,7 @@ std::string Describe(const TensorKey& key) {
 
 }  // namespace
 
-namespace detail {
-
-void AddChunk(google::protobuf::RepeatedPtrField<ps::TensorChunk>& chunks, const TensorToSend& tensor,
-              const at::Tensor& contiguous, int64_t offset, int64_t bytes) {
-  ps::TensorChunk* chunk = chunks.Add();
-  chunk->set_shard(tensor.shard);
-  chunk->set_slot(tensor.slot);
-  chunk->set_offset(static_cast<uint64_t>(offset));
-  if (offset == 0) {
-    for (int64_t size : contiguous.sizes()) chunk->add_shape(size);
-    chunk->set_dtype(static_cast<int32_t>(contiguous.scalar_type()));
-  }
-  chunk->mutable_data()->assign(static_cast<const char*>(contiguous.data_ptr()) + offset, static_cast<size_t>(bytes));
-}
-
-}  // namespace detail
-
-std::string TensorAssembler::add(const ps::TensorChunk& chunk) {
+std::string TensorAssembler::add(const ps::TensorChunk& chunk, FrameBytes& bytes) {
   const TensorKey key{chunk.shard(), chunk.slot()};
   auto it = tensors_.find(key);
   if (chunk.offset() == 0) {
@@ -46,7 +29,13 @@ std::string TensorAssembler::add(const ps::TensorChunk& chunk) {
         return Describe(key) + " announces a shape beyond " + std::to_string(max_bytes_) + " bytes";
       bytes *= size;
     }
-    it = tensors_.emplace(key, Partial{at::empty(shape, at::TensorOptions().dtype(dtype)), 0}).first;
+    at::Tensor tensor = destination_ ? destination_(key, shape, dtype) : at::Tensor();
+    if (!tensor.defined()) tensor = at::empty(shape, at::TensorOptions().dtype(dtype));
+    if (tensor.sizes() != at::IntArrayRef(shape) || tensor.scalar_type() != dtype)
+      return Describe(key) + " came as " + c10::toString(dtype) + " " + c10::str(at::IntArrayRef(shape)) +
+             " where " + c10::toString(tensor.scalar_type()) + " " + c10::str(tensor.sizes()) + " was expected";
+    EST_ASSERT(tensor.is_cpu() && tensor.is_contiguous(), "received chunks land in a contiguous CPU tensor");
+    it = tensors_.emplace(key, Partial{std::move(tensor), 0}).first;
   } else if (it == tensors_.end()) {
     return Describe(key) + " began at byte " + std::to_string(chunk.offset()) + " instead of 0";
   }
@@ -55,12 +44,18 @@ std::string TensorAssembler::add(const ps::TensorChunk& chunk) {
   if (static_cast<int64_t>(chunk.offset()) != partial.received)
     return Describe(key) + ": a chunk at byte " + std::to_string(chunk.offset()) + " where byte " +
            std::to_string(partial.received) + " was due";
-  if (static_cast<int64_t>(chunk.data().size()) > total - partial.received)
+  if (chunk.size() > static_cast<uint64_t>(total - partial.received))
     return Describe(key) + ": chunks past its " + std::to_string(total) + " bytes";
-  std::memcpy(static_cast<char*>(partial.tensor.data_ptr()) + partial.received, chunk.data().data(),
-              chunk.data().size());
-  partial.received += static_cast<int64_t>(chunk.data().size());
+  if (!bytes.read(static_cast<char*>(partial.tensor.data_ptr()) + partial.received, chunk.size()))
+    return Describe(key) + ": a chunk of " + std::to_string(chunk.size()) + " bytes in a frame with " +
+           std::to_string(bytes.remaining()) + " left";
+  partial.received += static_cast<int64_t>(chunk.size());
   return "";
+}
+
+std::string TensorAssembler::check_frame_read(const FrameBytes& bytes) {
+  if (bytes.remaining() == 0) return "";
+  return "a frame carries " + std::to_string(bytes.remaining()) + " bytes beyond its chunks";
 }
 
 std::string TensorAssembler::check_complete() const {

@@ -10,7 +10,7 @@
 
 #include "common/error.h"
 #include "distribute/parameter_server/variable_server.h"
-#include "distribute/parameter_server/variable_service.grpc.pb.h"
+#include "distribute/parameter_server/variable_service_rpc.h"
 #include "distribute/rendezvous/call_admission.h"
 #include "distribute/rendezvous/error_text.h"
 #include "distribute/rendezvous/grpc_credentials.h"
@@ -31,7 +31,7 @@ constexpr std::chrono::milliseconds kConnectTimeout(20000);
 struct VariableClient::Impl {
   VariableServiceOptions options;
   std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<ps::VariableService::Stub> stub;
+  std::unique_ptr<VariableServiceStub> stub;
 
   std::string describe() const {
     return "ps " + std::to_string(options.task) + " at " + detail::GrpcAddress(options.host, options.port);
@@ -93,7 +93,7 @@ VariableClient::VariableClient(VariableServiceOptions options) : impl_(std::make
   arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   impl_->channel = grpc::CreateCustomChannel(detail::GrpcAddress(impl_->options.host, impl_->options.port),
                                              detail::ClientCredentials(impl_->options.tls), arguments);
-  impl_->stub = ps::VariableService::NewStub(impl_->channel);
+  impl_->stub = std::make_unique<VariableServiceStub>(impl_->channel);
 }
 
 VariableClient::~VariableClient() = default;
@@ -123,35 +123,33 @@ bool VariableClient::initialize(uint64_t plan, const std::vector<ps::ShardSpec>&
     for (const auto& variable : variables) *request.add_variables() = variable;
     *request.mutable_rule() = rule;
     request.set_replace(replace);
-    WriteChunked<ps::InitializeRequest>(tensors, request,
-                                        [&](ps::InitializeRequest& message) { return writer->Write(message); });
+    WriteChunked<ps::InitializeRequest>(tensors, request, [&](InitializeFrame& frame) { return writer->Write(frame); });
     writer->WritesDone();
     return writer->Finish();
   });
   return reply.initialized_now();
 }
 
-PulledValues VariableClient::pull(uint32_t worker, bool with_state) {
+PulledValues VariableClient::pull(uint32_t worker, bool with_state, const TensorDestination& destination) {
   ps::PullRequest request;
   request.set_worker(worker);
   request.set_with_state(with_state);
   PulledValues values;
   impl_->call(with_state ? "pull with optimizer state" : "pull", [&](grpc::ClientContext& context) {
     values = PulledValues();
-    TensorAssembler assembler;
+    TensorAssembler assembler(int64_t{1} << 40, destination);
     std::string error;
     auto reader = impl_->stub->Pull(&context, request);
-    ps::PullReply reply;
+    PullFrame frame;
     bool first = true;
-    while (reader->Read(&reply)) {
+    while (reader->Read(&frame)) {
       if (first) {
-        values.global_step = reply.global_step();
-        values.incarnation = reply.incarnation();
-        values.input_positions.insert(reply.input_positions().begin(), reply.input_positions().end());
+        values.global_step = frame.header.global_step();
+        values.incarnation = frame.header.incarnation();
+        values.input_positions.insert(frame.header.input_positions().begin(), frame.header.input_positions().end());
         first = false;
       }
-      for (const ps::TensorChunk& chunk : reply.chunks())
-        if (error.empty()) error = assembler.add(chunk);
+      if (error.empty()) error = assembler.add(frame);
     }
     grpc::Status status = reader->Finish();
     if (status.ok() && error.empty()) error = assembler.check_complete();
@@ -167,7 +165,7 @@ ps::PushReply VariableClient::push(const ps::PushRequest& header, const std::vec
   impl_->call("push", [&](grpc::ClientContext& context) {
     auto writer = impl_->stub->Push(&context, &reply);
     ps::PushRequest request = header;
-    WriteChunked<ps::PushRequest>(gradients, request, [&](ps::PushRequest& message) { return writer->Write(message); });
+    WriteChunked<ps::PushRequest>(gradients, request, [&](PushFrame& frame) { return writer->Write(frame); });
     writer->WritesDone();
     return writer->Finish();
   });

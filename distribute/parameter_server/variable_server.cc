@@ -13,7 +13,8 @@
 
 #include "common/crash_point.h"
 #include "common/error.h"
-#include "distribute/parameter_server/variable_service.grpc.pb.h"
+#include "distribute/parameter_server/tensor_pool.h"
+#include "distribute/parameter_server/variable_service_rpc.h"
 #include "distribute/parameter_server/variable_shards.h"
 #include "distribute/rendezvous/call_admission.h"
 #include "distribute/rendezvous/grpc_credentials.h"
@@ -38,21 +39,24 @@ CallLimit LimitOf(const grpc::ServerContext& context) {
   return limit;
 }
 
-/// Reads every message of a client stream: their chunks into `assembler` (each chunk's slot
-/// must pass `slot_ok`), the first message's other fields into `header`. INVALID_ARGUMENT
-/// for a stream without messages, a chunk that does not fit, or an incomplete tensor.
-template <typename Request>
-grpc::Status ReadChunked(grpc::ServerReader<Request>& reader, const char* call, TensorAssembler& assembler,
-                         Request& header, const std::function<bool(const std::string& slot)>& slot_ok) {
-  Request request;
+/// Reads every frame of a client stream: their chunks into `assembler` (each chunk's slot must
+/// pass `slot_ok`), the first frame's other fields into `header`, which `on_header` sees before
+/// that frame's chunks land. INVALID_ARGUMENT for a stream without frames, a chunk that does not
+/// fit, or an incomplete tensor.
+template <typename Header>
+grpc::Status ReadChunked(grpc::ServerReader<TensorFrame<Header>>& reader, const char* call,
+                         TensorAssembler& assembler, Header& header,
+                         const std::function<bool(const std::string& slot)>& slot_ok,
+                         const std::function<void(const Header&)>& on_header = nullptr) {
+  TensorFrame<Header> frame;
   bool first = true;
-  while (reader.Read(&request)) {
-    for (const ps::TensorChunk& chunk : request.chunks()) {
+  while (reader.Read(&frame)) {
+    if (first && on_header) on_header(frame.header);
+    for (const ps::TensorChunk& chunk : frame.header.chunks())
       if (!slot_ok(chunk.slot())) return Invalid(std::string("a ") + call + " carries slot '" + chunk.slot() + "'");
-      if (std::string error = assembler.add(chunk); !error.empty()) return Invalid(error);
-    }
-    request.clear_chunks();
-    if (first) header = std::move(request);
+    if (std::string error = assembler.add(frame); !error.empty()) return Invalid(error);
+    frame.header.clear_chunks();
+    if (first) header = std::move(frame.header);
     first = false;
   }
   if (first) return Invalid(std::string("a ") + call + " call without messages");
@@ -60,7 +64,7 @@ grpc::Status ReadChunked(grpc::ServerReader<Request>& reader, const char* call, 
   return grpc::Status::OK;
 }
 
-class VariableServiceImpl final : public ps::VariableService::Service {
+class VariableServiceImpl final : public VariableServiceBase {
  public:
   explicit VariableServiceImpl(const VariableServiceOptions& options)
       : shards_(options.task),
@@ -95,7 +99,7 @@ class VariableServiceImpl final : public ps::VariableService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Initialize(grpc::ServerContext* context, grpc::ServerReader<ps::InitializeRequest>* reader,
+  grpc::Status Initialize(grpc::ServerContext* context, grpc::ServerReader<InitializeFrame>* reader,
                           ps::InitializeReply* reply) override {
     if (grpc::Status refused = admission_.admit(*context); !refused.ok()) return refused;
     ps::InitializeRequest header;
@@ -121,51 +125,50 @@ class VariableServiceImpl final : public ps::VariableService::Service {
   }
 
   grpc::Status Pull(grpc::ServerContext* context, const ps::PullRequest* request,
-                    grpc::ServerWriter<ps::PullReply>* writer) override {
+                    grpc::ServerWriter<PullFrame>* writer) override {
     if (grpc::Status refused = admission_.admit(*context); !refused.ok()) return refused;
     if (grpc::Status finished = check_not_finished(request->worker()); !finished.ok()) return finished;
     if (!shards_.initialized())
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "ps " + std::to_string(task_) + " holds no variables yet");
-    // Each shard is copied once, into the messages, under its lock; they are sent after.
-    std::vector<ps::PullReply> messages;
-    ChunkWriter<ps::PullReply> chunks([&](ps::PullReply& message) {
-      messages.push_back(std::move(message));
+    // Each shard is copied once, under its lock, into a snapshot the frames refer to; they are
+    // sent after.
+    std::vector<PullFrame> frames;
+    ChunkWriter<ps::PullReply> chunks([&](PullFrame& frame) {
+      frames.push_back(std::move(frame));
       return true;
     });
     const PullHeader header = shards_.pull(request->worker(), request->with_state(), LimitOf(*context),
                                            [&](uint32_t id, const std::string& slot, const at::Tensor& tensor) {
-                                             chunks.add({id, slot, tensor});
+                                             at::Tensor snapshot =
+                                                 snapshots_.take({0, id, slot}, tensor.sizes(), tensor.scalar_type());
+                                             snapshot.copy_(tensor);
+                                             chunks.add({id, slot, snapshot});
                                            });
     chunks.finish();
-    ps::PullReply& first = messages.front();
+    ps::PullReply& first = frames.front().header;
     first.set_global_step(header.global_step);
     first.set_incarnation(incarnation_);
     if (request->with_state())
       first.mutable_input_positions()->insert(header.input_positions.begin(), header.input_positions.end());
     bool written = true;
-    for (const ps::PullReply& message : messages) written = written && writer->Write(message);
+    for (const PullFrame& frame : frames) written = written && writer->Write(frame);
     return written ? grpc::Status::OK : grpc::Status(grpc::StatusCode::CANCELLED, "the puller went away");
   }
 
-  grpc::Status Push(grpc::ServerContext* context, grpc::ServerReader<ps::PushRequest>* reader,
+  grpc::Status Push(grpc::ServerContext* context, grpc::ServerReader<PushFrame>* reader,
                     ps::PushReply* reply) override {
     if (grpc::Status refused = admission_.admit(*context); !refused.ok()) return refused;
-    ps::PushRequest request;
     ps::PushRequest header;
-    TensorAssembler assembler;
-    bool first = true;
-    while (reader->Read(&request)) {
-      for (const ps::TensorChunk& chunk : request.chunks()) {
-        if (chunk.slot() != "grad") return Invalid("a push carries slot '" + chunk.slot() + "'; only gradients ('grad')");
-        if (std::string error = assembler.add(chunk); !error.empty()) return Invalid(error);
-      }
-      request.clear_chunks();
-      if (first) header = std::move(request);
-      first = false;
-    }
-    if (first) return Invalid("a Push call without messages");
+    uint32_t worker = 0;  // known once the first frame's header is read, before its chunks land
+    TensorAssembler assembler(int64_t{1} << 40, [&](const TensorKey& key, at::IntArrayRef shape, at::ScalarType dtype) {
+      return gradients_.take({worker, key.first, key.second}, shape, dtype);
+    });
+    if (grpc::Status invalid = ReadChunked<ps::PushRequest>(
+            *reader, "Push", assembler, header, [](const std::string& slot) { return slot == "grad"; },
+            [&](const ps::PushRequest& first) { worker = first.worker(); });
+        !invalid.ok())
+      return invalid;
     if (grpc::Status finished = check_not_finished(header.worker()); !finished.ok()) return finished;
-    if (std::string error = assembler.check_complete(); !error.empty()) return Invalid(error);
     if (header.incarnation() != incarnation_)
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                           "ps " + std::to_string(task_) + " restarted since this worker pulled (incarnation " +
@@ -227,6 +230,8 @@ class VariableServiceImpl final : public ps::VariableService::Service {
   std::condition_variable finished_cv_;
   bool finished_ = false;
   std::set<uint32_t> active_workers_;  ///< workers that pulled or pushed and have not left or been told
+  TensorPool snapshots_;  ///< what pulls send, by shard and slot
+  TensorPool gradients_;  ///< where pushes land, by worker and shard
 };
 
 class VariableServerImpl final : public VariableServer {

@@ -1,5 +1,5 @@
 #pragma once
-/// The variable service of a ps task (variable_service.proto): its shards of the job's
+/// The variable service of a ps task (variable_service_rpc.h): its shards of the job's
 /// variables, served at the task's address to the job's workers, and the client workers and
 /// the chief reach a ps task with.
 
@@ -78,8 +78,9 @@ class VariableClient {
                   int64_t global_step, const std::map<uint32_t, int64_t>& input_positions,
                   const std::vector<ps::VariableSpec>& variables = {}, const ps::UpdateRule& rule = {},
                   bool replace = false);
-  /// The task's values (and with `with_state`, optimizer slots and input positions at one version).
-  PulledValues pull(uint32_t worker, bool with_state);
+  /// The task's values (and with `with_state`, optimizer slots and input positions at one
+  /// version), each in the tensor `destination` gives for it (default: new tensors).
+  PulledValues pull(uint32_t worker, bool with_state, const TensorDestination& destination = nullptr);
   /// Pushes gradients (slot "grad"); returns the reply. A task that restarted since
   /// `incarnation` refuses: PsRestarted.
   ps::PushReply push(const ps::PushRequest& header, const std::vector<TensorToSend>& gradients);
