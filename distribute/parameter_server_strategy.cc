@@ -106,7 +106,8 @@ std::unique_ptr<StepSync> ParameterServerStrategy::make_step_sync(const StepSync
     connection.rule.set_staleness(options_.staleness());
     connection.rule.set_replicas_to_aggregate(options_.replicas_to_aggregate());
     connection.rule.set_num_workers(cluster_.num_worker_replicas);
-    connection.rule.set_liveness_ms(static_cast<int64_t>(options_.timeout_secs() * 1000));
+    // Half the call timeout: a step that waits for a dead worker still answers within it.
+    connection.rule.set_liveness_ms(static_cast<int64_t>(options_.timeout_secs() * 500));
     connection_ = std::make_shared<PsConnection>(std::move(connection));
     Log().info("ParameterServerStrategy: worker {} of {} ({} mode) with {} ps task(s), job '{}'", worker_index_,
                num_workers_, ParameterServerModeName(options_.mode()), connection_->num_ps(), options_.job_id());

@@ -60,7 +60,8 @@ struct ParameterServerOptions {
   /// TLS for the ps tasks' services; from the EST_TLS_* variables when unset.
   TORCH_ARG(std::optional<GrpcStoreTls>, tls);
   /// Limit on every call to a ps task (reconnecting included) and on waiting for the chief to
-  /// initialize the variables, in seconds.
+  /// initialize the variables, in seconds. Bounded and sync updates stop waiting for a worker
+  /// not heard from for half of it.
   TORCH_ARG(double, timeout_secs) = 300;
   /// How variables are cut and spread over the ps tasks (num_ps comes from the cluster).
   TORCH_ARG(PlacementOptions, placement);

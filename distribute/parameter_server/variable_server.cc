@@ -188,6 +188,7 @@ class VariableServiceImpl final : public VariableServiceBase {
       error = e.what();
     }
     if (!error.empty()) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, error);
+    if (outcome.job_finished) return JobFinished();
     CrashPoint("push", outcome.global_step);  // the fault-injection tests kill ps tasks here
     reply->set_global_step(outcome.global_step);
     reply->set_dropped(outcome.dropped);
@@ -202,6 +203,7 @@ class VariableServiceImpl final : public VariableServiceBase {
       if (request->job()) finished_ = true;
       active_workers_.erase(request->worker());
     }
+    if (request->job()) shards_.finish_job();
     if (!request->job()) shards_.leave(request->worker());
     finished_cv_.notify_all();
     return grpc::Status::OK;
@@ -219,6 +221,10 @@ class VariableServiceImpl final : public VariableServiceBase {
       active_workers_.erase(worker);
     }
     finished_cv_.notify_all();
+    return JobFinished();
+  }
+
+  static grpc::Status JobFinished() {
     return grpc::Status(grpc::StatusCode::ABORTED, "the chief finished the job's training");
   }
 

@@ -234,6 +234,11 @@ std::string VariableShards::apply(const ShardPush& push, const CallLimit& limit,
       outcome.dropped = true;
       return "";
     }
+    if (job_finished_) {  // nobody will push for this step any more
+      outcome.global_step = global_step_;
+      outcome.job_finished = true;
+      return "";
+    }
     if (round_pushes_ >= required_pushes()) {
       apply_round();
       break;
@@ -242,6 +247,7 @@ std::string VariableShards::apply(const ShardPush& push, const CallLimit& limit,
       return "step " + std::to_string(step) + " did not gather its " + std::to_string(required_pushes()) +
              " pushes in time (" + std::to_string(round_pushes_) + " arrived)";
     progress_.wait_until(lock, std::min(limit.deadline, Clock::now() + kLivenessCheck));
+    seen(push.worker);  // waiting here, it is alive
   }
   outcome.global_step = global_step_;
   return "";
@@ -253,8 +259,10 @@ PullHeader VariableShards::pull(uint32_t worker, bool with_state, const CallLimi
     seen(worker);
     const int64_t own = workers_[worker].pushes;
     int64_t slowest = slowest_pushes();
-    while (slowest >= 0 && own - slowest > rule_.staleness() && Clock::now() < limit.deadline && !limit.cancelled()) {
+    while (slowest >= 0 && own - slowest > rule_.staleness() && !job_finished_ && Clock::now() < limit.deadline &&
+           !limit.cancelled()) {
       progress_.wait_until(lock, std::min(limit.deadline, Clock::now() + kLivenessCheck));
+      seen(worker);  // waiting here, it is alive
       slowest = slowest_pushes();
     }
     if (slowest >= 0) max_staleness_ = std::max(max_staleness_, own - slowest);
@@ -287,6 +295,14 @@ void VariableShards::leave(uint32_t worker) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     workers_[worker].left = true;
+  }
+  progress_.notify_all();
+}
+
+void VariableShards::finish_job() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    job_finished_ = true;
   }
   progress_.notify_all();
 }

@@ -43,6 +43,8 @@ struct PushOutcome {
   int64_t global_step = 0;
   /// SYNC: it came for a step already applied and was dropped.
   bool dropped = false;
+  /// SYNC: the chief finished the job while the push waited for its step; nothing was applied.
+  bool job_finished = false;
 };
 
 /// What a pull returns besides the tensors.
@@ -112,6 +114,8 @@ class VariableShards {
 
   /// Worker `worker` stops training: waits no longer count it.
   void leave(uint32_t worker);
+  /// The chief finished the job: waits for other workers (sync steps, bounded pulls) end.
+  void finish_job();
 
  private:
   struct Shard {
@@ -164,6 +168,7 @@ class VariableShards {
   std::map<uint32_t, ps::OptimizerConfig> round_optimizers_;
   int round_pushes_ = 0;
   uint64_t generation_ = 0;  ///< counts initializations: a replace ends the steps waited for
+  bool job_finished_ = false;  ///< the chief finished the job: nothing waits any more
 };
 
 }  // namespace est::distribute

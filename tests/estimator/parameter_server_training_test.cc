@@ -197,6 +197,49 @@ TEST_CASE("synchronous ps training of 2 workers equals MultiWorkerMirroredStrate
   CHECK(ps.describe(0).global_step() == 30);  // one step per aggregated pair of pushes
 }
 
+TEST_CASE("sync training with a backup worker equals local training and drops only late gradients",
+          "[estimator][ps]") {
+  // Every worker trains on the same batch, so every applied step is the mean of two equal
+  // gradients of the current values: local training's step, to the last bit, whichever two
+  // workers' pushes make it.
+  auto same_batch = [](Mode, const distribute::InputContext&) {
+    auto x = torch::cos(torch::arange(48, torch::kFloat32) * 0.37).reshape({16, 3});
+    return data::Dataset::FromTensors({{"x", x}}, x.select(1, 0) * 2 - x.select(1, 1)).repeat().batch(16);
+  };
+  auto config = [](std::shared_ptr<distribute::Strategy> strategy) {
+    RunConfig config;
+    config.tf_random_seed = 5;
+    config.save_checkpoints_steps = 1000;
+    config.log_step_count_steps = 1000;
+    config.train_distribute = std::move(strategy);
+    return config;
+  };
+  const InProcessPs ps(1, /*workers=*/3);
+  const std::string dir = testing::FreshTempDir("ps_backup").string();
+  RunThreads(3, [&](int rank) {
+    auto strategy = ps.strategy(256 << 10, rank,
+                                distribute::ParameterServerOptions()
+                                    .mode(distribute::ParameterServerMode::kSync)
+                                    .replicas_to_aggregate(2)
+                                    .total_num_replicas(3));
+    // Worker 2 is slowed: its gradients come late most steps.
+    std::vector<HookPtr> hooks;
+    if (rank == 2) hooks.push_back(std::make_shared<SlowStepHook>(std::chrono::milliseconds(10)));
+    Estimator(testing::SgdRegression, dir, config(strategy)).train(same_batch, TrainOptions().max_steps(30).hooks(hooks));
+  });
+  Estimator local(testing::SgdRegression, testing::FreshTempDir("ps_backup_local").string(), config(nullptr));
+  local.train(same_batch, TrainOptions().max_steps(30));
+  Estimator synchronous(testing::SgdRegression, dir, config(nullptr));
+  CheckBitEqual(synchronous, local);
+  // Every push either made one of the 30 steps (two each) or was dropped as late: the
+  // workers' input positions count their pushes.
+  const ps::DescribeReply described = ps.describe(0);
+  int64_t pushes = 0;
+  for (const auto& [worker, position] : described.input_positions()) pushes += position;
+  CHECK(described.global_step() == 30);
+  CHECK(pushes == 2 * 30 + described.dropped_pushes());
+}
+
 TEST_CASE("bounded staleness keeps a fast worker within s steps of a straggler", "[estimator][ps]") {
   constexpr int kStaleness = 2;
   const InProcessPs ps(1, /*workers=*/2);

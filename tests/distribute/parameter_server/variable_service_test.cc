@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
+#include <future>
 #include <thread>
 
 #include "common/error.h"
@@ -176,4 +177,69 @@ TEST_CASE("an unreachable ps task is named within the timeout, and Finish ends a
   const auto waited = std::chrono::steady_clock::now();
   CHECK(server->wait_finished(5s, 5s));  // nobody left to tell: at once
   CHECK(std::chrono::steady_clock::now() - waited < 1s);
+}
+
+TEST_CASE("sync updates average replicas_to_aggregate pushes, drop late ones and stop waiting for a silent worker",
+          "[distribute][ps]") {
+  est::testing::LogCapture log(20);
+  auto server = VariableServer::Start(Options());
+  VariableClient client(Options(0, server->port()));
+  const at::Tensor w = torch::zeros({2});
+  // Three workers; a step applies the mean of two pushes (one backup worker).
+  ps::UpdateRule rule;
+  rule.set_mode(ps::UpdateRule::SYNC);
+  rule.set_replicas_to_aggregate(2);
+  rule.set_num_workers(3);
+  rule.set_liveness_ms(400);
+  const ps::ShardSpec spec = Spec(0, "w", w);  // SGD, lr 0.5
+  REQUIRE(client.initialize(1, {spec}, {{0, "", w}}, 0, {}, {}, rule));
+  std::map<uint32_t, uint64_t> sequences;
+  auto push = [&](uint32_t worker, int64_t step, float gradient) {
+    ps::PushRequest header = PushHeader(worker, ++sequences[worker], server->incarnation());
+    header.set_step(step);
+    (*header.mutable_optimizers())[0] = spec.optimizer();
+    return std::async(std::launch::async, [&client, header, gradient] {
+      return client.push(header, {{0, "grad", torch::full({2}, gradient)}});
+    });
+  };
+  auto values = [&] { return client.pull(0, false).tensors.at({0, ""}); };
+
+  // Step 0: the first push waits for the second; both answer once their mean is applied.
+  auto first = push(0, 0, 1.0f);
+  auto second = push(1, 0, 3.0f);
+  CHECK(first.get().global_step() == 1);
+  CHECK(second.get().global_step() == 1);
+  CHECK(torch::equal(values(), torch::full({2}, -1.0f)));  // 0 - 0.5 * (1 + 3) / 2
+  // The backup worker's gradients for step 0 come late: dropped, nothing applied.
+  const auto late_sent = std::chrono::steady_clock::now();
+  const ps::PushReply late = push(2, 0, 100.0f).get();
+  CHECK(late.dropped());
+  CHECK(late.global_step() == 1);
+  CHECK(client.describe_task().dropped_pushes() == 1);
+  CHECK(torch::equal(values(), torch::full({2}, -1.0f)));
+
+  // Workers 1 and 2 fall silent: after the liveness time the step no longer waits for two
+  // pushes, and a warning names each worker left out.
+  const ps::PushReply alone = push(0, 1, 2.0f).get();
+  CHECK(std::chrono::steady_clock::now() - late_sent >= 400ms);  // worker 2 was heard from at the earliest then
+  CHECK_FALSE(alone.dropped());
+  CHECK(alone.global_step() == 2);
+  CHECK(torch::equal(values(), torch::full({2}, -2.0f)));
+  CHECK_THAT(log.text(), Catch::Contains("worker 1 sent nothing for") && Catch::Contains("worker 2 sent nothing for") &&
+                             Catch::Contains("steps no longer wait for it"));
+  // A worker heard from again counts again (worker 0 counts while its push waits).
+  client.pull(1, false);
+  auto back = push(1, 2, 2.0f);
+  auto with_it = push(0, 2, 4.0f);
+  CHECK(back.get().global_step() == 3);
+  CHECK(with_it.get().global_step() == 3);
+  CHECK(torch::equal(values(), torch::full({2}, -3.5f)));
+
+  // The chief finishing the job ends a step's wait (rather than the liveness time applying it
+  // alone): the waiting push is told the job is over.
+  auto waiting = push(1, 3, 1.0f);
+  std::this_thread::sleep_for(100ms);
+  client.finish(/*job=*/true, 0);
+  CHECK_THROWS_AS(waiting.get(), PsJobFinished);
+  CHECK(client.describe_task().global_step() == 3);
 }
