@@ -57,16 +57,15 @@ data::Element ToDevice(data::Element element, c10::Device device) {
 
 Estimator::Estimator(ModelFn model_fn, std::string model_dir, RunConfig config, const nlohmann::json& params,
                      std::string warm_start_from)
-    : impl_(std::make_unique<Impl>()) {
+    : impl_(std::make_unique<Impl>(std::move(config))) {
   EST_CHECK(static_cast<bool>(model_fn), ConfigError, "Estimator needs a model_fn");
-  config.validate();
+  impl_->config.validate();
   TuneMallocForTraining();
   EST_CHECK(params.is_null() || params.is_object(), ConfigError, "Estimator params must be a JSON object, got ",
             params.type_name());
   impl_->model_fn = std::move(model_fn);
-  impl_->model_dir = ResolveModelDir(model_dir, config);
-  config.model_dir = impl_->model_dir;
-  impl_->config = std::move(config);
+  impl_->model_dir = ResolveModelDir(model_dir, impl_->config);
+  impl_->config.model_dir = impl_->model_dir;
   impl_->params = std::make_shared<const nlohmann::json>(params.is_null() ? nlohmann::json::object() : params);
   impl_->warm_start_from = std::move(warm_start_from);
   Log().info("Using config: model_dir = {}, save_summary_steps = {}, {}, keep_checkpoint_max = {}, "

@@ -16,6 +16,9 @@ class CheckpointReader;
 }
 
 struct Estimator::Impl {
+  /// Takes the Estimator's config (a default RunConfig would resolve the cluster again).
+  explicit Impl(RunConfig run_config) : config(std::move(run_config)) {}
+
   ModelFn model_fn;
   std::string model_dir;
   RunConfig config;

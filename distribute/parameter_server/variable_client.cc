@@ -63,9 +63,10 @@ struct VariableClient::Impl {
             EST_THROW(PsRestarted, describe(), ": ", what, ": ", status.error_message());
           EST_THROW(CommunicationError, describe(), ": ", what, ": ", status.error_message());
         case grpc::StatusCode::DEADLINE_EXCEEDED:
-          EST_THROW(CommunicationError, describe(), ": ", what, ": ",
-                    channel->GetState(false) == GRPC_CHANNEL_READY ? "no answer" : "the task was unreachable", " within ",
-                    DescribeDuration(timeout), " (is the ps task running, and is its address right?)");
+          if (channel->GetState(false) == GRPC_CHANNEL_READY)
+            EST_THROW(CommunicationError, describe(), ": ", what, ": no answer within ", DescribeDuration(timeout));
+          EST_THROW(CommunicationError, describe(), ": ", what, ": the task was unreachable within ",
+                    DescribeDuration(timeout), detail::UnreachableHint("ps task", options.host, options.tls));
         case grpc::StatusCode::UNAVAILABLE:
           if (Clock::now() + retry < deadline) {
             std::this_thread::sleep_for(retry);
@@ -73,7 +74,7 @@ struct VariableClient::Impl {
             continue;
           }
           EST_THROW(CommunicationError, describe(), ": ", what, ": unreachable for ", DescribeDuration(timeout),
-                    ": ", status.error_message(), " (is the ps task running, and is its address right?)");
+                    ": ", status.error_message(), detail::UnreachableHint("ps task", options.host, options.tls));
         default:
           EST_THROW(CommunicationError, describe(), ": ", what, " failed: ", status.error_message());
       }

@@ -5,6 +5,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -78,8 +79,18 @@ class VariableServiceImpl final : public VariableServiceBase {
   bool wait_finished(std::chrono::milliseconds timeout, std::chrono::milliseconds grace) {
     std::unique_lock<std::mutex> lock(finish_mutex_);
     if (!finished_cv_.wait_for(lock, timeout, [&] { return finished_; })) return false;
-    // Serve a little longer, until every worker still training has been told.
-    finished_cv_.wait_for(lock, grace, [&] { return active_workers_.empty(); });
+    // Serve a little longer, until every worker of the job, and any other that was training
+    // here, has left or been told (a worker that starts late learns the job is over instead of
+    // finding nobody at this address).
+    lock.unlock();
+    const uint32_t workers = static_cast<uint32_t>(std::max(0, shards_.rule().num_workers()));
+    lock.lock();
+    finished_cv_.wait_for(lock, grace, [&] {
+      if (!active_workers_.empty()) return false;
+      for (uint32_t worker = 0; worker < workers; ++worker)
+        if (settled_workers_.count(worker) == 0) return false;
+      return true;
+    });
     return true;
   }
 
@@ -202,6 +213,7 @@ class VariableServiceImpl final : public VariableServiceBase {
       std::lock_guard<std::mutex> lock(finish_mutex_);
       if (request->job()) finished_ = true;
       active_workers_.erase(request->worker());
+      settled_workers_.insert(request->worker());
     }
     if (request->job()) shards_.finish_job();
     if (!request->job()) shards_.leave(request->worker());
@@ -219,6 +231,7 @@ class VariableServiceImpl final : public VariableServiceBase {
         return grpc::Status::OK;
       }
       active_workers_.erase(worker);
+      settled_workers_.insert(worker);
     }
     finished_cv_.notify_all();
     return JobFinished();
@@ -236,6 +249,7 @@ class VariableServiceImpl final : public VariableServiceBase {
   std::condition_variable finished_cv_;
   bool finished_ = false;
   std::set<uint32_t> active_workers_;  ///< workers that pulled or pushed and have not left or been told
+  std::set<uint32_t> settled_workers_;  ///< workers that left, or were told the job is finished
   TensorPool snapshots_;  ///< what pulls send, by shard and slot
   TensorPool gradients_;  ///< where pushes land, by worker and shard
 };

@@ -47,8 +47,8 @@ class VariableServer {
   /// Chosen at random when it started; a client that sees another one knows the task restarted.
   virtual uint64_t incarnation() const = 0;
   /// Waits until the chief says the job is finished (true) or `timeout` passes (false); once
-  /// finished, serves up to `grace` longer while workers that were training have not yet
-  /// left or been told.
+  /// finished, serves up to `grace` longer while a worker of the job (or another that was
+  /// training here) has not yet left or been told.
   virtual bool wait_finished(std::chrono::milliseconds timeout,
                              std::chrono::milliseconds grace = std::chrono::seconds(10)) = 0;
 };

@@ -1,6 +1,7 @@
 #include "distribute/rendezvous/grpc_credentials.h"
 
 #include <grpcpp/server_builder.h>
+#include <netdb.h>
 
 #include "common/error.h"
 #include "common/file_util.h"
@@ -76,6 +77,21 @@ StartedServer StartGrpcServer(grpc::Service& service, const std::string& host, u
             ": the port is taken or the host is not this machine's");
   started.port = static_cast<uint16_t>(picked);
   return started;
+}
+
+std::string UnreachableHint(const std::string& server, const std::string& host, const GrpcStoreTls& tls) {
+  std::string hint = " (is the " + server + " running, and is its address right?";
+  addrinfo* found = nullptr;
+  const int error = ::getaddrinfo(host.c_str(), nullptr, nullptr, &found);
+  if (found != nullptr) ::freeaddrinfo(found);
+  if (error != 0) hint += " The host '" + host + "' does not resolve: " + ::gai_strerror(error) + ".";
+  if (tls.ca_file.empty())
+    hint += " A " + server + " that serves TLS takes only clients that trust its authority (EST_TLS_CA_FILE, "
+            "--tls-ca-file).";
+  else
+    hint += " Over TLS: the " + server + "'s certificate must be signed by " + tls.ca_file + " and name '" + host +
+            "', and under mutual TLS this task needs a certificate of its own.";
+  return hint + ")";
 }
 
 }  // namespace est::distribute::detail

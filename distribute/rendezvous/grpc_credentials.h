@@ -27,6 +27,11 @@ std::shared_ptr<grpc::ChannelCredentials> ClientCredentials(const GrpcStoreTls& 
 /// "host:port" as gRPC takes it: an IPv6 literal in brackets ("[::1]:29500").
 std::string GrpcAddress(const std::string& host, uint16_t port);
 
+/// What to check when `server` ("chief", "ps task") at `host` cannot be reached at all:
+/// " (is the <server> running, and is its address right? …)", with a host that does not
+/// resolve named and what TLS (as `tls` has it on this side) needs.
+std::string UnreachableHint(const std::string& server, const std::string& host, const GrpcStoreTls& tls);
+
 /// A started gRPC server and the port it listens on.
 struct StartedServer {
   std::unique_ptr<grpc::Server> server;

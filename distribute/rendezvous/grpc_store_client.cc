@@ -3,8 +3,6 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <netdb.h>
-
 #include <algorithm>
 #include <atomic>
 #include <optional>
@@ -191,19 +189,7 @@ class GrpcStore final : public Store {
   }
 
   /// What to check when the chief's store cannot be reached at all.
-  std::string Hint() const {
-    std::string hint = " (is the chief running, and is its address right?";
-    addrinfo* found = nullptr;
-    const int error = ::getaddrinfo(options_.host.c_str(), nullptr, nullptr, &found);
-    if (found != nullptr) ::freeaddrinfo(found);
-    if (error != 0) hint += " The host '" + options_.host + "' does not resolve: " + ::gai_strerror(error) + ".";
-    if (options_.tls.ca_file.empty())
-      hint += " A chief that serves TLS takes only clients that trust its authority (EST_TLS_CA_FILE, --tls-ca-file).";
-    else
-      hint += " Over TLS: the chief's certificate must be signed by " + options_.tls.ca_file + " and name '" +
-              options_.host + "', and under mutual TLS this task needs a certificate of its own.";
-    return hint + ")";
-  }
+  std::string Hint() const { return detail::UnreachableHint("chief", options_.host, options_.tls); }
 
   GrpcStoreOptions options_;
   std::shared_ptr<grpc::Channel> channel_;

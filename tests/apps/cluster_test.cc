@@ -90,6 +90,26 @@ TEST_CASE("a parameter-server job: a ps task, two workers and an evaluator train
   CHECK(Contains(LinesOf(run.output, "[evaluator 0] "), ">= train max_steps 200"));
 }
 
+TEST_CASE("Fashion-MNIST with a ps task and two async workers reaches 0.88 test accuracy", "[apps][cluster][slow]") {
+  const std::string dir = est::testing::FreshTempDir("cluster_ps_fashion").string();
+  RunResult run = RunCommand(std::string(EST_LAUNCH_PATH) + " --ps 1 --workers 2 --evaluator -- " + EstTrain() +
+                             " --model fashion_mnist_cnn --strategy parameter_server --model-dir " + dir +
+                             " --max-steps 3000 --batch-size 64 --save-checkpoints-steps 1000 --timeout-secs 120");
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);  // every task, the ps included, exited 0
+  CHECK(Contains(LinesOf(run.output, "[ps 0] "), "the chief finished the job; exiting"));
+  // The evaluator followed the chief's checkpoints and exited after the last one.
+  const std::string evaluator = LinesOf(run.output, "[evaluator 0] ");
+  CHECK(Contains(evaluator, ">= train max_steps 3000"));
+  std::smatch last;
+  const std::regex evaluation(R"(Saving dict for global step (\d+): accuracy = ([0-9.]+))");
+  for (auto it = std::sregex_iterator(evaluator.begin(), evaluator.end(), evaluation); it != std::sregex_iterator(); ++it)
+    last = *it;
+  REQUIRE(!last.empty());
+  CHECK(std::stoll(last[1]) >= 3000);
+  CHECK(std::stod(last[2]) >= 0.88);
+}
+
 TEST_CASE("a chief job and a worker: the chief alone writes", "[apps][cluster]") {
   const std::string dir = est::testing::FreshTempDir("cluster_chief").string();
   RunResult run = RunCommand(std::string(EST_LAUNCH_PATH) + " --chief --workers 1 -- " + EstTrain() +
@@ -118,6 +138,21 @@ TEST_CASE("a job over mutual TLS trains, and a task with another job token or wi
     INFO(run.output);
     REQUIRE(run.exit_code == 0);
     CHECK(est::checkpoint::LatestCheckpoint(dir) == dir + "/model.ckpt-10");
+  }
+  SECTION("a parameter-server job over mutual TLS trains") {
+    const std::string dir = est::testing::FreshTempDir("cluster_ps_tls").string();
+    RunResult run = RunCommand(std::string(EST_LAUNCH_PATH) + " --ps 2 --workers 2 --tls-ca-file " + c + "ca.pem" +
+                               " --tls-cert-file " + c + "task.pem --tls-key-file " + c + "task.key" +
+                               " --tls-require-client-cert -- " + EstTrain() +
+                               " --model linear --strategy parameter_server --model-dir " + dir +
+                               " --max-steps 40 --save-checkpoints-steps 40 --timeout-secs 60");
+    INFO(run.output);
+    REQUIRE(run.exit_code == 0);
+    CHECK(Contains(LinesOf(run.output, "[worker 0] "), "Initialized the variables on 2 ps task(s)"));
+    CHECK(Contains(LinesOf(run.output, "[ps 1] "), "the chief finished the job; exiting"));
+    const std::optional<std::string> latest = est::checkpoint::LatestCheckpoint(dir);
+    REQUIRE(latest);
+    CHECK(std::stoll(latest->substr(latest->rfind('-') + 1)) >= 40);
   }
   SECTION("a worker without the authority fails; one with another token is refused") {
     const std::string dir = est::testing::FreshTempDir("cluster_token").string();

@@ -13,6 +13,7 @@
 #include "distribute/parameter_server/variable_server.h"
 #include "tests/log_capture.h"
 #include "tests/test_util.h"
+#include "tests/tls_certificates.h"
 
 using namespace est::distribute;
 namespace ps = est::ps;
@@ -242,4 +243,65 @@ TEST_CASE("sync updates average replicas_to_aggregate pushes, drop late ones and
   client.finish(/*job=*/true, 0);
   CHECK_THROWS_AS(waiting.get(), PsJobFinished);
   CHECK(client.describe_task().global_step() == 3);
+}
+
+TEST_CASE("a ps task over TLS serves clients that trust its authority only", "[distribute][ps]") {
+  const std::filesystem::path dir = est::testing::FreshTempDir("ps_tls");
+  est::testing::MakeCertificate(dir, "ca");
+  est::testing::MakeCertificate(dir, "other_ca");
+  est::testing::MakeCertificate(dir, "server", "ca");
+  VariableServiceOptions server_options = Options();
+  server_options.tls = {(dir / "ca.pem").string(), (dir / "server.pem").string(), (dir / "server.key").string()};
+  auto server = VariableServer::Start(server_options);
+
+  // Tensor frames (a few chunks of a 12 MB variable) cross TLS exactly.
+  VariableServiceOptions trusting = Options(0, server->port());
+  trusting.tls.ca_file = (dir / "ca.pem").string();
+  VariableClient client(trusting);
+  const at::Tensor w = torch::randn({3000, 1000});
+  REQUIRE(client.initialize(1, {Spec(0, "w", w)}, {{0, "", w}}, 0, {}));
+  ps::PushRequest header = PushHeader(0, 1, server->incarnation());
+  (*header.mutable_optimizers())[0] = Spec(0, "w", w).optimizer();
+  const at::Tensor grad = torch::randn({3000, 1000});
+  CHECK(client.push(header, {{0, "grad", grad}}).global_step() == 1);
+  CHECK(torch::equal(client.pull(0, false).tensors.at({0, ""}), w - grad * 0.5));
+
+  VariableServiceOptions plain = Options(0, server->port());
+  plain.timeout = 500ms;
+  CHECK_THROWS_MATCHES(VariableClient(plain).describe_task(), est::CommunicationError,
+                       est::testing::MessageMatches(
+                           Catch::Contains("ps 0 at 127.0.0.1:" + std::to_string(server->port())) &&
+                           Catch::Contains("A ps task that serves TLS takes only clients that trust its authority")));
+  VariableServiceOptions wrong_ca = plain;
+  wrong_ca.tls.ca_file = (dir / "other_ca.pem").string();
+  CHECK_THROWS_MATCHES(VariableClient(wrong_ca).describe_task(), est::CommunicationError,
+                       est::testing::MessageMatches(Catch::Contains("the ps task's certificate must be signed by " +
+                                                                    wrong_ca.tls.ca_file)));
+}
+
+TEST_CASE("a finished ps task serves on until every worker of the job has been told", "[distribute][ps]") {
+  auto server = VariableServer::Start(Options());
+  VariableClient client(Options(0, server->port()));
+  const at::Tensor w = torch::zeros({2});
+  ps::UpdateRule rule;
+  rule.set_num_workers(3);
+  REQUIRE(client.initialize(1, {Spec(0, "w", w)}, {{0, "", w}}, 0, {}, {}, rule));
+  client.finish(/*job=*/true, 0);
+  client.finish(/*job=*/false, 1);  // worker 1 left; worker 2 has not been heard from
+  std::promise<void> told;
+  std::thread late_worker([&] {
+    std::this_thread::sleep_for(300ms);
+    try {
+      client.pull(2, false);
+    } catch (const PsJobFinished&) {
+      told.set_value();
+    }
+  });
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(server->wait_finished(5s, 5s));
+  const auto waited = std::chrono::steady_clock::now() - start;
+  late_worker.join();
+  CHECK(waited >= 300ms);  // until worker 2 came and was told, not the whole grace
+  CHECK(waited < 4s);
+  CHECK(told.get_future().wait_for(0s) == std::future_status::ready);
 }
