@@ -10,6 +10,7 @@
 #include "common/logging.h"
 #include "distribute/collective/collective.h"
 #include "distribute/gradient_reducer.h"
+#include "distribute/micro_batches.h"
 #include "distribute/step_sync.h"
 #include "distribute/strategy.h"
 
@@ -20,10 +21,7 @@ namespace {
 class StrategyStepSync : public StepSync {
  public:
   StrategyStepSync(Strategy& strategy, const StepSyncOptions& options)
-      : strategy_(strategy), micro_batches_(options.micro_batches) {
-    EST_CHECK(micro_batches_ >= 1, ConfigError, "gradient accumulation needs at least 1 micro-batch, got ",
-              micro_batches_);
-  }
+      : strategy_(strategy), micro_batches_(CheckedMicroBatches(options)) {}
   bool any_worker(bool flag) override { return strategy_.any_worker(flag); }
   void barrier() override { strategy_.barrier(); }
   void initialize_variables(const NamedVariables& variables) override {
@@ -34,11 +32,7 @@ class StrategyStepSync : public StepSync {
 
  protected:
   // Divides gradients summed over the micro-batches by their number.
-  void average_micro_batches(const ReplicaStep& step) const {
-    if (micro_batches_ == 1) return;
-    for (const at::Tensor& variable : step.variables)
-      if (variable.grad().defined()) variable.mutable_grad().div_(static_cast<double>(micro_batches_));
-  }
+  void average_micro_batches(const ReplicaStep& step) const { AverageMicroBatches(step, micro_batches_); }
 
   Strategy& strategy_;
   const int64_t micro_batches_;

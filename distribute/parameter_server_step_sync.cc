@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/logging.h"
+#include "distribute/micro_batches.h"
 #include "distribute/parameter_server/ps_connection.h"
 #include "distribute/parameter_server/shard_optimizer.h"
 
@@ -22,11 +23,8 @@ class ParameterServerStepSync final : public StepSync {
   ParameterServerStepSync(std::shared_ptr<PsConnection> connection, bool is_chief, const StepSyncOptions& options)
       : connection_(std::move(connection)),
         is_chief_(is_chief),
-        micro_batches_(options.micro_batches),
-        restore_latest_checkpoint_(options.restore_latest_checkpoint) {
-    EST_CHECK(micro_batches_ >= 1, ConfigError, "gradient accumulation needs at least 1 micro-batch, got ",
-              micro_batches_);
-  }
+        micro_batches_(CheckedMicroBatches(options)),
+        restore_latest_checkpoint_(options.restore_latest_checkpoint) {}
 
   bool loss_known_before_backward() const override { return true; }
 
@@ -80,9 +78,7 @@ class ParameterServerStepSync final : public StepSync {
 
   StepFlags finish(std::vector<ReplicaStep>& replicas, StepFlags local) override {
     EST_ASSERT(replicas.size() == 1, "ParameterServerStrategy trains one replica per worker");
-    if (micro_batches_ > 1)
-      for (const at::Tensor& variable : replicas.front().variables)
-        if (variable.grad().defined()) variable.mutable_grad().div_(static_cast<double>(micro_batches_));
+    AverageMicroBatches(replicas.front(), micro_batches_);
     return local;
   }
 
