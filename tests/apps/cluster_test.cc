@@ -128,11 +128,11 @@ TEST_CASE("a job over mutual TLS trains, and a task with another job token or wi
   est::testing::MakeCertificate(certificates, "ca");
   est::testing::MakeCertificate(certificates, "task", "ca");
   const std::string c = certificates.string() + "/";
+  const std::string mutual_tls = " --tls-ca-file " + c + "ca.pem --tls-cert-file " + c + "task.pem --tls-key-file " +
+                                 c + "task.key --tls-require-client-cert";
   SECTION("est-launch's --tls-* flags reach every task") {
     const std::string dir = est::testing::FreshTempDir("cluster_tls").string();
-    RunResult run = RunCommand(std::string(EST_LAUNCH_PATH) + " --chief --workers 1 --tls-ca-file " + c + "ca.pem" +
-                               " --tls-cert-file " + c + "task.pem --tls-key-file " + c + "task.key" +
-                               " --tls-require-client-cert -- " + EstTrain() +
+    RunResult run = RunCommand(std::string(EST_LAUNCH_PATH) + " --chief --workers 1" + mutual_tls + " -- " + EstTrain() +
                                " --model linear --strategy multi_worker --model-dir " + dir +
                                " --max-steps 10 --save-checkpoints-steps 10 --timeout-secs 60");
     INFO(run.output);
@@ -141,9 +141,7 @@ TEST_CASE("a job over mutual TLS trains, and a task with another job token or wi
   }
   SECTION("a parameter-server job over mutual TLS trains") {
     const std::string dir = est::testing::FreshTempDir("cluster_ps_tls").string();
-    RunResult run = RunCommand(std::string(EST_LAUNCH_PATH) + " --ps 2 --workers 2 --tls-ca-file " + c + "ca.pem" +
-                               " --tls-cert-file " + c + "task.pem --tls-key-file " + c + "task.key" +
-                               " --tls-require-client-cert -- " + EstTrain() +
+    RunResult run = RunCommand(std::string(EST_LAUNCH_PATH) + " --ps 2 --workers 2" + mutual_tls + " -- " + EstTrain() +
                                " --model linear --strategy parameter_server --model-dir " + dir +
                                " --max-steps 40 --save-checkpoints-steps 40 --timeout-secs 60");
     INFO(run.output);

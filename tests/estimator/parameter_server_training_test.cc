@@ -103,14 +103,19 @@ class SlowStepHook : public SessionRunHook {
   std::chrono::milliseconds sleep_;
 };
 
+// A RunConfig with `strategy`, seeded, saving every `save_steps` and logging seldom.
+RunConfig SeededConfig(std::shared_ptr<distribute::Strategy> strategy, int seed, int64_t save_steps) {
+  RunConfig config;
+  config.tf_random_seed = seed;
+  config.save_checkpoints_steps = save_steps;
+  config.log_step_count_steps = 1000;
+  config.train_distribute = std::move(strategy);
+  return config;
+}
+
 Estimator MakeEstimator(const std::string& dir, const std::string& optimizer,
                         std::shared_ptr<distribute::Strategy> strategy) {
-  RunConfig config;
-  config.tf_random_seed = 11;
-  config.train_distribute = std::move(strategy);
-  config.save_checkpoints_steps = 10;
-  config.log_step_count_steps = 1000;
-  return Estimator(MlpModelFn, dir, config, nlohmann::json{{"optimizer", optimizer}});
+  return Estimator(MlpModelFn, dir, SeededConfig(std::move(strategy), 11, 10), nlohmann::json{{"optimizer", optimizer}});
 }
 
 void CheckBitEqual(const Estimator& a, const Estimator& b) {
@@ -164,14 +169,7 @@ TEST_CASE("one worker with ps tasks trains exactly as local training", "[estimat
 }
 
 TEST_CASE("synchronous ps training of 2 workers equals MultiWorkerMirroredStrategy with 2 workers", "[estimator][ps]") {
-  auto config = [](std::shared_ptr<distribute::Strategy> strategy) {
-    RunConfig config;
-    config.tf_random_seed = 3;
-    config.save_checkpoints_steps = 10;
-    config.log_step_count_steps = 1000;
-    config.train_distribute = std::move(strategy);
-    return config;
-  };
+  auto config = [](std::shared_ptr<distribute::Strategy> strategy) { return SeededConfig(std::move(strategy), 3, 10); };
   auto input = [](Mode mode, const distribute::InputContext& context) {
     return testing::InputOfBatch(mode, context, 32);
   };
@@ -206,14 +204,7 @@ TEST_CASE("sync training with a backup worker equals local training and drops on
     auto x = torch::cos(torch::arange(48, torch::kFloat32) * 0.37).reshape({16, 3});
     return data::Dataset::FromTensors({{"x", x}}, x.select(1, 0) * 2 - x.select(1, 1)).repeat().batch(16);
   };
-  auto config = [](std::shared_ptr<distribute::Strategy> strategy) {
-    RunConfig config;
-    config.tf_random_seed = 5;
-    config.save_checkpoints_steps = 1000;
-    config.log_step_count_steps = 1000;
-    config.train_distribute = std::move(strategy);
-    return config;
-  };
+  auto config = [](std::shared_ptr<distribute::Strategy> strategy) { return SeededConfig(std::move(strategy), 5, 1000); };
   const InProcessPs ps(1, /*workers=*/3);
   const std::string dir = testing::FreshTempDir("ps_backup").string();
   RunThreads(3, [&](int rank) {
@@ -249,10 +240,7 @@ TEST_CASE("bounded staleness keeps a fast worker within s steps of a straggler",
                                 distribute::ParameterServerOptions()
                                     .mode(distribute::ParameterServerMode::kBoundedStaleness)
                                     .staleness(kStaleness));
-    RunConfig config;
-    config.save_checkpoints_steps = 1000;
-    config.log_step_count_steps = 1000;
-    config.train_distribute = strategy;
+    RunConfig config = SeededConfig(strategy, 0, 1000);
     // Worker 1 is slowed: without the bound the chief would take most of the 60 steps.
     std::vector<HookPtr> hooks;
     if (rank == 1) hooks.push_back(std::make_shared<SlowStepHook>(std::chrono::milliseconds(15)));
