@@ -34,15 +34,23 @@ std::string FrameRecord(std::string_view data) {
   return record;
 }
 
+uint64_t HeaderLength(const char* header) { return DecodeFixed(header, 8); }
+
+bool HeaderChecksumMatches(const char* header) { return DecodeFixed(header + 8, 4) == MaskedCrc(header, 8); }
+
+bool DataChecksumMatches(std::string_view data, const char* footer) {
+  return DecodeFixed(footer, 4) == MaskedCrc(data.data(), data.size());
+}
+
 uint64_t DecodeHeader(const char* header, const std::string& source, uint64_t offset) {
-  EST_CHECK(DecodeFixed(header + 8, 4) == MaskedCrc(header, 8), DataError, "corrupted record in '", source,
-            "' at offset ", offset, ": the length's checksum does not match");
-  return DecodeFixed(header, 8);
+  EST_CHECK(HeaderChecksumMatches(header), DataError, "corrupted record in '", source, "' at offset ", offset,
+            ": the length's checksum does not match");
+  return HeaderLength(header);
 }
 
 void CheckData(std::string_view data, const char* footer, const std::string& source, uint64_t offset) {
-  EST_CHECK(DecodeFixed(footer, 4) == MaskedCrc(data.data(), data.size()), DataError, "corrupted record in '",
-            source, "' at offset ", offset, ": the data's checksum does not match");
+  EST_CHECK(DataChecksumMatches(data, footer), DataError, "corrupted record in '", source, "' at offset ", offset,
+            ": the data's checksum does not match");
 }
 
 }  // namespace est::tfrecord

@@ -19,6 +19,13 @@ inline constexpr size_t kFooterSize = 4;
 /// Returns `data` framed as one TFRecord.
 std::string FrameRecord(std::string_view data);
 
+/// The data length that the kHeaderSize bytes at `header` announce, believed or not.
+uint64_t HeaderLength(const char* header);
+/// Whether the length in the kHeaderSize bytes at `header` matches its checksum.
+bool HeaderChecksumMatches(const char* header);
+/// Whether the kFooterSize bytes at `footer` hold the checksum of `data`.
+bool DataChecksumMatches(std::string_view data, const char* footer);
+
 /// Returns the data length that the kHeaderSize bytes at `header` announce; throws DataError
 /// naming `source` and the record's `offset` when the length's checksum does not match.
 uint64_t DecodeHeader(const char* header, const std::string& source, uint64_t offset);
