@@ -15,6 +15,8 @@ namespace {
 
 /// Data is read in pieces of this size, so a length no file backs never drives an allocation.
 constexpr uint64_t kPieceBytes = 1 << 20;
+/// More than any file holds, and far from where sizes overflow.
+constexpr uint64_t kLongestRecord = uint64_t{1} << 56;
 
 }  // namespace
 
@@ -76,7 +78,11 @@ struct TFRecordReader::Impl {
                  where(), hint, corrupt);
       return std::nullopt;
     }
-    return tfrecord::HeaderLength(header);
+    const uint64_t length = tfrecord::HeaderLength(header);
+    // Unchecked, a length may be anything; no file holds a record this long.
+    EST_CHECK(length <= kLongestRecord, DataError, where(), ": the header announces ", length,
+              " data bytes, more than a record can hold (a corrupt file; its checksums are not verified)");
+    return length;
   }
 
   /// Moves past the record whose header was just read.

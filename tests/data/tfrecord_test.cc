@@ -141,6 +141,14 @@ TEST_CASE("corrupt and cut-short TFRecord files name the file, the record and it
     // Without checksums the damage passes unseen, as TensorFlow's reader without them does.
     CHECK(ReadAll(file, TFRecordReaderOptions().verify_checksums(false)).size() == records.size());
   }
+  SECTION("an unchecked length no record can have") {
+    std::string damaged = bytes;
+    damaged[third + 7] = '\x80';  // the length's top byte: 2^63 and more
+    const std::string file = rewrite("huge", damaged);
+    CHECK_THROWS_MATCHES(ReadAll(file, TFRecordReaderOptions().verify_checksums(false)), est::DataError,
+                         est::testing::MessageMatches(Catch::Contains("record 3 at byte " + std::to_string(third)) &&
+                                                      Catch::Contains("more than a record can hold")));
+  }
   SECTION("a record's length") {
     std::string damaged = bytes;
     damaged[third] ^= 0x01;

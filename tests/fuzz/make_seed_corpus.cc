@@ -14,6 +14,7 @@
 #include "checkpoint/checkpoint_files.h"
 #include "checkpoint/checkpoint_writer.h"
 #include "common/file_util.h"
+#include "data/tfrecord.h"
 #include "estimator/summary/summary_writer.h"
 #include "tests/fuzz/fuzz_files.h"
 
@@ -80,6 +81,31 @@ void WriteIdxSeeds(const fs::path& dir) {
   Write(dir, "mnist_pair", std::string(1, '\1') + LittleEndian16(images.size()) + images + labels);
 }
 
+/// A TFRecord file of `records` written by TFRecordWriter, behind the harness's flags byte.
+std::string TFRecordInput(uint8_t flags, const std::vector<std::string>& records,
+                          est::data::TFRecordCompression compression) {
+  const std::string path = est::fuzz::ScratchDir() + "/seed.tfrecord";
+  fs::remove(path);
+  est::data::TFRecordWriter writer(path, compression);
+  for (const auto& record : records) writer.write(record);
+  writer.close();
+  return std::string(1, static_cast<char>(flags)) + est::ReadFile(path);
+}
+
+void WriteTFRecordSeeds(const fs::path& dir) {
+  using est::data::TFRecordCompression;
+  const std::vector<std::string> records = {"", "a", std::string(300, 'r'), "tf.train.Example bytes"};
+  Write(dir, "plain", TFRecordInput(0, records, TFRecordCompression::kNone));
+  Write(dir, "gzip", TFRecordInput(1, records, TFRecordCompression::kGzip));
+  Write(dir, "zlib_small_buffer", TFRecordInput(2 | 16, records, TFRecordCompression::kZlib));
+  std::string corrupt = TFRecordInput(4, records, TFRecordCompression::kNone);
+  corrupt[1 + 16 + 12] ^= 0x40;  // the data of record 1
+  Write(dir, "corrupt_skipped", corrupt);
+  const std::string plain = TFRecordInput(8, records, TFRecordCompression::kNone);
+  Write(dir, "cut_short_unchecked", plain.substr(0, plain.size() - 9));
+  Write(dir, "empty", std::string(1, '\0'));
+}
+
 void WriteTfConfigSeeds(const fs::path& dir) {
   const std::vector<std::pair<std::string, std::string>> configs = {
       {"workers", R"({"cluster": {"worker": ["localhost:12345", "localhost:23456"]}, "task": {"type": "worker", "index": 1}})"},
@@ -130,6 +156,7 @@ int main(int argc, char** argv) {
   const fs::path root = argv[1];
   WriteCheckpointSeeds(root / "checkpoint_reader_fuzzer");
   WriteIdxSeeds(root / "idx_fuzzer");
+  WriteTFRecordSeeds(root / "tfrecord_fuzzer");
   WriteTfConfigSeeds(root / "tf_config_fuzzer");
   WriteEventSeeds(root / "event_reader_fuzzer");
   WriteRoundTripSeeds(root / "event_roundtrip_fuzzer");
