@@ -433,10 +433,15 @@ TEST_CASE("RestartBackoffSecs doubles from the first wait up to the longest", "[
 }
 
 TEST_CASE("est-launch --max-restarts starts every task again after a failure", "[launch]") {
-  // Worker 1 fails on its first two starts; every task prints who it is and which start this is.
+  // Worker 1 fails on its first two starts; every task prints who it is and which start this is,
+  // then leaves a mark, and worker 1 fails only once worker 0 has printed (est-launch stops
+  // worker 0 when worker 1 fails: before its echo, its line would be missing).
+  const fs::path marks = est::testing::FreshTempDir("launch_restarts_marks");
+  const std::string m = marks.string() + "/";
   const std::string script =
-      R"(echo "task=$EST_TASK restart=$EST_RESTART_COUNT"; )"
-      R"(if [ "$EST_TASK" = worker-1 ] && [ "$EST_RESTART_COUNT" -lt 2 ]; then exit 3; fi; sleep 0.2)";
+      R"(echo "task=$EST_TASK restart=$EST_RESTART_COUNT"; touch )" + m + R"($EST_TASK-$EST_RESTART_COUNT; )"
+      R"(if [ "$EST_TASK" = worker-1 ] && [ "$EST_RESTART_COUNT" -lt 2 ]; then )"
+      R"(while [ ! -e )" + m + R"(worker-0-$EST_RESTART_COUNT ]; do sleep 0.01; done; exit 3; fi; sleep 0.2)";
   SECTION("enough restarts: the third start succeeds") {
     LaunchRun run = RunLaunch(
         {"--workers", "2", "--max-restarts", "3", "--restart-backoff-secs", "0.3", "--", "sh", "-c", script},
