@@ -25,8 +25,8 @@ std::string TensorAssembler::add(const ps::TensorChunk& chunk, FrameBytes& bytes
     std::vector<int64_t> shape(chunk.shape().begin(), chunk.shape().end());
     int64_t bytes = static_cast<int64_t>(c10::elementSize(dtype));
     for (int64_t size : shape) {
-      if (size < 0 || (size > 0 && bytes > max_bytes_ / size))
-        return Describe(key) + " announces a shape beyond " + std::to_string(max_bytes_) + " bytes";
+      if (size < 0 || (size > 0 && bytes > kMaxTensorBytes / size))
+        return Describe(key) + " announces a shape beyond " + std::to_string(kMaxTensorBytes) + " bytes";
       bytes *= size;
     }
     at::Tensor tensor = destination_ ? destination_(key, shape, dtype) : at::Tensor();

@@ -73,10 +73,10 @@ bool WriteChunked(const std::vector<TensorToSend>& tensors, const Header& header
 /// without its bytes is an error.
 class TensorAssembler {
  public:
-  /// `max_bytes`: the most one tensor may hold; `destination`: where tensors land (default:
-  /// new tensors).
-  explicit TensorAssembler(int64_t max_bytes = int64_t{1} << 40, TensorDestination destination = nullptr)
-      : max_bytes_(max_bytes), destination_(std::move(destination)) {}
+  /// The most one tensor may announce.
+  static constexpr int64_t kMaxTensorBytes = int64_t{1} << 40;
+  /// `destination`: where tensors land (default: new tensors).
+  explicit TensorAssembler(TensorDestination destination = nullptr) : destination_(std::move(destination)) {}
   /// Adds the chunks of one frame, reading their bytes from `bytes`; "" when they fit, else
   /// what is wrong.
   template <typename Header>
@@ -98,7 +98,6 @@ class TensorAssembler {
   std::string add(const ps::TensorChunk& chunk, FrameBytes& bytes);
   static std::string check_frame_read(const FrameBytes& bytes);
 
-  int64_t max_bytes_;
   TensorDestination destination_;
   std::map<TensorKey, Partial> tensors_;
 };

@@ -138,7 +138,7 @@ PulledValues VariableClient::pull(uint32_t worker, bool with_state, const Tensor
   PulledValues values;
   impl_->call(with_state ? "pull with optimizer state" : "pull", [&](grpc::ClientContext& context) {
     values = PulledValues();
-    TensorAssembler assembler(int64_t{1} << 40, destination);
+    TensorAssembler assembler(destination);
     std::string error;
     auto reader = impl_->stub->Pull(&context, request);
     PullFrame frame;

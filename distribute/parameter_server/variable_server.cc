@@ -171,7 +171,7 @@ class VariableServiceImpl final : public VariableServiceBase {
     if (grpc::Status refused = admission_.admit(*context); !refused.ok()) return refused;
     ps::PushRequest header;
     uint32_t worker = 0;  // known once the first frame's header is read, before its chunks land
-    TensorAssembler assembler(int64_t{1} << 40, [&](const TensorKey& key, at::IntArrayRef shape, at::ScalarType dtype) {
+    TensorAssembler assembler([&](const TensorKey& key, at::IntArrayRef shape, at::ScalarType dtype) {
       return gradients_.take({worker, key.first, key.second}, shape, dtype);
     });
     if (grpc::Status invalid = ReadChunked<ps::PushRequest>(

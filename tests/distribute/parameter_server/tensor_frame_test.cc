@@ -51,7 +51,7 @@ TEST_CASE("tensor frames carry their tensors exactly, in chunks, without copying
   CHECK(frames.back().header.chunks_size() == 2);
 
   at::Tensor landed = torch::zeros_like(big);
-  TensorAssembler assembler(int64_t{1} << 40, [&](const TensorKey& key, at::IntArrayRef, at::ScalarType) {
+  TensorAssembler assembler([&](const TensorKey& key, at::IntArrayRef, at::ScalarType) {
     return key.first == 0 ? landed : at::Tensor();
   });
   for (auto frame : frames) REQUIRE(assembler.add(frame).empty());
@@ -100,7 +100,7 @@ TEST_CASE("a malformed tensor frame is an error naming what is wrong", "[distrib
   }
   SECTION("a destination of another shape") {
     TensorFrame<ps::PushRequest> received = Received(frame);
-    TensorAssembler assembler(int64_t{1} << 40, [](const TensorKey&, at::IntArrayRef, at::ScalarType) {
+    TensorAssembler assembler([](const TensorKey&, at::IntArrayRef, at::ScalarType) {
       return torch::zeros({3, 2});
     });
     CHECK_THAT(assembler.add(received), Catch::Contains("came as Float [2, 3] where Float [3, 2] was expected"));
