@@ -87,6 +87,12 @@ class Dataset {
   /// into it (one copy of a run of rows when batch directly follows FromTensors).
   Dataset batch(int64_t batch_size, bool drop_remainder = false) const;
 
+  /// As batch, for tensors of one key whose shapes differ (VarLen features of
+  /// data/example.h): each is padded at the end of every dimension with zeros to the
+  /// largest size in the batch, as tf.data's padded_batch with its default padded_shapes
+  /// and padding values. Elements of a batch must have the same keys, ranks and dtypes.
+  Dataset padded_batch(int64_t batch_size, bool drop_remainder = false) const;
+
   /// Repeats the input `count` times; -1 repeats forever. A pass that yields nothing
   /// ends the repetition, so an empty input never loops forever.
   Dataset repeat(int64_t count = -1) const;

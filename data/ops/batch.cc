@@ -14,6 +14,8 @@
 #include "data/ops/slice_batch_iterator.h"
 #include "data/ops/stack_tensors.h"
 
+#include <ATen/ops/zeros.h>
+
 namespace est::data {
 namespace {
 
@@ -30,9 +32,36 @@ std::string DescribeKeys(const Features& features) {
   return out.str();
 }
 
-/// Stacks the tensors that `get` picks from each element; `what` names them in errors.
+/// The largest size of each dimension over `tensors` (all of one rank).
+std::vector<int64_t> LargestShape(const std::vector<at::Tensor>& tensors) {
+  std::vector<int64_t> shape(tensors.front().sizes().begin(), tensors.front().sizes().end());
+  for (const at::Tensor& tensor : tensors) {
+    for (size_t d = 0; d < shape.size(); ++d) shape[d] = std::max(shape[d], tensor.size(static_cast<int64_t>(d)));
+  }
+  return shape;
+}
+
+/// Stacks `tensors` (one rank) into [n, largest shape], each padded at the end with zeros.
+at::Tensor StackPadded(const std::vector<at::Tensor>& tensors) {
+  const std::vector<int64_t> largest = LargestShape(tensors);
+  bool same = true;
+  for (const at::Tensor& tensor : tensors) same = same && tensor.sizes() == at::IntArrayRef(largest);
+  if (same) return StackTensors(tensors);
+  std::vector<int64_t> shape{static_cast<int64_t>(tensors.size())};
+  shape.insert(shape.end(), largest.begin(), largest.end());
+  at::Tensor batch = at::zeros(shape, tensors.front().options());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    at::Tensor row = batch.select(0, static_cast<int64_t>(i));
+    for (int64_t d = 0; d < tensors[i].dim(); ++d) row = row.narrow(d, 0, tensors[i].size(d));
+    row.copy_(tensors[i]);
+  }
+  return batch;
+}
+
+/// Stacks the tensors that `get` picks from each element (padded: of equal rank, padded to
+/// the largest); `what` names them in errors.
 template <typename Get>
-at::Tensor StackChecked(const std::vector<Element>& elements, const std::string& what, Get get) {
+at::Tensor StackChecked(const std::vector<Element>& elements, bool padded, const std::string& what, Get get) {
   std::vector<at::Tensor> tensors;
   tensors.reserve(elements.size());
   const at::Tensor& first = get(elements.front());
@@ -42,9 +71,10 @@ at::Tensor StackChecked(const std::vector<Element>& elements, const std::string&
     const at::Tensor& tensor = get(elements[i]);
     EST_CHECK(tensor.defined(), DataError, "Dataset::batch: ", what,
               " is an undefined tensor in element ", i, " of the batch");
-    EST_CHECK(tensor.sizes() == first.sizes(), DataError, "Dataset::batch: ", what, " has shape ",
-              first.sizes(), " in element 0 of the batch but shape ", tensor.sizes(),
-              " in element ", i, "; batch needs equal shapes");
+    EST_CHECK(padded ? tensor.dim() == first.dim() : tensor.sizes() == first.sizes(), DataError,
+              "Dataset::batch: ", what, " has shape ", first.sizes(), " in element 0 of the batch but shape ",
+              tensor.sizes(), " in element ", i,
+              padded ? "; padded_batch needs equal ranks" : "; batch needs equal shapes (padded_batch pads them)");
     EST_CHECK(tensor.scalar_type() == first.scalar_type(), DataError, "Dataset::batch: ", what,
               " has dtype ", first.scalar_type(), " in element 0 of the batch but dtype ",
               tensor.scalar_type(), " in element ", i, "; batch needs equal dtypes");
@@ -53,11 +83,11 @@ at::Tensor StackChecked(const std::vector<Element>& elements, const std::string&
               tensor.device(), " in element ", i);
     tensors.push_back(tensor);
   }
-  return StackTensors(tensors);
+  return padded ? StackPadded(tensors) : StackTensors(tensors);
 }
 
-/// One Element whose tensors stack those of `elements`.
-Element Stack(const std::vector<Element>& elements) {
+/// One Element whose tensors stack (padded: pad and stack) those of `elements`.
+Element Stack(const std::vector<Element>& elements, bool padded) {
   const Element& first = elements.front();
   for (size_t i = 1; i < elements.size(); ++i) {
     const Features& features = elements[i].features;
@@ -74,13 +104,13 @@ Element Stack(const std::vector<Element>& elements) {
   Element batch;
   for (const auto& entry : first.features) {
     const std::string& key = entry.first;
-    batch.features.emplace(key, StackChecked(elements, "feature '" + key + "'",
+    batch.features.emplace(key, StackChecked(elements, padded, "feature '" + key + "'",
                                              [&key](const Element& e) -> const at::Tensor& {
                                                return e.features.at(key);
                                              }));
   }
   if (first.labels.defined()) {
-    batch.labels = StackChecked(elements, "labels",
+    batch.labels = StackChecked(elements, padded, "labels",
                                 [](const Element& e) -> const at::Tensor& { return e.labels; });
   }
   return batch;
@@ -103,17 +133,18 @@ void CheckBatchFits(const Element& first, size_t batch_size) {
 
 class BatchNode : public DatasetNode {
  public:
-  BatchNode(std::shared_ptr<const DatasetNode> input, int64_t batch_size, bool drop_remainder)
+  BatchNode(std::shared_ptr<const DatasetNode> input, int64_t batch_size, bool drop_remainder, bool padded)
       : input_(std::move(input)),
         batch_size_(static_cast<size_t>(batch_size)),
-        drop_remainder_(drop_remainder) {}
+        drop_remainder_(drop_remainder),
+        padded_(padded) {}
 
   std::unique_ptr<Iterator> make_iterator() const override {
-    if (input_->sliced_tensors() != nullptr) {
+    if (input_->sliced_tensors() != nullptr) {  // equal shapes: nothing to pad
       return std::make_unique<SliceBatchIterator>(input_, static_cast<int64_t>(batch_size_),
                                                   drop_remainder_);
     }
-    return std::make_unique<BatchIterator>(input_->make_iterator(), batch_size_, drop_remainder_);
+    return std::make_unique<BatchIterator>(input_->make_iterator(), batch_size_, drop_remainder_, padded_);
   }
 
   int64_t cardinality() const override {
@@ -126,8 +157,8 @@ class BatchNode : public DatasetNode {
  private:
   class BatchIterator : public Iterator {
    public:
-    BatchIterator(std::unique_ptr<Iterator> input, size_t batch_size, bool drop_remainder)
-        : input_(std::move(input)), batch_size_(batch_size), drop_remainder_(drop_remainder) {}
+    BatchIterator(std::unique_ptr<Iterator> input, size_t batch_size, bool drop_remainder, bool padded)
+        : input_(std::move(input)), batch_size_(batch_size), drop_remainder_(drop_remainder), padded_(padded) {}
 
     std::optional<Element> next() override {
       if (!input_) return std::nullopt;
@@ -147,7 +178,7 @@ class BatchNode : public DatasetNode {
       }
       if (elements.empty() || (drop_remainder_ && elements.size() < batch_size_))
         return std::nullopt;
-      return Stack(elements);
+      return Stack(elements, padded_);
     }
 
     /// Skips the input's elements of whole batches; stacks nothing.
@@ -169,12 +200,14 @@ class BatchNode : public DatasetNode {
     std::unique_ptr<Iterator> input_;
     size_t batch_size_;
     bool drop_remainder_;
+    bool padded_;
     bool checked_fit_ = false;
   };
 
   std::shared_ptr<const DatasetNode> input_;
   size_t batch_size_;
   bool drop_remainder_;
+  bool padded_;
 };
 
 }  // namespace
@@ -182,7 +215,13 @@ class BatchNode : public DatasetNode {
 Dataset Dataset::batch(int64_t batch_size, bool drop_remainder) const {
   EST_CHECK(batch_size >= 1, DataError, "Dataset::batch: batch_size is ", batch_size,
             ", expected at least 1");
-  return Dataset(std::make_shared<BatchNode>(node_, batch_size, drop_remainder));
+  return Dataset(std::make_shared<BatchNode>(node_, batch_size, drop_remainder, /*padded=*/false));
+}
+
+Dataset Dataset::padded_batch(int64_t batch_size, bool drop_remainder) const {
+  EST_CHECK(batch_size >= 1, DataError, "Dataset::padded_batch: batch_size is ", batch_size,
+            ", expected at least 1");
+  return Dataset(std::make_shared<BatchNode>(node_, batch_size, drop_remainder, /*padded=*/true));
 }
 
 }  // namespace est::data

@@ -14,6 +14,7 @@
 #include "checkpoint/checkpoint_files.h"
 #include "checkpoint/checkpoint_writer.h"
 #include "common/file_util.h"
+#include "data/example/example.pb.h"
 #include "data/tfrecord.h"
 #include "estimator/summary/summary_writer.h"
 #include "tests/fuzz/fuzz_files.h"
@@ -106,6 +107,29 @@ void WriteTFRecordSeeds(const fs::path& dir) {
   Write(dir, "empty", std::string(1, '\0'));
 }
 
+void WriteExampleSeeds(const fs::path& dir) {
+  est::tfexample::Example example;
+  auto& features = *example.mutable_features()->mutable_feature();
+  for (float value : {1.5f, -2.f, 0.f}) features["f"].mutable_float_list()->add_value(value);
+  for (int64_t value : {int64_t{3}, int64_t{-1}, int64_t{1} << 40}) features["i"].mutable_int64_list()->add_value(value);
+  for (const char* value : {"a", "b"}) features["b"].mutable_bytes_list()->add_value(value);
+  features["unused"].mutable_bytes_list()->add_value("not in the spec");
+  Write(dir, "example", example.SerializeAsString());
+  features.erase("b");
+  features["f"].mutable_int64_list()->add_value(1);  // a kind other than the spec's
+  Write(dir, "wrong_kind", example.SerializeAsString());
+  Write(dir, "empty", "");
+  est::tfexample::SequenceExample sequence;
+  (*sequence.mutable_context()->mutable_feature())["c"].mutable_int64_list()->add_value(7);
+  auto& steps = (*sequence.mutable_feature_lists()->mutable_feature_list())["s"];
+  for (int step = 0; step < 3; ++step) {
+    auto* values = steps.add_feature()->mutable_float_list();
+    values->add_value(static_cast<float>(step));
+    values->add_value(0.5f);
+  }
+  Write(dir, "sequence_example", sequence.SerializeAsString());
+}
+
 void WriteTfConfigSeeds(const fs::path& dir) {
   const std::vector<std::pair<std::string, std::string>> configs = {
       {"workers", R"({"cluster": {"worker": ["localhost:12345", "localhost:23456"]}, "task": {"type": "worker", "index": 1}})"},
@@ -157,6 +181,7 @@ int main(int argc, char** argv) {
   WriteCheckpointSeeds(root / "checkpoint_reader_fuzzer");
   WriteIdxSeeds(root / "idx_fuzzer");
   WriteTFRecordSeeds(root / "tfrecord_fuzzer");
+  WriteExampleSeeds(root / "example_parser_fuzzer");
   WriteTfConfigSeeds(root / "tf_config_fuzzer");
   WriteEventSeeds(root / "event_reader_fuzzer");
   WriteRoundTripSeeds(root / "event_roundtrip_fuzzer");

@@ -105,7 +105,7 @@ TEST_CASE("Dataset::batch errors", "[data]") {
     });
     CHECK_THROWS_WITH(Drain(ragged.batch(2)),
                       "Dataset::batch: feature 'v' has shape [1] in element 0 of the batch but "
-                      "shape [2] in element 1; batch needs equal shapes");
+                      "shape [2] in element 1; batch needs equal shapes (padded_batch pads them)");
     Dataset mixed_dtype = Range(2).map([](Element e) {
       if (e.features["x"].item<int64_t>() == 1) e.features["x"] = e.features["x"].to(at::kFloat);
       return e;

@@ -1,0 +1,110 @@
+#pragma once
+/// tf.train.Example and tf.train.SequenceExample records parsed into named tensors by a
+/// feature spec, as tf.io.parse_single_example and tf.io.parse_single_sequence_example do.
+/// Records are read straight from their protobuf wire format (TensorFlow's field numbers,
+/// data/example/*.proto), one pass and no intermediate messages.
+///
+/// What each spec entry gives, in the element's features (or its labels, see label_key):
+/// - FixedLen(type, shape): a tensor of `shape` (float32 or int64); the record must hold
+///   exactly shape's element count of values, or the feature must have a default.
+/// - VarLen(type): a 1-D tensor of however many values the record holds, and
+///   `<name>_length`, an int64 scalar. Dataset::padded_batch pads such tensors to the
+///   longest in the batch with zeros, so a batch has `<name>` [batch, longest] and
+///   `<name>_length` [batch]: padded tensors with lengths, what LibTorch's sequence
+///   functions (pack_padded_sequence) take, since LibTorch has no ragged tensor.
+/// - Bytes features: each value goes through the feature's decoder (by default: its bytes
+///   as a uint8 1-D tensor; DecodeRaw for raw numbers); the decoded tensors are stacked
+///   into shape + the decoded shape (a FixedLen bytes feature of shape [] gives the one
+///   decoded tensor itself).
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/ScalarType.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "data/element.h"
+
+namespace est::data {
+
+/// The kinds of values a tf.train.Feature holds.
+enum class FeatureType { kFloat32, kInt64, kBytes };
+
+/// "float32", "int64" or "bytes".
+std::string FeatureTypeName(FeatureType type);
+
+/// Turns one bytes value of a feature into a tensor.
+using BytesDecoder = std::function<at::Tensor(std::string_view bytes)>;
+
+/// tf.io.decode_raw: the bytes as consecutive `dtype` values (little-endian unless
+/// `little_endian` is false) in `shape`, where one dimension may be -1 (inferred). A byte
+/// count that does not fill the shape is a DataError naming both.
+BytesDecoder DecodeRaw(at::ScalarType dtype, std::vector<int64_t> shape = {-1}, bool little_endian = true);
+
+/// How one feature is parsed: its kind, its shape and what fills it when it is missing.
+class FeatureSpec {
+ public:
+  /// tf.io.FixedLenFeature: exactly as many values as `shape` holds, as a tensor of `shape`.
+  static FeatureSpec FixedLen(FeatureType type, std::vector<int64_t> shape = {});
+  /// tf.io.VarLenFeature: any number of values as a 1-D tensor, plus `<name>_length`.
+  static FeatureSpec VarLen(FeatureType type);
+
+  /// The value of a FixedLen feature that a record lacks: a tensor of the feature's shape
+  /// (a bytes feature's: of its parsed shape), or a scalar that fills it. Without one a
+  /// missing feature is a DataError.
+  FeatureSpec& default_value(at::Tensor value);
+  /// How each bytes value becomes a tensor (bytes features only).
+  FeatureSpec& decoder(BytesDecoder decoder);
+
+  /// The kind of values.
+  FeatureType type() const { return type_; }
+  /// Whether the feature has a fixed number of values.
+  bool fixed_length() const { return fixed_length_; }
+  /// The shape of a FixedLen feature.
+  const std::vector<int64_t>& shape() const { return shape_; }
+  /// The default of a FixedLen feature; undefined when it has none.
+  const at::Tensor& default_tensor() const { return default_value_; }
+  /// The decoder of a bytes feature (never empty for one).
+  const BytesDecoder& bytes_decoder() const { return decoder_; }
+
+ private:
+  FeatureSpec(FeatureType type, bool fixed_length, std::vector<int64_t> shape);
+
+  FeatureType type_;
+  bool fixed_length_;
+  std::vector<int64_t> shape_;
+  at::Tensor default_value_;
+  BytesDecoder decoder_;
+};
+
+/// Features by name, as tf.io.parse_single_example's `features` dictionary.
+using ExampleSpec = std::map<std::string, FeatureSpec>;
+
+/// What tf.io.parse_single_sequence_example takes.
+struct SequenceExampleSpec {
+  /// Features of the whole sequence (SequenceExample.context), as an ExampleSpec.
+  ExampleSpec context;
+  /// Features per step (SequenceExample.feature_lists). FixedLen(type, shape) gives
+  /// [steps, ...shape] and `<name>_length` (the steps); a record without the feature has 0
+  /// steps. VarLen steps are not supported (ConfigError).
+  ExampleSpec sequence;
+};
+
+/// Turns one serialized record into an element.
+using RecordParser = std::function<Element(std::string_view record)>;
+
+/// Parses tf.train.Example records by `spec`. The feature named `label_key`, when not
+/// empty, becomes the element's labels instead of a feature (it must be FixedLen). A record
+/// that is not an Example, or does not match the spec, is a DataError naming the feature
+/// and what was expected; a bad spec is a ConfigError, thrown here.
+RecordParser ParseExample(ExampleSpec spec, std::string label_key = "");
+
+/// Parses tf.train.SequenceExample records by `spec`, as ParseExample does; `label_key`
+/// names a context feature.
+RecordParser ParseSequenceExample(SequenceExampleSpec spec, std::string label_key = "");
+
+}  // namespace est::data

@@ -1,0 +1,49 @@
+#pragma once
+/// Internal: the values of one tf.train.Feature read from its wire format, and the tensors a
+/// FeatureSpec makes of them.
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "data/example.h"
+
+namespace est::data {
+
+/// The values of one feature. A Feature that occurs several times merges, as protobuf
+/// merges messages: lists of one kind concatenate, and a list of another kind replaces them.
+class FeatureValues {
+ public:
+  /// Merges one serialized tf.train.Feature.
+  void add(std::string_view serialized_feature);
+
+  /// Whether no Feature was added (the record lacks the feature).
+  bool missing() const { return !present_; }
+
+  /// The tensor a FixedLen `spec` makes of the values; DataError naming `name` when their kind
+  /// or number does not fit. A missing feature gives the spec's default.
+  at::Tensor fixed_len(const FeatureSpec& spec, const std::string& name) const;
+
+  /// The 1-D tensor (bytes: the decoded values stacked) a VarLen `spec` makes of the values,
+  /// and their count in `length`.
+  at::Tensor var_len(const FeatureSpec& spec, const std::string& name, int64_t* length) const;
+
+ private:
+  /// Checks the values' kind against `spec` and returns how many there are.
+  int64_t count(const FeatureSpec& spec, const std::string& name) const;
+  /// The values as a 1-D float32 or int64 tensor of `count` elements.
+  at::Tensor numbers(FeatureType type, int64_t count) const;
+  /// Each bytes value decoded by `spec`'s decoder, stacked along a new dim 0.
+  at::Tensor decoded(const FeatureSpec& spec, const std::string& name, int64_t count) const;
+
+  bool present_ = false;
+  int kind_ = 0;  ///< Feature's field number of the list kind: 1 bytes, 2 float, 3 int64; 0 none
+  std::vector<std::string_view> lists_;  ///< the serialized lists of that kind
+};
+
+/// "[2, 3]": a shape for an error message.
+std::string DescribeShape(const std::vector<int64_t>& shape);
+
+}  // namespace est::data

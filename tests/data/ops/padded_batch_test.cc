@@ -1,0 +1,72 @@
+// Dataset::padded_batch: tensors of one key padded with zeros to the largest in the batch.
+
+#include <torch/torch.h>
+
+#include "common/error.h"
+#include "data/dataset.h"
+#include "tests/data/test_datasets.h"
+
+// After the ATen headers: c10/util/Logging.h defines a CHECK that Catch2 replaces.
+#include <catch2/catch.hpp>
+
+using est::DataError;
+using est::data::Dataset;
+using est::data::Element;
+using est::testing::Drain;
+
+namespace {
+
+/// Element i has "v" = [1, 2, ..., i + 1] (int64) and "m" = float ones [i + 1, 2].
+Dataset Growing(int64_t n) {
+  return Dataset::FromGenerator([n] {
+    struct Growing : est::data::Iterator {
+      int64_t n, i = 0;
+      explicit Growing(int64_t n) : n(n) {}
+      std::optional<Element> next() override {
+        if (i == n) return std::nullopt;
+        Element element;
+        element.features["v"] = torch::arange(1, i + 2, torch::kLong);
+        element.features["m"] = torch::ones({i + 1, 2});
+        element.labels = torch::tensor(i);
+        ++i;
+        return element;
+      }
+    };
+    return std::make_unique<Growing>(n);
+  });
+}
+
+}  // namespace
+
+TEST_CASE("Dataset::padded_batch pads every tensor of a batch to the largest", "[data]") {
+  const auto batches = Drain(Growing(5).padded_batch(2));
+  REQUIRE(batches.size() == 3);
+  CHECK(torch::equal(batches[0].features.at("v"), torch::tensor({1, 0, 1, 2}, torch::kLong).view({2, 2})));
+  CHECK(torch::equal(batches[1].features.at("v"), torch::tensor({1, 2, 3, 0, 1, 2, 3, 4}, torch::kLong).view({2, 4})));
+  CHECK(torch::equal(batches[2].features.at("v"), torch::tensor({{1, 2, 3, 4, 5}}, torch::kLong)));
+  const auto m = batches[1].features.at("m");
+  CHECK(m.sizes() == torch::IntArrayRef({2, 4, 2}));
+  CHECK(m.sum().item<float>() == 14);  // 3×2 ones and 4×2 ones
+  CHECK(torch::equal(m[0][3], torch::zeros({2})));
+  CHECK(torch::equal(batches[1].labels, torch::tensor({2, 3})));
+  CHECK(Drain(Growing(5).padded_batch(2, /*drop_remainder=*/true)).size() == 2);
+}
+
+TEST_CASE("Dataset::padded_batch refuses ranks that differ and a batch_size below 1", "[data]") {
+  auto mixed = Dataset::FromGenerator([] {
+    struct Mixed : est::data::Iterator {
+      int i = 0;
+      std::optional<Element> next() override {
+        if (i == 2) return std::nullopt;
+        Element element;
+        element.features["x"] = i++ == 0 ? torch::zeros({3}) : torch::zeros({3, 1});
+        return element;
+      }
+    };
+    return std::make_unique<Mixed>();
+  });
+  CHECK_THROWS_WITH(Drain(mixed.padded_batch(2)),
+                    Catch::Contains("feature 'x' has shape [3] in element 0") && Catch::Contains("equal ranks"));
+  CHECK_THROWS_AS(Growing(3).padded_batch(0), DataError);
+  CHECK_THROWS_WITH(Drain(Growing(3).batch(2)), Catch::Contains("padded_batch pads them"));
+}
