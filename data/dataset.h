@@ -1,10 +1,14 @@
 #pragma once
 /// est::data::Dataset — a tf.data-like pull pipeline of named tensors.
 
+#include <torch/arg.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "data/element.h"
 #include "data/iterator.h"
@@ -22,6 +26,35 @@ inline constexpr int64_t kInfiniteCardinality = -1;
 /// Dataset::cardinality of a pipeline whose length only iterating tells (a filter, a
 /// FromGenerator source).
 inline constexpr int64_t kUnknownCardinality = -2;
+
+/// How Dataset::auto_shard divides the input among input pipelines, after tf.data's
+/// AutoShardPolicy.
+enum class AutoShardPolicy {
+  /// By file when the pipeline reads at least as many files as there are input pipelines;
+  /// otherwise by element, with a warning saying why.
+  kAuto,
+  /// By file; a DataError when the pipeline reads no files, or fewer than the pipelines.
+  kFile,
+  /// By element: every pipeline reads all the input and keeps every n-th element of its
+  /// output, which must come in the same order everywhere (seed every shuffle).
+  kData,
+  /// Not at all: every pipeline reads all the input.
+  kOff,
+};
+
+/// How Dataset::InterleaveFiles reads its files, as tf.data's interleave arguments.
+struct InterleaveOptions {
+  /// Files open at once; kAutotune: one per hardware thread. At most the number of files.
+  TORCH_ARG(int64_t, cycle_length) = kAutotune;
+  /// Consecutive elements taken from one file before moving to the next open one.
+  TORCH_ARG(int64_t, block_length) = 1;
+  /// Threads that read the open files ahead of the consumer; 1 reads on the consumer's
+  /// thread; kAutotune: one per hardware thread.
+  TORCH_ARG(int64_t, num_parallel_calls) = 1;
+  /// With threads, keep the sequential order (true) or, when the next file has nothing read
+  /// yet, take an element of another open file instead of waiting (false).
+  TORCH_ARG(bool, deterministic) = true;
+};
 
 /// An immutable description of an input pipeline: a source followed by transformations.
 /// Cheap to copy (copies share the pipeline); every transformation returns a new Dataset
@@ -50,6 +83,16 @@ class Dataset {
 
   /// A user-defined source: each make_iterator() calls `make_iterator` for a new pass.
   static Dataset FromGenerator(std::function<std::unique_ptr<Iterator>()> make_iterator);
+
+  /// tf.data's list_files(...).interleave(fn, ...): the elements of the datasets `fn` makes
+  /// of each file, `cycle_length` files at a time, `block_length` elements from each in turn;
+  /// a file that ends gives its place to the next file. The order is tf.data's. With
+  /// num_parallel_calls above 1, threads read the open files ahead (each at most 4 blocks);
+  /// an exception from a file is thrown by the next() that reaches its position.
+  /// Dataset::auto_shard shards `files`. A Dataset of files fn returns is iterated once per
+  /// file per pass; `fn` runs on the consumer's thread.
+  static Dataset InterleaveFiles(std::vector<std::string> files, std::function<Dataset(const std::string& file)> fn,
+                                 InterleaveOptions options = {});
 
   /// Applies `fn` to every element. With `num_parallel_calls` above 1 (or kAutotune: one
   /// per hardware thread), that many worker threads of each iterator call `fn` on
@@ -107,6 +150,14 @@ class Dataset {
   /// input pipelines. Needs num_shards >= 1 and 0 <= index < num_shards.
   Dataset shard(int64_t num_shards, int64_t index) const;
 
+  /// This pipeline's share for input pipeline `input_pipeline_id` of `num_input_pipelines`
+  /// (an InputContext's two numbers), as tf.data's auto-sharding: by file, sharding the file
+  /// list of the pipeline's file source (TFRecordDataset, InterleaveFiles) round-robin and
+  /// rebuilding the transformations above it, or by element, as shard() at the end of the
+  /// pipeline; `policy` says which. One input pipeline returns the pipeline unchanged.
+  Dataset auto_shard(int64_t num_input_pipelines, int64_t input_pipeline_id,
+                     AutoShardPolicy policy = AutoShardPolicy::kAuto) const;
+
   /// Keeps the elements in memory: the first pass that reaches the end of the input
   /// fills the cache, and later iterators read from memory without running the input
   /// again. A pass that stops early caches nothing. Cached tensors are shared with the
@@ -129,6 +180,7 @@ class Dataset {
 
  private:
   explicit Dataset(std::shared_ptr<const DatasetNode> node);
+  friend Dataset DatasetOf(std::shared_ptr<const DatasetNode> node);
 
   std::shared_ptr<const DatasetNode> node_;
 };

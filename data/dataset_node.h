@@ -4,7 +4,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
+#include "data/dataset.h"
 #include "data/element.h"
 #include "data/iterator.h"
 
@@ -26,6 +29,18 @@ class DatasetNode : public std::enable_shared_from_this<DatasetNode> {
   /// so that batch can copy a run of slices at once. nullptr for every other node.
   virtual const Element* sliced_tensors() const { return nullptr; }
 
+  /// For a transformation: the node it reads from; nullptr for a source.
+  virtual std::shared_ptr<const DatasetNode> input() const { return nullptr; }
+  /// For a transformation: the same transformation of `input` (Dataset::auto_shard rebuilds
+  /// a pipeline over a sharded source this way); nullptr for a source.
+  virtual std::shared_ptr<const DatasetNode> on_input(std::shared_ptr<const DatasetNode> input) const {
+    return nullptr;
+  }
+  /// For a source that reads files: the files, in the order it reads them; nullptr otherwise.
+  virtual const std::vector<std::string>* files() const { return nullptr; }
+  /// For a source that reads files: the same source reading `files` instead.
+  virtual std::shared_ptr<const DatasetNode> with_files(std::vector<std::string> files) const { return nullptr; }
+
  protected:
   /// A shared pointer to this node as its concrete type, for an iterator to keep.
   template <typename Node>
@@ -33,5 +48,9 @@ class DatasetNode : public std::enable_shared_from_this<DatasetNode> {
     return std::static_pointer_cast<const Node>(shared_from_this());
   }
 };
+
+/// The Dataset whose last node is `node`: how a source outside class Dataset (a file
+/// reader in its own header) makes its Dataset.
+Dataset DatasetOf(std::shared_ptr<const DatasetNode> node);
 
 }  // namespace est::data

@@ -139,6 +139,12 @@ class BatchNode : public DatasetNode {
         drop_remainder_(drop_remainder),
         padded_(padded) {}
 
+  std::shared_ptr<const DatasetNode> input() const override { return input_; }
+
+  std::shared_ptr<const DatasetNode> on_input(std::shared_ptr<const DatasetNode> input) const override {
+    return std::make_shared<BatchNode>(std::move(input), static_cast<int64_t>(batch_size_), drop_remainder_, padded_);
+  }
+
   std::unique_ptr<Iterator> make_iterator() const override {
     if (input_->sliced_tensors() != nullptr) {  // equal shapes: nothing to pad
       return std::make_unique<SliceBatchIterator>(input_, static_cast<int64_t>(batch_size_),

@@ -18,6 +18,12 @@ class CacheNode : public DatasetNode {
  public:
   explicit CacheNode(std::shared_ptr<const DatasetNode> input) : input_(std::move(input)) {}
 
+  std::shared_ptr<const DatasetNode> input() const override { return input_; }
+
+  std::shared_ptr<const DatasetNode> on_input(std::shared_ptr<const DatasetNode> input) const override {
+    return std::make_shared<CacheNode>(std::move(input));
+  }
+
   std::unique_ptr<Iterator> make_iterator() const override {
     if (auto cached = cached_elements()) return std::make_unique<ReadIterator>(std::move(cached));
     return std::make_unique<FillIterator>(self<CacheNode>(), input_->make_iterator());

@@ -15,6 +15,12 @@ class FilterNode : public DatasetNode {
              std::function<bool(const Element&)> predicate)
       : input_(std::move(input)), predicate_(std::move(predicate)) {}
 
+  std::shared_ptr<const DatasetNode> input() const override { return input_; }
+
+  std::shared_ptr<const DatasetNode> on_input(std::shared_ptr<const DatasetNode> input) const override {
+    return std::make_shared<FilterNode>(std::move(input), predicate_);
+  }
+
   std::unique_ptr<Iterator> make_iterator() const override {
     return std::make_unique<FilterIterator>(self<FilterNode>(), input_->make_iterator());
   }

@@ -24,6 +24,12 @@ class MapNode : public DatasetNode {
         fn_(std::make_shared<const MapFunction>(std::move(fn))),
         num_parallel_calls_(num_parallel_calls) {}
 
+  std::shared_ptr<const DatasetNode> input() const override { return input_; }
+
+  std::shared_ptr<const DatasetNode> on_input(std::shared_ptr<const DatasetNode> input) const override {
+    return std::make_shared<MapNode>(std::move(input), *fn_, num_parallel_calls_);
+  }
+
   std::unique_ptr<Iterator> make_iterator() const override {
     if (num_parallel_calls_ == 1)
       return std::make_unique<MapIterator>(fn_, input_->make_iterator());

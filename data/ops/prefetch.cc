@@ -110,6 +110,12 @@ class PrefetchNode : public DatasetNode {
   PrefetchNode(std::shared_ptr<const DatasetNode> input, int64_t buffer_size)
       : input_(std::move(input)), buffer_size_(static_cast<size_t>(buffer_size)) {}
 
+  std::shared_ptr<const DatasetNode> input() const override { return input_; }
+
+  std::shared_ptr<const DatasetNode> on_input(std::shared_ptr<const DatasetNode> input) const override {
+    return std::make_shared<PrefetchNode>(std::move(input), static_cast<int64_t>(buffer_size_));
+  }
+
   std::unique_ptr<Iterator> make_iterator() const override {
     return std::make_unique<PrefetchIterator>(input_->make_iterator(), buffer_size_);
   }

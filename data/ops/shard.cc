@@ -15,6 +15,12 @@ class ShardNode : public DatasetNode {
   ShardNode(std::shared_ptr<const DatasetNode> input, int64_t num_shards, int64_t index)
       : input_(std::move(input)), num_shards_(num_shards), index_(index) {}
 
+  std::shared_ptr<const DatasetNode> input() const override { return input_; }
+
+  std::shared_ptr<const DatasetNode> on_input(std::shared_ptr<const DatasetNode> input) const override {
+    return std::make_shared<ShardNode>(std::move(input), num_shards_, index_);
+  }
+
   std::unique_ptr<Iterator> make_iterator() const override {
     return std::make_unique<ShardIterator>(input_->make_iterator(), num_shards_, index_);
   }

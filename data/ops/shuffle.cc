@@ -32,6 +32,12 @@ class ShuffleNode : public DatasetNode {
         seed_(seed),
         reshuffle_each_iteration_(reshuffle_each_iteration) {}
 
+  std::shared_ptr<const DatasetNode> input() const override { return input_; }
+
+  std::shared_ptr<const DatasetNode> on_input(std::shared_ptr<const DatasetNode> input) const override {
+    return std::make_shared<ShuffleNode>(std::move(input), static_cast<int64_t>(buffer_size_), seed_, reshuffle_each_iteration_);
+  }
+
   std::unique_ptr<Iterator> make_iterator() const override {
     const uint64_t iteration = reshuffle_each_iteration_ ? iterations_made_.fetch_add(1) : 0;
     return std::make_unique<ShuffleIterator>(input_->make_iterator(), input_->cardinality(), buffer_size_,

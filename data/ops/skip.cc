@@ -17,6 +17,12 @@ class SkipNode : public DatasetNode {
   SkipNode(std::shared_ptr<const DatasetNode> input, int64_t count)
       : input_(std::move(input)), count_(count) {}
 
+  std::shared_ptr<const DatasetNode> input() const override { return input_; }
+
+  std::shared_ptr<const DatasetNode> on_input(std::shared_ptr<const DatasetNode> input) const override {
+    return std::make_shared<SkipNode>(std::move(input), count_);
+  }
+
   std::unique_ptr<Iterator> make_iterator() const override {
     return std::make_unique<SkipIterator>(input_->make_iterator(), count_);
   }

@@ -15,6 +15,12 @@ class TakeNode : public DatasetNode {
   TakeNode(std::shared_ptr<const DatasetNode> input, int64_t count)
       : input_(std::move(input)), count_(count) {}
 
+  std::shared_ptr<const DatasetNode> input() const override { return input_; }
+
+  std::shared_ptr<const DatasetNode> on_input(std::shared_ptr<const DatasetNode> input) const override {
+    return std::make_shared<TakeNode>(std::move(input), count_);
+  }
+
   std::unique_ptr<Iterator> make_iterator() const override {
     return std::make_unique<TakeIterator>(input_->make_iterator(), count_);
   }

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "data/tfrecord_dataset.h"
+#include "tests/data/record_files.h"
 #include "tests/data/test_datasets.h"
 
 // After the ATen headers: c10/util/Logging.h defines a CHECK that Catch2 replaces.
@@ -71,6 +73,26 @@ Element PlusOne(Element element) {
 
 bool Even(const Element& element) { return element.features.at("x").item<int64_t>() % 2 == 0; }
 
+/// Files of 7, 0, 9, 4 and 3 records, GZIP.
+const std::vector<std::string>& RecordFiles() {
+  static const auto files = est::testing::WriteNumberedFiles("iterator_skip", {7, 0, 9, 4, 3},
+                                                            est::data::TFRecordCompression::kGzip);
+  return files;
+}
+
+Dataset Records(const std::vector<std::string>& files) {
+  return est::data::TFRecordDataset(
+      files, est::data::TFRecordDatasetOptions()
+                 .reader(est::data::TFRecordReaderOptions().compression(est::data::TFRecordCompression::kGzip))
+                 .parser(est::testing::NumberParser));
+}
+
+Dataset InterleavedRecords(int64_t threads) {
+  return Dataset::InterleaveFiles(
+      RecordFiles(), [](const std::string& file) { return Records({file}); },
+      est::data::InterleaveOptions().cycle_length(3).block_length(2).num_parallel_calls(threads));
+}
+
 Dataset FilledCache() {
   Dataset cached = Range(23, true).cache();
   est::testing::Drain(cached);
@@ -106,6 +128,11 @@ TEST_CASE("Iterator::skip leaves every pipeline where as many next() calls do", 
       {"generator", [] { return Dataset::FromGenerator([] { return std::make_unique<CountingIterator>(0, 23); }); }},
       {"repeat of an empty input", [] { return Range(0).repeat(); }},
       {"repeat three times", [] { return Range(4).repeat(3); }},
+      {"TFRecordDataset", [] { return Records(RecordFiles()); }},
+      {"TFRecordDataset, sharded by file, shuffled, batched",
+       [] { return Records(RecordFiles()).auto_shard(2, 0).shuffle(5, 2).batch(3); }},
+      {"InterleaveFiles", [] { return InterleavedRecords(1); }},
+      {"InterleaveFiles with threads, repeated", [] { return InterleavedRecords(3).repeat(2); }},
   };
   for (const auto& [name, build] : pipelines) {
     for (const int64_t before : {0, 2}) {

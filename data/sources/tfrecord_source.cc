@@ -1,0 +1,115 @@
+// TFRecordDataset: a source reading the records of TFRecord files in order.
+
+#include <ATen/ops/empty.h>
+
+#include <cstring>
+#include <filesystem>
+#include <utility>
+
+#include "common/error.h"
+#include "data/dataset_node.h"
+#include "data/tfrecord_dataset.h"
+
+namespace est::data {
+namespace {
+
+/// IoError unless `path` is a readable regular file.
+void CheckRecordFile(const std::string& path) {
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  EST_CHECK(std::filesystem::exists(status), IoError, "TFRecordDataset: file '", path, "' does not exist");
+  EST_CHECK(std::filesystem::is_regular_file(status), IoError, "TFRecordDataset: '", path,
+            "' is not a regular file");
+}
+
+/// The record's bytes as the uint8 [size] feature "record".
+Element RawRecord(const std::string& record) {
+  Element element;
+  at::Tensor bytes = at::empty({static_cast<int64_t>(record.size())}, at::kByte);
+  if (!record.empty()) std::memcpy(bytes.data_ptr(), record.data(), record.size());
+  element.features.emplace("record", std::move(bytes));
+  return element;
+}
+
+class TFRecordSourceNode : public DatasetNode {
+ public:
+  TFRecordSourceNode(std::vector<std::string> files, TFRecordDatasetOptions options)
+      : files_(std::move(files)), options_(std::move(options)) {}
+
+  std::unique_ptr<Iterator> make_iterator() const override {
+    return std::make_unique<RecordIterator>(self<TFRecordSourceNode>());
+  }
+
+  int64_t cardinality() const override { return kUnknownCardinality; }
+
+  const std::vector<std::string>* files() const override { return &files_; }
+
+  std::shared_ptr<const DatasetNode> with_files(std::vector<std::string> files) const override {
+    return std::make_shared<TFRecordSourceNode>(std::move(files), options_);
+  }
+
+ private:
+  class RecordIterator : public Iterator {
+   public:
+    explicit RecordIterator(std::shared_ptr<const TFRecordSourceNode> node) : node_(std::move(node)) {}
+
+    std::optional<Element> next() override {
+      while (open_next_file_if_needed()) {
+        if (reader_->next(&record_)) return element();
+        reader_.reset();
+      }
+      return std::nullopt;
+    }
+
+    int64_t skip(int64_t count) override {
+      int64_t skipped = 0;
+      while (skipped < count && open_next_file_if_needed()) {
+        const int64_t wanted = count - skipped;
+        const int64_t moved = reader_->skip(wanted);
+        skipped += moved;
+        if (moved < wanted) reader_.reset();
+      }
+      return skipped;
+    }
+
+   private:
+    /// Makes sure a reader is open, opening the next file when needed; false after the last.
+    bool open_next_file_if_needed() {
+      if (reader_) return true;
+      if (next_file_ == node_->files_.size()) return false;
+      reader_ = std::make_unique<TFRecordReader>(node_->files_[next_file_++], node_->options_.reader());
+      return true;
+    }
+
+    /// The element of the record just read.
+    Element element() const {
+      const RecordParser& parser = node_->options_.parser();
+      if (!parser) return RawRecord(record_);
+      try {
+        return parser(record_);
+      } catch (const DataError& e) {
+        EST_THROW(DataError, "TFRecord file '", reader_->path(), "': record ", reader_->record_number() - 1, ": ",
+                  e.what());
+      }
+    }
+
+    std::shared_ptr<const TFRecordSourceNode> node_;
+    size_t next_file_ = 0;
+    std::unique_ptr<TFRecordReader> reader_;
+    std::string record_;
+  };
+
+  std::vector<std::string> files_;
+  TFRecordDatasetOptions options_;
+};
+
+}  // namespace
+
+Dataset TFRecordDataset(std::vector<std::string> files, TFRecordDatasetOptions options) {
+  for (const std::string& file : files) CheckRecordFile(file);
+  EST_CHECK(options.reader().buffer_bytes() >= 1, ConfigError, "TFRecordDataset: buffer_bytes is ",
+            options.reader().buffer_bytes(), ", expected at least 1");
+  return DatasetOf(std::make_shared<TFRecordSourceNode>(std::move(files), std::move(options)));
+}
+
+}  // namespace est::data
