@@ -4,6 +4,8 @@
 
 #include <torch/torch.h>
 
+#include "data/tfrecord_dataset.h"
+
 namespace est_apps {
 
 FashionMnistCnnImpl::FashionMnistCnnImpl()
@@ -24,12 +26,30 @@ est::data::Element Scale(est::data::Element example) {
 est::data::Dataset FashionMnistPipeline(const est::data::Dataset& source,
                                         const FashionMnistPipelineOptions& options) {
   auto dataset = source.shard(options.num_shards, options.shard_index)
-                     .map(Scale, options.num_parallel_calls)
-                     .cache();
+                     .map(Scale, options.num_parallel_calls);
+  if (options.cache) dataset = dataset.cache();
   if (options.training) {
     dataset = dataset.shuffle(kFashionMnistShuffleBuffer, options.shuffle_seed).repeat();
   }
   return dataset.batch(options.batch_size).prefetch(2);
+}
+
+est::data::ExampleSpec FashionMnistExampleSpec() {
+  using est::data::FeatureSpec;
+  using est::data::FeatureType;
+  return {{"image", FeatureSpec::FixedLen(FeatureType::kBytes).decoder(est::data::DecodeRaw(torch::kUInt8, {28, 28}))},
+          {"label", FeatureSpec::FixedLen(FeatureType::kInt64)}};
+}
+
+est::data::Dataset FashionMnistRecords(const std::vector<std::string>& files, est::data::TFRecordCompression compression,
+                                       int64_t num_shards, int64_t shard_index, int64_t num_parallel_calls) {
+  const auto options = est::data::TFRecordDatasetOptions()
+                           .reader(est::data::TFRecordReaderOptions().compression(compression))
+                           .parser(est::data::ParseExample(FashionMnistExampleSpec(), "label"));
+  auto records = [options](const std::string& file) { return est::data::TFRecordDataset({file}, options); };
+  return est::data::Dataset::InterleaveFiles(
+             files, records, est::data::InterleaveOptions().cycle_length(4).num_parallel_calls(num_parallel_calls))
+      .auto_shard(num_shards, shard_index);
 }
 
 }  // namespace est_apps

@@ -9,9 +9,13 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "data/dataset.h"
 #include "data/element.h"
+#include "data/example.h"
+#include "data/tfrecord.h"
 
 namespace est_apps {
 
@@ -49,12 +53,24 @@ struct FashionMnistPipelineOptions {
   int64_t num_parallel_calls = 1;  ///< map's; est::data::kAutotune allowed
   int64_t batch_size = 64;         ///< per replica
   uint64_t shuffle_seed = 42;      ///< training only
+  bool cache = true;               ///< keep the mapped examples in memory after the first pass
 };
 
-/// The pipeline over `source` (Fashion-MNIST examples): shard, map(Scale), cache, then
-/// for training shuffle(kFashionMnistShuffleBuffer, seed) and repeat(), then batch and
-/// prefetch(2). Built afresh on each call, so its cache starts empty.
+/// The pipeline over `source` (Fashion-MNIST examples): shard, map(Scale), cache (unless
+/// options.cache is false), then for training shuffle(kFashionMnistShuffleBuffer, seed) and
+/// repeat(), then batch and prefetch(2). Built afresh on each call, so its cache starts empty.
 est::data::Dataset FashionMnistPipeline(const est::data::Dataset& source,
                                         const FashionMnistPipelineOptions& options);
+
+/// The tf.train.Example of a Fashion-MNIST example in TFRecord files: "image", its 784 pixels
+/// as one bytes value (row-major uint8), and "label", an int64.
+est::data::ExampleSpec FashionMnistExampleSpec();
+
+/// The Fashion-MNIST examples of TFRecord `files` of FashionMnistExampleSpec records, as
+/// FashionMnist() gives them ({"image": uint8 [28, 28]}, int64 labels), sharded by file for
+/// input pipeline `shard_index` of `num_shards` (Dataset::auto_shard), its files read 4 at a
+/// time by `num_parallel_calls` threads (InterleaveFiles).
+est::data::Dataset FashionMnistRecords(const std::vector<std::string>& files, est::data::TFRecordCompression compression,
+                                       int64_t num_shards, int64_t shard_index, int64_t num_parallel_calls);
 
 }  // namespace est_apps

@@ -29,18 +29,26 @@ est::EstimatorSpec ModelFn(const est::Features& features, const torch::Tensor& l
 
 }  // namespace
 
-ModelRecipe FashionMnistCnn(const std::string& data_dir, int64_t batch_size, uint64_t shuffle_seed) {
+ModelRecipe FashionMnistCnn(const FashionMnistInput& data, int64_t batch_size, uint64_t shuffle_seed) {
   auto input_fn = [=](est::Mode mode, const est::distribute::InputContext& input) {
     const bool training = mode == est::Mode::kTrain;
-    // The files are read first: a missing data set is reported before a bad batch size.
-    auto source = est::data::FashionMnist(data_dir, training ? "train" : "t10k");
     est_apps::FashionMnistPipelineOptions options;
     options.training = training;
-    options.num_shards = input.num_input_pipelines();
-    options.shard_index = input.input_pipeline_id();
     options.batch_size = input.per_replica_batch_size(batch_size);
     options.shuffle_seed = shuffle_seed;
     options.num_parallel_calls = est::data::kAutotune;  // input_pipeline_bench: closest to pre-built batches
+    if (!data.train_files.empty()) {
+      // Streamed: sharded by file, read by threads, not cached.
+      options.cache = false;
+      return est_apps::FashionMnistPipeline(
+          est_apps::FashionMnistRecords(training ? data.train_files : data.eval_files, data.compression,
+                                        input.num_input_pipelines(), input.input_pipeline_id(), est::data::kAutotune),
+          options);
+    }
+    // The files are read first: a missing data set is reported before a bad batch size.
+    auto source = est::data::FashionMnist(data.data_dir, training ? "train" : "t10k");
+    options.num_shards = input.num_input_pipelines();
+    options.shard_index = input.input_pipeline_id();
     return est_apps::FashionMnistPipeline(source, options);
   };
   return ModelRecipe{ModelFn, input_fn};

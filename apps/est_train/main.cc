@@ -16,6 +16,7 @@
 #include "common/file_util.h"
 #include "common/logging.h"
 #include "common/stop_signals.h"
+#include "data/list_files.h"
 #include "data/mnist.h"
 #include "distribute/multi_worker_mirrored_strategy.h"
 #include "distribute/parameter_server_strategy.h"
@@ -29,6 +30,10 @@ struct Flags {
   std::string model = "fashion_mnist_cnn";
   std::string model_dir;
   std::string data_dir = est_apps::kFashionMnistDir;
+  std::string data_format = "idx";
+  std::string data_files;
+  std::string eval_data_files;
+  std::string data_compression = "none";
   int64_t max_steps = 2000;
   int64_t batch_size = 64;
   double learning_rate = 0;
@@ -58,6 +63,17 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->capture_default_str();
   app.add_option("--model-dir", flags.model_dir, "Directory for checkpoints and summaries")->required();
   app.add_option("--data-dir", flags.data_dir, "Directory with the Fashion-MNIST IDX files")->capture_default_str();
+  app.add_option("--data-format", flags.data_format,
+                 "fashion_mnist_cnn's input: idx (--data-dir, in memory) or tfrecord (--data-files, streamed)")
+      ->check(CLI::IsMember({"idx", "tfrecord"}))
+      ->capture_default_str();
+  app.add_option("--data-files", flags.data_files,
+                 "tfrecord: glob of the training shards of tf.train.Example (image bytes, int64 label), e.g. "
+                 "'dir/train-*.tfrecord' (est-idx-to-tfrecord writes them); sharded by file across workers");
+  app.add_option("--eval-data-files", flags.eval_data_files, "tfrecord: glob of the evaluation shards");
+  app.add_option("--data-compression", flags.data_compression, "tfrecord: the shards' compression")
+      ->check(CLI::IsMember({"none", "gzip", "zlib"}, CLI::ignore_case))
+      ->capture_default_str();
   app.add_option("--max-steps", flags.max_steps, "Train until this global step")
       ->check(est_apps::IntegerIn<int64_t>(1, est_apps::kMaxInt64))
       ->capture_default_str();
@@ -227,6 +243,25 @@ void CheckDataDir(const std::string& data_dir) {
   for (const char* split : {"train", "t10k"}) est::data::CheckMnistFiles(data_dir, split);
 }
 
+// The input of --data-format and its flags; `reads_data` (not a ps task) checks the files now.
+est_train::FashionMnistInput FashionMnistInputOf(const Flags& flags, bool reads_data) {
+  est_train::FashionMnistInput input;
+  input.data_dir = flags.data_dir;
+  if (flags.data_format == "idx") {
+    EST_CHECK(flags.data_files.empty() && flags.eval_data_files.empty(), est::ConfigError,
+              "--data-files and --eval-data-files need --data-format tfrecord");
+    if (reads_data) CheckDataDir(flags.data_dir);
+    return input;
+  }
+  EST_CHECK(!flags.data_files.empty() && !flags.eval_data_files.empty(), est::ConfigError,
+            "--data-format tfrecord needs --data-files and --eval-data-files (globs of TFRecord shards)");
+  input.compression = est::data::ParseTFRecordCompression(flags.data_compression);
+  if (!reads_data) return input;  // a ps task builds no input pipeline
+  input.train_files = est::data::ListFiles(flags.data_files, /*shuffle=*/false);
+  input.eval_files = est::data::ListFiles(flags.eval_data_files, /*shuffle=*/false);
+  return input;
+}
+
 int Run(const Flags& flags) {
   est::RunConfig config;  // reads TF_CONFIG (or torchrun / Slurm variables)
   if (config.cluster.is_local() || config.cluster.is_chief) CheckWritableModelDir(flags.model_dir);
@@ -236,8 +271,8 @@ int Run(const Flags& flags) {
   if (flags.model == "linear") {
     recipe = est_train::Linear(flags.batch_size);
   } else {
-    if (config.cluster.task_type != "ps") CheckDataDir(flags.data_dir);  // a ps task reads no data
-    recipe = est_train::FashionMnistCnn(flags.data_dir, flags.batch_size, flags.seed);
+    recipe = est_train::FashionMnistCnn(FashionMnistInputOf(flags, config.cluster.task_type != "ps"),
+                                        flags.batch_size, flags.seed);
   }
 
   config.train_distribute = MakeStrategy(flags, config.cluster);

@@ -4,6 +4,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "data/tfrecord.h"
 
 #include "estimator/input_fn.h"
 #include "estimator/model_fn.h"
@@ -16,10 +19,20 @@ struct ModelRecipe {
   est::InputFn input_fn;
 };
 
+/// Where FashionMnistCnn's examples come from: TFRecord shards when train_files is set,
+/// else the IDX files in data_dir.
+struct FashionMnistInput {
+  std::string data_dir;                  ///< the IDX files' directory
+  std::vector<std::string> train_files;  ///< TFRecord shards of est_apps::FashionMnistExampleSpec
+  std::vector<std::string> eval_files;   ///< the same, for evaluation
+  est::data::TFRecordCompression compression = est::data::TFRecordCompression::kNone;
+};
+
 /// The Conv 32×3×3 → max-pool → dense 64 → dense 10 classifier of TensorFlow's
-/// multi-worker tutorial, on Fashion-MNIST IDX files in `data_dir`. Adam with
-/// params["learning_rate"]; reports accuracy.
-ModelRecipe FashionMnistCnn(const std::string& data_dir, int64_t batch_size, uint64_t shuffle_seed);
+/// multi-worker tutorial, on Fashion-MNIST. IDX examples are sharded by element and cached;
+/// TFRecord shards are sharded by file and streamed. Adam with params["learning_rate"];
+/// reports accuracy.
+ModelRecipe FashionMnistCnn(const FashionMnistInput& input, int64_t batch_size, uint64_t shuffle_seed);
 
 /// The one-unit dense model of TensorFlow's MirroredStrategy README: learns y = 1 from
 /// x = 1 with SGD at params["learning_rate"]; 100 examples an epoch.

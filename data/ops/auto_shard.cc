@@ -53,7 +53,10 @@ Dataset Dataset::auto_shard(int64_t num_input_pipelines, int64_t input_pipeline_
                why, num_input_pipelines);
     return shard(num_input_pipelines, input_pipeline_id);
   }
-  auto node = chain.back()->with_files(ShardFiles(*files, num_input_pipelines, input_pipeline_id));
+  std::vector<std::string> shard = ShardFiles(*files, num_input_pipelines, input_pipeline_id);
+  Log().info("Dataset::auto_shard: input pipeline {} of {} reads {} of {} files", input_pipeline_id,
+             num_input_pipelines, shard.size(), files->size());
+  auto node = chain.back()->with_files(std::move(shard));
   for (auto transformation = chain.rbegin() + 1; transformation != chain.rend(); ++transformation)
     node = (*transformation)->on_input(std::move(node));
   return Dataset(std::move(node));

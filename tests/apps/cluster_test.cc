@@ -32,6 +32,18 @@ std::string LinesOf(const std::string& output, const std::string& prefix) {
 
 bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+/// The accuracy of the evaluator's last evaluation in `output`, at global step >= `steps`.
+double LastEvaluatorAccuracy(const std::string& output, int64_t steps) {
+  const std::string evaluator = LinesOf(output, "[evaluator 0] ");
+  std::smatch last;
+  const std::regex evaluation(R"(Saving dict for global step (\d+): accuracy = ([0-9.]+))");
+  for (auto it = std::sregex_iterator(evaluator.begin(), evaluator.end(), evaluation); it != std::sregex_iterator(); ++it)
+    last = *it;
+  REQUIRE(!last.empty());
+  CHECK(std::stoll(last[1]) >= steps);
+  return std::stod(last[2]);
+}
+
 }  // namespace
 
 TEST_CASE("two workers and an evaluator: the tutorial's cluster trains, evaluates, stops and resumes", "[apps][cluster]") {
@@ -99,15 +111,36 @@ TEST_CASE("Fashion-MNIST with a ps task and two async workers reaches 0.88 test 
   REQUIRE(run.exit_code == 0);  // every task, the ps included, exited 0
   CHECK(Contains(LinesOf(run.output, "[ps 0] "), "the chief finished the job; exiting"));
   // The evaluator followed the chief's checkpoints and exited after the last one.
-  const std::string evaluator = LinesOf(run.output, "[evaluator 0] ");
-  CHECK(Contains(evaluator, ">= train max_steps 3000"));
-  std::smatch last;
-  const std::regex evaluation(R"(Saving dict for global step (\d+): accuracy = ([0-9.]+))");
-  for (auto it = std::sregex_iterator(evaluator.begin(), evaluator.end(), evaluation); it != std::sregex_iterator(); ++it)
-    last = *it;
-  REQUIRE(!last.empty());
-  CHECK(std::stoll(last[1]) >= 3000);
-  CHECK(std::stod(last[2]) >= 0.88);
+  CHECK(Contains(LinesOf(run.output, "[evaluator 0] "), ">= train max_steps 3000"));
+  CHECK(LastEvaluatorAccuracy(run.output, 3000) >= 0.88);
+}
+
+TEST_CASE("Fashion-MNIST from TFRecord shards, sharded by file over two workers, trains as well as from IDX files",
+          "[apps][cluster][slow]") {
+  const std::string shards = est::testing::FreshTempDir("cluster_tfrecord_shards").string();
+  RunResult convert = RunCommand(std::string(EST_IDX_TO_TFRECORD_PATH) + " --output-dir " + shards);
+  INFO(convert.output);
+  REQUIRE(convert.exit_code == 0);
+  const std::string train = std::string(EST_LAUNCH_PATH) + " --workers 2 --evaluator -- " + EstTrain() +
+                            " --model fashion_mnist_cnn --strategy multi_worker --max-steps 600 --batch-size 64"
+                            " --save-checkpoints-steps 600 --eval-steps 50 --timeout-secs 120 --model-dir ";
+  RunResult from_records = RunCommand(train + est::testing::FreshTempDir("cluster_tfrecord").string() +
+                                      " --data-format tfrecord --data-files '" + shards + "/train-*'" +
+                                      " --eval-data-files '" + shards + "/t10k-*'");
+  INFO(from_records.output);
+  REQUIRE(from_records.exit_code == 0);
+  // Each worker streams its own half of the 10 shards; nothing is sharded by element.
+  CHECK(Contains(LinesOf(from_records.output, "[worker 0] "), "input pipeline 0 of 2 reads 5 of 10 files"));
+  CHECK(Contains(LinesOf(from_records.output, "[worker 1] "), "input pipeline 1 of 2 reads 5 of 10 files"));
+  CHECK_FALSE(Contains(from_records.output, "sharding by element"));
+  RunResult from_idx = RunCommand(train + est::testing::FreshTempDir("cluster_idx").string());
+  INFO(from_idx.output);
+  REQUIRE(from_idx.exit_code == 0);
+  const double records_accuracy = LastEvaluatorAccuracy(from_records.output, 600);
+  const double idx_accuracy = LastEvaluatorAccuracy(from_idx.output, 600);
+  CHECK(records_accuracy >= 0.80);
+  CHECK(idx_accuracy >= 0.80);
+  CHECK(std::abs(records_accuracy - idx_accuracy) <= 0.03);
 }
 
 TEST_CASE("a chief job and a worker: the chief alone writes", "[apps][cluster]") {
