@@ -21,7 +21,8 @@ class DatasetNode;
 /// the number is fixed when the Dataset is built, not tuned while it runs.
 inline constexpr int64_t kAutotune = -1;
 
-/// Dataset::cardinality of a pipeline that never ends (repeat() of a non-empty input).
+/// Dataset::cardinality of a pipeline that never ends: repeat() of an input not known to be
+/// empty (as tf.data counts it, also over an input of unknown length).
 inline constexpr int64_t kInfiniteCardinality = -1;
 /// Dataset::cardinality of a pipeline whose length only iterating tells (a filter, a
 /// FromGenerator source).
@@ -68,11 +69,14 @@ struct InterleaveOptions {
 /// Skipping: Iterator::skip moves past elements without making them where it can, so a
 /// restored position costs little more than the elements it still needs: a FromTensors
 /// source, batch, take, skip, shard, a read from a filled cache, and repeat move by
-/// arithmetic; map moves its input without calling the function (map functions are
-/// taken to be pure); shuffle over an input of known cardinality replays its random draws
-/// on element numbers and then reads only the input elements still in its buffer (at
-/// most a few buffer sizes back). filter, a cache being filled, and FromGenerator
-/// sources (unless their iterator overrides skip) make and drop the elements.
+/// arithmetic; TFRecordDataset reads record headers only, and InterleaveFiles skips file by
+/// file; map moves its input without calling the function (map functions are taken to be
+/// pure); shuffle over an input of known cardinality, or an endless one (a repeat() before
+/// it), replays its random draws on element numbers and then reads only the input elements
+/// still in its buffer (at most a few buffer sizes back). filter, a cache being filled, a
+/// shuffle over an input of unknown length (a file source without repeat() before the
+/// shuffle), and FromGenerator sources (unless their iterator overrides skip) make and drop
+/// the elements.
 class Dataset {
  public:
   /// One element per index of dim 0 of every tensor (features and labels, when defined):

@@ -29,7 +29,11 @@ est::data::Dataset FashionMnistPipeline(const est::data::Dataset& source,
                      .map(Scale, options.num_parallel_calls);
   if (options.cache) dataset = dataset.cache();
   if (options.training) {
-    dataset = dataset.shuffle(kFashionMnistShuffleBuffer, options.shuffle_seed).repeat();
+    // Cached examples are shuffled within each epoch, as in the tutorial. A stream repeats first:
+    // its length is unknown, and a shuffle over an endless input restores its position by
+    // replaying draws, parsing only the records still in its buffer (data/dataset.h).
+    dataset = options.cache ? dataset.shuffle(kFashionMnistShuffleBuffer, options.shuffle_seed).repeat()
+                            : dataset.repeat().shuffle(kFashionMnistShuffleBuffer, options.shuffle_seed);
   }
   return dataset.batch(options.batch_size).prefetch(2);
 }

@@ -56,9 +56,9 @@ struct FashionMnistPipelineOptions {
   bool cache = true;               ///< keep the mapped examples in memory after the first pass
 };
 
-/// The pipeline over `source` (Fashion-MNIST examples): shard, map(Scale), cache (unless
-/// options.cache is false), then for training shuffle(kFashionMnistShuffleBuffer, seed) and
-/// repeat(), then batch and prefetch(2). Built afresh on each call, so its cache starts empty.
+/// The pipeline over `source` (Fashion-MNIST examples): shard, map(Scale), cache, then for
+/// training shuffle(kFashionMnistShuffleBuffer, seed) and repeat(), then batch and
+/// prefetch(2). Without options.cache, training repeats before it shuffles. Built afresh on each call, so its cache starts empty.
 est::data::Dataset FashionMnistPipeline(const est::data::Dataset& source,
                                         const FashionMnistPipelineOptions& options);
 

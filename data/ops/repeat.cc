@@ -28,8 +28,9 @@ class RepeatNode : public DatasetNode {
   int64_t cardinality() const override {
     const int64_t elements = input_->cardinality();
     if (count_ == 0 || elements == 0) return 0;
-    if (elements < 0) return elements;
-    return count_ < 0 ? kInfiniteCardinality : SaturatingProduct(elements, count_);
+    // As tf.data: repeating forever an input not known to be empty never ends.
+    if (count_ < 0) return kInfiniteCardinality;
+    return elements < 0 ? elements : SaturatingProduct(elements, count_);
   }
 
  private:
