@@ -27,4 +27,5 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/TorchEstimatorConfigVersi
 install(FILES ${PROJECT_BINARY_DIR}/TorchEstimatorConfig.cmake
   ${PROJECT_BINARY_DIR}/TorchEstimatorConfigVersion.cmake
   ${PROJECT_SOURCE_DIR}/cmake/FindNCCL.cmake
+  ${PROJECT_SOURCE_DIR}/cmake/FindLibCsv.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/TorchEstimator)

@@ -13,7 +13,7 @@ packages=(
   clang libclang-rt-14-dev
   libtorch-dev libgloo-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libopenblas0-openmp
-  libspdlog-dev libcli11-dev nlohmann-json3-dev catch2 zlib1g-dev
+  libspdlog-dev libcli11-dev nlohmann-json3-dev catch2 zlib1g-dev libcsv-dev
   dataset-fashion-mnist
   python3 python3-venv python3-torch
   openssl

@@ -156,7 +156,7 @@ class Dataset {
 
   /// This pipeline's share for input pipeline `input_pipeline_id` of `num_input_pipelines`
   /// (an InputContext's two numbers), as tf.data's auto-sharding: by file, sharding the file
-  /// list of the pipeline's file source (TFRecordDataset, InterleaveFiles) round-robin and
+  /// list of the pipeline's file source (TFRecordDataset, CsvDataset, InterleaveFiles) round-robin and
   /// rebuilding the transformations above it, or by element, as shard() at the end of the
   /// pipeline; `policy` says which. One input pipeline returns the pipeline unchanged.
   Dataset auto_shard(int64_t num_input_pipelines, int64_t input_pipeline_id,

@@ -42,8 +42,8 @@ Dataset Dataset::auto_shard(int64_t num_input_pipelines, int64_t input_pipeline_
   const std::vector<std::string>* files = chain.back()->files();
   const size_t needed = static_cast<size_t>(num_input_pipelines);
   if (files == nullptr || files->size() < needed) {
-    const std::string why = files == nullptr ? "the pipeline's source reads no files (it is not a TFRecordDataset or "
-                                               "InterleaveFiles)"
+    const std::string why = files == nullptr ? "the pipeline's source reads no files (it is not a TFRecordDataset, "
+                                               "CsvDataset or InterleaveFiles)"
                                              : "it reads " + std::to_string(files->size()) + " file(s), fewer than the " +
                                                    std::to_string(needed) + " input pipelines";
     EST_CHECK(policy == AutoShardPolicy::kAuto, DataError, "Dataset::auto_shard: cannot shard by file: ", why,

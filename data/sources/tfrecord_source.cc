@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "data/dataset_node.h"
+#include "data/sources/file_sequence.h"
 #include "data/tfrecord_dataset.h"
 
 namespace est::data {
@@ -51,51 +52,47 @@ class TFRecordSourceNode : public DatasetNode {
  private:
   class RecordIterator : public Iterator {
    public:
-    explicit RecordIterator(std::shared_ptr<const TFRecordSourceNode> node) : node_(std::move(node)) {}
+    explicit RecordIterator(std::shared_ptr<const TFRecordSourceNode> node)
+        : node_(std::move(node)), files_(node_->files_, [options = node_->options_.reader()](const std::string& path) {
+            return std::make_unique<TFRecordReader>(path, options);
+          }) {}
 
     std::optional<Element> next() override {
-      while (open_next_file_if_needed()) {
-        if (reader_->next(&record_)) return element();
-        reader_.reset();
+      while (TFRecordReader* reader = files_.current()) {
+        if (reader->next(&record_)) return element(*reader);
+        files_.close_current();
       }
       return std::nullopt;
     }
 
     int64_t skip(int64_t count) override {
       int64_t skipped = 0;
-      while (skipped < count && open_next_file_if_needed()) {
+      while (skipped < count) {
+        TFRecordReader* reader = files_.current();
+        if (reader == nullptr) break;
         const int64_t wanted = count - skipped;
-        const int64_t moved = reader_->skip(wanted);
+        const int64_t moved = reader->skip(wanted);
         skipped += moved;
-        if (moved < wanted) reader_.reset();
+        if (moved < wanted) files_.close_current();
       }
       return skipped;
     }
 
    private:
-    /// Makes sure a reader is open, opening the next file when needed; false after the last.
-    bool open_next_file_if_needed() {
-      if (reader_) return true;
-      if (next_file_ == node_->files_.size()) return false;
-      reader_ = std::make_unique<TFRecordReader>(node_->files_[next_file_++], node_->options_.reader());
-      return true;
-    }
-
-    /// The element of the record just read.
-    Element element() const {
+    /// The element of the record `reader` just read.
+    Element element(const TFRecordReader& reader) const {
       const RecordParser& parser = node_->options_.parser();
       if (!parser) return RawRecord(record_);
       try {
         return parser(record_);
       } catch (const DataError& e) {
-        EST_THROW(DataError, "TFRecord file '", reader_->path(), "': record ", reader_->record_number() - 1, ": ",
+        EST_THROW(DataError, "TFRecord file '", reader.path(), "': record ", reader.record_number() - 1, ": ",
                   e.what());
       }
     }
 
     std::shared_ptr<const TFRecordSourceNode> node_;
-    size_t next_file_ = 0;
-    std::unique_ptr<TFRecordReader> reader_;
+    FileSequence<TFRecordReader> files_;
     std::string record_;
   };
 

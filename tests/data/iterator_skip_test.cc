@@ -8,6 +8,7 @@
 
 #include "data/dataset.h"
 #include "data/tfrecord_dataset.h"
+#include "tests/data/csv_files.h"
 #include "tests/data/record_files.h"
 #include "tests/data/test_datasets.h"
 
@@ -87,6 +88,12 @@ Dataset Records(const std::vector<std::string>& files) {
                  .parser(est::testing::NumberParser));
 }
 
+/// CSV files of 7, 0, 9, 4 and 3 rows, each row two lines long (a quoted line break).
+const std::vector<std::string>& CsvFiles() {
+  static const auto files = est::testing::WriteNumberedCsvFiles("iterator_skip_csv", {7, 0, 9, 4, 3});
+  return files;
+}
+
 Dataset InterleavedRecords(int64_t threads) {
   return Dataset::InterleaveFiles(
       RecordFiles(), [](const std::string& file) { return Records({file}); },
@@ -131,6 +138,9 @@ TEST_CASE("Iterator::skip leaves every pipeline where as many next() calls do", 
       {"TFRecordDataset", [] { return Records(RecordFiles()); }},
       {"TFRecordDataset, sharded by file, shuffled, batched",
        [] { return Records(RecordFiles()).auto_shard(2, 0).shuffle(5, 2).batch(3); }},
+      {"CsvDataset", [] { return est::testing::NumberedCsv(CsvFiles()); }},
+      {"CsvDataset, sharded by file, shuffled, batched",
+       [] { return est::testing::NumberedCsv(CsvFiles(), 5).auto_shard(2, 1).shuffle(5, 2).batch(3); }},
       {"InterleaveFiles", [] { return InterleavedRecords(1); }},
       {"InterleaveFiles with threads, repeated", [] { return InterleavedRecords(3).repeat(2); }},
   };
@@ -171,6 +181,16 @@ TEST_CASE("Iterator::skip makes only the elements it must", "[data]") {
     for (int i = 0; i < 3; ++i) CHECK(Values(skipped->next()->features.at("x")) == Values(replayed->next()->features.at("x")));
   }
 
+  SECTION("a shuffle of repeated TFRecord files parses only what is still in its buffer") {
+    auto build = [&counted] { return Records(RecordFiles()).map(counted).repeat().shuffle(8, 3).batch(2); };
+    auto skipped = build().make_iterator();
+    CHECK(skipped->skip(100) == 100);  // 200 records: 8 passes over the 23 records and more
+    CHECK(calls.exchange(0) <= 40);  // the buffer's survivors, a few buffer sizes back at most
+    auto replayed = build().make_iterator();
+    for (int i = 0; i < 100; ++i) replayed->next();
+    for (int i = 0; i < 3; ++i) CHECK(Values(skipped->next()->features.at("x")) == Values(replayed->next()->features.at("x")));
+  }
+
   SECTION("a shuffle of an endless repeat makes only what is still in its buffer") {
     auto build = [&counted] { return Range(1000).map(counted).repeat().shuffle(500, 11).batch(10); };
     auto skipped = build().make_iterator();
@@ -194,6 +214,8 @@ TEST_CASE("Dataset::cardinality", "[data]") {
   CHECK(Range(23).filter(Even).cardinality() == kUnknownCardinality);
   CHECK(Range(0).filter(Even).cardinality() == 0);
   CHECK(Range(23).repeat().cardinality() == kInfiniteCardinality);
+  CHECK(Range(23).filter(Even).repeat().cardinality() == kInfiniteCardinality);
+  CHECK(Range(23).filter(Even).repeat(2).cardinality() == kUnknownCardinality);
   CHECK(Range(23).repeat(3).cardinality() == 69);
   CHECK(Range(0).repeat().cardinality() == 0);
   CHECK(Range(23).repeat(0).cardinality() == 0);
