@@ -33,10 +33,7 @@ bool ReadAheadIterator::ready() const {
 std::optional<Element> ReadAheadIterator::next() {
   std::unique_lock<std::mutex> lock(pool_->mutex_);
   Stream& stream = *stream_;
-  if (!stream.started) {
-    stream.started = true;
-    pool_->work_available_.notify_one();
-  }
+  stream.started = true;  // from now on the threads read it
   stream.waited_for = true;
   pool_->work_available_.notify_one();
   pool_->progress_.wait(lock, [&] { return !stream.ready.empty() || stream.error || stream.ended; });
