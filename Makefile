@@ -6,7 +6,7 @@ DEMO_DIR  ?= $(BUILD_DIR)/demo-model
 JOBS      ?= $(shell nproc)
 
 .PHONY: demo test sanitize fuzz installed-example bench deps configure build programs tensorboard \
-  sanitize-build clean
+  tensorflow sanitize-build clean
 
 # Builds only est-train and the libraries it links, so the first step comes soonest.
 demo: configure
@@ -37,7 +37,9 @@ fuzz: sanitize-build
 	cd $(SANITIZE_DIR) && ctest --output-on-failure --no-tests=error -j $(JOBS) -L fuzzing
 
 # The benchmarks of the README's Performance section, against their peers (PyTorch DDP
-# from Debian's python3-torch, a hand-written LibTorch loop, raw Gloo, raw file I/O).
+# from Debian's python3-torch, a hand-written LibTorch loop, raw Gloo, raw file I/O, tf.data).
+# The input group installs TensorFlow into $(BUILD_DIR)/tf-venv itself (`make tensorflow`'s
+# script), and skips its tf.data figures with a line saying why when it cannot.
 bench: build
 	/usr/bin/python3 apps/bench/run_benchmarks.py --build $(BUILD_DIR)
 
@@ -60,6 +62,10 @@ sanitize-build: deps
 # A virtual environment with TensorBoard, whose own event reader checks our event files.
 tensorboard: deps
 	@bash cmake/install_tensorboard.sh $(BUILD_DIR)/tb-venv
+
+# A virtual environment with TensorFlow (CPU), for the tf.data peer of `make bench`'s input group.
+tensorflow: deps
+	@bash cmake/install_tensorflow.sh $(BUILD_DIR)/tf-venv
 
 clean:
 	rm -rf $(BUILD_DIR) $(SANITIZE_DIR)

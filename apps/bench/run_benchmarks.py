@@ -5,7 +5,9 @@ usage: run_benchmarks.py --build BUILD_DIR [--repetitions 5] [--quick] [--only G
 
 Groups (for --only): overhead (overhead, vs_glibc_malloc, memory), scaling (scaling_*, allreduce*),
 efficiency (efficiency_cnn, ceiling_cnn), gpu (gpu_*; skipped with a line where the build or the
-machine has no CUDA device), extras (input_pipeline_bench, checkpoint_bench), ps (ps_*).
+machine has no CUDA device), extras (input_pipeline_bench, checkpoint_bench), ps (ps_*), input (input_*:
+TFRecord shards made once into BUILD_DIR/bench-data/fashion-tfrecord; the tf.data peer runs in
+BUILD_DIR/tf-venv, installed once by cmake/install_tensorflow.sh, or is skipped with a line saying why).
 
 Figures (see the README's Performance section):
   overhead       est-train's Estimator loop vs a hand-written LibTorch loop (Fashion-MNIST CNN, batch 64)
@@ -29,19 +31,34 @@ Figures (see the README's Performance section):
                  vs a bare gRPC service streaming the same bytes both ways in the same chunks
   ps_*_accuracy  Fashion-MNIST test accuracy per wall-clock minute of est-train (the same examples
                  in every mode), vs MultiWorkerMirroredStrategy's
+  input_raw      a plain read(2) of the Fashion-MNIST TFRecord shards in 256 KiB chunks, MB/s (the limit;
+                 no peer); the input_* figures read the 10 training shards from the page cache
+  input_framing  TFRecordReader::next over every record vs that raw read, MB/s (target >= 0.8)
+  input_parse    TFRecordDataset + ParseExample + batch 64, InterleaveFiles with 2 threads, vs tf.data's
+                 interleave + batch + parse_example + decode_raw with 2 threads, records/s (target >= 1.0)
+  input_parse_single  the same vs tf.data parsing one record at a time (parse_single_example), records/s
+  input_parse_vs_raw  our input_parse vs the raw read of the same files, MB/s (target >= 0.8)
+  input_parse_threads our input_parse (2 threads) vs our TFRecordDataset + parse + batch on 1 thread
+  input_parse_gzip    input_parse on GZIP shards
+  input_memory   peak RSS after 100% vs after 10% of a 1 GB stream of records through TFRecordDataset +
+                 parse + batch (flat: 1.0; the growth in MiB is printed)
+  input_training est-train steps/s fed from the TFRecord shards vs from the IDX files, same flags
+                 (target >= 0.97)
 and, when built, the figures of input_pipeline_bench and checkpoint_bench.
 """
 
 import argparse
+import glob
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
 import time
 
-GROUPS = ("overhead", "scaling", "efficiency", "gpu", "extras", "ps")
+GROUPS = ("overhead", "scaling", "efficiency", "gpu", "extras", "ps", "input")
 PYTHON = "/usr/bin/python3"  # Debian's, which has python3-torch
 # Our Estimator raises glibc's mmap and trim thresholds itself (common/malloc_tuning.h);
 # the peers get the same through the environment, so that the figures compare frameworks,
@@ -70,6 +87,7 @@ def json_lines(text):
 
 class Runner:
     def __init__(self, build, quick):
+        self.build = build
         self.bin = os.path.join(build, "bin")
         self.quick = quick
         self.single_thread = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
@@ -169,6 +187,82 @@ class Runner:
                    "--steps", str(calls), "--warmup", "1", "--transport", transport]
         return json_lines(run(command, self.peer_single_thread))[0]["allreduce"]
 
+    def tfrecord_shards(self):
+        """The directories of the Fashion-MNIST TFRecord shards, plain and GZIP, made once by
+        est-idx-to-tfrecord (into a temporary directory renamed into place when complete)."""
+        root = os.path.join(self.build, "bench-data", "fashion-tfrecord")
+        dirs = {}
+        for name, compression in (("plain", "none"), ("gzip", "gzip")):
+            path = os.path.join(root, name)
+            if not glob.glob(os.path.join(path, "train-*")):
+                partial = f"{path}.tmp-{os.getpid()}"
+                shutil.rmtree(partial, ignore_errors=True)
+                run([os.path.join(self.bin, "est-idx-to-tfrecord"), "--output-dir", partial, "--compression", compression])
+                shutil.rmtree(path, ignore_errors=True)
+                os.rename(partial, path)
+            dirs[name] = path
+        return dirs
+
+    def tensorflow_python(self):
+        """The Python of BUILD_DIR/tf-venv, where TensorFlow is (installed once), or None and why not."""
+        venv = os.path.join(self.build, "tf-venv")
+        if self.quick and not os.path.exists(os.path.join(venv, "bin", "python")):
+            return None, f"no TensorFlow in {venv} (--quick installs nothing; make bench installs it)"
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "cmake", "install_tensorflow.sh")
+        try:
+            result = subprocess.run(["bash", script, venv], capture_output=True, text=True, timeout=1800)
+        except subprocess.TimeoutExpired:
+            return None, "installing TensorFlow took over 30 minutes"
+        if result.returncode != 0:
+            last = (result.stderr.strip().splitlines() or ["no output"])[-1]
+            return None, f"installing TensorFlow into {venv} failed: {last} (see /tmp/est-tf-pip.log)"
+        return os.path.join(venv, "bin", "python"), None
+
+    def shard_glob(self, directory):
+        """The training shards of `directory` that the input figures read (--quick: the first)."""
+        return os.path.join(directory, "train-00000-of-*" if self.quick else "train-*")
+
+    def tfrecord_bench(self, dirs, threads):
+        """tfrecord_bench's JSON lines, by (figure, compression, threads); "memory" for its memory line."""
+        command = [os.path.join(self.bin, "tfrecord_bench"), "--plain-files", self.shard_glob(dirs["plain"]),
+                   "--gzip-files", self.shard_glob(dirs["gzip"]), "--threads", str(threads),
+                   "--repetitions", "1", "--temp-dir", self.build] + (["--quick"] if self.quick else [])
+        lines = {}
+        for line in json_lines(run(command)):
+            key = "memory" if line["figure"] == "memory" else (line["figure"], line["compression"], line["threads"])
+            lines[key] = line
+        return lines
+
+    def tfdata(self, python, directory, compression, threads):
+        """The tf.data peer's JSON lines by figure (parse, parse_single)."""
+        command = [python, os.path.join(os.path.dirname(__file__), "tfdata_peer.py"),
+                   "--files", self.shard_glob(directory), "--compression", compression,
+                   "--threads", str(threads), "--min-seconds", "0.01" if self.quick else "1"]
+        return {line["figure"]: line for line in json_lines(run(command))}
+
+    def est_train_steps_per_sec(self, data_format, dirs):
+        """est-train's steps/s (Fashion-MNIST CNN, batch 64) after its first 200 steps, from its
+        global_step/sec lines, fed from the IDX files or the plain TFRecord shards."""
+        steps = 30 if self.quick else 1200
+        log_every = 10 if self.quick else 100
+        model_dir = f"/tmp/input_training_{os.getpid()}_{data_format}"
+        shutil.rmtree(model_dir, ignore_errors=True)
+        command = [os.path.join(self.bin, "est-train"), "--model", "fashion_mnist_cnn", "--model-dir", model_dir,
+                   "--max-steps", str(steps), "--save-checkpoints-steps", str(steps), "--log-step-count-steps",
+                   str(log_every), "--eval-steps", "1", "--batch-size", "64"]
+        if data_format == "tfrecord":
+            command += ["--data-format", "tfrecord", "--data-files", os.path.join(dirs["plain"], "train-*"),
+                        "--eval-data-files", os.path.join(dirs["plain"], "t10k-*")]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=1200)
+        shutil.rmtree(model_dir, ignore_errors=True)
+        log = result.stdout + result.stderr
+        if result.returncode != 0:
+            sys.exit(f"run_benchmarks: {' '.join(command)} failed ({result.returncode}):\n{log}")
+        rates = [float(line.split("global_step/sec: ")[1].split()[0]) for line in log.splitlines()
+                 if "global_step/sec: " in line]
+        timed = rates[2:] or rates  # the first intervals hold the start-up
+        return len(timed) * log_every / sum(log_every / rate for rate in timed)
+
 
 def main():
     parser = argparse.ArgumentParser()
@@ -186,11 +280,16 @@ def main():
 
     samples = {}
     gpu_name, no_gpu = runner.gpu() if "gpu" in only else (None, None)
+    input_threads = 2
+    shard_dirs = runner.tfrecord_shards() if "input" in only else {}
+    tf_python, no_tensorflow = runner.tensorflow_python() if "input" in only else (None, None)
 
     def record(figure, ours, peer, unit):
+        """A repetition's figure; a peer of None has no peer (only ours is reported)."""
         samples.setdefault(figure, {"ours": [], "peer": [], "unit": unit})
         samples[figure]["ours"].append(ours)
-        samples[figure]["peer"].append(peer)
+        if peer is not None:
+            samples[figure]["peer"].append(peer)
 
     for _ in range(repetitions):
         if "overhead" in only:
@@ -240,6 +339,33 @@ def main():
                 record(f"ps_{mode}_accuracy", accuracy / minutes, mirrored_accuracy / mirrored_minutes,
                        "test accuracy per minute")
 
+        if "input" in only:
+            ours = runner.tfrecord_bench(shard_dirs, input_threads)
+            peer = {}
+            if tf_python:
+                for name, compression in (("plain", "NONE"), ("gzip", "GZIP")):
+                    peer[compression] = runner.tfdata(tf_python, shard_dirs[name], compression, input_threads)
+            raw = ours[("raw", "NONE", 1)]["mb_per_sec"]
+            parse = ours[("parse", "NONE", input_threads)]
+            record("input_raw", raw, None, "MB/s")
+            record("input_framing", ours[("framing", "NONE", 1)]["mb_per_sec"], raw, "MB/s")
+            record("input_parse_vs_raw", parse["mb_per_sec"], raw, "MB/s")
+            record("input_parse_threads", parse["records_per_sec"], ours[("parse", "NONE", 1)]["records_per_sec"],
+                   "records/s")
+            if peer:
+                record("input_parse", parse["records_per_sec"], peer["NONE"]["parse"]["records_per_sec"], "records/s")
+                record("input_parse_single", parse["records_per_sec"],
+                       peer["NONE"]["parse_single"]["records_per_sec"], "records/s")
+                record("input_parse_gzip", ours[("parse", "GZIP", input_threads)]["records_per_sec"],
+                       peer["GZIP"]["parse"]["records_per_sec"], "records/s")
+            memory = ours["memory"]
+            record("input_memory", memory["peak_rss_mib_at_100"], memory["peak_rss_mib_at_10"], "MiB peak RSS")
+            samples["input_memory"].setdefault("growth", []).append(memory["growth_mib"])
+            samples["input_memory"]["stream_mb"] = memory["stream_mb"]
+            tfrecord_fed = runner.est_train_steps_per_sec("tfrecord", shard_dirs)
+            idx_fed = runner.est_train_steps_per_sec("idx", shard_dirs)
+            record("input_training", tfrecord_fed, idx_fed, "steps/s")
+
     peers = {"overhead": "hand-written LibTorch loop", "memory": "hand-written LibTorch loop",
              "vs_glibc_malloc": "hand-written loop, glibc's default malloc thresholds",
              "scaling_cnn": "PyTorch DDP (gloo)", "scaling_mlp": "PyTorch DDP (gloo)",
@@ -255,20 +381,37 @@ def main():
              "ps_sync_straggler": "MultiWorkerMirroredStrategy, 2 workers, worker 1 slowed 2x",
              "ps_transfer": "bare gRPC streams of the same bytes",
              "ps_async_accuracy": "MultiWorkerMirroredStrategy, 2 workers",
-             "ps_sync_accuracy": "MultiWorkerMirroredStrategy, 2 workers"}
+             "ps_sync_accuracy": "MultiWorkerMirroredStrategy, 2 workers",
+             "input_raw": "none (the limit)", "input_framing": "raw read of the same files",
+             "input_parse_vs_raw": f"raw read of the same files (ours: {input_threads} threads)",
+             "input_parse_threads": f"ours on 1 thread (TFRecordDataset; ours: InterleaveFiles, {input_threads} threads)",
+             "input_parse": f"tf.data, batch then parse_example, {input_threads} threads",
+             "input_parse_single": f"tf.data, parse_single_example then batch, {input_threads} threads",
+             "input_parse_gzip": f"tf.data, batch then parse_example, {input_threads} threads, GZIP",
+             "input_memory": "ours after 10% of the stream",
+             "input_training": "est-train fed from the IDX files (in memory)"}
     print(f"TorchEstimator benchmarks on {platform.node()}: {os.cpu_count()} cores, "
           f"{repetitions} repetition(s), medians{' (quick sizes: not a measurement)' if args.quick else ''}")
     if "gpu" in only and not gpu_name:
         print(f"gpu figures skipped: no CUDA device for train_bench ({no_gpu})")
-    print(f"{'figure':<16} {'ours':>12} {'peer':>12} {'ratio':>7}  unit / peer")
+    if "input" in only and not tf_python:
+        print(f"input_parse* figures skipped (the tf.data peer): {no_tensorflow}")
+    print(f"{'figure':<18} {'ours':>12} {'peer':>12} {'ratio':>7}  unit / peer")
     lines = []
     for figure, data in samples.items():
-        ours, peer = statistics.median(data["ours"]), statistics.median(data["peer"])
-        ratio = ours / peer if peer else float("nan")
-        print(f"{figure:<16} {ours:>12.4g} {peer:>12.4g} {ratio:>7.3f}  {data['unit']} / {peers[figure]}")
-        lines.append({"bench": "training", "figure": figure, "ours": ours, "peer": peer, "ratio": ratio,
-                      "unit": data["unit"], "peer_name": peers[figure], "repetitions": repetitions,
-                      "quick": args.quick, **({"gpu": gpu_name} if figure.startswith("gpu_") else {})})
+        ours = statistics.median(data["ours"])
+        peer = statistics.median(data["peer"]) if data["peer"] else None
+        ratio = ours / peer if peer else None
+        peer_text = f"{peer:>12.4g}" if peer is not None else f"{'-':>12}"
+        ratio_text = f"{ratio:>7.3f}" if ratio is not None else f"{'-':>7}"
+        details = {"gpu": gpu_name} if figure.startswith("gpu_") else {}
+        if "growth" in data:
+            details = {"growth_mib": statistics.median(data["growth"]), "stream_mb": data["stream_mb"]}
+        note = f"; growth 10%->100% {details['growth_mib']:.1f} MiB" if "growth_mib" in details else ""
+        print(f"{figure:<18} {ours:>12.4g} {peer_text} {ratio_text}  {data['unit']} / {peers[figure]}{note}")
+        lines.append({"bench": "input" if figure.startswith("input_") else "training", "figure": figure,
+                      "ours": ours, "peer": peer, "ratio": ratio, "unit": data["unit"], "peer_name": peers[figure],
+                      "repetitions": repetitions, "quick": args.quick, **details})
     for extra in ("input_pipeline_bench", "checkpoint_bench") if "extras" in only else ():
         path = os.path.join(runner.bin, extra)
         if os.path.exists(path):
