@@ -99,9 +99,9 @@ int64_t FeatureValues::count(const FeatureSpec& spec, const std::string& name) c
   return values;
 }
 
-at::Tensor FeatureValues::numbers(FeatureType type, int64_t count) const {
+at::Tensor FeatureValues::numbers(FeatureType type, at::IntArrayRef shape) const {
   const bool floats = type == FeatureType::kFloat32;
-  at::Tensor tensor = at::empty({count}, floats ? at::kFloat : at::kLong);
+  at::Tensor tensor = at::empty(shape, floats ? at::kFloat : at::kLong);
   char* out = static_cast<char*>(tensor.data_ptr());
   for (std::string_view list : lists_) {
     ForEachValueField(list, [&](const wire::Field& field) {
@@ -127,7 +127,7 @@ at::Tensor FeatureValues::numbers(FeatureType type, int64_t count) const {
   return tensor;
 }
 
-at::Tensor FeatureValues::decoded(const FeatureSpec& spec, const std::string& name, int64_t count) const {
+at::Tensor FeatureValues::decoded(const FeatureSpec& spec, const std::string& name, int64_t count, bool stack) const {
   std::vector<at::Tensor> tensors;
   tensors.reserve(static_cast<size_t>(count));
   for (std::string_view list : lists_) {
@@ -151,6 +151,7 @@ at::Tensor FeatureValues::decoded(const FeatureSpec& spec, const std::string& na
     });
   }
   if (tensors.empty()) return at::empty({0}, at::kByte);
+  if (!stack) return tensors.front();
   return StackTensors(tensors);
 }
 
@@ -164,9 +165,9 @@ at::Tensor FeatureValues::fixed_len(const FeatureSpec& spec, const std::string& 
   const int64_t expected = NumElements(spec.shape());
   EST_CHECK(values == expected, DataError, "feature '", name, "' has ", values, " ", FeatureTypeName(spec.type()),
             " value(s); its shape ", DescribeShape(spec.shape()), " needs ", expected);
-  if (spec.type() != FeatureType::kBytes) return numbers(spec.type(), values).view(spec.shape());
+  if (spec.type() != FeatureType::kBytes) return numbers(spec.type(), spec.shape());
+  if (spec.shape().empty()) return decoded(spec, name, values, /*stack=*/false);  // one value: no copy
   at::Tensor stacked = decoded(spec, name, values);
-  if (spec.shape().empty()) return stacked.select(0, 0);
   std::vector<int64_t> shape = spec.shape();
   shape.insert(shape.end(), stacked.sizes().begin() + 1, stacked.sizes().end());
   return stacked.view(shape);
@@ -174,7 +175,7 @@ at::Tensor FeatureValues::fixed_len(const FeatureSpec& spec, const std::string& 
 
 at::Tensor FeatureValues::var_len(const FeatureSpec& spec, const std::string& name, int64_t* length) const {
   *length = present_ ? count(spec, name) : 0;
-  if (spec.type() != FeatureType::kBytes) return numbers(spec.type(), *length);
+  if (spec.type() != FeatureType::kBytes) return numbers(spec.type(), {*length});
   return decoded(spec, name, *length);
 }
 

@@ -33,10 +33,11 @@ class FeatureValues {
  private:
   /// Checks the values' kind against `spec` and returns how many there are.
   int64_t count(const FeatureSpec& spec, const std::string& name) const;
-  /// The values as a 1-D float32 or int64 tensor of `count` elements.
-  at::Tensor numbers(FeatureType type, int64_t count) const;
-  /// Each bytes value decoded by `spec`'s decoder, stacked along a new dim 0.
-  at::Tensor decoded(const FeatureSpec& spec, const std::string& name, int64_t count) const;
+  /// The values as a float32 or int64 tensor of `shape`, which holds exactly their count.
+  at::Tensor numbers(FeatureType type, at::IntArrayRef shape) const;
+  /// Each bytes value decoded by `spec`'s decoder, stacked along a new dim 0, or with
+  /// `stack` false, the decoder's tensor for the one value there is.
+  at::Tensor decoded(const FeatureSpec& spec, const std::string& name, int64_t count, bool stack = true) const;
 
   bool present_ = false;
   int kind_ = 0;  ///< Feature's field number of the list kind: 1 bytes, 2 float, 3 int64; 0 none

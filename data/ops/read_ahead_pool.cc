@@ -12,7 +12,7 @@ struct ReadAheadIterator::Stream {
   bool ended = false;    ///< the input returned its end (or threw)
   bool started = false;  ///< the consumer called next(): the threads may read
   bool busy = false;     ///< a thread (or the consumer, skipping) is inside the input
-  bool waited_for = false;
+  bool waited_for = false;  ///< the consumer waits on it: the threads wake it when they change it
 };
 
 ReadAheadIterator::ReadAheadIterator(ReadAheadPool* pool, std::shared_ptr<Stream> stream)
@@ -21,6 +21,7 @@ ReadAheadIterator::ReadAheadIterator(ReadAheadPool* pool, std::shared_ptr<Stream
 ReadAheadIterator::~ReadAheadIterator() {
   std::unique_lock<std::mutex> lock(pool_->mutex_);
   stream_->ended = true;  // no thread starts on it again
+  stream_->waited_for = true;
   pool_->progress_.wait(lock, [&] { return !stream_->busy; });
   pool_->streams_.remove(stream_);
 }
@@ -39,9 +40,10 @@ std::optional<Element> ReadAheadIterator::next() {
   pool_->progress_.wait(lock, [&] { return !stream.ready.empty() || stream.error || stream.ended; });
   stream.waited_for = false;
   if (!stream.ready.empty()) {
+    const bool was_full = stream.ready.size() >= pool_->capacity_;
     Element element = std::move(stream.ready.front());
     stream.ready.pop_front();
-    pool_->work_available_.notify_one();  // room in the queue
+    if (was_full) pool_->work_available_.notify_one();  // room in the queue again
     return element;
   }
   if (stream.error) {
@@ -59,7 +61,9 @@ int64_t ReadAheadIterator::skip(int64_t count) {
   while (true) {
     for (; skipped < count && !stream.ready.empty(); ++skipped) stream.ready.pop_front();
     if (skipped == count) return skipped;
+    stream.waited_for = true;
     pool_->progress_.wait(lock, [&] { return !stream.busy; });
+    stream.waited_for = false;
     if (stream.ready.empty()) break;  // else a thread read more while we waited
   }
   if (stream.error) {
@@ -145,7 +149,7 @@ void ReadAheadPool::work() {
     } else {
       stream->ended = true;
     }
-    progress_.notify_all();
+    if (stream->waited_for) progress_.notify_all();
     if (pick() != nullptr) work_available_.notify_one();
   }
 }
