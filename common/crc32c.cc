@@ -60,17 +60,20 @@ using ExtendFunction = uint32_t (*)(uint32_t, const unsigned char*, size_t);
 // over adjacent blocks run about three times as fast as one; their CRCs are then joined
 // by "shifting" a CRC register over a block of zeros, which is linear in the register.
 
-/// Bytes of each of the three blocks processed side by side.
-constexpr size_t kBlock = 8192;
+/// Bytes of each of the three blocks processed side by side: long blocks for long buffers,
+/// short ones for what is left, so that a record of a few hundred bytes takes three streams too.
+constexpr size_t kLongBlock = 8192;
+constexpr size_t kShortBlock = 256;
 
-/// shift[k][b]: the register that (b << 8k) becomes after kBlock zero bytes.
+/// shift[k][b]: the register that (b << 8k) becomes after a block of zero bytes.
 using ShiftTables = std::array<std::array<uint32_t, 256>, 4>;
 
-__attribute__((target("sse4.2"))) ShiftTables MakeShiftTables() {
+/// The shift tables of blocks of `block` bytes (a multiple of 8).
+__attribute__((target("sse4.2"))) ShiftTables MakeShiftTables(size_t block) {
   std::array<uint32_t, 32> basis{};
   for (int bit = 0; bit < 32; ++bit) {
     uint64_t reg = uint64_t{1} << bit;
-    for (size_t i = 0; i < kBlock; i += 8) reg = _mm_crc32_u64(reg, 0);
+    for (size_t i = 0; i < block; i += 8) reg = _mm_crc32_u64(reg, 0);
     basis[static_cast<size_t>(bit)] = static_cast<uint32_t>(reg);
   }
   ShiftTables shift{};
@@ -96,22 +99,32 @@ __attribute__((target("sse4.2"))) uint64_t Load(const unsigned char* p) {
   return word;
 }
 
-__attribute__((target("sse4.2"))) uint32_t ExtendWithSse42(uint32_t crc, const unsigned char* p, size_t n) {
-  static const ShiftTables shift = MakeShiftTables();
-  uint32_t c = ~crc;
-  for (; n > 0 && reinterpret_cast<uintptr_t>(p) % 8 != 0; --n) c = _mm_crc32_u8(c, *p++);
-  for (; n >= 3 * kBlock; n -= 3 * kBlock, p += 3 * kBlock) {
+/// Extends the register `c` over the whole runs of three `block`-byte blocks at *p, three
+/// streams at a time, and moves *p and *n past them.
+__attribute__((target("sse4.2"))) uint32_t ExtendThreeStreams(uint32_t c, const unsigned char** p, size_t* n,
+                                                              size_t block, const ShiftTables& shift) {
+  for (; *n >= 3 * block; *n -= 3 * block, *p += 3 * block) {
     uint64_t first = c;
     uint64_t second = 0;
     uint64_t third = 0;
-    for (size_t i = 0; i < kBlock; i += 8) {
-      first = _mm_crc32_u64(first, Load(p + i));
-      second = _mm_crc32_u64(second, Load(p + kBlock + i));
-      third = _mm_crc32_u64(third, Load(p + 2 * kBlock + i));
+    for (size_t i = 0; i < block; i += 8) {
+      first = _mm_crc32_u64(first, Load(*p + i));
+      second = _mm_crc32_u64(second, Load(*p + block + i));
+      third = _mm_crc32_u64(third, Load(*p + 2 * block + i));
     }
     c = ShiftOverBlock(shift, static_cast<uint32_t>(first)) ^ static_cast<uint32_t>(second);
     c = ShiftOverBlock(shift, c) ^ static_cast<uint32_t>(third);
   }
+  return c;
+}
+
+__attribute__((target("sse4.2"))) uint32_t ExtendWithSse42(uint32_t crc, const unsigned char* p, size_t n) {
+  static const ShiftTables long_shift = MakeShiftTables(kLongBlock);
+  static const ShiftTables short_shift = MakeShiftTables(kShortBlock);
+  uint32_t c = ~crc;
+  for (; n > 0 && reinterpret_cast<uintptr_t>(p) % 8 != 0; --n) c = _mm_crc32_u8(c, *p++);
+  c = ExtendThreeStreams(c, &p, &n, kLongBlock, long_shift);
+  c = ExtendThreeStreams(c, &p, &n, kShortBlock, short_shift);
   uint64_t wide = c;
   for (; n >= 8; n -= 8, p += 8) wide = _mm_crc32_u64(wide, Load(p));
   c = static_cast<uint32_t>(wide);

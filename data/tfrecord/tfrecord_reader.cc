@@ -114,13 +114,14 @@ bool TFRecordReader::next(std::string* record) {
     const std::optional<uint64_t> length = impl.read_header();
     if (!length) return false;
     const uint64_t total = *length + tfrecord::kFooterSize;
-    record->clear();
-    while (record->size() < total) {
-      const uint64_t piece = std::min(total - record->size(), kPieceBytes);
-      const size_t before = record->size();
-      record->resize(before + piece);
-      const size_t got = impl.source->read(record->data() + before, piece);
-      if (got < piece) impl.cut_short(*length, before + got);
+    // The string only grows (by pieces) where it is shorter than the record: a string reused
+    // for records of similar lengths is not zero-filled again before each copy.
+    for (uint64_t filled = 0; filled < total;) {
+      const uint64_t piece = std::min(total - filled, kPieceBytes);
+      if (record->size() < filled + piece) record->resize(filled + piece);
+      const size_t got = impl.source->read(record->data() + filled, piece);
+      if (got < piece) impl.cut_short(*length, filled + got);
+      filled += piece;
     }
     const std::string_view data(record->data(), *length);
     if (impl.options.verify_checksums() && !tfrecord::DataChecksumMatches(data, record->data() + *length)) {
