@@ -92,7 +92,7 @@ at::Tensor ExpectedTensor(FeatureType type, const json& parsed) {
   for (const json& v : values) {
     const std::string bytes = BytesOf(v);
     rows.push_back(torch::empty({static_cast<int64_t>(bytes.size())}, torch::kUInt8));
-    std::memcpy(rows.back().data_ptr(), bytes.data(), bytes.size());
+    if (!bytes.empty()) std::memcpy(rows.back().data_ptr(), bytes.data(), bytes.size());
   }
   std::vector<int64_t> full = shape;
   full.push_back(rows.front().size(0));
@@ -141,7 +141,7 @@ std::string Describe(const at::Tensor& tensor) {
 bool BitwiseEqual(const at::Tensor& a, const at::Tensor& b) {
   if (!a.defined() || !b.defined() || a.scalar_type() != b.scalar_type() || a.sizes() != b.sizes()) return false;
   const at::Tensor x = a.contiguous(), y = b.contiguous();
-  return std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) == 0;
+  return x.nbytes() == 0 || std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) == 0;  // empty: no data pointer
 }
 
 /// Checks the tensors of `element` that `spec` gives against TensorFlow's `parsed` ones: each
