@@ -91,10 +91,10 @@ class Dataset {
   /// tf.data's list_files(...).interleave(fn, ...): the elements of the datasets `fn` makes
   /// of each file, `cycle_length` files at a time, `block_length` elements from each in turn;
   /// a file that ends gives its place to the next file. The order is tf.data's. With
-  /// num_parallel_calls above 1, threads read the open files ahead (each at most 4 blocks);
-  /// an exception from a file is thrown by the next() that reaches its position.
-  /// Dataset::auto_shard shards `files`. A Dataset of files fn returns is iterated once per
-  /// file per pass; `fn` runs on the consumer's thread.
+  /// num_parallel_calls above 1, threads read the open files ahead, each by at most 16
+  /// elements or 4 blocks, whichever is more. An exception from a file is thrown by the
+  /// next() that reaches its position; that file is closed and the next call goes on with
+  /// the others. Dataset::auto_shard shards `files`. `fn` runs on the consumer's thread.
   static Dataset InterleaveFiles(std::vector<std::string> files, std::function<Dataset(const std::string& file)> fn,
                                  InterleaveOptions options = {});
 
