@@ -32,7 +32,8 @@ struct TFRecordReaderOptions {
   /// instead of failing; a record whose length is corrupt ends the file, as nothing after
   /// it can be framed.
   TORCH_ARG(bool, skip_corrupt_records) = false;
-  /// Bytes read from the file at a time (and, compressed, inflated at a time).
+  /// Bytes read from the file at a time (and, compressed, inflated at a time); records
+  /// shorter than this are handed out without a copy.
   TORCH_ARG(int64_t, buffer_bytes) = 256 << 10;
 };
 
@@ -48,7 +49,12 @@ class TFRecordReader {
   TFRecordReader(const TFRecordReader&) = delete;
   TFRecordReader& operator=(const TFRecordReader&) = delete;
 
-  /// Sets `record` to the next record's data and returns true, or returns false at the end.
+  /// Points `record` at the next record's data and returns true, or returns false at the
+  /// end. The data lives in the reader's buffer (a record longer than buffer_bytes in a
+  /// buffer of its own) and stays valid until the next call on this reader: no copy is made.
+  bool next(std::string_view* record);
+  /// Sets `record` to a copy of the next record's data and returns true, or returns false at
+  /// the end.
   bool next(std::string* record);
   /// Moves past up to `count` records reading their headers only (their data is neither
   /// checked nor kept; a compressed file is still inflated); returns how many it passed.

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 #include <utility>
 
 #include "common/error.h"
@@ -24,7 +25,7 @@ void CheckRecordFile(const std::string& path) {
 }
 
 /// The record's bytes as the uint8 [size] feature "record".
-Element RawRecord(const std::string& record) {
+Element RawRecord(std::string_view record) {
   Element element;
   at::Tensor bytes = at::empty({static_cast<int64_t>(record.size())}, at::kByte);
   if (!record.empty()) std::memcpy(bytes.data_ptr(), record.data(), record.size());
@@ -93,7 +94,7 @@ class TFRecordSourceNode : public DatasetNode {
 
     std::shared_ptr<const TFRecordSourceNode> node_;
     FileSequence<TFRecordReader> files_;
-    std::string record_;
+    std::string_view record_;  ///< in the current reader's buffer
   };
 
   std::vector<std::string> files_;

@@ -49,6 +49,7 @@ struct TFRecordReader::Impl {
   uint64_t offset = 0;  ///< its byte offset (in the uncompressed stream)
   int64_t corrupt = 0;
   bool ended = false;
+  std::string spill;  ///< what is longer than the source's buffer
 
   std::string where() const {
     return "TFRecord file '" + path + "': record " + std::to_string(record) + " at byte " + std::to_string(offset) +
@@ -58,15 +59,14 @@ struct TFRecordReader::Impl {
   /// The next record's data length; nullopt at the end of the file.
   std::optional<uint64_t> read_header() {
     if (ended) return std::nullopt;
-    char header[tfrecord::kHeaderSize];
-    const size_t got = source->read(header, sizeof header);
-    if (got == 0) {
+    const std::string_view header = take(tfrecord::kHeaderSize);
+    if (header.empty()) {
       ended = true;
       return std::nullopt;
     }
-    EST_CHECK(got == sizeof header, DataError, where(), ": the file ends inside the record's header (", got, " of ",
-              sizeof header, " bytes): it is cut short");
-    if (options.verify_checksums() && !tfrecord::HeaderChecksumMatches(header)) {
+    EST_CHECK(header.size() == tfrecord::kHeaderSize, DataError, where(), ": the file ends inside the record's header (",
+              header.size(), " of ", tfrecord::kHeaderSize, " bytes): it is cut short");
+    if (options.verify_checksums() && !tfrecord::HeaderChecksumMatches(header.data())) {
       const std::string hint = options.compression() == TFRecordCompression::kNone
                                    ? " (a corrupt file, not a TFRecord file, or a compressed one read as plain)"
                                    : " (a corrupt file)";
@@ -78,11 +78,37 @@ struct TFRecordReader::Impl {
                  where(), hint, corrupt);
       return std::nullopt;
     }
-    const uint64_t length = tfrecord::HeaderLength(header);
+    const uint64_t length = tfrecord::HeaderLength(header.data());
     // Unchecked, a length may be anything; no file holds a record this long.
     EST_CHECK(length <= kLongestRecord, DataError, where(), ": the header announces ", length,
               " data bytes, more than a record can hold (a corrupt file; its checksums are not verified)");
     return length;
+  }
+
+  /// The next `size` bytes, fewer only at the end of the file: a view into the source's
+  /// buffer where they fit in it, else copied, by pieces, into `spill`. Valid until the next
+  /// call.
+  std::string_view take(uint64_t size) {
+    if (size <= source->capacity()) return source->take(static_cast<size_t>(size));
+    // The string only grows (by pieces), so a length no file backs never drives an allocation;
+    // a spill string reused for records of similar lengths is not zero-filled again.
+    uint64_t filled = 0;
+    while (filled < size) {
+      const uint64_t piece = std::min(size - filled, kPieceBytes);
+      if (spill.size() < filled + piece) spill.resize(filled + piece);
+      const size_t got = source->read(spill.data() + filled, piece);
+      filled += got;
+      if (got < piece) break;
+    }
+    return {spill.data(), filled};
+  }
+
+  /// The data and footer of a record of `length` bytes whose header was just read.
+  std::string_view read_body(uint64_t length) {
+    const uint64_t total = length + tfrecord::kFooterSize;
+    const std::string_view body = take(total);
+    if (body.size() < total) cut_short(length, body.size());
+    return body;
   }
 
   /// Moves past the record whose header was just read.
@@ -108,23 +134,14 @@ TFRecordReader::TFRecordReader(std::string path, TFRecordReaderOptions options) 
 
 TFRecordReader::~TFRecordReader() = default;
 
-bool TFRecordReader::next(std::string* record) {
+bool TFRecordReader::next(std::string_view* record) {
   Impl& impl = *impl_;
   for (;;) {
     const std::optional<uint64_t> length = impl.read_header();
     if (!length) return false;
-    const uint64_t total = *length + tfrecord::kFooterSize;
-    // The string only grows (by pieces) where it is shorter than the record: a string reused
-    // for records of similar lengths is not zero-filled again before each copy.
-    for (uint64_t filled = 0; filled < total;) {
-      const uint64_t piece = std::min(total - filled, kPieceBytes);
-      if (record->size() < filled + piece) record->resize(filled + piece);
-      const size_t got = impl.source->read(record->data() + filled, piece);
-      if (got < piece) impl.cut_short(*length, filled + got);
-      filled += piece;
-    }
-    const std::string_view data(record->data(), *length);
-    if (impl.options.verify_checksums() && !tfrecord::DataChecksumMatches(data, record->data() + *length)) {
+    const std::string_view body = impl.read_body(*length);
+    const std::string_view data = body.substr(0, *length);
+    if (impl.options.verify_checksums() && !tfrecord::DataChecksumMatches(data, body.data() + *length)) {
       if (!impl.options.skip_corrupt_records())
         EST_THROW(DataError, impl.where(), ": the data's checksum does not match (a corrupt file)");
       ++impl.corrupt;
@@ -133,10 +150,17 @@ bool TFRecordReader::next(std::string* record) {
       impl.advance(*length);
       continue;
     }
-    record->resize(*length);
     impl.advance(*length);
+    *record = data;
     return true;
   }
+}
+
+bool TFRecordReader::next(std::string* record) {
+  std::string_view view;
+  if (!next(&view)) return false;
+  record->assign(view);
+  return true;
 }
 
 int64_t TFRecordReader::skip(int64_t count) {

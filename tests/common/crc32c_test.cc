@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <string>
+#include <vector>
 
 using namespace est;
 
@@ -43,13 +44,16 @@ TEST_CASE("crc32c of long buffers at every alignment matches a bitwise reference
     return ~crc;
   };
   std::string data;
-  // Long enough for several rounds of the hardware path's three interleaved 8 KiB blocks; the
-  // lengths around 768 and 3 × 8192 + 768 take its three interleaved 256-byte blocks too.
+  // Long enough for several rounds of the hardware path's four 4 KiB streams; lengths below,
+  // at and above multiples of its 32-byte round, and tails of every size from 0 to 31 bytes.
   for (int i = 0; i < 80000; ++i) data.push_back(static_cast<char>((i * 2654435761u) >> 13));
   for (size_t start = 0; start < 9; ++start) {
-    for (size_t length : {size_t{7}, size_t{8}, size_t{63}, size_t{767}, size_t{768}, size_t{838}, size_t{1000},
-                          size_t{3 * 768 + 5}, size_t{3 * 8192}, size_t{3 * 8192 + 7}, size_t{3 * 8192 + 800},
-                          data.size() - 9}) {
+    std::vector<size_t> lengths = {size_t{31},        size_t{32},        size_t{33},        size_t{63},
+                                   size_t{767},       size_t{768},       size_t{838},       size_t{1000},
+                                   size_t{4 * 4096},  size_t{4 * 4096 + 7}, size_t{4 * 4096 + 800},
+                                   size_t{3 * 16384 + 100}, data.size() - 9};
+    for (size_t tail = 0; tail < 32; ++tail) lengths.push_back(64 + tail);
+    for (size_t length : lengths) {
       const std::string slice = data.substr(start, length);
       CHECK(crc32c::Value(data.data() + start, length) == reference(slice));
     }

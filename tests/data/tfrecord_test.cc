@@ -9,6 +9,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/error.h"
@@ -82,6 +83,33 @@ TEST_CASE("TFRecord files round-trip their records in every compression", "[data
       CHECK(reader.record_number() == 251);
       CHECK(reader.skip(1000) == static_cast<int64_t>(records.size()) - 251);
       CHECK_FALSE(reader.next(&record));
+    }
+  }
+}
+
+TEST_CASE("records read as views into the reader's buffer equal the records at every buffer size", "[data]") {
+  const fs::path dir = est::testing::FreshTempDir("tfrecord_views");
+  const auto records = SampleRecords();
+  for (auto compression : {TFRecordCompression::kNone, TFRecordCompression::kGzip}) {
+    const std::string path = (dir / ("records." + est::data::TFRecordCompressionName(compression))).string();
+    Write(path, records, compression);
+    // 1 and 13: no header or record fits the buffer; 1000: some fit, the 3 MB one spills; the
+    // default: all but the 3 MB one are views, and headers straddle refills.
+    for (int64_t buffer : {int64_t{1}, int64_t{13}, int64_t{1000}, TFRecordReaderOptions().buffer_bytes()}) {
+      DYNAMIC_SECTION(est::data::TFRecordCompressionName(compression) << " buffer " << buffer) {
+        TFRecordReader reader(path, TFRecordReaderOptions().compression(compression).buffer_bytes(buffer));
+        std::string_view view;
+        size_t index = 0;
+        for (; reader.next(&view); ++index) {
+          REQUIRE(index < records.size());
+          CHECK(view == records[index]);  // checked before the next call, as the view's life allows
+          if (index == 10) {
+            CHECK(reader.skip(5) == 5);
+            index += 5;
+          }
+        }
+        CHECK(index == records.size());
+      }
     }
   }
 }
