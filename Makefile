@@ -61,11 +61,11 @@ sanitize-build: deps
 
 # A virtual environment with TensorBoard, whose own event reader checks our event files.
 tensorboard: deps
-	@bash cmake/install_tensorboard.sh $(BUILD_DIR)/tb-venv
+	@bash cmake/install_venv.sh $(BUILD_DIR)/tb-venv tensorboard tensorboard
 
 # A virtual environment with TensorFlow (CPU), for the tf.data peer of `make bench`'s input group.
 tensorflow: deps
-	@bash cmake/install_tensorflow.sh $(BUILD_DIR)/tf-venv
+	@bash cmake/install_venv.sh $(BUILD_DIR)/tf-venv tensorflow 'tensorflow-cpu==2.15.*'
 
 clean:
 	rm -rf $(BUILD_DIR) $(SANITIZE_DIR)

@@ -6,7 +6,9 @@
 #include <catch2/catch.hpp>
 #include <exception>
 #include <filesystem>
+#include <mutex>
 #include <string>
+#include <vector>
 
 // EST_TEST_UNDER_ASAN is 1 in a build with AddressSanitizer (clang or gcc), else 0: a few
 // tests measure what ASan replaces (glibc malloc, std::bad_alloc from operator new).
@@ -24,12 +26,35 @@
 
 namespace est::testing {
 
-/// A fresh, empty directory under the system temp dir, unique to this process and name.
+/// The directories FreshTempDir made, removed when the process that made them exits
+/// normally (a crashed test leaves its files to look at; a forked child leaves them alone).
+class TempDirsMade {
+ public:
+  ~TempDirsMade() {
+    if (::getpid() != owner_) return;
+    std::error_code ignored;
+    for (const std::filesystem::path& dir : dirs_) std::filesystem::remove_all(dir, ignored);
+  }
+  void add(const std::filesystem::path& dir) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dirs_.push_back(dir);
+  }
+
+ private:
+  const pid_t owner_ = ::getpid();
+  std::mutex mutex_;
+  std::vector<std::filesystem::path> dirs_;
+};
+
+/// A fresh, empty directory under the system temp dir, unique to this process and name, and
+/// removed when the process exits.
 inline std::filesystem::path FreshTempDir(const std::string& name) {
   namespace fs = std::filesystem;
+  static TempDirsMade made;
   fs::path dir = fs::temp_directory_path() / ("est_test_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
+  made.add(dir);
   return dir;
 }
 

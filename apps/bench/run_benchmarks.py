@@ -7,7 +7,7 @@ Groups (for --only): overhead (overhead, vs_glibc_malloc, memory), scaling (scal
 efficiency (efficiency_cnn, ceiling_cnn), gpu (gpu_*; skipped with a line where the build or the
 machine has no CUDA device), extras (input_pipeline_bench, checkpoint_bench), ps (ps_*), input (input_*:
 TFRecord shards made once into BUILD_DIR/bench-data/fashion-tfrecord; the tf.data peer runs in
-BUILD_DIR/tf-venv, installed once by cmake/install_tensorflow.sh, or is skipped with a line saying why).
+BUILD_DIR/tf-venv, installed once by cmake/install_venv.sh, or is skipped with a line saying why).
 
 Figures (see the README's Performance section):
   overhead       est-train's Estimator loop vs a hand-written LibTorch loop (Fashion-MNIST CNN, batch 64)
@@ -34,6 +34,9 @@ Figures (see the README's Performance section):
   input_raw      a plain read(2) of the Fashion-MNIST TFRecord shards in 256 KiB chunks, MB/s (the limit;
                  no peer); the input_* figures read the 10 training shards from the page cache
   input_framing  TFRecordReader::next over every record vs that raw read, MB/s (target >= 0.8)
+  input_framing_unchecked  input_framing without verifying the checksums: the reader's own cost
+  input_raw_cold, input_framing_cold  input_raw and input_framing with the files dropped from the
+                 page cache before every pass, so read from disk (left out where the cache keeps them)
   input_parse    TFRecordDataset + ParseExample + batch 64, InterleaveFiles with 2 threads, vs tf.data's
                  interleave + batch + parse_example + decode_raw with 2 threads, records/s (target >= 1.0)
   input_parse_single  the same vs tf.data parsing one record at a time (parse_single_example), records/s
@@ -208,14 +211,15 @@ class Runner:
         venv = os.path.join(self.build, "tf-venv")
         if self.quick and not os.path.exists(os.path.join(venv, "bin", "python")):
             return None, f"no TensorFlow in {venv} (--quick installs nothing; make bench installs it)"
-        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "cmake", "install_tensorflow.sh")
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "cmake", "install_venv.sh")
         try:
-            result = subprocess.run(["bash", script, venv], capture_output=True, text=True, timeout=1800)
+            result = subprocess.run(["bash", script, venv, "tensorflow", "tensorflow-cpu==2.15.*"],
+                                    capture_output=True, text=True, timeout=1800)
         except subprocess.TimeoutExpired:
             return None, "installing TensorFlow took over 30 minutes"
         if result.returncode != 0:
             last = (result.stderr.strip().splitlines() or ["no output"])[-1]
-            return None, f"installing TensorFlow into {venv} failed: {last} (see /tmp/est-tf-pip.log)"
+            return None, f"installing TensorFlow into {venv} failed: {last} (see /tmp/est-pip-tensorflow.log)"
         return os.path.join(venv, "bin", "python"), None
 
     def shard_glob(self, directory):
@@ -223,13 +227,15 @@ class Runner:
         return os.path.join(directory, "train-00000-of-*" if self.quick else "train-*")
 
     def tfrecord_bench(self, dirs, threads):
-        """tfrecord_bench's JSON lines, by (figure, compression, threads); "memory" for its memory line."""
+        """tfrecord_bench's JSON lines, by (figure, compression, threads, page cache); "memory" for its
+        memory line."""
         command = [os.path.join(self.bin, "tfrecord_bench"), "--plain-files", self.shard_glob(dirs["plain"]),
                    "--gzip-files", self.shard_glob(dirs["gzip"]), "--threads", str(threads),
                    "--repetitions", "1", "--temp-dir", self.build] + (["--quick"] if self.quick else [])
         lines = {}
         for line in json_lines(run(command)):
-            key = "memory" if line["figure"] == "memory" else (line["figure"], line["compression"], line["threads"])
+            key = "memory" if line["figure"] == "memory" else (line["figure"], line["compression"], line["threads"],
+                                                                line.get("page_cache", "warm"))
             lines[key] = line
         return lines
 
@@ -345,18 +351,24 @@ def main():
             if tf_python:
                 for name, compression in (("plain", "NONE"), ("gzip", "GZIP")):
                     peer[compression] = runner.tfdata(tf_python, shard_dirs[name], compression, input_threads)
-            raw = ours[("raw", "NONE", 1)]["mb_per_sec"]
-            parse = ours[("parse", "NONE", input_threads)]
+            raw = ours[("raw", "NONE", 1, "warm")]["mb_per_sec"]
+            parse = ours[("parse", "NONE", input_threads, "warm")]
             record("input_raw", raw, None, "MB/s")
-            record("input_framing", ours[("framing", "NONE", 1)]["mb_per_sec"], raw, "MB/s")
+            record("input_framing", ours[("framing", "NONE", 1, "warm")]["mb_per_sec"], raw, "MB/s")
+            record("input_framing_unchecked", ours[("framing_unchecked", "NONE", 1, "warm")]["mb_per_sec"], raw,
+                   "MB/s")
+            if ("raw", "NONE", 1, "cold") in ours:  # where the page cache lets the files go
+                raw_cold = ours[("raw", "NONE", 1, "cold")]["mb_per_sec"]
+                record("input_raw_cold", raw_cold, None, "MB/s")
+                record("input_framing_cold", ours[("framing", "NONE", 1, "cold")]["mb_per_sec"], raw_cold, "MB/s")
             record("input_parse_vs_raw", parse["mb_per_sec"], raw, "MB/s")
-            record("input_parse_threads", parse["records_per_sec"], ours[("parse", "NONE", 1)]["records_per_sec"],
-                   "records/s")
+            record("input_parse_threads", parse["records_per_sec"],
+                   ours[("parse", "NONE", 1, "warm")]["records_per_sec"], "records/s")
             if peer:
                 record("input_parse", parse["records_per_sec"], peer["NONE"]["parse"]["records_per_sec"], "records/s")
                 record("input_parse_single", parse["records_per_sec"],
                        peer["NONE"]["parse_single"]["records_per_sec"], "records/s")
-                record("input_parse_gzip", ours[("parse", "GZIP", input_threads)]["records_per_sec"],
+                record("input_parse_gzip", ours[("parse", "GZIP", input_threads, "warm")]["records_per_sec"],
                        peer["GZIP"]["parse"]["records_per_sec"], "records/s")
             memory = ours["memory"]
             record("input_memory", memory["peak_rss_mib_at_100"], memory["peak_rss_mib_at_10"], "MiB peak RSS")
@@ -383,6 +395,9 @@ def main():
              "ps_async_accuracy": "MultiWorkerMirroredStrategy, 2 workers",
              "ps_sync_accuracy": "MultiWorkerMirroredStrategy, 2 workers",
              "input_raw": "none (the limit)", "input_framing": "raw read of the same files",
+             "input_framing_unchecked": "raw read of the same files (ours: checksums not verified)",
+             "input_raw_cold": "none (the limit: the disk)",
+             "input_framing_cold": "raw read of the same files, both from disk (page cache dropped)",
              "input_parse_vs_raw": f"raw read of the same files (ours: {input_threads} threads)",
              "input_parse_threads": f"ours on 1 thread (TFRecordDataset; ours: InterleaveFiles, {input_threads} threads)",
              "input_parse": f"tf.data, batch then parse_example, {input_threads} threads",

@@ -1,5 +1,6 @@
 #include "data/ops/read_ahead_pool.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace est::data {
@@ -34,16 +35,20 @@ bool ReadAheadIterator::ready() const {
 std::optional<Element> ReadAheadIterator::next() {
   std::unique_lock<std::mutex> lock(pool_->mutex_);
   Stream& stream = *stream_;
-  stream.started = true;  // from now on the threads read it
-  stream.waited_for = true;
-  pool_->work_available_.notify_one();
-  pool_->progress_.wait(lock, [&] { return !stream.ready.empty() || stream.error || stream.ended; });
-  stream.waited_for = false;
+  if (!stream.started) {
+    stream.started = true;  // from now on the threads read it
+    pool_->work_available_.notify_one();
+  }
+  if (stream.ready.empty() && !stream.error && !stream.ended) {
+    stream.waited_for = true;
+    pool_->progress_.wait(lock, [&] { return !stream.ready.empty() || stream.error || stream.ended; });
+    stream.waited_for = false;
+  }
   if (!stream.ready.empty()) {
-    const bool was_full = stream.ready.size() >= pool_->capacity_;
     Element element = std::move(stream.ready.front());
     stream.ready.pop_front();
-    if (was_full) pool_->work_available_.notify_one();  // room in the queue again
+    // Room for a whole block again: the stream has just become readable.
+    if (stream.ready.size() + pool_->block_ == pool_->capacity_) pool_->work_available_.notify_one();
     return element;
   }
   if (stream.error) {
@@ -90,7 +95,8 @@ int64_t ReadAheadIterator::skip(int64_t count) {
   return skipped + moved;
 }
 
-ReadAheadPool::ReadAheadPool(size_t num_threads, size_t capacity) : capacity_(capacity) {
+ReadAheadPool::ReadAheadPool(size_t num_threads, size_t capacity)
+    : capacity_(std::max<size_t>(capacity, 1)), block_(std::max<size_t>(capacity_ / 2, 1)) {
   threads_.reserve(num_threads);
   for (size_t i = 0; i < num_threads; ++i) threads_.emplace_back([this] { work(); });
 }
@@ -116,7 +122,7 @@ std::shared_ptr<ReadAheadPool::Stream> ReadAheadPool::pick() const {
   std::shared_ptr<Stream> chosen;
   for (const auto& stream : streams_) {
     const bool readable = stream->started && !stream->busy && !stream->ended && !stream->error &&
-                          stream->ready.size() < capacity_;
+                          stream->ready.size() + block_ <= capacity_;
     if (!readable) continue;
     if (stream->waited_for) return stream;
     if (!chosen) chosen = stream;
@@ -133,20 +139,29 @@ void ReadAheadPool::work() {
     if (stopping_) return;
     stream->busy = true;
     lock.unlock();
-    std::optional<Element> element;
+    // A block of elements per hand-off: the lock and the wake-ups are paid once for all of them.
+    std::vector<Element> block;
+    block.reserve(block_);
+    bool ended = false;
     std::exception_ptr error;
     try {
-      element = stream->input->next();
+      while (block.size() < block_) {
+        std::optional<Element> element = stream->input->next();
+        if (!element) {
+          ended = true;
+          break;
+        }
+        block.push_back(std::move(*element));
+      }
     } catch (...) {
       error = std::current_exception();
     }
     lock.lock();
     stream->busy = false;
-    if (element) {
-      stream->ready.push_back(std::move(*element));
-    } else if (error) {
+    for (Element& element : block) stream->ready.push_back(std::move(element));
+    if (error) {
       stream->error = error;
-    } else {
+    } else if (ended) {
       stream->ended = true;
     }
     if (stream->waited_for) progress_.notify_all();

@@ -46,7 +46,8 @@ class ReadAheadIterator : public Iterator {
 };
 
 /// `num_threads` threads filling the queues of the iterators made by read_ahead(), the one
-/// their consumer waits for first. The threads run with the thread-local LibTorch state of
+/// their consumer waits for first, a block of half the capacity at a time (one lock and one
+/// wake-up for the whole block). The threads run with the thread-local LibTorch state of
 /// the thread that made the pool. Destroying the pool joins them.
 class ReadAheadPool {
  public:
@@ -68,6 +69,7 @@ class ReadAheadPool {
   void work();
 
   const size_t capacity_;
+  const size_t block_;  ///< elements a thread reads per hand-off: half the capacity
   const at::ThreadLocalState state_;
   mutable std::mutex mutex_;
   std::condition_variable work_available_;  ///< a stream may be read: for the threads

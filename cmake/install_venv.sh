@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Creates a Python virtual environment at VENV_DIR with PIP_SPEC... installed, once: where
+# VENV_DIR's Python already imports MODULE it does nothing. Used for TensorBoard (tb-venv: the
+# tests read our event and Example files with its reader) and TensorFlow (tf-venv: the tf.data
+# peer of make bench's input group). A failed install leaves no environment behind.
+set -euo pipefail
+venv=${1:?usage: install_venv.sh VENV_DIR MODULE PIP_SPEC...}
+module=${2:?usage: install_venv.sh VENV_DIR MODULE PIP_SPEC...}
+shift 2
+[ $# -gt 0 ] || { echo "usage: install_venv.sh VENV_DIR MODULE PIP_SPEC..." >&2; exit 2; }
+if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import $module" 2>/dev/null; then
+  exit 0
+fi
+log=/tmp/est-pip-$module.log
+echo "install_venv: creating $venv with $*"
+rm -rf "$venv"
+/usr/bin/python3 -m venv "$venv"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check "$@" >"$log" 2>&1 \
+  || { rm -rf "$venv"; echo "install_venv: pip install $* failed, see $log" >&2; tail -20 "$log" >&2; exit 1; }
