@@ -3,6 +3,8 @@ optimizer, trained with DDP over the gloo backend on `--workers` local processes
 Prints one JSON line like train_bench's (examples_per_sec summed over workers).
 
 usage: ddp_peer.py --model cnn|mlp --batch-size B --steps N --warmup W --workers K [--pin]
+       ddp_peer.py ... --workers K --rank R --master ADDRESS:PORT   (one rank of K, for a worker
+                       on a host of its own: the simulated hosts of make bench's hosts group)
 """
 
 import argparse
@@ -51,14 +53,13 @@ def make_batches(name, batch_size, count):
     return torch.randn(count, batch_size, 1024), torch.randint(0, 10, (count, batch_size))
 
 
-def worker(rank, args, port, results):
+def worker(rank, args, master, results):
     if args.pin:  # as est-launch --cpu-bind auto binds our workers: one block of CPUs each
         cpus = sorted(os.sched_getaffinity(0))
         block = len(cpus) // args.workers
         if block > 0:
             os.sched_setaffinity(0, cpus[rank * block:(rank + 1) * block])
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(port)
+    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = master.rsplit(":", 1)
     dist.init_process_group("gloo", rank=rank, world_size=args.workers)
     model = nn.parallel.DistributedDataParallel(make_model(args.model))
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -80,6 +81,16 @@ def worker(rank, args, port, results):
     dist.destroy_process_group()
 
 
+class OneResult:
+    """Takes the one result of a worker run in this process (the queue's put)."""
+
+    def __init__(self):
+        self.value = None
+
+    def put(self, value):
+        self.value = value
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -94,11 +105,23 @@ def main():
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--pin", action="store_true", help="bind each worker to its own block of CPUs")
+    parser.add_argument("--rank", type=int, help="run only this rank (with --master), e.g. on a host of its own")
+    parser.add_argument("--master", help="rank 0's ADDRESS:PORT when --rank is given")
     args = parser.parse_args()
+    if args.rank is not None:
+        if not args.master or not 0 <= args.rank < args.workers:
+            raise SystemExit(f"ddp_peer: --rank {args.rank} needs --master ADDRESS:PORT and 0 <= rank < --workers")
+        one = OneResult()
+        worker(args.rank, args, args.master, one)
+        _, seconds, rss = one.value
+        print(json.dumps({"loop": "ddp", "model": args.model, "batch_size": args.batch_size, "steps": args.steps,
+                          "workers": args.workers, "rank": args.rank,
+                          "examples_per_sec": args.steps * args.batch_size / seconds, "peak_rss_mb": rss}))
+        return
     context = mp.get_context("spawn")
     results = context.Queue()
-    port = free_port()
-    processes = [context.Process(target=worker, args=(rank, args, port, results)) for rank in range(args.workers)]
+    master = f"127.0.0.1:{free_port()}"
+    processes = [context.Process(target=worker, args=(rank, args, master, results)) for rank in range(args.workers)]
     for process in processes:
         process.start()
     for process in processes:

@@ -7,7 +7,8 @@ Groups (for --only): overhead (overhead, vs_glibc_malloc, memory), scaling (scal
 efficiency (efficiency_cnn, ceiling_cnn), gpu (gpu_*; skipped with a line where the build or the
 machine has no CUDA device), extras (input_pipeline_bench, checkpoint_bench), ps (ps_*), input (input_*:
 TFRecord shards made once into BUILD_DIR/bench-data/fashion-tfrecord; the tf.data peer runs in
-BUILD_DIR/tf-venv, installed once by cmake/install_venv.sh, or is skipped with a line saying why).
+BUILD_DIR/tf-venv, installed once by cmake/install_venv.sh, or is skipped with a line saying why),
+hosts (hosts_*: needs root and network namespaces; skipped with a line saying why where it cannot run).
 
 Figures (see the README's Performance section):
   overhead       est-train's Estimator loop vs a hand-written LibTorch loop (Fashion-MNIST CNN, batch 64)
@@ -47,6 +48,9 @@ Figures (see the README's Performance section):
                  parse + batch (flat: 1.0; the growth in MiB is printed)
   input_training est-train steps/s fed from the TFRecord shards vs from the IDX files, same flags
                  (target >= 0.97)
+  hosts_{cnn,mlp}_{1,10}g  2 simulated hosts (network namespaces joined by a bridge over veth links
+                 shaped by tc tbf to 1 or 10 Gbit/s each way; simulated_hosts.py), one worker on each,
+                 bound to a CPU of its own: ours vs PyTorch DDP (gloo), examples/s (target >= 1.10)
 and, when built, the figures of input_pipeline_bench and checkpoint_bench.
 """
 
@@ -59,9 +63,14 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
-GROUPS = ("overhead", "scaling", "efficiency", "gpu", "extras", "ps", "input")
+import simulated_hosts  # beside this file
+
+GROUPS = ("overhead", "scaling", "efficiency", "gpu", "extras", "ps", "input", "hosts")
+# The link rates of the hosts group, Mbit/s: 1 and 10 Gbit/s.
+HOST_LINK_RATES = (1000, 10000)
 PYTHON = "/usr/bin/python3"  # Debian's, which has python3-torch
 # Our Estimator raises glibc's mmap and trim thresholds itself (common/malloc_tuning.h);
 # the peers get the same through the environment, so that the figures compare frameworks,
@@ -150,6 +159,52 @@ class Runner:
         command = [PYTHON, os.path.join(os.path.dirname(__file__), "ddp_peer.py"), "--model", model,
                    "--batch-size", str(batch), "--workers", str(workers)] + self.sizes(model) + (["--pin"] if pin else [])
         return json_lines(run(command, self.peer_single_thread))[-1]
+
+    def on_hosts(self, net, model, loop, batch=64):
+        """Examples/s summed over one worker on each of `net`'s simulated hosts, ours ("ours":
+        train_bench's Estimator with MultiWorkerMirroredStrategy from a TF_CONFIG of the hosts'
+        addresses) or PyTorch DDP's ("ddp"), each worker bound to a CPU of its own as on a
+        machine of its own."""
+        cpus = sorted(os.sched_getaffinity(0))
+        commands, envs = [], []
+        for i in range(net.count):
+            if loop == "ours":
+                cluster = {"worker": [f"{net.address(k)}:23456" for k in range(net.count)]}
+                tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}})
+                commands.append([os.path.join(self.bin, "train_bench"), "--loop", "estimator", "--model", model,
+                                 "--batch-size", str(batch), "--strategy", "multi_worker"] + self.sizes(model))
+                envs.append(dict(self.single_thread, TF_CONFIG=tf_config, EST_JOB_ID="hosts-bench",
+                                 EST_JOB_TOKEN="hosts-bench-token"))
+            else:
+                commands.append([PYTHON, os.path.join(os.path.dirname(__file__), "ddp_peer.py"), "--model", model,
+                                 "--batch-size", str(batch), "--workers", str(net.count), "--rank", str(i),
+                                 "--master", f"{net.address(0)}:29500"] + self.sizes(model))
+                envs.append(dict(self.peer_single_thread, GLOO_SOCKET_IFNAME="eth0"))
+        outputs = [tempfile.TemporaryFile(mode="w+") for _ in range(net.count)]
+        processes = [subprocess.Popen(net.command(i, ["taskset", "-c", str(cpus[i % len(cpus)])] + commands[i]),
+                                      env=envs[i], stdout=outputs[i], stderr=subprocess.STDOUT, text=True)
+                     for i in range(net.count)]
+        # A worker that fails ends the run at once: the others would wait for it until their timeout.
+        deadline = time.monotonic() + 1800
+        while any(process.poll() is None for process in processes):
+            failed = [process for process in processes if process.returncode not in (None, 0)]
+            if failed or time.monotonic() > deadline:
+                for process in processes:
+                    if process.poll() is None:
+                        process.kill()
+                        process.wait()
+                break
+            time.sleep(0.2)
+        texts = []
+        for output in outputs:
+            output.seek(0)
+            texts.append(output.read())
+            output.close()
+        for process, text in zip(processes, texts):
+            if process.returncode != 0:
+                sys.exit(f"run_benchmarks: a {loop} worker on a simulated host failed ({process.returncode}):\n"
+                         + "\n".join(text.strip().splitlines()[-15:]))
+        return sum(json_lines(text)[-1]["examples_per_sec"] for text in texts)
 
     def ps_train(self, mode, straggler):
         """Examples/s of a 2-worker job (with a ps task unless mode is "mirrored"), summed over the workers."""
@@ -290,6 +345,13 @@ def main():
     shard_dirs = runner.tfrecord_shards() if "input" in only else {}
     tf_python, no_tensorflow = runner.tensorflow_python() if "input" in only else (None, None)
 
+    no_hosts = None
+    if "hosts" in only:
+        try:
+            simulated_hosts.check_available()
+        except simulated_hosts.Unavailable as why:
+            no_hosts = str(why)
+
     def record(figure, ours, peer, unit):
         """A repetition's figure; a peer of None has no peer (only ours is reported)."""
         samples.setdefault(figure, {"ours": [], "peer": [], "unit": unit})
@@ -378,6 +440,12 @@ def main():
             idx_fed = runner.est_train_steps_per_sec("idx", shard_dirs)
             record("input_training", tfrecord_fed, idx_fed, "steps/s")
 
+        for rate in HOST_LINK_RATES if "hosts" in only and not no_hosts else ():
+            with simulated_hosts.SimulatedHosts(2, rate) as net:
+                for model in ("cnn", "mlp"):
+                    record(f"hosts_{model}_{rate // 1000}g", runner.on_hosts(net, model, "ours"),
+                           runner.on_hosts(net, model, "ddp"), "examples/s")
+
     peers = {"overhead": "hand-written LibTorch loop", "memory": "hand-written LibTorch loop",
              "vs_glibc_malloc": "hand-written loop, glibc's default malloc thresholds",
              "scaling_cnn": "PyTorch DDP (gloo)", "scaling_mlp": "PyTorch DDP (gloo)",
@@ -405,8 +473,14 @@ def main():
              "input_parse_gzip": f"tf.data, batch then parse_example, {input_threads} threads, GZIP",
              "input_memory": "ours after 10% of the stream",
              "input_training": "est-train fed from the IDX files (in memory)"}
+    for rate in HOST_LINK_RATES:
+        for model in ("cnn", "mlp"):
+            peers[f"hosts_{model}_{rate // 1000}g"] = f"PyTorch DDP (gloo), 2 hosts x 1 worker, {rate // 1000} Gbit/s links"
     print(f"TorchEstimator benchmarks on {platform.node()}: {os.cpu_count()} cores, "
-          f"{repetitions} repetition(s), medians{' (quick sizes: not a measurement)' if args.quick else ''}")
+          f"{repetitions} repetition(s), medians{' (quick sizes: not a measurement)' if args.quick else ''}; "
+          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min) at the end")
+    if "hosts" in only and no_hosts:
+        print(f"hosts figures skipped: simulated hosts cannot be made here ({no_hosts})")
     if "gpu" in only and not gpu_name:
         print(f"gpu figures skipped: no CUDA device for train_bench ({no_gpu})")
     if "input" in only and not tf_python:
@@ -424,7 +498,8 @@ def main():
             details = {"growth_mib": statistics.median(data["growth"]), "stream_mb": data["stream_mb"]}
         note = f"; growth 10%->100% {details['growth_mib']:.1f} MiB" if "growth_mib" in details else ""
         print(f"{figure:<18} {ours:>12.4g} {peer_text} {ratio_text}  {data['unit']} / {peers[figure]}{note}")
-        lines.append({"bench": "input" if figure.startswith("input_") else "training", "figure": figure,
+        lines.append({"bench": figure.split("_")[0] if figure.startswith(("input_", "hosts_")) else "training",
+                      "figure": figure,
                       "ours": ours, "peer": peer, "ratio": ratio, "unit": data["unit"], "peer_name": peers[figure],
                       "repetitions": repetitions, "quick": args.quick, **details})
     for extra in ("input_pipeline_bench", "checkpoint_bench") if "extras" in only else ():

@@ -92,6 +92,7 @@ std::shared_ptr<est_bench::TimingCollective> ConnectWorkers(const est::distribut
   rendezvous.rank = cluster.rank;
   rendezvous.world_size = cluster.num_worker_replicas;
   est::distribute::GlooOptions gloo;
+  gloo.hostname = cluster.task_host();  // this task's address in TF_CONFIG: reachable from the other hosts
   gloo.shared_memory = shared_memory;
   return std::make_shared<est_bench::TimingCollective>(est::distribute::CreateGlooCollective(
       est::distribute::Rendezvous(store, rendezvous), cluster.rank, cluster.num_worker_replicas, gloo));
