@@ -35,12 +35,12 @@ bool ReadAheadIterator::ready() const {
 std::optional<Element> ReadAheadIterator::next() {
   std::unique_lock<std::mutex> lock(pool_->mutex_);
   Stream& stream = *stream_;
-  if (!stream.started) {
-    stream.started = true;  // from now on the threads read it
-    pool_->work_available_.notify_one();
-  }
+  stream.started = true;  // from now on the threads read it
   if (stream.ready.empty() && !stream.error && !stream.ended) {
+    // A thread may sleep while this stream has room (it has just started, or skip() took what
+    // was read ahead without waking one): wake one before waiting on it.
     stream.waited_for = true;
+    pool_->work_available_.notify_one();
     pool_->progress_.wait(lock, [&] { return !stream.ready.empty() || stream.error || stream.ended; });
     stream.waited_for = false;
   }
