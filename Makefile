@@ -37,9 +37,10 @@ fuzz: sanitize-build
 	cd $(SANITIZE_DIR) && ctest --output-on-failure --no-tests=error -j $(JOBS) -L fuzzing
 
 # The benchmarks of the README's Performance section, against their peers (PyTorch DDP
-# from Debian's python3-torch, a hand-written LibTorch loop, raw Gloo, raw file I/O, tf.data).
-# The input group installs TensorFlow into $(BUILD_DIR)/tf-venv itself (`make tensorflow`'s
-# script), and skips its tf.data figures with a line saying why when it cannot.
+# from Debian's python3-torch, a hand-written LibTorch loop, raw Gloo, raw file I/O, tf.data,
+# tf.estimator). The input and estimator groups install TensorFlow into $(BUILD_DIR)/tf-venv
+# themselves (`make tensorflow`'s script), and skip their TensorFlow figures with a line saying
+# why when they cannot.
 bench: build
 	/usr/bin/python3 apps/bench/run_benchmarks.py --build $(BUILD_DIR)
 

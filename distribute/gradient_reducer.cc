@@ -35,8 +35,10 @@ GradientReducer::GradientReducer(Collective& collective, std::vector<at::Tensor>
     bytes.back() += size;
   }
   // The extras ride in the last bucket (issued last, after prepare() wrote them) when it
-  // holds float32, else in a bucket of their own on the last bucket's device.
-  if (extras_numel_ > 0 && (members.empty() || kinds.back().dtype() != at::kFloat)) {
+  // holds float32 that goes uncompressed, else in a bucket of their own on the last
+  // bucket's device.
+  const bool compressing = options.compression() != GradientCompression::kNone;
+  if (extras_numel_ > 0 && (members.empty() || kinds.back().dtype() != at::kFloat || compressing)) {
     const c10::Device device = members.empty() ? c10::Device(at::kCPU) : kinds.back().device();
     members.emplace_back();
     kinds.push_back(at::TensorOptions().dtype(at::kFloat).device(device));
@@ -55,6 +57,8 @@ GradientReducer::GradientReducer(Collective& collective, std::vector<at::Tensor>
     }
     bucket.buffer = at::zeros({offset}, kinds[b]);
     bucket.parameters = members[b];
+    if (compressing && kinds[b].dtype() == at::kFloat && !bucket.parameters.empty())
+      bucket.compressed = std::make_unique<CompressedAllreduce>(options.compression(), offset, kinds[b]);
     buckets_.push_back(std::move(bucket));
   }
   filled_.assign(parameters_.size(), false);
@@ -149,7 +153,12 @@ void GradientReducer::communicate() {
     lock.unlock();
     std::exception_ptr error;
     try {
-      collective_.allreduce(buckets_[index].buffer, ReduceOp::kSum);
+      Bucket& bucket = buckets_[index];
+      if (bucket.compressed) {
+        bucket.compressed->allreduce(collective_, bucket.buffer, divisor_);
+      } else {
+        collective_.allreduce(bucket.buffer, ReduceOp::kSum);
+      }
     } catch (...) {
       error = std::current_exception();
     }
@@ -197,14 +206,17 @@ void GradientReducer::finish() {
   changed_.notify_all();
   lock.unlock();
   // The sums become averages as they are written into .grad: one pass over the gradients.
+  // Compressed buckets hold averages already.
   for (size_t k = 0; k < parameters_.size(); ++k) {
     const Slot& slot = slots_[k];
-    const at::Tensor sum = buckets_[slot.bucket].buffer.narrow(0, slot.offset, slot.numel).view(parameters_[k].sizes());
+    const Bucket& bucket = buckets_[slot.bucket];
+    const at::Tensor sum = bucket.buffer.narrow(0, slot.offset, slot.numel).view(parameters_[k].sizes());
+    const int divisor = bucket.compressed ? 1 : divisor_;
     at::Tensor& grad = parameters_[k].mutable_grad();
     if (grad.defined() && grad.is_contiguous() && grad.scalar_type() == sum.scalar_type()) {
-      at::div_out(grad, sum, divisor_);
+      at::div_out(grad, sum, divisor);
     } else {
-      grad = sum.div(divisor_);
+      grad = sum.div(divisor);
     }
   }
   if (extras_numel_ > 0) extras().div_(divisor_);

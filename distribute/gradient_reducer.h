@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "distribute/gradient_compression.h"
+
 namespace est::distribute {
 
 class Collective;
@@ -24,6 +26,8 @@ struct GradientReducerOptions {
   TORCH_ARG(int64_t, first_bucket_bytes) = int64_t{1} << 20;
   /// Every other bucket closes once it holds this many bytes (as DDP's bucket_cap_mb).
   TORCH_ARG(int64_t, bucket_cap_bytes) = int64_t{25} << 20;
+  /// The form of float32 buckets on the wire (other dtypes and the extras go as they are).
+  TORCH_ARG(GradientCompression, compression) = GradientCompression::kNone;
 };
 
 /// Averages the gradients of `parameters` over all replicas in sync. Parameters go into
@@ -36,9 +40,14 @@ struct GradientReducerOptions {
 /// is left (parameters that got no gradient count as zero), waits, and writes the
 /// averages into `.grad`. Bucket buffers are allocated once.
 ///
+/// With a compression, float32 buckets are all-reduced as 16-bit values with error
+/// feedback (CompressedAllreduce); their averages differ from the exact ones by the
+/// rounding of the 16-bit type.
+///
 /// `extras_numel` float32 values per step (the loss, an input-ended flag) can ride along
 /// in the last bucket: prepare() takes them, extras() gives their average after finish(),
-/// so a training step synchronizes once.
+/// so a training step synchronizes once. They are never compressed: with a compression
+/// they go in a bucket of their own.
 class GradientReducer {
  public:
   /// The sum over replicas is divided by `divisor`: the number of replicas in sync, times
@@ -73,6 +82,7 @@ class GradientReducer {
     at::Tensor buffer;
     std::vector<size_t> parameters;
     size_t pending = 0;
+    std::unique_ptr<CompressedAllreduce> compressed;  ///< set when the bucket goes compressed
   };
 
   void on_gradient(size_t parameter, const at::Tensor& gradient);

@@ -60,8 +60,7 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(MultiWorkerOptions opti
       cluster_(options_.cluster() ? *options_.cluster() : ResolveCluster()),
       devices_(ParseDevices(options_.devices())),
       communication_(ChooseCommunication(options_.communication(), devices_)) {
-  EST_CHECK(options_.timeout_secs() > 0, ConfigError, "MultiWorkerMirroredStrategy: timeout_secs must be positive, got ",
-            options_.timeout_secs());
+  check_options();
   // A ps job would otherwise be ignored: the workers would train without it.
   const auto ps = cluster_.cluster.find("ps");
   EST_CHECK(ps == cluster_.cluster.end(), ConfigError, "MultiWorkerMirroredStrategy: ", cluster_.source,
@@ -84,11 +83,13 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(MultiWorkerOptions opti
 }
 
 MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(std::shared_ptr<Collective> collective,
-                                                         std::vector<std::string> devices, BufferSync buffer_sync)
-    : options_(MultiWorkerOptions().buffer_sync(buffer_sync)),
+                                                         std::vector<std::string> devices, BufferSync buffer_sync,
+                                                         GradientReducerOptions buckets)
+    : options_(MultiWorkerOptions().buffer_sync(buffer_sync).buckets(buckets)),
       devices_(ParseDevices(devices)),
       collective_(std::move(collective)) {
   EST_CHECK(collective_ != nullptr, ConfigError, "MultiWorkerMirroredStrategy needs a collective");
+  check_options();
   num_workers_ = collective_->world_size();
   worker_index_ = collective_->rank();
   is_chief_ = worker_index_ == 0;
@@ -96,14 +97,25 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(std::shared_ptr<Collect
 
 MultiWorkerMirroredStrategy::~MultiWorkerMirroredStrategy() = default;
 
+void MultiWorkerMirroredStrategy::check_options() const {
+  EST_CHECK(options_.timeout_secs() > 0, ConfigError, "MultiWorkerMirroredStrategy: timeout_secs must be positive, got ",
+            options_.timeout_secs());
+  const GradientCompression compression = options_.buckets().compression();
+  EST_CHECK(compression == GradientCompression::kNone || devices_.size() == 1, ConfigError,
+            "MultiWorkerMirroredStrategy: gradient compression ", GradientCompressionName(compression),
+            " needs one device per worker (it compresses the bucketed all-reduce), but ", devices_.size(),
+            " devices are listed");
+}
+
 std::shared_ptr<MultiWorkerMirroredStrategy> MultiWorkerMirroredStrategy::Create(MultiWorkerOptions options) {
   return std::make_shared<MultiWorkerMirroredStrategy>(std::move(options));
 }
 
 std::shared_ptr<MultiWorkerMirroredStrategy> MultiWorkerMirroredStrategy::CreateWithCollective(
-    std::shared_ptr<Collective> collective, std::vector<std::string> devices, BufferSync buffer_sync) {
+    std::shared_ptr<Collective> collective, std::vector<std::string> devices, BufferSync buffer_sync,
+    GradientReducerOptions buckets) {
   return std::shared_ptr<MultiWorkerMirroredStrategy>(
-      new MultiWorkerMirroredStrategy(std::move(collective), std::move(devices), buffer_sync));
+      new MultiWorkerMirroredStrategy(std::move(collective), std::move(devices), buffer_sync, buckets));
 }
 
 StrategySettings MultiWorkerMirroredStrategy::settings() const {
@@ -111,6 +123,7 @@ StrategySettings MultiWorkerMirroredStrategy::settings() const {
           {"communication", CommunicationName(communication_)},
           {"first bucket bytes", std::to_string(options_.buckets().first_bucket_bytes())},
           {"bucket cap bytes", std::to_string(options_.buckets().bucket_cap_bytes())},
+          {"gradient compression", GradientCompressionName(options_.buckets().compression())},
           {"buffer sync", BufferSyncName(options_.buffer_sync())}};
 }
 

@@ -54,7 +54,9 @@ struct MultiWorkerOptions {
   TORCH_ARG(std::optional<GrpcStoreTls>, tls);
   /// Limit on the rendezvous and on every collective call, in seconds.
   TORCH_ARG(double, timeout_secs) = 300;
-  /// Gradient buckets all-reduced while backward runs (first bucket about 1 MB, then up to 25 MB).
+  /// Gradient buckets all-reduced while backward runs (first bucket about 1 MB, then up to
+  /// 25 MB), and the form of their float32 values on the wire (buckets().compression():
+  /// none, or float16/bfloat16 with error feedback; needs one device per worker).
   TORCH_ARG(GradientReducerOptions, buckets);
   /// How replicas keep their buffers (BatchNorm's running statistics) equal.
   TORCH_ARG(BufferSync, buffer_sync) = BufferSync::kBroadcast;
@@ -75,7 +77,7 @@ class MultiWorkerMirroredStrategy : public Strategy {
   /// A strategy over an already connected collective (ranks as threads, tests).
   static std::shared_ptr<MultiWorkerMirroredStrategy> CreateWithCollective(
       std::shared_ptr<Collective> collective, std::vector<std::string> devices = {"cpu"},
-      BufferSync buffer_sync = BufferSync::kBroadcast);
+      BufferSync buffer_sync = BufferSync::kBroadcast, GradientReducerOptions buckets = {});
   ~MultiWorkerMirroredStrategy() override;
 
   std::string name() const override { return "MultiWorkerMirroredStrategy"; }
@@ -91,7 +93,9 @@ class MultiWorkerMirroredStrategy : public Strategy {
 
  private:
   MultiWorkerMirroredStrategy(std::shared_ptr<Collective> collective, std::vector<std::string> devices,
-                              BufferSync buffer_sync);
+                              BufferSync buffer_sync, GradientReducerOptions buckets);
+  /// ConfigError for options that contradict each other.
+  void check_options() const;
   void connect();
   /// What every worker must share, checked when they connect.
   StrategySettings settings() const;

@@ -2,7 +2,7 @@
 optimizer, trained with DDP over the gloo backend on `--workers` local processes.
 Prints one JSON line like train_bench's (examples_per_sec summed over workers).
 
-usage: ddp_peer.py --model cnn|mlp --batch-size B --steps N --warmup W --workers K [--pin]
+usage: ddp_peer.py --model cnn|mlp --batch-size B --steps N --warmup W --workers K [--pin] [--compression fp16]
        ddp_peer.py ... --workers K --rank R --master ADDRESS:PORT   (one rank of K, for a worker
                        on a host of its own: the simulated hosts of make bench's hosts group)
 """
@@ -17,6 +17,7 @@ import time
 
 import torch
 import torch.distributed as dist
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 import torch.multiprocessing as mp
 import torch.nn as nn
 import torch.nn.functional as F
@@ -62,6 +63,8 @@ def worker(rank, args, master, results):
     os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = master.rsplit(":", 1)
     dist.init_process_group("gloo", rank=rank, world_size=args.workers)
     model = nn.parallel.DistributedDataParallel(make_model(args.model))
+    if args.compression == "fp16":  # DDP's own: gradients cast to float16 for the all-reduce, no error feedback
+        model.register_comm_hook(None, default_hooks.fp16_compress_hook)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     inputs, labels = make_batches(args.model, args.batch_size, args.warmup + args.steps)
 
@@ -105,6 +108,8 @@ def main():
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--pin", action="store_true", help="bind each worker to its own block of CPUs")
+    parser.add_argument("--compression", choices=["none", "fp16"], default="none",
+                        help="fp16: DDP's fp16_compress_hook")
     parser.add_argument("--rank", type=int, help="run only this rank (with --master), e.g. on a host of its own")
     parser.add_argument("--master", help="rank 0's ADDRESS:PORT when --rank is given")
     args = parser.parse_args()

@@ -3,7 +3,8 @@ repetitions interleaved, and prints a table of medians plus one JSON line per fi
 
 usage: run_benchmarks.py --build BUILD_DIR [--repetitions 5] [--quick] [--only GROUP,...]
 
-Groups (for --only): overhead (overhead, vs_glibc_malloc, memory), scaling (scaling_*, allreduce*),
+Groups (for --only): overhead (overhead, vs_glibc_malloc, memory), estimator (estimator_vs_tf: the
+TensorFlow peer in BUILD_DIR/tf-venv, as the input group's), scaling (scaling_*, allreduce*),
 efficiency (efficiency_cnn, ceiling_cnn), gpu (gpu_*; skipped with a line where the build or the
 machine has no CUDA device), extras (input_pipeline_bench, checkpoint_bench), ps (ps_*), input (input_*:
 TFRecord shards made once into BUILD_DIR/bench-data/fashion-tfrecord; the tf.data peer runs in
@@ -12,6 +13,8 @@ hosts (hosts_*: needs root and network namespaces; skipped with a line saying wh
 
 Figures (see the README's Performance section):
   overhead       est-train's Estimator loop vs a hand-written LibTorch loop (Fashion-MNIST CNN, batch 64)
+  estimator_vs_tf  est-train's steps/s (Fashion-MNIST CNN, batch 64, IDX files, one thread) vs TensorFlow
+                 2.15's tf.estimator on the same model, data, batch and threads (tf_estimator_peer.py)
   scaling_cnn    2 workers: our MultiWorkerMirroredStrategy (Gloo) vs PyTorch DDP (gloo), examples/s
   scaling_mlp    the same on a 21 M-parameter MLP
   scaling_*_pinned_ddp  the same against DDP workers bound to CPUs as est-launch binds ours
@@ -51,6 +54,9 @@ Figures (see the README's Performance section):
   hosts_{cnn,mlp}_{1,10}g  2 simulated hosts (network namespaces joined by a bridge over veth links
                  shaped by tc tbf to 1 or 10 Gbit/s each way; simulated_hosts.py), one worker on each,
                  bound to a CPU of its own: ours vs PyTorch DDP (gloo), examples/s (target >= 1.10)
+  hosts_*_fp16   the same with float16 gradients on the wire: ours (error feedback) vs DDP's
+                 fp16_compress_hook (target >= 1.10)
+  hosts_*_fp16_vs_fp32  ours with float16 gradients vs ours with float32, examples/s
 and, when built, the figures of input_pipeline_bench and checkpoint_bench.
 """
 
@@ -68,7 +74,7 @@ import time
 
 import simulated_hosts  # beside this file
 
-GROUPS = ("overhead", "scaling", "efficiency", "gpu", "extras", "ps", "input", "hosts")
+GROUPS = ("overhead", "estimator", "scaling", "efficiency", "gpu", "extras", "ps", "input", "hosts")
 # The link rates of the hosts group, Mbit/s: 1 and 10 Gbit/s.
 HOST_LINK_RATES = (1000, 10000)
 PYTHON = "/usr/bin/python3"  # Debian's, which has python3-torch
@@ -160,11 +166,12 @@ class Runner:
                    "--batch-size", str(batch), "--workers", str(workers)] + self.sizes(model) + (["--pin"] if pin else [])
         return json_lines(run(command, self.peer_single_thread))[-1]
 
-    def on_hosts(self, net, model, loop, batch=64):
+    def on_hosts(self, net, model, loop, batch=64, compression="none"):
         """Examples/s summed over one worker on each of `net`'s simulated hosts, ours ("ours":
         train_bench's Estimator with MultiWorkerMirroredStrategy from a TF_CONFIG of the hosts'
         addresses) or PyTorch DDP's ("ddp"), each worker bound to a CPU of its own as on a
-        machine of its own."""
+        machine of its own; `compression` "fp16" sends float16 gradients (ours with error
+        feedback, DDP with its fp16_compress_hook)."""
         cpus = sorted(os.sched_getaffinity(0))
         commands, envs = [], []
         for i in range(net.count):
@@ -172,13 +179,15 @@ class Runner:
                 cluster = {"worker": [f"{net.address(k)}:23456" for k in range(net.count)]}
                 tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}})
                 commands.append([os.path.join(self.bin, "train_bench"), "--loop", "estimator", "--model", model,
-                                 "--batch-size", str(batch), "--strategy", "multi_worker"] + self.sizes(model))
+                                 "--batch-size", str(batch), "--strategy", "multi_worker",
+                                 "--compression", compression] + self.sizes(model))
                 envs.append(dict(self.single_thread, TF_CONFIG=tf_config, EST_JOB_ID="hosts-bench",
                                  EST_JOB_TOKEN="hosts-bench-token"))
             else:
                 commands.append([PYTHON, os.path.join(os.path.dirname(__file__), "ddp_peer.py"), "--model", model,
                                  "--batch-size", str(batch), "--workers", str(net.count), "--rank", str(i),
-                                 "--master", f"{net.address(0)}:29500"] + self.sizes(model))
+                                 "--master", f"{net.address(0)}:29500", "--compression", compression]
+                                + self.sizes(model))
                 envs.append(dict(self.peer_single_thread, GLOO_SOCKET_IFNAME="eth0"))
         outputs = [tempfile.TemporaryFile(mode="w+") for _ in range(net.count)]
         processes = [subprocess.Popen(net.command(i, ["taskset", "-c", str(cpus[i % len(cpus)])] + commands[i]),
@@ -301,7 +310,7 @@ class Runner:
                    "--threads", str(threads), "--min-seconds", "0.01" if self.quick else "1"]
         return {line["figure"]: line for line in json_lines(run(command))}
 
-    def est_train_steps_per_sec(self, data_format, dirs):
+    def est_train_steps_per_sec(self, data_format, dirs, env=None):
         """est-train's steps/s (Fashion-MNIST CNN, batch 64) after its first 200 steps, from its
         global_step/sec lines, fed from the IDX files or the plain TFRecord shards."""
         steps = 30 if self.quick else 1200
@@ -314,7 +323,7 @@ class Runner:
         if data_format == "tfrecord":
             command += ["--data-format", "tfrecord", "--data-files", os.path.join(dirs["plain"], "train-*"),
                         "--eval-data-files", os.path.join(dirs["plain"], "t10k-*")]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=1200)
+        result = subprocess.run(command, capture_output=True, text=True, timeout=1200, env=env)
         shutil.rmtree(model_dir, ignore_errors=True)
         log = result.stdout + result.stderr
         if result.returncode != 0:
@@ -323,6 +332,19 @@ class Runner:
                  if "global_step/sec: " in line]
         timed = rates[2:] or rates  # the first intervals hold the start-up
         return len(timed) * log_every / sum(log_every / rate for rate in timed)
+
+
+    def tf_estimator(self, python):
+        """tf_estimator_peer.py's steps/s: tf.estimator training est-train's CNN, one thread."""
+        steps, warmup = (30, 10) if self.quick else (1200, 200)
+        model_dir = f"/tmp/tf_estimator_peer_{os.getpid()}"
+        shutil.rmtree(model_dir, ignore_errors=True)
+        command = [python, os.path.join(os.path.dirname(__file__), "tf_estimator_peer.py"), "--model-dir", model_dir,
+                   "--steps", str(steps), "--warmup", str(warmup), "--threads", "1"]
+        try:
+            return json_lines(run(command, self.single_thread))[-1]["steps_per_sec"]
+        finally:
+            shutil.rmtree(model_dir, ignore_errors=True)
 
 
 def main():
@@ -343,7 +365,7 @@ def main():
     gpu_name, no_gpu = runner.gpu() if "gpu" in only else (None, None)
     input_threads = 2
     shard_dirs = runner.tfrecord_shards() if "input" in only else {}
-    tf_python, no_tensorflow = runner.tensorflow_python() if "input" in only else (None, None)
+    tf_python, no_tensorflow = runner.tensorflow_python() if only & {"input", "estimator"} else (None, None)
 
     no_hosts = None
     if "hosts" in only:
@@ -367,6 +389,9 @@ def main():
             record("overhead", estimator["examples_per_sec"], handwritten["examples_per_sec"], "examples/s")
             record("vs_glibc_malloc", estimator["examples_per_sec"], untuned["examples_per_sec"], "examples/s")
             record("memory", estimator["peak_rss_mb"], handwritten["peak_rss_mb"], "MB peak RSS")
+        if "estimator" in only and tf_python:
+            record("estimator_vs_tf", runner.est_train_steps_per_sec("idx", {}, runner.single_thread),
+                   runner.tf_estimator(tf_python), "steps/s")
         for model in ("cnn", "mlp") if "scaling" in only else ():
             ours = runner.ours_workers(model, 2)
             peer = runner.ddp(model, 2)
@@ -443,8 +468,13 @@ def main():
         for rate in HOST_LINK_RATES if "hosts" in only and not no_hosts else ():
             with simulated_hosts.SimulatedHosts(2, rate) as net:
                 for model in ("cnn", "mlp"):
-                    record(f"hosts_{model}_{rate // 1000}g", runner.on_hosts(net, model, "ours"),
-                           runner.on_hosts(net, model, "ddp"), "examples/s")
+                    figure = f"hosts_{model}_{rate // 1000}g"
+                    ours = runner.on_hosts(net, model, "ours")
+                    record(figure, ours, runner.on_hosts(net, model, "ddp"), "examples/s")
+                    compressed = runner.on_hosts(net, model, "ours", compression="fp16")
+                    record(f"{figure}_fp16", compressed, runner.on_hosts(net, model, "ddp", compression="fp16"),
+                           "examples/s")
+                    record(f"{figure}_fp16_vs_fp32", compressed, ours, "examples/s")
 
     peers = {"overhead": "hand-written LibTorch loop", "memory": "hand-written LibTorch loop",
              "vs_glibc_malloc": "hand-written loop, glibc's default malloc thresholds",
@@ -472,10 +502,14 @@ def main():
              "input_parse_single": f"tf.data, parse_single_example then batch, {input_threads} threads",
              "input_parse_gzip": f"tf.data, batch then parse_example, {input_threads} threads, GZIP",
              "input_memory": "ours after 10% of the stream",
-             "input_training": "est-train fed from the IDX files (in memory)"}
+             "input_training": "est-train fed from the IDX files (in memory)",
+             "estimator_vs_tf": "TensorFlow 2.15 tf.estimator, same CNN, data and batch, 1 thread (ours: est-train)"}
     for rate in HOST_LINK_RATES:
         for model in ("cnn", "mlp"):
-            peers[f"hosts_{model}_{rate // 1000}g"] = f"PyTorch DDP (gloo), 2 hosts x 1 worker, {rate // 1000} Gbit/s links"
+            figure, link = f"hosts_{model}_{rate // 1000}g", f"2 hosts x 1 worker, {rate // 1000} Gbit/s links"
+            peers[figure] = f"PyTorch DDP (gloo), {link}"
+            peers[f"{figure}_fp16"] = f"PyTorch DDP with fp16_compress_hook, {link} (ours: fp16, error feedback)"
+            peers[f"{figure}_fp16_vs_fp32"] = f"ours uncompressed, {link} (ours: fp16)"
     print(f"TorchEstimator benchmarks on {platform.node()}: {os.cpu_count()} cores, "
           f"{repetitions} repetition(s), medians{' (quick sizes: not a measurement)' if args.quick else ''}; "
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min) at the end")
@@ -485,7 +519,9 @@ def main():
         print(f"gpu figures skipped: no CUDA device for train_bench ({no_gpu})")
     if "input" in only and not tf_python:
         print(f"input_parse* figures skipped (the tf.data peer): {no_tensorflow}")
-    print(f"{'figure':<18} {'ours':>12} {'peer':>12} {'ratio':>7}  unit / peer")
+    if "estimator" in only and not tf_python:
+        print(f"estimator_vs_tf skipped (the tf.estimator peer): {no_tensorflow}")
+    print(f"{'figure':<27} {'ours':>12} {'peer':>12} {'ratio':>7}  unit / peer")
     lines = []
     for figure, data in samples.items():
         ours = statistics.median(data["ours"])
@@ -497,7 +533,7 @@ def main():
         if "growth" in data:
             details = {"growth_mib": statistics.median(data["growth"]), "stream_mb": data["stream_mb"]}
         note = f"; growth 10%->100% {details['growth_mib']:.1f} MiB" if "growth_mib" in details else ""
-        print(f"{figure:<18} {ours:>12.4g} {peer_text} {ratio_text}  {data['unit']} / {peers[figure]}{note}")
+        print(f"{figure:<27} {ours:>12.4g} {peer_text} {ratio_text}  {data['unit']} / {peers[figure]}{note}")
         lines.append({"bench": figure.split("_")[0] if figure.startswith(("input_", "hosts_")) else "training",
                       "figure": figure,
                       "ours": ours, "peer": peer, "ratio": ratio, "unit": data["unit"], "peer_name": peers[figure],

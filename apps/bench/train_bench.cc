@@ -3,7 +3,7 @@
 //
 //   train_bench --loop estimator|handwritten|raw_allreduce --model cnn|mlp|resnet --batch-size B
 //               --steps N --warmup W [--strategy none|multi_worker] [--device cpu|cuda:N]
-//               [--bytes X] [--transport auto|tcp]
+//               [--bytes X] [--transport auto|tcp] [--compression none|fp16|bf16]
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -42,6 +42,7 @@ struct Flags {
   std::string device = "cpu";
   int64_t bytes = 0;
   std::string transport = "auto";  ///< raw_allreduce: "tcp" forces Gloo over TCP, "auto" lets ranks on one host use shared memory
+  std::string compression = "none";  ///< multi_worker: none, fp16 or bf16 on the wire
 };
 
 double PeakRssMegabytes() {
@@ -118,7 +119,10 @@ nlohmann::json RunEstimator(const Flags& flags) {
   std::shared_ptr<est_bench::TimingCollective> collective;
   if (flags.strategy == "multi_worker") {
     collective = ConnectWorkers(config.cluster);
-    config.train_distribute = est::distribute::MultiWorkerMirroredStrategy::CreateWithCollective(collective, {flags.device});
+    config.train_distribute = est::distribute::MultiWorkerMirroredStrategy::CreateWithCollective(
+        collective, {flags.device}, est::distribute::BufferSync::kBroadcast,
+        est::distribute::GradientReducerOptions().compression(
+            est::distribute::ParseGradientCompression(flags.compression, "--compression")));
   } else if (flags.device != "cpu") {
     config.train_distribute = est::distribute::OneDeviceStrategy::Create(flags.device);
   }
@@ -184,6 +188,8 @@ int main(int argc, char** argv) {
   app.add_option("--device", flags.device, "cpu or cuda:N (a LibTorch with CUDA)");
   app.add_option("--bytes", flags.bytes)->check(CLI::NonNegativeNumber);
   app.add_option("--transport", flags.transport)->check(CLI::IsMember({"auto", "tcp"}));
+  app.add_option("--compression", flags.compression, "multi_worker: gradient compression")
+      ->check(CLI::IsMember({"none", "fp16", "bf16"}));
   if (auto exit_status = est_apps::ParseFlags(app, argc, argv, "train_bench")) return *exit_status;
   try {
     // A clear error for a device LibTorch does not see.

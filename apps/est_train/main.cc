@@ -48,6 +48,7 @@ struct Flags {
   double timeout_secs = 300;
   int64_t gradient_accumulation_steps = 1;
   double bucket_cap_mb = 25;
+  std::string gradient_compression = "none";
   std::string mixed_precision = "none";
   bool ignore_invalid_checkpoints = false;
   std::string job_token_file;
@@ -132,6 +133,10 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "multi_worker: gradient all-reduce buckets close at this many MiB (the first at 1 MiB)")
       ->check(est_apps::NumberIn(0.001, 1 << 20, "a number of MiB"))
       ->capture_default_str();
+  app.add_option("--gradient-compression", flags.gradient_compression,
+                 "multi_worker: all-reduce float32 gradients as fp16 or bf16, with error feedback (half the bytes)")
+      ->check(CLI::IsMember({"none", "fp16", "bf16"}))
+      ->capture_default_str();
   app.add_option("--mixed-precision", flags.mixed_precision,
                  "Autocast model_fn in this dtype, float32 variables (float16: CUDA only, with dynamic loss scaling)")
       ->check(CLI::IsMember({"none", "bfloat16", "float16"}))
@@ -189,6 +194,9 @@ std::shared_ptr<est::distribute::Strategy> MakeStrategy(const Flags& flags, cons
   EST_CHECK(cluster.is_local() || flags.strategy == "multi_worker" || flags.strategy == "parameter_server",
             est::ConfigError, cluster.source, " describes a cluster (task ", cluster.task_type, " ", cluster.task_id,
             "); train it with --strategy multi_worker (or parameter_server, with a ps job)");
+  EST_CHECK(flags.gradient_compression == "none" || flags.strategy == "multi_worker", est::ConfigError,
+            "--gradient-compression ", flags.gradient_compression, " compresses the all-reduce between workers: it "
+            "needs --strategy multi_worker, not ", flags.strategy);
   if (flags.strategy == "parameter_server") {
     const std::vector<std::string> devices = SplitDevices(flags.devices);
     EST_CHECK(devices.size() == 1, est::ConfigError, "--strategy parameter_server trains one replica per worker; "
@@ -216,8 +224,10 @@ std::shared_ptr<est::distribute::Strategy> MakeStrategy(const Flags& flags, cons
                      .cluster(cluster)
                      .timeout_secs(flags.timeout_secs)
                      .job_token(ReadJobToken(flags.job_token_file))
-                     .buckets(est::distribute::GradientReducerOptions().bucket_cap_bytes(
-                         static_cast<int64_t>(flags.bucket_cap_mb * (1 << 20))));
+                     .buckets(est::distribute::GradientReducerOptions()
+                                  .bucket_cap_bytes(static_cast<int64_t>(flags.bucket_cap_mb * (1 << 20)))
+                                  .compression(est::distribute::ParseGradientCompression(
+                                      flags.gradient_compression, "--gradient-compression")));
   options.tls(TlsOf(flags));
   return est::distribute::MultiWorkerMirroredStrategy::Create(options);
 }

@@ -59,8 +59,9 @@ struct GlooOptions {
 /// keys. Throws TimeoutError listing the ranks that never arrived, ConfigError for bad
 /// arguments, CommunicationError when `options.hostname` is not this machine's or the
 /// connection fails. A world of one uses no network; its `store` may be null. float16 and
-/// bfloat16 are summed in float32. After any error in an operation the collective is broken:
-/// create a new one.
+/// bfloat16 go over TCP as 16-bit values, each pairwise sum computed in float32 and rounded
+/// (as NCCL does); the shared-memory all-reduce sums them in float32. After any error in an
+/// operation the collective is broken: create a new one.
 std::unique_ptr<Collective> CreateGlooCollective(std::shared_ptr<Store> store, int rank, int world_size,
                                                  const GlooOptions& options = {});
 

@@ -92,6 +92,7 @@ TEST_CASE("est-train rejects bad flags with one clear line", "[apps]") {
       {"--bucket-cap-mb 1e-12", {"--bucket-cap-mb: expected a number of MiB from 0.001 to 1048576, got '1e-12'"}},
       {"--strategy ring", {"--strategy", "ring", "multi_worker"}},
       {"--mixed-precision half", {"--mixed-precision", "half", "none,bfloat16,float16"}},
+      {"--gradient-compression int8", {"--gradient-compression", "int8", "none,fp16,bf16"}},
       {"--unknown-flag 1", {"--unknown-flag"}},
   };
   for (const auto& [args, parts] : named) {
@@ -103,6 +104,11 @@ TEST_CASE("est-train rejects bad flags with one clear line", "[apps]") {
     }
   }
   CHECK(RunEstTrain("--model linear").output.find("--model-dir is required") != std::string::npos);
+  // A valid flag that the strategy would not use.
+  RunResult compression = RunEstTrain("--gradient-compression fp16 --strategy mirrored --model-dir " + dir);
+  CHECK(compression.exit_code == 1);
+  CHECK(compression.output.find("--gradient-compression fp16 compresses the all-reduce between workers: it needs "
+                                "--strategy multi_worker, not mirrored") != std::string::npos);
   RunResult help = RunEstTrain("--help");
   CHECK(help.exit_code == 0);
   CHECK(help.output.find("--save-checkpoints-steps") != std::string::npos);

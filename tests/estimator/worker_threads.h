@@ -15,9 +15,11 @@
 namespace est::testing {
 
 /// Runs `worker(rank, strategy)` on `world` threads, each with a MultiWorkerMirroredStrategy
-/// over one Gloo collective.
+/// over one Gloo collective (through shared memory unless `shared_memory` is false) with
+/// gradient buckets `buckets`.
 template <typename Worker>
-void RunMultiWorkerThreads(int world, Worker worker) {
+void RunMultiWorkerThreads(int world, Worker worker, est::distribute::GradientReducerOptions buckets = {},
+                           bool shared_memory = true) {
   auto store = est::distribute::CreateInMemoryStore();
   std::vector<std::future<void>> workers;
   for (int rank = 0; rank < world; ++rank) {
@@ -29,9 +31,11 @@ void RunMultiWorkerThreads(int world, Worker worker) {
       options.timeout = std::chrono::seconds(30);
       est::distribute::GlooOptions gloo;
       gloo.timeout = std::chrono::seconds(30);
+      gloo.shared_memory = shared_memory;
       std::shared_ptr<est::distribute::Collective> collective =
           est::distribute::CreateGlooCollective(est::distribute::Rendezvous(store, options), rank, world, gloo);
-      worker(rank, est::distribute::MultiWorkerMirroredStrategy::CreateWithCollective(collective));
+      worker(rank, est::distribute::MultiWorkerMirroredStrategy::CreateWithCollective(
+                       collective, {"cpu"}, est::distribute::BufferSync::kBroadcast, buckets));
     }));
   }
   for (auto& w : workers) w.get();

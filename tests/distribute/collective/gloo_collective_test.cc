@@ -285,6 +285,36 @@ TEST_CASE("Gloo allreduce gives the same exact sums through shared memory and ov
   }
 }
 
+TEST_CASE("Gloo sums float16 and bfloat16 over TCP as 16-bit values, the same on every rank", "[distribute]") {
+  // Small integers: exact in both types, whatever the order of the pairwise sums. Random
+  // values: each rank ends with the same bits, within two roundings of the exact sum.
+  const int world = 3;
+  const int64_t numel = 1'000'003;
+  for (at::ScalarType type : {at::kHalf, at::kBFloat16}) {
+    INFO("dtype " << at::toString(type));
+    auto store = CreateInMemoryStore();
+    auto results = est::testing::RunRanks<std::pair<at::Tensor, at::Tensor>>(world, [&](int rank) {
+      GlooOptions options = WithTimeout(20s);
+      options.shared_memory = false;
+      auto collective = CreateGlooCollective(store, rank, world, options);
+      at::Tensor integers = (at::arange(numel, at::kLong) % 50 * (rank + 1)).to(type);
+      collective->allreduce(integers, ReduceOp::kSum);
+      at::Tensor random = at::randn({numel}, at::TensorOptions().dtype(at::kFloat)).to(type);
+      const at::Tensor exact = collective->allgather(random).to(at::kFloat).sum(0);
+      collective->allreduce(random, ReduceOp::kSum);
+      return std::pair{integers, (random.to(at::kFloat) - exact).abs() / exact.abs().clamp_min(1e-3)};
+    });
+    const at::Tensor expected = (at::arange(numel, at::kLong) % 50 * 6).to(type);
+    const double unit = type == at::kHalf ? 1.0 / 2048 : 1.0 / 256;  // a rounding, relative
+    for (int rank = 0; rank < world; ++rank) {
+      CHECK(at::equal(results[rank].first, expected));
+      CHECK(at::equal(results[rank].second, results[0].second));
+    }
+    // Cancellation can make a relative error large where the sum is small: the median holds.
+    CHECK(results[0].second.median().item<double>() <= 2 * unit);
+  }
+}
+
 TEST_CASE("the shared-memory all-reduce leaves nothing in /dev/shm and names disagreeing ranks", "[distribute]") {
   // Segments this process made (their names carry the creator's pid): tests running in
   // parallel make their own.

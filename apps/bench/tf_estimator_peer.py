@@ -1,0 +1,93 @@
+"""The tf.estimator peer of est-train (make bench, group estimator): TensorFlow 2.15's
+tf.estimator training est-train's model, the TensorFlow tutorial's Fashion-MNIST CNN (conv
+32x3x3 + ReLU, max-pool 2, dense 64 + ReLU, dense 10; Adam 0.001), on the same data (the IDX
+files, scaled to [0, 1], shuffled with a buffer of 10000, batches of 64, prefetch 2), with
+the threads given (inter-op, intra-op and tf.data's), checkpoints at the end only and summaries every
+100 steps as est-train writes them. Prints one JSON line: steps/s after --warmup steps.
+
+usage: tf_estimator_peer.py --model-dir DIR [--steps 1200] [--warmup 200] [--threads 1]
+"""
+
+import argparse
+import gzip
+import json
+import os
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402  (after the log level)
+
+FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
+
+
+def read_idx(path):
+    """An IDX file (gzip) as a uint8 array of its items, the header dropped."""
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    return np.frombuffer(data[4 + 4 * data[3]:], dtype=np.uint8)
+
+
+def input_fn(threads):
+    images = read_idx(f"{FASHION_MNIST}/train-images-idx3-ubyte.gz").reshape(-1, 28, 28, 1)
+    labels = read_idx(f"{FASHION_MNIST}/train-labels-idx1-ubyte.gz").astype(np.int64)
+    dataset = tf.data.Dataset.from_tensor_slices((images, labels))
+    dataset = dataset.map(lambda image, label: ({"image": tf.cast(image, tf.float32) / 255.0}, label))
+    options = tf.data.Options()
+    options.threading.private_threadpool_size = threads
+    return dataset.cache().shuffle(10000, seed=42).repeat().batch(64).prefetch(2).with_options(options)
+
+
+def model_fn(features, labels, mode):
+    layers = tf.compat.v1.layers
+    x = layers.conv2d(features["image"], 32, 3, activation=tf.nn.relu)
+    x = layers.max_pooling2d(x, 2, 2)
+    x = layers.dense(layers.flatten(x), 64, activation=tf.nn.relu)
+    logits = layers.dense(x, 10)
+    loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
+    train_op = tf.compat.v1.train.AdamOptimizer(0.001).minimize(
+        loss, global_step=tf.compat.v1.train.get_global_step())
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+class StepTimer(tf.estimator.SessionRunHook):
+    """The wall time at the end of step `warmup` and of the last step."""
+
+    def __init__(self, warmup):
+        self.warmup = warmup
+        self.steps = 0
+        self.started = self.ended = None
+
+    def after_run(self, run_context, run_values):
+        self.steps += 1
+        if self.steps == self.warmup:
+            self.started = time.perf_counter()
+        self.ended = time.perf_counter()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model-dir", required=True)
+    parser.add_argument("--steps", type=int, default=1200)
+    parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    if not 0 < args.warmup < args.steps:
+        raise SystemExit(f"tf_estimator_peer: need 0 < --warmup ({args.warmup}) < --steps ({args.steps})")
+    tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.ERROR)
+    session = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=args.threads,
+                                       inter_op_parallelism_threads=args.threads)
+    config = tf.estimator.RunConfig(model_dir=args.model_dir, tf_random_seed=42, session_config=session,
+                                    save_checkpoints_steps=args.steps, save_summary_steps=100,
+                                    log_step_count_steps=100)
+    timer = StepTimer(args.warmup)
+    tf.estimator.Estimator(model_fn, config=config).train(lambda: input_fn(args.threads), max_steps=args.steps,
+                                                          hooks=[timer])
+    timed = args.steps - args.warmup
+    print(json.dumps({"loop": "tf.estimator", "tensorflow": tf.__version__, "steps": timed,
+                      "steps_per_sec": timed / (timer.ended - timer.started)}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+#include "distribute/gradient_compression.h"
+
+#include <ATen/ATen.h>
+
+#include "common/error.h"
+#include "distribute/collective/collective.h"
+
+namespace est::distribute {
+
+const char* GradientCompressionName(GradientCompression compression) {
+  switch (compression) {
+    case GradientCompression::kNone: return "none";
+    case GradientCompression::kFloat16: return "fp16";
+    case GradientCompression::kBFloat16: return "bf16";
+  }
+  return "unknown";
+}
+
+GradientCompression ParseGradientCompression(const std::string& name, const std::string& what) {
+  for (GradientCompression compression :
+       {GradientCompression::kNone, GradientCompression::kFloat16, GradientCompression::kBFloat16}) {
+    if (name == GradientCompressionName(compression)) return compression;
+  }
+  EST_THROW(ConfigError, what, ": unknown gradient compression '", name, "'; expected none, fp16 or bf16");
+}
+
+CompressedAllreduce::CompressedAllreduce(GradientCompression compression, int64_t numel,
+                                         const at::TensorOptions& options) {
+  EST_ASSERT(compression != GradientCompression::kNone, "CompressedAllreduce without a compression");
+  const at::ScalarType wire = compression == GradientCompression::kFloat16 ? at::kHalf : at::kBFloat16;
+  wire_ = at::empty({numel}, options.dtype(wire));
+  residual_ = at::zeros({numel}, options.dtype(at::kFloat));
+}
+
+void CompressedAllreduce::allreduce(Collective& collective, at::Tensor& bucket, int divisor) {
+  EST_ASSERT(bucket.scalar_type() == at::kFloat && bucket.numel() == residual_.numel(),
+             "CompressedAllreduce: expected a float32 bucket of ", residual_.numel(), " values");
+  // residual_ becomes this rank's share plus what rounding dropped last time; the 16-bit
+  // copy of it is sent, and what that rounding drops is kept for the next step. A value
+  // that overflowed float16 leaves no residual (an infinite one would stay forever).
+  residual_.add_(bucket, 1.0 / divisor);
+  wire_.copy_(residual_);
+  bucket.copy_(wire_);
+  residual_.sub_(bucket).nan_to_num_(0.0, 0.0, 0.0);
+  collective.allreduce(wire_, ReduceOp::kSum);
+  bucket.copy_(wire_);
+}
+
+}  // namespace est::distribute

@@ -1,0 +1,75 @@
+#include "distribute/collective/sum_16_bit.h"
+
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+using est::distribute::detail::SumBFloat16;
+using est::distribute::detail::SumFloat16;
+
+namespace {
+
+// Random bit patterns (every exponent, NaNs and infinities included) and edge values.
+std::vector<uint16_t> Operands(size_t n, uint32_t seed) {
+  std::mt19937 random(seed);
+  std::vector<uint16_t> values{0x0000, 0x8000, 0x0001, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x3c00, 0x7f7f, 0x7f80};
+  while (values.size() < n) values.push_back(static_cast<uint16_t>(random()));
+  return values;
+}
+
+template <typename Float>
+float ToFloat(uint16_t bits) {
+  return static_cast<float>(Float(bits, typename Float::from_bits_t{}));
+}
+
+// Checks `sum` against Float(float(a) + float(b)) on every pair of operands; NaNs match any NaN.
+template <typename Float>
+void CheckAgainstC10(void (*sum)(uint16_t*, const uint16_t*, const uint16_t*, size_t)) {
+  // 1003 values: the vector loop and its scalar tail both run.
+  const std::vector<uint16_t> a = Operands(1003, 1), b = Operands(1003, 2);
+  std::vector<uint16_t> out(a.size());
+  sum(out.data(), a.data(), b.data(), a.size());
+  size_t mismatches = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const float exact = ToFloat<Float>(a[i]) + ToFloat<Float>(b[i]);
+    const uint16_t expected = Float(exact).x;
+    const bool both_nan = std::isnan(exact) && std::isnan(ToFloat<Float>(out[i]));
+    if (out[i] != expected && !both_nan) {
+      ++mismatches;
+      UNSCOPED_INFO("index " << i << ": " << a[i] << " + " << b[i] << " gave " << out[i] << ", expected " << expected);
+    }
+  }
+  CHECK(mismatches == 0);
+  // In place, as Gloo reduces into its output.
+  std::vector<uint16_t> in_place = a;
+  sum(in_place.data(), in_place.data(), b.data(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isnan(ToFloat<Float>(out[i]))) CHECK(in_place[i] == out[i]);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("16-bit sums round float32 sums to nearest even, as c10's conversions do", "[distribute]") {
+  SECTION("float16") { CheckAgainstC10<c10::Half>(&SumFloat16); }
+  SECTION("bfloat16") { CheckAgainstC10<c10::BFloat16>(&SumBFloat16); }
+}
+
+TEST_CASE("16-bit sums round ties to even and overflow to infinity", "[distribute]") {
+  // float16: 2048 + 1 is a tie between 2048 and 2050 (even mantissa 2048); 65504 + 65504 overflows.
+  const std::vector<uint16_t> a{c10::Half(2048.0f).x, c10::Half(65504.0f).x};
+  const std::vector<uint16_t> b{c10::Half(1.0f).x, c10::Half(65504.0f).x};
+  std::vector<uint16_t> out(2);
+  SumFloat16(out.data(), a.data(), b.data(), 2);
+  CHECK(ToFloat<c10::Half>(out[0]) == 2048.0f);
+  CHECK(std::isinf(ToFloat<c10::Half>(out[1])));
+  // bfloat16: 256 + 1 is a tie between 256 and 258.
+  const std::vector<uint16_t> c{c10::BFloat16(256.0f).x}, d{c10::BFloat16(1.0f).x};
+  SumBFloat16(out.data(), c.data(), d.data(), 1);
+  CHECK(ToFloat<c10::BFloat16>(out[0]) == 256.0f);
+}
