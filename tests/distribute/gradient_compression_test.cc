@@ -5,26 +5,15 @@
 #include "common/error.h"
 #include "distribute/collective/collective.h"
 #include "distribute/gradient_reducer.h"
-#include "distribute/rendezvous/store.h"
-#include "tests/distribute/rank_threads.h"
+#include "tests/distribute/gloo_ranks.h"
 
 #include <catch2/catch.hpp>
 
 using namespace est::distribute;
+using est::testing::ConnectGlooRanks;
 using est::testing::RunRanks;
 
 namespace {
-
-// A Gloo collective for each rank of `world` over TCP (the path whose bytes compression halves).
-std::vector<std::shared_ptr<Collective>> ConnectRanks(int world) {
-  auto store = CreateInMemoryStore();
-  return RunRanks<std::shared_ptr<Collective>>(world, [&](int rank) {
-    GlooOptions gloo;
-    gloo.timeout = std::chrono::seconds(20);
-    gloo.shared_memory = false;
-    return std::shared_ptr<Collective>(CreateGlooCollective(store, rank, world, gloo));
-  });
-}
 
 // Runs `steps` steps of a reducer with `compression` on every rank of a world of 2 over
 // one float32 parameter of `numel` values, whose gradient on rank r at step s is
@@ -32,7 +21,7 @@ std::vector<std::shared_ptr<Collective>> ConnectRanks(int world) {
 std::vector<torch::Tensor> ReduceSteps(GradientCompression compression, int steps, int64_t numel,
                                        const std::function<torch::Tensor(int, int)>& gradient) {
   const int world = 2;
-  auto collectives = ConnectRanks(world);
+  auto collectives = ConnectGlooRanks(world, /*shared_memory=*/false);
   auto results = RunRanks<std::vector<torch::Tensor>>(world, [&](int rank) {
     torch::Tensor parameter = torch::zeros({numel}, torch::requires_grad());
     GradientReducer reducer(*collectives[rank], {parameter}, world, GradientReducerOptions().compression(compression));
@@ -100,7 +89,7 @@ TEST_CASE("error feedback sends over later steps what one step's rounding droppe
 
 TEST_CASE("with compression the extras stay exact float32 in a bucket of their own", "[distribute]") {
   const int world = 2;
-  auto collectives = ConnectRanks(world);
+  auto collectives = ConnectGlooRanks(world, /*shared_memory=*/false);
   auto results = RunRanks<torch::Tensor>(world, [&](int rank) {
     torch::Tensor parameter = torch::zeros({10}, torch::requires_grad());
     GradientReducer reducer(*collectives[rank], {parameter}, world,

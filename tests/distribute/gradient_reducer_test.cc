@@ -3,31 +3,15 @@
 #include <torch/torch.h>
 
 #include "distribute/collective/collective.h"
-#include "distribute/rendezvous/rendezvous.h"
-#include "distribute/rendezvous/store.h"
-#include "tests/distribute/rank_threads.h"
+#include "tests/distribute/gloo_ranks.h"
 
 #include <catch2/catch.hpp>
 
 using namespace est::distribute;
+using est::testing::ConnectGlooRanks;
 using est::testing::RunRanks;
 
 namespace {
-
-// A Gloo collective for each rank of `world`, connected through an in-memory store.
-std::vector<std::shared_ptr<Collective>> ConnectRanks(int world) {
-  auto store = CreateInMemoryStore();
-  return RunRanks<std::shared_ptr<Collective>>(world, [&](int rank) {
-    RendezvousOptions options;
-    options.job_id = "gradient_reducer_test";
-    options.rank = rank;
-    options.world_size = world;
-    options.timeout = std::chrono::seconds(20);
-    GlooOptions gloo;
-    gloo.timeout = std::chrono::seconds(20);
-    return std::shared_ptr<Collective>(CreateGlooCollective(Rendezvous(store, options), rank, world, gloo));
-  });
-}
 
 // Parameters of 10, 20, 30 and 40 float32 elements.
 std::vector<torch::Tensor> MakeParameters() {
@@ -39,7 +23,7 @@ std::vector<torch::Tensor> MakeParameters() {
 }  // namespace
 
 TEST_CASE("GradientReducer buckets parameters in reverse order, first bucket small", "[distribute]") {
-  auto collectives = ConnectRanks(1);
+  auto collectives = ConnectGlooRanks(1);
   auto parameters = MakeParameters();  // 40, 80, 120, 160 bytes
   GradientReducer reducer(*collectives[0], parameters, 1,
                           GradientReducerOptions().first_bucket_bytes(160).bucket_cap_bytes(200));
@@ -51,7 +35,7 @@ TEST_CASE("GradientReducer buckets parameters in reverse order, first bucket sma
 
 TEST_CASE("GradientReducer averages gradients over ranks while backward runs", "[distribute]") {
   const int world = 3;
-  auto collectives = ConnectRanks(world);
+  auto collectives = ConnectGlooRanks(world);
   auto grads = RunRanks<std::vector<torch::Tensor>>(world, [&](int rank) {
     auto parameters = MakeParameters();
     GradientReducer reducer(*collectives[rank], parameters, world,
@@ -76,7 +60,7 @@ TEST_CASE("GradientReducer averages gradients over ranks while backward runs", "
 }
 
 TEST_CASE("GradientReducer counts a parameter without gradient as zero", "[distribute]") {
-  auto collectives = ConnectRanks(2);
+  auto collectives = ConnectGlooRanks(2);
   auto grads = RunRanks<std::vector<torch::Tensor>>(2, [&](int rank) {
     auto parameters = MakeParameters();
     GradientReducer reducer(*collectives[rank], parameters, 2);
@@ -97,7 +81,7 @@ TEST_CASE("GradientReducer counts a parameter without gradient as zero", "[distr
 }
 
 TEST_CASE("GradientReducer with accumulated micro-batches averages the sums", "[distribute]") {
-  auto collectives = ConnectRanks(2);
+  auto collectives = ConnectGlooRanks(2);
   auto grads = RunRanks<torch::Tensor>(2, [&](int rank) {
     auto parameters = MakeParameters();
     GradientReducer reducer(*collectives[rank], parameters, 2);
@@ -112,7 +96,7 @@ TEST_CASE("GradientReducer with accumulated micro-batches averages the sums", "[
 }
 
 TEST_CASE("GradientReducer closes a bucket once it reaches its cap, as DDP does", "[distribute]") {
-  auto collectives = ConnectRanks(1);
+  auto collectives = ConnectGlooRanks(1);
   // Reverse order 160, 120, 80, 40 bytes: 160 reaches the first cap (100); 120 is under
   // the cap (150), so 80 joins it; 40 starts the last bucket.
   GradientReducer reducer(*collectives[0], MakeParameters(), 1,
@@ -121,7 +105,7 @@ TEST_CASE("GradientReducer closes a bucket once it reaches its cap, as DDP does"
 }
 
 TEST_CASE("GradientReducer keeps each bucket on its parameters' device", "[distribute]") {
-  auto collectives = ConnectRanks(1);
+  auto collectives = ConnectGlooRanks(1);
   // Parameter 1 (20 floats) is on another device (meta: shapes without data). In reverse
   // order, 40 and 30 floats on the CPU share a bucket, the meta parameter starts its own, and
   // parameter 0 a third, though all of them fit under the default caps.
@@ -134,7 +118,7 @@ TEST_CASE("GradientReducer keeps each bucket on its parameters' device", "[distr
 
 TEST_CASE("GradientReducer carries extras in its last bucket and averages them with the gradients", "[distribute]") {
   const int world = 2;
-  auto collectives = ConnectRanks(world);
+  auto collectives = ConnectGlooRanks(world);
   auto results = RunRanks<std::pair<torch::Tensor, torch::Tensor>>(world, [&](int rank) {
     auto parameters = MakeParameters();
     GradientReducer reducer(*collectives[rank], parameters, world,
