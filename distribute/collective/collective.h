@@ -48,7 +48,9 @@ struct GlooOptions {
   std::string hostname = "127.0.0.1";
   /// Limit on connecting the full mesh and on every collective call.
   std::chrono::milliseconds timeout = std::chrono::minutes(5);
-  /// All-reduce through shared memory when every rank runs on this host (else over TCP).
+  /// All-reduce through shared memory when every rank runs on this host, hierarchically
+  /// (shared memory within each host, TCP between hosts) where some host runs several ranks,
+  /// else over TCP (WithHostHierarchy). False: always over TCP.
   bool shared_memory = true;
 };
 

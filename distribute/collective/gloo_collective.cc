@@ -24,6 +24,7 @@
 #include "distribute/rendezvous/error_text.h"
 #include "distribute/collective/gloo_peers.h"
 #include "distribute/collective/gloo_store.h"
+#include "distribute/collective/host_hierarchy.h"
 #include "distribute/collective/host_staging.h"
 #include "distribute/rendezvous/rendezvous.h"
 #include "distribute/collective/shared_memory_collective.h"
@@ -46,7 +47,9 @@
 // - When every rank runs on this host (one boot and one set of namespaces), all-reduce goes
 //   through a shared-memory segment (WithHostSharedMemory) instead of TCP loopback: it
 //   copies memory rather than pushing it through the kernel's network stack, which on a
-//   small machine costs the CPU time training needs. Other operations stay on Gloo.
+//   small machine costs the CPU time training needs. Where some hosts run several ranks,
+//   all-reduce is hierarchical (WithHostHierarchy): shared memory within each host, a Gloo
+//   collective of the hosts' first ranks between hosts. Other operations stay on Gloo.
 // - After a Gloo failure (a peer lost, a timeout) the connections are closed: the collective
 //   is not usable again; create a new one.
 // - A lost TCP connection is reported by the rank behind it (GlooPeers). Every rank that
@@ -343,7 +346,12 @@ std::unique_ptr<Collective> CreateGlooCollective(std::shared_ptr<Store> store, i
   std::unique_ptr<Collective> collective =
       std::make_unique<GlooCollective>(rank, world_size, options.timeout, std::move(context), std::move(peers));
   if (!options.shared_memory) return collective;
-  return WithHostSharedMemory(std::move(collective), *mesh_store, options.timeout);
+  GlooOptions leaders = options;
+  leaders.shared_memory = false;
+  return WithHostHierarchy(std::move(collective), mesh_store, options.timeout,
+                           [&leaders](std::shared_ptr<Store> store, int rank, int world_size) {
+                             return CreateGlooCollective(std::move(store), rank, world_size, leaders);
+                           });
 }
 
 }  // namespace est::distribute

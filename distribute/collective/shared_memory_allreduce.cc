@@ -22,6 +22,7 @@
 
 #include "common/error.h"
 #include "common/logging.h"
+#include "distribute/collective/host_identity.h"
 #include "distribute/rendezvous/error_text.h"
 #include "distribute/rendezvous/store.h"
 
@@ -70,26 +71,6 @@ size_t ChunkBytes(int world_size) {
   const size_t slots = 2 * static_cast<size_t>(world_size + 1);
   const size_t chunk = std::clamp(kSegmentBudget / slots, kMinChunkBytes, kMaxChunkBytes);
   return chunk / kPage * kPage;
-}
-
-std::string ReadFirstLine(const std::string& path) {
-  std::ifstream file(path);
-  std::string line;
-  std::getline(file, line);
-  return line;
-}
-
-std::string NamespaceOf(const char* name) {
-  char target[256];
-  const ssize_t length = ::readlink((std::string("/proc/self/ns/") + name).c_str(), target, sizeof(target) - 1);
-  return length > 0 ? std::string(target, static_cast<size_t>(length)) : std::string("?");
-}
-
-// What ranks must share to use one segment and see each other's processes: the boot, and
-// the IPC, PID and mount namespaces.
-std::string HostIdentity() {
-  return ReadFirstLine("/proc/sys/kernel/random/boot_id") + "|" + NamespaceOf("ipc") + "|" + NamespaceOf("pid") +
-         "|" + NamespaceOf("mnt");
 }
 
 std::string NewSegmentName() {
@@ -161,7 +142,7 @@ std::unique_ptr<SharedMemoryAllreduce> SharedMemoryAllreduce::Connect(Store& sto
                                                                       std::chrono::milliseconds timeout) {
   EST_CHECK(world_size > 1 && rank >= 0 && rank < world_size, ConfigError,
             "shared-memory all-reduce: rank ", rank, " of ", world_size, " is not a rank of a group of two or more");
-  const std::string identity = HostIdentity();
+  const std::string identity = detail::HostIdentity();
   store.set("shm/identity/" + std::to_string(rank), identity);
   store.set("shm/pid/" + std::to_string(rank), std::to_string(::getpid()));
   bool one_host = true;

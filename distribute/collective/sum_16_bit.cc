@@ -6,6 +6,7 @@
 #include <cstring>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -46,14 +47,26 @@ __attribute__((target("avx,f16c"))) void SumFloat16F16c(uint16_t* out, const uin
   for (; i < n; ++i) out[i] = FloatToHalf(HalfToFloat(a[i]) + HalfToFloat(b[i]));
 }
 
-const bool kHasF16c = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+// Whether this CPU has the F16C conversions and the OS saves the AVX registers (CPUID and
+// XGETBV: clang 14's __builtin_cpu_supports does not know "f16c").
+bool HasF16c() {
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+    if ((ecx & bit_OSXSAVE) == 0 || (ecx & bit_AVX) == 0 || (ecx & bit_F16C) == 0) return false;
+    unsigned low = 0, high = 0;
+    __asm__("xgetbv" : "=a"(low), "=d"(high) : "c"(0));
+    return (low & 0x6u) == 0x6u;  // XMM and YMM state
+  }();
+  return has;
+}
 #endif
 
 }  // namespace
 
 void SumFloat16(uint16_t* out, const uint16_t* a, const uint16_t* b, size_t n) {
 #if defined(__x86_64__)
-  if (kHasF16c) return SumFloat16F16c(out, a, b, n);
+  if (HasF16c()) return SumFloat16F16c(out, a, b, n);
 #endif
   for (size_t i = 0; i < n; ++i) out[i] = FloatToHalf(HalfToFloat(a[i]) + HalfToFloat(b[i]));
 }

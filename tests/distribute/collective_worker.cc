@@ -1,13 +1,18 @@
 // One rank of a multi-process collective test: connects to a TCP store, rendezvouses,
 // runs the Gloo collectives on known inputs and checks the results itself.
 //
-//   collective_worker --host H --port P --rank R --world N [--job ID] [--timeout-ms T]
-//                     [--mode collectives|rendezvous|gloo|peer_exits|peer_killed|peer_stopped] [--victim V] [--serve]
+//   collective_worker --host H --port P --rank R --world N [--job ID] [--timeout-ms T] [--bind ADDRESS]
+//                     [--mode collectives|rendezvous|gloo|peer_exits|peer_killed|peer_stopped|hierarchy]
+//                     [--victim V] [--serve]
 //
 // Modes: "collectives" (rendezvous, Gloo collective, every operation checked), "rendezvous"
 // (the rendezvous only), "gloo" (the Gloo collective straight over the store, without a
 // rendezvous of its own), "peer_exits" (rank 1 exits after connecting, the others
-// all-reduce). With --serve this rank hosts the store on port P, as a chief does.
+// all-reduce), "hierarchy" (ranks on several hosts, some sharing one: the collective must
+// be hierarchical, every operation checked, and its all-reduce matches a flat one over TCP:
+// integers exactly, floats within rounding, the same bits on every rank). With --serve
+// this rank hosts the store on port P, as a chief does; --bind is the address its Gloo
+// transport binds (its host's).
 // Exit status: 0 success, 1 wrong result or bad usage, 2 ConfigError, 3 TimeoutError,
 // 4 CommunicationError, 5 any other error. Errors are printed as "<Type>: <message>".
 
@@ -41,6 +46,7 @@ struct Arguments {
   std::string mode = "collectives";
   bool serve = false;
   int victim = 1;
+  std::string bind = "127.0.0.1";
 };
 
 bool Parse(int argc, char** argv, Arguments& arguments) {
@@ -64,6 +70,7 @@ bool Parse(int argc, char** argv, Arguments& arguments) {
     else if (name == "timeout-ms") arguments.timeout_ms = std::atoi(value.c_str());
     else if (name == "mode") arguments.mode = value;
     else if (name == "victim") arguments.victim = std::atoi(value.c_str());
+    else if (name == "bind") arguments.bind = value;
     else return false;
   }
   return arguments.port > 0;
@@ -111,6 +118,24 @@ void RunCollectives(Collective& collective, Checker& checker) {
   collective.barrier();
 }
 
+// The hierarchical all-reduce against a flat one over TCP, on values that round.
+void CompareWithFlat(Collective& hierarchical, Collective& flat, Checker& checker) {
+  const int rank = hierarchical.rank();
+  at::manual_seed(rank + 1);
+  const at::Tensor floats = at::randn({300'001});
+  const at::Tensor integers = at::randint(-(int64_t{1} << 40), int64_t{1} << 40, {300'001}, at::kLong);
+  at::Tensor a = floats.clone(), b = floats.clone(), c = integers.clone(), d = integers.clone();
+  hierarchical.allreduce(a, ReduceOp::kSum);
+  flat.allreduce(b, ReduceOp::kSum);
+  hierarchical.allreduce(c, ReduceOp::kSum);
+  flat.allreduce(d, ReduceOp::kSum);
+  checker.Expect(at::equal(c, d), "hierarchical int64 sums equal the flat ones");
+  checker.Expect(at::allclose(a, b, 1e-5, 1e-5), "hierarchical float32 sums equal the flat ones within rounding");
+  const at::Tensor every = flat.allgather(a);
+  for (int q = 0; q < hierarchical.world_size(); ++q)
+    checker.Expect(at::equal(every[q], a), "rank " + std::to_string(q) + " has the same hierarchical sum");
+}
+
 int Run(const Arguments& arguments) {
   using namespace est::distribute;
   GrpcStoreOptions store_options;
@@ -125,6 +150,7 @@ int Run(const Arguments& arguments) {
     store = CreateGrpcStore(store_options);
   GlooOptions gloo_options;
   gloo_options.timeout = std::chrono::milliseconds(arguments.timeout_ms);
+  gloo_options.hostname = arguments.bind;
   gloo_options.shared_memory = arguments.mode != "peer_killed" && arguments.mode != "peer_stopped";
   if (arguments.mode == "gloo") {
     CreateGlooCollective(store, arguments.rank, arguments.world, gloo_options);
@@ -161,6 +187,13 @@ int Run(const Arguments& arguments) {
     return 1;
   }
   Checker checker;
+  if (arguments.mode == "hierarchy") {
+    checker.Expect(collective->name() == "gloo+hierarchy", "a hierarchical collective, got " + collective->name());
+    GlooOptions tcp = gloo_options;
+    tcp.shared_memory = false;
+    auto flat = CreateGlooCollective(view, arguments.rank, arguments.world, tcp);
+    CompareWithFlat(*collective, *flat, checker);
+  }
   RunCollectives(*collective, checker);
   return checker.failures() == 0 ? 0 : 1;
 }
@@ -171,7 +204,8 @@ int main(int argc, char** argv) {
   Arguments arguments;
   if (!Parse(argc, argv, arguments)) {
     std::printf("usage: collective_worker --port P [--host H] [--rank R] [--world N] [--job ID] "
-                "[--timeout-ms T] [--mode collectives|rendezvous|gloo|peer_exits|peer_killed|peer_stopped] [--victim V] [--serve]\n");
+                "[--timeout-ms T] [--bind ADDRESS] [--mode collectives|rendezvous|gloo|peer_exits|peer_killed|peer_stopped|"
+                "hierarchy] [--victim V] [--serve]\n");
     return 1;
   }
   try {

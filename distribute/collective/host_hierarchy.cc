@@ -1,0 +1,115 @@
+#include "distribute/collective/host_hierarchy.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/logging.h"
+#include "distribute/collective/host_identity.h"
+#include "distribute/collective/host_staging.h"
+#include "distribute/collective/shared_memory_allreduce.h"
+#include "distribute/collective/shared_memory_collective.h"
+#include "distribute/rendezvous/store.h"
+
+namespace est::distribute {
+namespace {
+
+// All-reduce within each host, across the hosts' leaders, and back within each host.
+class HierarchicalCollective final : public Collective {
+ public:
+  HierarchicalCollective(std::unique_ptr<Collective> flat, std::unique_ptr<SharedMemoryAllreduce> local,
+                         std::unique_ptr<Collective> leaders)
+      : flat_(std::move(flat)), local_(std::move(local)), leaders_(std::move(leaders)) {}
+
+  int rank() const override { return flat_->rank(); }
+  int world_size() const override { return flat_->world_size(); }
+  std::string name() const override { return flat_->name() + "+hierarchy"; }
+
+  void allreduce(at::Tensor& tensor, ReduceOp op) override {
+    const at::ScalarType type = detail::ReductionType(tensor.scalar_type(), name());
+    if (tensor.numel() == 0) return;
+    at::Tensor buffer = detail::Staged(tensor, type);
+    if (local_) local_->allreduce(buffer);  // the host's sum, on every rank of the host
+    if (leaders_) {
+      if (buffer.scalar_type() == tensor.scalar_type()) {
+        leaders_->allreduce(buffer, ReduceOp::kSum);
+      } else {  // 16-bit floats: half the bytes between hosts
+        at::Tensor wire = buffer.to(tensor.scalar_type());
+        leaders_->allreduce(wire, ReduceOp::kSum);
+        buffer.copy_(wire);
+      }
+    }
+    if (local_) {  // the leader's total to its host: the others add zeros
+      if (!leaders_) buffer.zero_();
+      local_->allreduce(buffer);
+    }
+    if (op == ReduceOp::kMean) detail::DivideForMean(buffer, world_size());
+    detail::Unstage(buffer, tensor);
+  }
+  void broadcast(at::Tensor& tensor, int root) override { flat_->broadcast(tensor, root); }
+  at::Tensor allgather(const at::Tensor& tensor) override { return flat_->allgather(tensor); }
+  void barrier() override { flat_->barrier(); }
+
+ private:
+  std::unique_ptr<Collective> flat_;
+  std::unique_ptr<SharedMemoryAllreduce> local_;  ///< null where this rank is alone on its host
+  std::unique_ptr<Collective> leaders_;           ///< on a host's leader only
+};
+
+// Every rank's host, numbered in the order of the hosts' first ranks.
+std::vector<int> HostOfEachRank(Store& store, int rank, int world_size, std::chrono::milliseconds timeout) {
+  store.set("hosts/identity/" + std::to_string(rank), detail::HostIdentity());
+  std::vector<std::string> identities;
+  std::vector<int> hosts;
+  for (int q = 0; q < world_size; ++q) {
+    const std::string identity = store.get("hosts/identity/" + std::to_string(q), timeout);
+    const auto known = std::find(identities.begin(), identities.end(), identity);
+    hosts.push_back(static_cast<int>(known - identities.begin()));
+    if (known == identities.end()) identities.push_back(identity);
+  }
+  return hosts;
+}
+
+}  // namespace
+
+std::unique_ptr<Collective> WithHostHierarchy(std::unique_ptr<Collective> flat, std::shared_ptr<Store> store,
+                                              std::chrono::milliseconds timeout,
+                                              const ConnectCollective& connect_leaders) {
+  const int rank = flat->rank();
+  const int world_size = flat->world_size();
+  if (world_size == 1) return flat;
+  const std::vector<int> host_of = HostOfEachRank(*store, rank, world_size, timeout);
+  const int hosts = *std::max_element(host_of.begin(), host_of.end()) + 1;
+  if (hosts == 1) return WithHostSharedMemory(std::move(flat), *store, timeout);
+  if (hosts == world_size) return flat;  // one rank per host: nothing to share
+
+  const int host = host_of[static_cast<size_t>(rank)];
+  std::vector<int> neighbours;  // the ranks of this host, this one included
+  for (int q = 0; q < world_size; ++q) {
+    if (host_of[static_cast<size_t>(q)] == host) neighbours.push_back(q);
+  }
+  const auto local_rank = static_cast<int>(std::find(neighbours.begin(), neighbours.end(), rank) - neighbours.begin());
+  std::unique_ptr<SharedMemoryAllreduce> local;
+  if (neighbours.size() > 1) {
+    local = SharedMemoryAllreduce::Connect(*CreatePrefixStore("host" + std::to_string(host), store), local_rank,
+                                           static_cast<int>(neighbours.size()), timeout);
+  }
+  // Hierarchical only where every host that has neighbours could map its segment.
+  const bool ready = neighbours.size() == 1 || local != nullptr;
+  store->set("hosts/ready/" + std::to_string(rank), ready ? "1" : "0");
+  bool everyone_ready = true;
+  for (int q = 0; q < world_size; ++q)
+    everyone_ready = store->get("hosts/ready/" + std::to_string(q), timeout) == "1" && everyone_ready;
+  if (!everyone_ready) return flat;
+  std::unique_ptr<Collective> leaders;
+  if (local_rank == 0) leaders = connect_leaders(CreatePrefixStore("leaders", store), host, hosts);
+  if (rank == 0)
+    Log().info("{} ranks on {} hosts: all-reduce within each host through shared memory, across hosts among their "
+               "first ranks", world_size, hosts);
+  return std::make_unique<HierarchicalCollective>(std::move(flat), std::move(local), std::move(leaders));
+}
+
+}  // namespace est::distribute
