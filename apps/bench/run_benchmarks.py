@@ -57,6 +57,10 @@ Figures (see the README's Performance section):
   hosts_*_fp16   the same with float16 gradients on the wire: ours (error feedback) vs DDP's
                  fp16_compress_hook (target >= 1.10)
   hosts_*_fp16_vs_fp32  ours with float16 gradients vs ours with float32, examples/s
+  hosts_*_1g_2x2  2 workers on each of the 2 hosts (a host's 2 workers share its CPU), 1 Gbit/s links:
+                 ours (hierarchical all-reduce: shared memory within a host, Gloo among one
+                 leader per host) vs PyTorch DDP (gloo, flat), examples/s
+  hosts_*_1g_2x2_vs_flat  the same, ours hierarchical vs ours with a flat Gloo TCP all-reduce
 and, when built, the figures of input_pipeline_bench and checkpoint_bench.
 """
 
@@ -65,7 +69,9 @@ import glob
 import json
 import os
 import platform
+import shlex
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -166,54 +172,75 @@ class Runner:
                    "--batch-size", str(batch), "--workers", str(workers)] + self.sizes(model) + (["--pin"] if pin else [])
         return json_lines(run(command, self.peer_single_thread))[-1]
 
-    def on_hosts(self, net, model, loop, batch=64, compression="none"):
-        """Examples/s summed over one worker on each of `net`'s simulated hosts, ours ("ours":
-        train_bench's Estimator with MultiWorkerMirroredStrategy from a TF_CONFIG of the hosts'
-        addresses) or PyTorch DDP's ("ddp"), each worker bound to a CPU of its own as on a
-        machine of its own; `compression` "fp16" sends float16 gradients (ours with error
-        feedback, DDP with its fp16_compress_hook)."""
+    def on_hosts(self, net, model, loop, batch=64, compression="none", per_host=1, transport="auto"):
+        """Examples/s summed over `per_host` workers on each of `net`'s simulated hosts, ours
+        ("ours": train_bench's Estimator with MultiWorkerMirroredStrategy from a TF_CONFIG of the
+        hosts' addresses) or PyTorch DDP's ("ddp"), each host's workers bound to a CPU of its own
+        as on a machine of its own; `compression` "fp16" sends float16 gradients (ours with error
+        feedback, DDP with its fp16_compress_hook); `transport` "tcp" makes ours all-reduce flat
+        over Gloo TCP, "auto" lets a host's ranks meet in shared memory (the hierarchical
+        all-reduce where hosts hold several ranks). A host's workers are started by one shell
+        inside its namespace, so that they share its mount namespace as processes of one machine
+        do."""
         cpus = sorted(os.sched_getaffinity(0))
-        commands, envs = [], []
+        workers = net.count * per_host
+        expected_collective = "gloo" if transport == "tcp" or per_host == 1 else "gloo+hierarchy"
+        hosts = []
         for i in range(net.count):
-            if loop == "ours":
-                cluster = {"worker": [f"{net.address(k)}:23456" for k in range(net.count)]}
-                tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}})
-                commands.append([os.path.join(self.bin, "train_bench"), "--loop", "estimator", "--model", model,
-                                 "--batch-size", str(batch), "--strategy", "multi_worker",
-                                 "--compression", compression] + self.sizes(model))
-                envs.append(dict(self.single_thread, TF_CONFIG=tf_config, EST_JOB_ID="hosts-bench",
-                                 EST_JOB_TOKEN="hosts-bench-token"))
-            else:
-                commands.append([PYTHON, os.path.join(os.path.dirname(__file__), "ddp_peer.py"), "--model", model,
-                                 "--batch-size", str(batch), "--workers", str(net.count), "--rank", str(i),
-                                 "--master", f"{net.address(0)}:29500", "--compression", compression]
-                                + self.sizes(model))
-                envs.append(dict(self.peer_single_thread, GLOO_SOCKET_IFNAME="eth0"))
-        outputs = [tempfile.TemporaryFile(mode="w+") for _ in range(net.count)]
-        processes = [subprocess.Popen(net.command(i, ["taskset", "-c", str(cpus[i % len(cpus)])] + commands[i]),
-                                      env=envs[i], stdout=outputs[i], stderr=subprocess.STDOUT, text=True)
-                     for i in range(net.count)]
-        # A worker that fails ends the run at once: the others would wait for it until their timeout.
+            lines = []
+            for k in range(per_host):
+                rank = i * per_host + k
+                if loop == "ours":
+                    cluster = {"worker": [f"{net.address(h)}:{23456 + j}" for h in range(net.count) for j in range(per_host)]}
+                    tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": rank}})
+                    argv = [os.path.join(self.bin, "train_bench"), "--loop", "estimator", "--model", model,
+                            "--batch-size", str(batch), "--strategy", "multi_worker", "--compression", compression,
+                            "--transport", transport] + self.sizes(model)
+                    env = dict(self.single_thread, TF_CONFIG=tf_config, EST_JOB_ID="hosts-bench",
+                               EST_JOB_TOKEN="hosts-bench-token")
+                else:
+                    argv = [PYTHON, os.path.join(os.path.dirname(__file__), "ddp_peer.py"), "--model", model,
+                            "--batch-size", str(batch), "--workers", str(workers), "--rank", str(rank),
+                            "--master", f"{net.address(0)}:29500", "--compression", compression] + self.sizes(model)
+                    env = dict(self.peer_single_thread, GLOO_SOCKET_IFNAME="eth0")
+                output = tempfile.NamedTemporaryFile(mode="w+", prefix="hosts_bench_")
+                assignments = [f"{key}={shlex.quote(value)}" for key, value in env.items()
+                               if os.environ.get(key) != value]
+                lines.append((output, " ".join(["env"] + assignments + ["taskset", "-c", str(cpus[i % len(cpus)])]
+                                               + [shlex.quote(a) for a in argv]) + f" > {shlex.quote(output.name)} 2>&1"))
+            # Every worker's status: the shell exits non-zero if any of its workers failed.
+            script = " ".join(f"{line} & p{k}=$!;" for k, (_, line) in enumerate(lines))
+            script += " status=0; " + " ".join(f"wait $p{k} || status=$?;" for k in range(per_host)) + " exit $status"
+            hosts.append((subprocess.Popen(net.command(i, ["sh", "-c", script]), stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.STDOUT, start_new_session=True),
+                          [output for output, _ in lines]))
+        # A host that fails ends the run at once: the others would wait for it until their timeout.
         deadline = time.monotonic() + 1800
-        while any(process.poll() is None for process in processes):
-            failed = [process for process in processes if process.returncode not in (None, 0)]
+        while any(process.poll() is None for process, _ in hosts):
+            failed = [process for process, _ in hosts if process.returncode not in (None, 0)]
             if failed or time.monotonic() > deadline:
-                for process in processes:
+                for process, _ in hosts:
                     if process.poll() is None:
-                        process.kill()
+                        os.killpg(process.pid, signal.SIGKILL)  # the shell and its workers
                         process.wait()
                 break
             time.sleep(0.2)
         texts = []
-        for output in outputs:
-            output.seek(0)
-            texts.append(output.read())
-            output.close()
-        for process, text in zip(processes, texts):
+        for _, outputs in hosts:
+            for output in outputs:
+                output.seek(0)
+                texts.append(output.read())
+                output.close()
+        for (process, _), index in zip(hosts, range(net.count)):
             if process.returncode != 0:
-                sys.exit(f"run_benchmarks: a {loop} worker on a simulated host failed ({process.returncode}):\n"
-                         + "\n".join(text.strip().splitlines()[-15:]))
-        return sum(json_lines(text)[-1]["examples_per_sec"] for text in texts)
+                sys.exit(f"run_benchmarks: a {loop} worker on simulated host {index} failed ({process.returncode}):\n"
+                         + "\n\n".join("\n".join(text.strip().splitlines()[-15:])
+                                         for text in texts[index * per_host:(index + 1) * per_host]))
+        results = [json_lines(text)[-1] for text in texts]
+        if loop == "ours" and any(r.get("collective") != expected_collective for r in results):
+            sys.exit(f"run_benchmarks: expected the {expected_collective} collective on the simulated hosts, got "
+                     f"{sorted(set(r.get('collective') for r in results))}")
+        return sum(r["examples_per_sec"] for r in results)
 
     def ps_train(self, mode, straggler):
         """Examples/s of a 2-worker job (with a ps task unless mode is "mirrored"), summed over the workers."""
@@ -475,6 +502,12 @@ def main():
                     record(f"{figure}_fp16", compressed, runner.on_hosts(net, model, "ddp", compression="fp16"),
                            "examples/s")
                     record(f"{figure}_fp16_vs_fp32", compressed, ours, "examples/s")
+                    if rate == HOST_LINK_RATES[0]:  # 2 hosts x 2 workers, on the slower link
+                        hierarchical = runner.on_hosts(net, model, "ours", per_host=2)
+                        record(f"{figure}_2x2", hierarchical, runner.on_hosts(net, model, "ddp", per_host=2),
+                               "examples/s")
+                        record(f"{figure}_2x2_vs_flat", hierarchical,
+                               runner.on_hosts(net, model, "ours", per_host=2, transport="tcp"), "examples/s")
 
     peers = {"overhead": "hand-written LibTorch loop", "memory": "hand-written LibTorch loop",
              "vs_glibc_malloc": "hand-written loop, glibc's default malloc thresholds",
@@ -510,6 +543,9 @@ def main():
             peers[figure] = f"PyTorch DDP (gloo), {link}"
             peers[f"{figure}_fp16"] = f"PyTorch DDP with fp16_compress_hook, {link} (ours: fp16, error feedback)"
             peers[f"{figure}_fp16_vs_fp32"] = f"ours uncompressed, {link} (ours: fp16)"
+            peers[f"{figure}_2x2"] = f"PyTorch DDP (gloo), 2 hosts x 2 workers, {rate // 1000} Gbit/s links"
+            peers[f"{figure}_2x2_vs_flat"] = (f"ours with a flat Gloo TCP all-reduce, 2 hosts x 2 workers, "
+                                              f"{rate // 1000} Gbit/s links (ours: hierarchical)")
     print(f"TorchEstimator benchmarks on {platform.node()}: {os.cpu_count()} cores, "
           f"{repetitions} repetition(s), medians{' (quick sizes: not a measurement)' if args.quick else ''}; "
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min) at the end")

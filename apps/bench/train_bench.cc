@@ -41,7 +41,9 @@ struct Flags {
   int64_t warmup = 20;
   std::string device = "cpu";
   int64_t bytes = 0;
-  std::string transport = "auto";  ///< raw_allreduce: "tcp" forces Gloo over TCP, "auto" lets ranks on one host use shared memory
+  /// raw_allreduce and multi_worker: "tcp" forces flat Gloo over TCP; "auto" lets ranks on one host
+  /// use shared memory (and hosts with several ranks the hierarchical all-reduce)
+  std::string transport = "auto";
   std::string compression = "none";  ///< multi_worker: none, fp16 or bf16 on the wire
 };
 
@@ -118,7 +120,7 @@ nlohmann::json RunEstimator(const Flags& flags) {
   config.log_step_count_steps = 1'000'000'000;
   std::shared_ptr<est_bench::TimingCollective> collective;
   if (flags.strategy == "multi_worker") {
-    collective = ConnectWorkers(config.cluster);
+    collective = ConnectWorkers(config.cluster, flags.transport != "tcp");
     config.train_distribute = est::distribute::MultiWorkerMirroredStrategy::CreateWithCollective(
         collective, {flags.device}, est::distribute::BufferSync::kBroadcast,
         est::distribute::GradientReducerOptions().compression(
@@ -135,7 +137,10 @@ nlohmann::json RunEstimator(const Flags& flags) {
   std::filesystem::remove_all(model_dir);
   const double seconds = std::chrono::duration<double>(timer->end - timer->start).count();
   nlohmann::json result = {{"seconds", seconds}, {"steps", flags.steps}};
-  if (collective) result["allreduce"] = collective->stats_json(1 << 16);
+  if (collective) {
+    result["allreduce"] = collective->stats_json(1 << 16);
+    result["collective"] = collective->name();
+  }
   return result;
 }
 
