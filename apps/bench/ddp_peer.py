@@ -13,6 +13,7 @@ import json
 import os
 import resource
 import socket
+import threading
 import time
 
 import torch
@@ -80,18 +81,29 @@ def worker(rank, args, master, results):
     for i in range(args.warmup, args.warmup + args.steps):
         step(i)
     seconds = time.perf_counter() - start
+    dist.barrier()  # every rank has finished its steps before any of them tears down
     results.put((rank, seconds, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0))
+    # Gloo's teardown once waited forever on rank 0 after rank 1 had left (across simulated
+    # hosts); the result is out, so a teardown that takes over a minute ends the process.
+    watchdog = threading.Timer(60, os._exit, args=(0,))
+    watchdog.daemon = True
+    watchdog.start()
     dist.destroy_process_group()
 
 
 class OneResult:
-    """Takes the one result of a worker run in this process (the queue's put)."""
+    """Prints the one result of a worker run in this process (the queue's put) as its JSON line."""
 
-    def __init__(self):
-        self.value = None
+    def __init__(self, args):
+        self.args = args
 
     def put(self, value):
-        self.value = value
+        rank, seconds, rss = value
+        args = self.args
+        print(json.dumps({"loop": "ddp", "model": args.model, "batch_size": args.batch_size, "steps": args.steps,
+                          "workers": args.workers, "rank": rank,
+                          "examples_per_sec": args.steps * args.batch_size / seconds, "peak_rss_mb": rss}),
+              flush=True)
 
 
 def free_port():
@@ -116,12 +128,7 @@ def main():
     if args.rank is not None:
         if not args.master or not 0 <= args.rank < args.workers:
             raise SystemExit(f"ddp_peer: --rank {args.rank} needs --master ADDRESS:PORT and 0 <= rank < --workers")
-        one = OneResult()
-        worker(args.rank, args, args.master, one)
-        _, seconds, rss = one.value
-        print(json.dumps({"loop": "ddp", "model": args.model, "batch_size": args.batch_size, "steps": args.steps,
-                          "workers": args.workers, "rank": args.rank,
-                          "examples_per_sec": args.steps * args.batch_size / seconds, "peak_rss_mb": rss}))
+        worker(args.rank, args, args.master, OneResult(args))
         return
     context = mp.get_context("spawn")
     results = context.Queue()

@@ -110,11 +110,8 @@ class GlooCollective final : public Collective {
 
   void allreduce(at::Tensor& tensor, ReduceOp op) override {
     const at::ScalarType type = WireType(tensor.scalar_type());
-    if (tensor.numel() == 0 || world_size_ == 1) return;
-    at::Tensor buffer = detail::Staged(tensor, type);
-    reduce_over_tcp(buffer, type);
-    if (op == ReduceOp::kMean) detail::DivideForMean(buffer, world_size_);
-    detail::Unstage(buffer, tensor);
+    if (world_size_ == 1) return;
+    detail::AllreduceStaged(tensor, type, op, world_size_, [&](at::Tensor& buffer) { reduce_over_tcp(buffer, type); });
   }
 
   void broadcast(at::Tensor& tensor, int root) override {

@@ -29,25 +29,20 @@ class HierarchicalCollective final : public Collective {
   std::string name() const override { return flat_->name() + "+hierarchy"; }
 
   void allreduce(at::Tensor& tensor, ReduceOp op) override {
-    const at::ScalarType type = detail::ReductionType(tensor.scalar_type(), name());
-    if (tensor.numel() == 0) return;
-    at::Tensor buffer = detail::Staged(tensor, type);
-    if (local_) local_->allreduce(buffer);  // the host's sum, on every rank of the host
-    if (leaders_) {
-      if (buffer.scalar_type() == tensor.scalar_type()) {
-        leaders_->allreduce(buffer, ReduceOp::kSum);
-      } else {  // 16-bit floats: half the bytes between hosts
-        at::Tensor wire = buffer.to(tensor.scalar_type());
-        leaders_->allreduce(wire, ReduceOp::kSum);
-        buffer.copy_(wire);
+    const at::ScalarType wire = tensor.scalar_type();
+    detail::AllreduceStaged(tensor, detail::ReductionType(wire, name()), op, world_size(), [&](at::Tensor& buffer) {
+      if (local_) local_->allreduce(buffer);  // the host's sum, on every rank of the host
+      if (leaders_) {
+        if (buffer.scalar_type() == wire) {
+          leaders_->allreduce(buffer, ReduceOp::kSum);
+        } else {  // 16-bit floats: half the bytes between hosts
+          at::Tensor narrow = buffer.to(wire);
+          leaders_->allreduce(narrow, ReduceOp::kSum);
+          buffer.copy_(narrow);
+        }
       }
-    }
-    if (local_) {  // the leader's total to its host: the others add zeros
-      if (!leaders_) buffer.zero_();
-      local_->allreduce(buffer);
-    }
-    if (op == ReduceOp::kMean) detail::DivideForMean(buffer, world_size());
-    detail::Unstage(buffer, tensor);
+      if (local_) local_->broadcast(buffer, 0);  // the leader's total to its host
+    });
   }
   void broadcast(at::Tensor& tensor, int root) override { flat_->broadcast(tensor, root); }
   at::Tensor allgather(const at::Tensor& tensor) override { return flat_->allgather(tensor); }

@@ -40,4 +40,13 @@ void DivideForMean(at::Tensor& sum, int world_size) {
   }
 }
 
+void AllreduceStaged(at::Tensor& tensor, at::ScalarType type, ReduceOp op, int world_size,
+                     const std::function<void(at::Tensor&)>& sum) {
+  if (tensor.numel() == 0) return;
+  at::Tensor buffer = Staged(tensor, type);
+  sum(buffer);
+  if (op == ReduceOp::kMean) DivideForMean(buffer, world_size);
+  Unstage(buffer, tensor);
+}
+
 }  // namespace est::distribute::detail

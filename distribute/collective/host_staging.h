@@ -5,7 +5,10 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <functional>
 #include <string>
+
+#include "distribute/collective/collective.h"
 
 namespace est::distribute::detail {
 
@@ -21,5 +24,11 @@ void Unstage(const at::Tensor& staged, at::Tensor& tensor);
 
 /// Turns the sum `sum` over `world_size` ranks into their mean (integers truncate).
 void DivideForMean(at::Tensor& sum, int world_size);
+
+/// A host-memory all-reduce around `sum`, which replaces a contiguous CPU buffer of `type` by
+/// its sum over the ranks: `tensor` is staged into such a buffer, summed, divided for kMean
+/// and copied back. An empty tensor is left as it is.
+void AllreduceStaged(at::Tensor& tensor, at::ScalarType type, ReduceOp op, int world_size,
+                     const std::function<void(at::Tensor&)>& sum);
 
 }  // namespace est::distribute::detail

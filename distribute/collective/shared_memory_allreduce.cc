@@ -215,14 +215,33 @@ std::byte* SharedMemoryAllreduce::slot(int set, int rank) const {
   return static_cast<std::byte*>(base_) + DataOffset(world_size_) + index * chunk_bytes_;
 }
 
-void SharedMemoryAllreduce::allreduce(at::Tensor& tensor) {
-  EST_CHECK(!broken_, CommunicationError, "Gloo allreduce on rank ", rank_, " of ", world_size_,
+void SharedMemoryAllreduce::check_usable(const char* operation) {
+  operation_ = operation;
+  EST_CHECK(!broken_, CommunicationError, "Gloo ", operation_, " on rank ", rank_, " of ", world_size_,
             " (shared memory): an earlier operation failed; the collective cannot be used again");
+}
+
+// After a chunk's first barrier: every rank's chunk has this one's size and dtype.
+void SharedMemoryAllreduce::check_chunks(int64_t count, const char* unit, at::ScalarType type) {
+  for (int q = 0; q < world_size_; ++q) {
+    const int64_t their_count = ChunkNumel(base_, world_size_)[q].load(std::memory_order_relaxed);
+    const int32_t their_type = ChunkType(base_, world_size_)[q].load(std::memory_order_relaxed);
+    if (their_count != count || their_type != static_cast<int32_t>(type)) {
+      broken_ = true;
+      EST_THROW(CommunicationError, "Gloo ", operation_, " on rank ", rank_, " of ", world_size_,
+                " (shared memory): rank ", q, " passes a chunk of ", their_count, " ", unit, " of ",
+                at::toString(static_cast<at::ScalarType>(their_type)), ", this rank ", count, " of ",
+                at::toString(type), "; every rank must pass the same tensors in the same order");
+    }
+  }
+}
+
+void SharedMemoryAllreduce::allreduce(at::Tensor& tensor) {
+  check_usable("allreduce");
   EST_ASSERT(Supports(tensor), "SharedMemoryAllreduce::allreduce: unsupported tensor");
   const int64_t numel = tensor.numel();
   const auto element = static_cast<int64_t>(tensor.element_size());
   const int64_t chunk_elements = static_cast<int64_t>(chunk_bytes_) / element;
-  const auto type = static_cast<int32_t>(tensor.scalar_type());
   auto* data = static_cast<std::byte*>(tensor.data_ptr());
   const at::TensorOptions options = at::TensorOptions().dtype(tensor.scalar_type());
   for (int64_t done = 0; done < numel;) {
@@ -230,19 +249,9 @@ void SharedMemoryAllreduce::allreduce(at::Tensor& tensor) {
     const int set = static_cast<int>(chunks_++ % 2);
     std::memcpy(slot(set, rank_), data + done * element, static_cast<size_t>(count * element));
     ChunkNumel(base_, world_size_)[rank_].store(count, std::memory_order_relaxed);
-    ChunkType(base_, world_size_)[rank_].store(type, std::memory_order_relaxed);
+    ChunkType(base_, world_size_)[rank_].store(static_cast<int32_t>(tensor.scalar_type()), std::memory_order_relaxed);
     barrier();
-    for (int q = 0; q < world_size_; ++q) {
-      const int64_t their_count = ChunkNumel(base_, world_size_)[q].load(std::memory_order_relaxed);
-      const int32_t their_type = ChunkType(base_, world_size_)[q].load(std::memory_order_relaxed);
-      if (their_count != count || their_type != type) {
-        broken_ = true;
-        EST_THROW(CommunicationError, "Gloo allreduce on rank ", rank_, " of ", world_size_, " (shared memory): rank ", q,
-                  " reduces a chunk of ", their_count, " elements of ",
-                  at::toString(static_cast<at::ScalarType>(their_type)), ", this rank ", count, " of ",
-                  at::toString(tensor.scalar_type()), "; every rank must pass the same tensors in the same order");
-      }
-    }
+    check_chunks(count, "elements", tensor.scalar_type());
     // This rank's part of the chunk, summed over every rank's slot into the sum slot.
     const int64_t begin = count * rank_ / world_size_;
     const int64_t end = count * (rank_ + 1) / world_size_;
@@ -256,6 +265,27 @@ void SharedMemoryAllreduce::allreduce(at::Tensor& tensor) {
     }
     barrier();
     std::memcpy(data + done * element, slot(set, world_size_), static_cast<size_t>(count * element));
+    done += count;
+  }
+}
+
+void SharedMemoryAllreduce::broadcast(at::Tensor& tensor, int root) {
+  check_usable("broadcast");
+  EST_ASSERT(root >= 0 && root < world_size_ && tensor.device().is_cpu() && tensor.is_contiguous(),
+             "SharedMemoryAllreduce::broadcast: a contiguous CPU tensor and a root in [0, world_size)");
+  const auto bytes = static_cast<int64_t>(tensor.nbytes());
+  auto* data = static_cast<std::byte*>(tensor.data_ptr());
+  for (int64_t done = 0; done < bytes;) {
+    const int64_t count = std::min(static_cast<int64_t>(chunk_bytes_), bytes - done);
+    const int set = static_cast<int>(chunks_++ % 2);
+    if (rank_ == root) std::memcpy(slot(set, root), data + done, static_cast<size_t>(count));
+    ChunkNumel(base_, world_size_)[rank_].store(count, std::memory_order_relaxed);
+    ChunkType(base_, world_size_)[rank_].store(static_cast<int32_t>(tensor.scalar_type()), std::memory_order_relaxed);
+    barrier();
+    check_chunks(count, "bytes", tensor.scalar_type());
+    if (rank_ != root) std::memcpy(data + done, slot(set, root), static_cast<size_t>(count));
+    // The sizes are read before anyone writes the next chunk's.
+    barrier();
     done += count;
   }
 }
@@ -296,7 +326,8 @@ void SharedMemoryAllreduce::barrier() {
 
 void SharedMemoryAllreduce::fail_waiting(bool timed_out, int exited_rank) {
   broken_ = true;
-  const std::string operation = "Gloo allreduce on rank " + std::to_string(rank_) + " of " + std::to_string(world_size_);
+  const std::string operation =
+      std::string("Gloo ") + operation_ + " on rank " + std::to_string(rank_) + " of " + std::to_string(world_size_);
   if (timed_out) {
     record_failure(EncodeFailure(FailureKind::kTimedOut, rank_));
     std::vector<int> missing;

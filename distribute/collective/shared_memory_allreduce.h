@@ -1,6 +1,7 @@
 #pragma once
-/// SharedMemoryAllreduce: the all-reduce of ranks that share a host, through one shared
-/// memory segment instead of TCP loopback (as NCCL's and MPI's shared-memory transports do).
+/// SharedMemoryAllreduce: the all-reduce (and broadcast) of ranks that share a host, through
+/// one shared memory segment instead of TCP loopback (as NCCL's and MPI's shared-memory
+/// transports do).
 
 #include <ATen/core/Tensor.h>
 
@@ -43,6 +44,10 @@ class SharedMemoryAllreduce {
   /// Replaces `tensor` by its elementwise sum over the ranks. Every rank passes a tensor
   /// of the same dtype and size (CommunicationError otherwise).
   void allreduce(at::Tensor& tensor);
+  /// Replaces `tensor` by rank `root`'s: a contiguous CPU tensor of any dtype, the same dtype
+  /// and size on every rank (CommunicationError otherwise). The root copies each chunk into
+  /// its slot once; the others copy it out.
+  void broadcast(at::Tensor& tensor, int root);
 
  private:
   struct Header;
@@ -50,6 +55,8 @@ class SharedMemoryAllreduce {
                         size_t chunk_bytes, std::vector<pid_t> pids);
 
   void barrier();
+  void check_usable(const char* operation);
+  void check_chunks(int64_t count, const char* unit, at::ScalarType type);
   bool peer_gone() const;
   void record_failure(uint32_t failure);
   [[noreturn]] void fail_waiting(bool timed_out, int exited_rank);
@@ -66,6 +73,7 @@ class SharedMemoryAllreduce {
   uint64_t barriers_ = 0;  ///< barriers this rank has entered
   uint64_t chunks_ = 0;    ///< chunks this rank has reduced (picks the slot set)
   bool broken_ = false;
+  const char* operation_ = "allreduce";  ///< the operation under way, for error messages
 };
 
 }  // namespace est::distribute

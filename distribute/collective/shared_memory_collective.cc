@@ -4,13 +4,14 @@
 
 #include <utility>
 
+#include "common/error.h"
 #include "distribute/collective/host_staging.h"
 #include "distribute/collective/shared_memory_allreduce.h"
 
 namespace est::distribute {
 namespace {
 
-// All-reduce through shared memory, everything else through the collective it decorates.
+// All-reduce and broadcast through shared memory, the rest through the collective it decorates.
 class SharedMemoryCollective final : public Collective {
  public:
   SharedMemoryCollective(std::unique_ptr<Collective> inner, std::unique_ptr<SharedMemoryAllreduce> shared_memory)
@@ -21,14 +22,17 @@ class SharedMemoryCollective final : public Collective {
   std::string name() const override { return inner_->name() + "+shm"; }
 
   void allreduce(at::Tensor& tensor, ReduceOp op) override {
-    const at::ScalarType type = detail::ReductionType(tensor.scalar_type(), name());
+    detail::AllreduceStaged(tensor, detail::ReductionType(tensor.scalar_type(), name()), op, world_size(),
+                            [&](at::Tensor& buffer) { shared_memory_->allreduce(buffer); });
+  }
+  void broadcast(at::Tensor& tensor, int root) override {
+    EST_CHECK(root >= 0 && root < world_size(), ConfigError, name(), " broadcast: root must be in [0, ", world_size(),
+              "), got ", root);
     if (tensor.numel() == 0) return;
-    at::Tensor buffer = detail::Staged(tensor, type);
-    shared_memory_->allreduce(buffer);
-    if (op == ReduceOp::kMean) detail::DivideForMean(buffer, world_size());
+    at::Tensor buffer = detail::Staged(tensor, tensor.scalar_type());
+    shared_memory_->broadcast(buffer, root);
     detail::Unstage(buffer, tensor);
   }
-  void broadcast(at::Tensor& tensor, int root) override { inner_->broadcast(tensor, root); }
   at::Tensor allgather(const at::Tensor& tensor) override { return inner_->allgather(tensor); }
   void barrier() override { inner_->barrier(); }
 

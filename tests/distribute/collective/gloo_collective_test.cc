@@ -343,7 +343,7 @@ TEST_CASE("the shared-memory all-reduce leaves nothing in /dev/shm and names dis
   for (int rank = 0; rank < 2; ++rank) {
     REQUIRE(errors[static_cast<size_t>(rank)]);
     CHECK_THROWS_MATCHES(std::rethrow_exception(errors[static_cast<size_t>(rank)]), est::CommunicationError,
-                         MessageMatches(Catch::Contains("rank " + std::to_string(1 - rank) + " reduces a chunk of " +
+                         MessageMatches(Catch::Contains("rank " + std::to_string(1 - rank) + " passes a chunk of " +
                                                         std::to_string(rank == 0 ? 12 : 10) + " elements")));
   }
   CHECK(segments() == 0);
