@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "distribute/collective/collective.h"
+#include "distribute/collective/kernels_16_bit.h"
 
 namespace est::distribute {
 
@@ -38,10 +39,18 @@ void CompressedAllreduce::allreduce(Collective& collective, at::Tensor& bucket, 
   // residual_ becomes this rank's share plus what rounding dropped last time; the 16-bit
   // copy of it is sent, and what that rounding drops is kept for the next step. A value
   // that overflowed float16 leaves no residual (an infinite one would stay forever).
-  residual_.add_(bucket, 1.0 / divisor);
-  wire_.copy_(residual_);
-  bucket.copy_(wire_);
-  residual_.sub_(bucket).nan_to_num_(0.0, 0.0, 0.0);
+  const float scale = 1.0f / static_cast<float>(divisor);
+  if (bucket.device().is_cpu() && bucket.is_contiguous()) {  // one pass
+    const auto round = wire_.scalar_type() == at::kHalf ? detail::RoundToFloat16WithResidual
+                                                        : detail::RoundToBFloat16WithResidual;
+    round(bucket.data_ptr<float>(), scale, residual_.data_ptr<float>(), static_cast<uint16_t*>(wire_.data_ptr()),
+          static_cast<size_t>(bucket.numel()));
+  } else {
+    residual_.add_(bucket, scale);
+    wire_.copy_(residual_);
+    bucket.copy_(wire_);
+    residual_.sub_(bucket).nan_to_num_(0.0, 0.0, 0.0);
+  }
   collective.allreduce(wire_, ReduceOp::kSum);
   bucket.copy_(wire_);
 }

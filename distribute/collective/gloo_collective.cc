@@ -28,7 +28,7 @@
 #include "distribute/collective/host_staging.h"
 #include "distribute/rendezvous/rendezvous.h"
 #include "distribute/collective/shared_memory_collective.h"
-#include "distribute/collective/sum_16_bit.h"
+#include "distribute/collective/kernels_16_bit.h"
 #include "distribute/rendezvous/store.h"
 
 // Design notes.

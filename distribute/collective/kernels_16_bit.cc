@@ -1,8 +1,9 @@
-#include "distribute/collective/sum_16_bit.h"
+#include "distribute/collective/kernels_16_bit.h"
 
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
+#include <cmath>
 #include <cstring>
 
 #if defined(__x86_64__)
@@ -47,6 +48,24 @@ __attribute__((target("avx,f16c"))) void SumFloat16F16c(uint16_t* out, const uin
   for (; i < n; ++i) out[i] = FloatToHalf(HalfToFloat(a[i]) + HalfToFloat(b[i]));
 }
 
+// RoundToFloat16WithResidual eight values at a time.
+__attribute__((target("avx,f16c"))) size_t RoundFloat16F16c(const float* values, float scale, float* residual,
+                                                            uint16_t* wire, size_t n) {
+  const __m256 factor = _mm256_set1_ps(scale);
+  const __m256 zero = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 r = _mm256_add_ps(_mm256_loadu_ps(residual + i), _mm256_mul_ps(_mm256_loadu_ps(values + i), factor));
+    const __m128i half = _mm256_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256 dropped = _mm256_sub_ps(r, _mm256_cvtph_ps(half));
+    // d - d is 0 for a finite d and NaN for an infinite or NaN one.
+    const __m256 finite = _mm256_cmp_ps(_mm256_sub_ps(dropped, dropped), zero, _CMP_EQ_OQ);
+    _mm256_storeu_ps(residual + i, _mm256_and_ps(dropped, finite));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(wire + i), half);
+  }
+  return i;
+}
+
 // Whether this CPU has the F16C conversions and the OS saves the AVX registers (CPUID and
 // XGETBV: clang 14's __builtin_cpu_supports does not know "f16c").
 bool HasF16c() {
@@ -62,7 +81,32 @@ bool HasF16c() {
 }
 #endif
 
+// One value of RoundTo*WithResidual, with `round` giving the 16-bit pattern and `widen` its value.
+template <typename Round, typename Widen>
+void RoundWithResidual(const float* values, float scale, float* residual, uint16_t* wire, size_t begin, size_t n,
+                       Round round, Widen widen) {
+  for (size_t i = begin; i < n; ++i) {
+    const float r = residual[i] + scale * values[i];
+    const uint16_t bits = round(r);
+    const float dropped = r - widen(bits);
+    residual[i] = std::isfinite(dropped) ? dropped : 0.f;
+    wire[i] = bits;
+  }
+}
+
 }  // namespace
+
+void RoundToFloat16WithResidual(const float* values, float scale, float* residual, uint16_t* wire, size_t n) {
+  size_t done = 0;
+#if defined(__x86_64__)
+  if (HasF16c()) done = RoundFloat16F16c(values, scale, residual, wire, n);
+#endif
+  RoundWithResidual(values, scale, residual, wire, done, n, FloatToHalf, HalfToFloat);
+}
+
+void RoundToBFloat16WithResidual(const float* values, float scale, float* residual, uint16_t* wire, size_t n) {
+  RoundWithResidual(values, scale, residual, wire, 0, n, FloatToBFloat16, BFloat16ToFloat);
+}
 
 void SumFloat16(uint16_t* out, const uint16_t* a, const uint16_t* b, size_t n) {
 #if defined(__x86_64__)

@@ -1,9 +1,10 @@
-#include "distribute/collective/sum_16_bit.h"
+#include "distribute/collective/kernels_16_bit.h"
 
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -72,4 +73,59 @@ TEST_CASE("16-bit sums round ties to even and overflow to infinity", "[distribut
   const std::vector<uint16_t> c{c10::BFloat16(256.0f).x}, d{c10::BFloat16(1.0f).x};
   SumBFloat16(out.data(), c.data(), d.data(), 1);
   CHECK(ToFloat<c10::BFloat16>(out[0]) == 256.0f);
+}
+
+namespace {
+
+// float32 values of every magnitude (beyond float16's range and below its subnormals), signs,
+// infinities and NaN, and the same for residuals a quarter as large.
+std::vector<float> Floats(size_t n, uint32_t seed) {
+  std::mt19937 random(seed);
+  std::uniform_real_distribution<float> mantissa(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> exponent(-30, 20);
+  std::vector<float> values{0.0f, -0.0f, 65504.0f, 65520.0f, -1e6f, 1e-8f, std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(), 1.0f + 1.0f / 4096.0f};
+  while (values.size() < n) values.push_back(std::ldexp(mantissa(random), exponent(random)));
+  return values;
+}
+
+// Checks `round` against r = residual + scale · value rounded by c10 (Float), the residual
+// becoming the rounding error, or 0 where that is not finite.
+template <typename Float>
+void CheckRoundingAgainstC10(void (*round)(const float*, float, float*, uint16_t*, size_t)) {
+  const float scale = GENERATE(1.0f, 0.5f, 1.0f / 3.0f);
+  CAPTURE(scale);
+  const std::vector<float> values = Floats(1003, 3);  // the vector loop and its scalar tail
+  std::vector<float> residual = Floats(1003, 4);
+  for (float& r : residual) r *= 0.25f;
+  std::vector<float> expected_residual(values.size());
+  std::vector<uint16_t> expected_wire(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    const float r = residual[i] + scale * values[i];
+    expected_wire[i] = Float(r).x;
+    const float dropped = r - static_cast<float>(Float(r));
+    expected_residual[i] = std::isfinite(dropped) ? dropped : 0.0f;
+  }
+  std::vector<uint16_t> wire(values.size());
+  round(values.data(), scale, residual.data(), wire.data(), values.size());
+  size_t mismatches = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const bool wire_matches = wire[i] == expected_wire[i] ||
+                              (std::isnan(ToFloat<Float>(wire[i])) && std::isnan(ToFloat<Float>(expected_wire[i])));
+    if (!wire_matches || residual[i] != expected_residual[i]) {
+      ++mismatches;
+      UNSCOPED_INFO("index " << i << ": value " << values[i] << " gave wire " << wire[i] << " residual " << residual[i]
+                             << ", expected " << expected_wire[i] << " and " << expected_residual[i]);
+    }
+  }
+  CHECK(mismatches == 0);
+}
+
+}  // namespace
+
+TEST_CASE("rounding to 16 bits with error feedback keeps what the rounding dropped, as c10 rounds", "[distribute]") {
+  SECTION("float16") { CheckRoundingAgainstC10<c10::Half>(&est::distribute::detail::RoundToFloat16WithResidual); }
+  SECTION("bfloat16") {
+    CheckRoundingAgainstC10<c10::BFloat16>(&est::distribute::detail::RoundToBFloat16WithResidual);
+  }
 }
