@@ -56,6 +56,10 @@ struct RunConfig {
   /// initial values, instead of stopping with a CheckpointError that lists them (TensorFlow
   /// raises DataLossError there).
   bool ignore_invalid_checkpoints = false;
+  /// Steps a torch::optim::Adam or AdamW that model_fn returns in one fused pass over each
+  /// float32 CPU parameter instead of LibTorch's eight (est::ops::FusedAdamStep): the same
+  /// results to the bit, checked once against LibTorch's own step. false calls step().
+  bool fused_optimizer_step = true;
   /// Catch SIGTERM, SIGINT and SIGHUP during train(): every worker stops after the step in
   /// which any of them got one, the chief saves a checkpoint, and train() throws
   /// est::Interrupted (programs exit with 128 + the signal). The evaluator task of

@@ -12,7 +12,9 @@ BUILD_DIR/tf-venv, installed once by cmake/install_venv.sh, or is skipped with a
 hosts (hosts_*: needs root and network namespaces; skipped with a line saying why where it cannot run).
 
 Figures (see the README's Performance section):
-  overhead       est-train's Estimator loop vs a hand-written LibTorch loop (Fashion-MNIST CNN, batch 64)
+  overhead       est-train's Estimator loop vs a hand-written LibTorch loop (Fashion-MNIST CNN, batch 64), both
+                 stepping LibTorch's Adam (RunConfig::fused_optimizer_step off): the loop's own cost
+  fused_adam_{cnn,mlp}  the Estimator with its fused Adam step (the default) vs with LibTorch's Adam::step
   estimator_vs_tf  est-train's steps/s (Fashion-MNIST CNN, batch 64, IDX files, one thread) vs TensorFlow
                  2.15's tf.estimator on the same model, data, batch and threads (tf_estimator_peer.py)
   scaling_cnn    2 workers: our MultiWorkerMirroredStrategy (Gloo) vs PyTorch DDP (gloo), examples/s
@@ -124,9 +126,9 @@ class Runner:
         # About 6 s a CNN run: shorter runs vary by several percent from run to run.
         return ["--steps", "600" if model == "cnn" else "20", "--warmup", "20" if model == "cnn" else "3"]
 
-    def train_bench(self, loop, model, batch=64, env=None, device="cpu"):
+    def train_bench(self, loop, model, batch=64, env=None, device="cpu", fused=True):
         command = [os.path.join(self.bin, "train_bench"), "--loop", loop, "--model", model, "--batch-size", str(batch),
-                   "--device", device]
+                   "--device", device] + ([] if fused else ["--fused-optimizer-step", "false"])
         sizes = self.sizes(model) if device == "cpu" or self.quick else ["--steps", "100", "--warmup", "10"]
         return json_lines(run(command + sizes, env))[-1]
 
@@ -401,6 +403,8 @@ def main():
         except simulated_hosts.Unavailable as why:
             no_hosts = str(why)
 
+    trace = {}  # MLP bucket bytes -> (waited, all-reduce inside training, alone) in ms, per repetition
+
     def record(figure, ours, peer, unit):
         """A repetition's figure; a peer of None has no peer (only ours is reported)."""
         samples.setdefault(figure, {"ours": [], "peer": [], "unit": unit})
@@ -410,12 +414,17 @@ def main():
 
     for _ in range(repetitions):
         if "overhead" in only:
-            estimator = runner.train_bench("estimator", "cnn")
+            # The loop's own cost: both step LibTorch's Adam (the Estimator's fused step left off).
+            estimator = runner.train_bench("estimator", "cnn", fused=False)
             handwritten = runner.train_bench("handwritten", "cnn", env=runner.peer_env)
             untuned = runner.train_bench("handwritten", "cnn")
             record("overhead", estimator["examples_per_sec"], handwritten["examples_per_sec"], "examples/s")
             record("vs_glibc_malloc", estimator["examples_per_sec"], untuned["examples_per_sec"], "examples/s")
             record("memory", estimator["peak_rss_mb"], handwritten["peak_rss_mb"], "MB peak RSS")
+            record("fused_adam_cnn", runner.train_bench("estimator", "cnn")["examples_per_sec"],
+                   estimator["examples_per_sec"], "examples/s")
+            record("fused_adam_mlp", runner.train_bench("estimator", "mlp")["examples_per_sec"],
+                   runner.train_bench("estimator", "mlp", fused=False)["examples_per_sec"], "examples/s")
         if "estimator" in only and tf_python:
             record("estimator_vs_tf", runner.est_train_steps_per_sec("idx", {}, runner.single_thread),
                    runner.tf_estimator(tf_python), "steps/s")
@@ -426,12 +435,22 @@ def main():
             pinned = runner.ddp(model, 2, pin=True)
             record(f"scaling_{model}_pinned_ddp", ours["examples_per_sec"], pinned["examples_per_sec"], "examples/s")
             if model == "mlp" and ours["allreduce"].get("calls"):
+                # Each bucket's all-reduce inside training against the same size alone: the
+                # same bytes, bucket for bucket.
                 stats = ours["allreduce"]
-                per_call = stats["bytes"] // stats["calls"]
-                raw = runner.raw_allreduce(per_call, max(3, stats["calls"]), "tcp")
-                record("allreduce", stats["bus_gbytes_per_sec"], raw["bus_gbytes_per_sec"], "GB/s bus")
-                own = runner.raw_allreduce(per_call, max(3, stats["calls"]), "auto")
-                record("allreduce_own", stats["bus_gbytes_per_sec"], own["bus_gbytes_per_sec"], "GB/s bus")
+                alone = {"tcp": 0.0, "auto": 0.0}
+                for bucket in stats["buckets"]:
+                    calls = int(bucket["calls"])
+                    for transport in alone:
+                        raw = runner.raw_allreduce(bucket["bytes"], max(3, calls), transport)
+                        alone[transport] += raw["seconds"] / raw["calls"] * calls
+                        if transport == "auto":
+                            trace.setdefault(bucket["bytes"], []).append(
+                                (bucket["wait_ms"], bucket["allreduce_ms"], raw["seconds"] / raw["calls"] * 1e3))
+                workers = 2
+                bus_bytes = stats["bytes"] * 2 * (workers - 1) / workers / 1e9
+                record("allreduce", stats["bus_gbytes_per_sec"], bus_bytes / alone["tcp"], "GB/s bus")
+                record("allreduce_own", stats["bus_gbytes_per_sec"], bus_bytes / alone["auto"], "GB/s bus")
         if gpu_name:
             for figure, model, batch in (("gpu_cnn_512", "cnn", 512), ("gpu_resnet18", "resnet", 128)):
                 if args.quick:
@@ -511,6 +530,8 @@ def main():
 
     peers = {"overhead": "hand-written LibTorch loop", "memory": "hand-written LibTorch loop",
              "vs_glibc_malloc": "hand-written loop, glibc's default malloc thresholds",
+             "fused_adam_cnn": "the Estimator stepping LibTorch's Adam (ours: the fused Adam step, the default)",
+             "fused_adam_mlp": "the Estimator stepping LibTorch's Adam (ours: the fused Adam step, the default)",
              "scaling_cnn": "PyTorch DDP (gloo)", "scaling_mlp": "PyTorch DDP (gloo)",
              "scaling_cnn_pinned_ddp": "PyTorch DDP, each worker bound to its own CPU as ours",
              "scaling_mlp_pinned_ddp": "PyTorch DDP, each worker bound to its own CPU as ours",
@@ -574,6 +595,10 @@ def main():
                       "figure": figure,
                       "ours": ours, "peer": peer, "ratio": ratio, "unit": data["unit"], "peer_name": peers[figure],
                       "repetitions": repetitions, "quick": args.quick, **details})
+    for size, rows in sorted(trace.items(), reverse=True):
+        waited, inside, alone = (statistics.median(row[k] for row in rows) for k in range(3))
+        print(f"allreduce trace, scaling_mlp bucket of {size / 1e6:.1f} MB: waited for the last rank {waited:.1f} ms, "
+              f"then the all-reduce {inside:.1f} ms inside training, {alone:.1f} ms alone")
     for extra in ("input_pipeline_bench", "checkpoint_bench") if "extras" in only else ():
         path = os.path.join(runner.bin, extra)
         if os.path.exists(path):

@@ -4,6 +4,7 @@
 //   train_bench --loop estimator|handwritten|raw_allreduce --model cnn|mlp|resnet --batch-size B
 //               --steps N --warmup W [--strategy none|multi_worker] [--device cpu|cuda:N]
 //               [--bytes X] [--transport auto|tcp] [--compression none|fp16|bf16]
+//               [--fused-optimizer-step true|false]
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -45,6 +46,7 @@ struct Flags {
   /// use shared memory (and hosts with several ranks the hierarchical all-reduce)
   std::string transport = "auto";
   std::string compression = "none";  ///< multi_worker: none, fp16 or bf16 on the wire
+  bool fused_optimizer_step = true;  ///< estimator: RunConfig::fused_optimizer_step
 };
 
 double PeakRssMegabytes() {
@@ -118,6 +120,7 @@ nlohmann::json RunEstimator(const Flags& flags) {
   config.save_summary_steps = 0;
   config.save_checkpoints_steps = 1'000'000'000;
   config.log_step_count_steps = 1'000'000'000;
+  config.fused_optimizer_step = flags.fused_optimizer_step;
   std::shared_ptr<est_bench::TimingCollective> collective;
   if (flags.strategy == "multi_worker") {
     collective = ConnectWorkers(config.cluster, flags.transport != "tcp");
@@ -195,6 +198,8 @@ int main(int argc, char** argv) {
   app.add_option("--transport", flags.transport)->check(CLI::IsMember({"auto", "tcp"}));
   app.add_option("--compression", flags.compression, "multi_worker: gradient compression")
       ->check(CLI::IsMember({"none", "fp16", "bf16"}));
+  app.add_option("--fused-optimizer-step", flags.fused_optimizer_step,
+                 "estimator: step Adam fused (RunConfig::fused_optimizer_step)");
   if (auto exit_status = est_apps::ParseFlags(app, argc, argv, "train_bench")) return *exit_status;
   try {
     // A clear error for a device LibTorch does not see.

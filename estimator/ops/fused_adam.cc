@@ -1,0 +1,273 @@
+// Compiled with -ffp-contract=off (estimator/CMakeLists.txt): every fused multiply-add below
+// is written out, so that the compiler adds none of its own and the rounding is LibTorch's.
+#include "estimator/ops/fused_adam.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
+#include <c10/util/string_utils.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <typeinfo>
+#include <vector>
+
+#include "common/logging.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace est::ops {
+namespace {
+
+// The per-step scalars, rounded to float as LibTorch's kernels round them.
+struct AdamScalars {
+  float beta1, one_minus_beta1, beta2, one_minus_beta2;
+  float sqrt_bias_correction2;  ///< sqrt(1 - beta2^step)
+  float eps;
+  float negative_step_size;  ///< -lr / (1 - beta1^step)
+  float weight_decay;        ///< Adam: added to the gradient as weight_decay * parameter
+  float decay_factor;        ///< AdamW: the parameter is first multiplied by 1 - lr * weight_decay
+  bool adam_decay, adamw_decay;
+};
+
+// The hyper-parameters of one parameter group; Adam and AdamW have the same ones.
+struct Hyper {
+  double lr, beta1, beta2, eps, weight_decay;
+  bool adamw;
+  bool operator<(const Hyper& o) const {
+    return std::tie(lr, beta1, beta2, eps, weight_decay, adamw) <
+           std::tie(o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, o.adamw);
+  }
+};
+
+AdamScalars ScalarsFor(const Hyper& h, int64_t step) {
+  const double bias_correction1 = 1 - std::pow(h.beta1, static_cast<double>(step));
+  const double bias_correction2 = 1 - std::pow(h.beta2, static_cast<double>(step));
+  AdamScalars s{};
+  s.beta1 = static_cast<float>(h.beta1);
+  s.one_minus_beta1 = static_cast<float>(1 - h.beta1);
+  s.beta2 = static_cast<float>(h.beta2);
+  s.one_minus_beta2 = static_cast<float>(1 - h.beta2);
+  s.sqrt_bias_correction2 = static_cast<float>(std::sqrt(bias_correction2));
+  s.eps = static_cast<float>(h.eps);
+  s.negative_step_size = static_cast<float>(-(h.lr / bias_correction1));
+  s.weight_decay = static_cast<float>(h.weight_decay);
+  s.decay_factor = static_cast<float>(1 - h.lr * h.weight_decay);
+  s.adam_decay = !h.adamw && h.weight_decay != 0;
+  s.adamw_decay = h.adamw && h.weight_decay != 0;
+  return s;
+}
+
+// One element, in LibTorch's order of operations: exp_avg.mul_(beta1).add_(grad, 1 - beta1);
+// exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1 - beta2) (a fused multiply-add in LibTorch's
+// vectorized kernel); denom = sqrt(exp_avg_sq) / sqrt(bias_correction2) + eps;
+// param.addcdiv_(exp_avg, denom, -step_size).
+inline void AdamElement(const AdamScalars& s, float& p, float g, float& m, float& v) {
+  if (s.adam_decay) g = std::fma(p, s.weight_decay, g);
+  if (s.adamw_decay) p = p * s.decay_factor;
+  m = std::fma(g, s.one_minus_beta1, m * s.beta1);
+  v = std::fma(s.one_minus_beta2 * g, g, v * s.beta2);
+  const float denom = std::sqrt(v) / s.sqrt_bias_correction2 + s.eps;
+  p = p + (s.negative_step_size * m) / denom;
+}
+
+void AdamScalar(const AdamScalars& s, float* p, const float* g, float* m, float* v, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) AdamElement(s, p[i], g[i], m[i], v[i]);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) void AdamAvx2(const AdamScalars& s, float* p, const float* g, float* m,
+                                                   float* v, int64_t begin, int64_t end) {
+  const __m256 beta1 = _mm256_set1_ps(s.beta1), one_minus_beta1 = _mm256_set1_ps(s.one_minus_beta1);
+  const __m256 beta2 = _mm256_set1_ps(s.beta2), one_minus_beta2 = _mm256_set1_ps(s.one_minus_beta2);
+  const __m256 sqrt_bc2 = _mm256_set1_ps(s.sqrt_bias_correction2), eps = _mm256_set1_ps(s.eps);
+  const __m256 step = _mm256_set1_ps(s.negative_step_size), decay = _mm256_set1_ps(s.weight_decay);
+  const __m256 factor = _mm256_set1_ps(s.decay_factor);
+  int64_t i = begin;
+  for (; i + 8 <= end; i += 8) {
+    __m256 pv = _mm256_loadu_ps(p + i);
+    __m256 gv = _mm256_loadu_ps(g + i);
+    if (s.adam_decay) gv = _mm256_fmadd_ps(pv, decay, gv);
+    if (s.adamw_decay) pv = _mm256_mul_ps(pv, factor);
+    const __m256 mv = _mm256_fmadd_ps(gv, one_minus_beta1, _mm256_mul_ps(_mm256_loadu_ps(m + i), beta1));
+    const __m256 vv =
+        _mm256_fmadd_ps(_mm256_mul_ps(one_minus_beta2, gv), gv, _mm256_mul_ps(_mm256_loadu_ps(v + i), beta2));
+    const __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vv), sqrt_bc2), eps);
+    pv = _mm256_add_ps(pv, _mm256_div_ps(_mm256_mul_ps(step, mv), denom));
+    _mm256_storeu_ps(m + i, mv);
+    _mm256_storeu_ps(v + i, vv);
+    _mm256_storeu_ps(p + i, pv);
+  }
+  AdamScalar(s, p, g, m, v, i, end);
+}
+
+bool HasAvx2Fma() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+}
+#endif
+
+// Updates `count` elements, split over LibTorch's intra-op threads as its own kernels are.
+void AdamRange(const AdamScalars& s, float* p, const float* g, float* m, float* v, int64_t count) {
+  at::parallel_for(0, count, at::internal::GRAIN_SIZE, [&](int64_t begin, int64_t end) {
+#if defined(__x86_64__)
+    if (HasAvx2Fma()) return AdamAvx2(s, p, g, m, v, begin, end);
+#endif
+    AdamScalar(s, p, g, m, v, begin, end);
+  });
+}
+
+bool IsDenseFloatCpu(const at::Tensor& t, int64_t numel) {
+  return t.defined() && t.layout() == at::kStrided && t.device().is_cpu() && t.scalar_type() == at::kFloat &&
+         t.is_contiguous() && t.numel() == numel;
+}
+
+// The key under which LibTorch's Adam and AdamW keep a parameter's state.
+std::string StateKey(const at::Tensor& parameter) { return c10::guts::to_string(parameter.unsafeGetTensorImpl()); }
+
+template <typename Options>
+Hyper HyperOf(const Options& o, bool adamw) {
+  return Hyper{o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(), o.weight_decay(), adamw};
+}
+
+// Whether `optimizer` (an Adam or AdamW: `State` is its parameter state, `Options` its group
+// options) can step fused: amsgrad off, and every parameter that has a gradient, the gradient
+// and the parameter's state (where it has one yet) dense, contiguous float32 CPU tensors.
+template <typename State, typename Options>
+bool Eligible(torch::optim::Optimizer& optimizer) {
+  const auto& states = optimizer.state();
+  for (auto& group : optimizer.param_groups()) {
+    if (static_cast<const Options&>(group.options()).amsgrad()) return false;
+    for (const auto& p : group.params()) {
+      const at::Tensor& grad = p.grad();
+      if (!grad.defined()) continue;
+      if (!IsDenseFloatCpu(p, p.numel()) || !IsDenseFloatCpu(grad, p.numel())) return false;
+      auto found = states.find(StateKey(p));
+      if (found == states.end()) continue;
+      const auto* state = dynamic_cast<const State*>(found->second.get());
+      if (!state || !IsDenseFloatCpu(state->exp_avg(), p.numel()) || !IsDenseFloatCpu(state->exp_avg_sq(), p.numel()))
+        return false;
+    }
+  }
+  return true;
+}
+
+// Steps an eligible `optimizer` in one fused pass per parameter.
+template <typename State, typename Options>
+void FusedStep(torch::optim::Optimizer& optimizer, bool adamw) {
+  auto& states = optimizer.state();
+  at::NoGradGuard no_grad;
+  for (auto& group : optimizer.param_groups()) {
+    const Hyper hyper = HyperOf(static_cast<const Options&>(group.options()), adamw);
+    for (auto& p : group.params()) {
+      const at::Tensor& grad = p.grad();
+      if (!grad.defined()) continue;
+      const std::string key = StateKey(p);
+      auto found = states.find(key);
+      if (found == states.end()) {
+        auto state = std::make_unique<State>();
+        state->step(0);
+        state->exp_avg(at::zeros_like(p, at::MemoryFormat::Preserve));
+        state->exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Preserve));
+        found = states.emplace(key, std::move(state)).first;
+      }
+      auto& state = static_cast<State&>(*found->second);
+      state.step(state.step() + 1);
+      const AdamScalars scalars = ScalarsFor(hyper, state.step());
+      AdamRange(scalars, p.data_ptr<float>(), grad.data_ptr<float>(), state.exp_avg().template data_ptr<float>(),
+                state.exp_avg_sq().template data_ptr<float>(), p.numel());
+      // In-place updates as LibTorch's own: autograd must see that the tensors changed.
+      p.unsafeGetTensorImpl()->bump_version();
+      state.exp_avg().unsafeGetTensorImpl()->bump_version();
+      state.exp_avg_sq().unsafeGetTensorImpl()->bump_version();
+    }
+  }
+}
+
+// Runs LibTorch's step and the fused one in turn on the same probe values (an odd length, so
+// the vector loop's tail runs; magnitudes from 2^-10 to 2^10; the first step creates the
+// state in one and the next finds it in the other) and compares every bit of the results.
+template <typename Optimizer, typename State, typename Options>
+bool MatchesLibTorch(const Options& options, bool adamw) {
+  at::NoGradGuard no_grad;
+  const int64_t numel = 1031;
+  auto generator = at::detail::createCPUGenerator(20261127);
+  const auto magnitudes = [&] { return at::rand({numel}, generator).mul_(20).sub_(10).exp2_(); };
+  at::Tensor values = at::randn({numel}, generator).mul_(magnitudes());
+  at::Tensor ours = values.clone().requires_grad_(true);
+  at::Tensor theirs = values.clone().requires_grad_(true);
+  Optimizer fused({ours}, options);
+  Optimizer reference({theirs}, options);
+  for (int step = 0; step < 4; ++step) {
+    const at::Tensor grad = at::randn({numel}, generator).mul_(magnitudes());
+    ours.mutable_grad() = grad.clone();
+    theirs.mutable_grad() = grad.clone();
+    reference.step();
+    if (step % 2 == 0) {
+      FusedStep<State, Options>(fused, adamw);
+    } else {
+      fused.step();  // LibTorch's step must find the state the fused one made, and vice versa
+    }
+    const auto& a = static_cast<const State&>(*fused.state().at(StateKey(ours)));
+    const auto& b = static_cast<const State&>(*reference.state().at(StateKey(theirs)));
+    const auto same = [&](const at::Tensor& x, const at::Tensor& y) {
+      return std::memcmp(x.data_ptr<float>(), y.data_ptr<float>(), sizeof(float) * numel) == 0;
+    };
+    if (a.step() != b.step() || !same(ours, theirs) || !same(a.exp_avg(), b.exp_avg()) ||
+        !same(a.exp_avg_sq(), b.exp_avg_sq()))
+      return false;
+  }
+  return true;
+}
+
+// Whether the fused step reproduces LibTorch's for these hyper-parameters; probed once each.
+template <typename Optimizer, typename State, typename Options>
+bool Verified(const Options& options, bool adamw) {
+  static std::mutex mutex;
+  static std::map<Hyper, bool> verdicts;
+  const Hyper hyper = HyperOf(options, adamw);
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = verdicts.find(hyper);
+  if (found != verdicts.end()) return found->second;
+  const bool matches = MatchesLibTorch<Optimizer, State>(options, adamw);
+  if (!matches)
+    Log().warn("The fused {} step does not reproduce this LibTorch's step() bit for bit (lr {}, betas {} {}, eps {}, "
+               "weight_decay {}); {}::step() runs instead",
+               adamw ? "AdamW" : "Adam", hyper.lr, hyper.beta1, hyper.beta2, hyper.eps, hyper.weight_decay,
+               adamw ? "AdamW" : "Adam");
+  verdicts.emplace(hyper, matches);
+  return matches;
+}
+
+template <typename Optimizer, typename State, typename Options>
+bool VerifiedFusedStep(torch::optim::Optimizer& optimizer, bool adamw) {
+  if (!Eligible<State, Options>(optimizer)) return false;
+  for (const auto& group : optimizer.param_groups())
+    if (!Verified<Optimizer, State>(static_cast<const Options&>(group.options()), adamw)) return false;
+  FusedStep<State, Options>(optimizer, adamw);
+  return true;
+}
+
+}  // namespace
+
+bool FusedAdamStep(torch::optim::Optimizer& optimizer) {
+  const std::type_info& type = typeid(optimizer);
+  if (type == typeid(torch::optim::Adam))
+    return VerifiedFusedStep<torch::optim::Adam, torch::optim::AdamParamState, torch::optim::AdamOptions>(optimizer,
+                                                                                                          false);
+  if (type == typeid(torch::optim::AdamW))
+    return VerifiedFusedStep<torch::optim::AdamW, torch::optim::AdamWParamState, torch::optim::AdamWOptions>(
+        optimizer, true);
+  return false;
+}
+
+}  // namespace est::ops
