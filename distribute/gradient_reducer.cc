@@ -118,13 +118,15 @@ void GradientReducer::on_gradient(size_t parameter, const at::Tensor& gradient) 
     if (!armed_ || filled_[parameter]) return;
   }
   // Gradient accumulation (no sync on earlier micro-batches): what reaches .grad is the
-  // earlier sum plus this gradient, so that sum is what gets averaged.
-  at::Tensor destination = bucket.buffer.narrow(0, slot.offset, slot.numel);
+  // earlier sum plus this gradient, so that sum is what gets averaged. The bucket holds each
+  // gradient in its logical (row-major) order, whatever the gradient's layout (channels-last
+  // included): one pass, reading it where it lies.
+  at::Tensor destination = bucket.buffer.narrow(0, slot.offset, slot.numel).view(gradient.sizes());
   const at::Tensor& accumulated = parameters_[parameter].grad();
   if (accumulated.defined()) {
-    at::add_out(destination, accumulated.reshape({-1}), gradient.reshape({-1}));
+    at::add_out(destination, accumulated, gradient);
   } else {
-    destination.copy_(gradient.reshape({-1}));
+    destination.copy_(gradient);
   }
   std::lock_guard<std::mutex> lock(mutex_);
   filled_[parameter] = true;
@@ -205,15 +207,16 @@ void GradientReducer::finish() {
   }
   changed_.notify_all();
   lock.unlock();
-  // The sums become averages as they are written into .grad: one pass over the gradients.
-  // Compressed buckets hold averages already.
+  // The sums become averages as they are written into .grad, in .grad's own layout: one pass
+  // over the gradients. Compressed buckets hold averages already.
   for (size_t k = 0; k < parameters_.size(); ++k) {
     const Slot& slot = slots_[k];
     const Bucket& bucket = buckets_[slot.bucket];
     const at::Tensor sum = bucket.buffer.narrow(0, slot.offset, slot.numel).view(parameters_[k].sizes());
     const int divisor = bucket.compressed ? 1 : divisor_;
     at::Tensor& grad = parameters_[k].mutable_grad();
-    if (grad.defined() && grad.is_contiguous() && grad.scalar_type() == sum.scalar_type()) {
+    if (grad.defined() && grad.sizes() == sum.sizes() && grad.is_non_overlapping_and_dense() &&
+        grad.scalar_type() == sum.scalar_type()) {
       at::div_out(grad, sum, divisor);
     } else {
       grad = sum.div(divisor);

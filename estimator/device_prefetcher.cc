@@ -14,10 +14,10 @@ c10::Stream CurrentStream(c10::Device device) { return c10::impl::VirtualGuardIm
 
 }  // namespace
 
-DevicePrefetcher::DevicePrefetcher(std::vector<c10::Device> devices) {
+DevicePrefetcher::DevicePrefetcher(std::vector<c10::Device> devices, ChannelsLast channels_last) {
   EST_ASSERT(!devices.empty(), "a prefetcher needs the replicas' devices");
   for (const c10::Device& device : devices) {
-    DeviceCopies copies{device, std::nullopt, std::nullopt, false};
+    DeviceCopies copies{device, UsesChannelsLast(channels_last, device), std::nullopt, std::nullopt, false};
     if (device.is_cuda()) {
       const c10::impl::VirtualGuardImpl guard(device.type());
       copies.copy_stream = guard.getStreamFromGlobalPool(device);
@@ -29,9 +29,12 @@ DevicePrefetcher::DevicePrefetcher(std::vector<c10::Device> devices) {
 void DevicePrefetcher::start(std::vector<data::Element>& batches) {
   for (size_t i = 0; i < batches.size(); ++i) {
     DeviceCopies& copies = devices_[i % devices_.size()];
-    if (!copies.copy_stream) continue;
+    if (!copies.copy_stream) {
+      if (copies.channels_last) batches[i] = ToDevice(std::move(batches[i]), copies.device, true);
+      continue;
+    }
     const c10::StreamGuard on_copy_stream(*copies.copy_stream);
-    batches[i] = ToDevice(std::move(batches[i]), copies.device);
+    batches[i] = ToDevice(std::move(batches[i]), copies.device, copies.channels_last);
   }
   for (DeviceCopies& copies : devices_) {
     if (!copies.copy_stream) continue;

@@ -16,6 +16,7 @@
 #include "common/malloc_tuning.h"
 #include "distribute/strategy.h"
 #include "estimator/autocast_scope.h"
+#include "estimator/channels_last.h"
 #include "estimator/estimator_impl.h"
 #include "estimator/model_code_error.h"
 
@@ -49,10 +50,18 @@ at::Tensor CopyToDevice(const at::Tensor& tensor, c10::Device device) {
 
 }  // namespace
 
-data::Element ToDevice(data::Element element, c10::Device device) {
-  for (auto& [name, tensor] : element.features) tensor = CopyToDevice(tensor, device);
-  element.labels = CopyToDevice(element.labels, device);
+data::Element ToDevice(data::Element element, c10::Device device, bool channels_last) {
+  auto move = [&](at::Tensor& tensor) {
+    tensor = CopyToDevice(tensor, device);
+    if (channels_last && TakesChannelsLast(tensor)) tensor = tensor.contiguous(at::MemoryFormat::ChannelsLast);
+  };
+  for (auto& [name, tensor] : element.features) move(tensor);
+  move(element.labels);
   return element;
+}
+
+data::Element ToDevice(data::Element element, const ModelContext& ctx) {
+  return ToDevice(std::move(element), ctx.device(), ctx.channels_last());
 }
 
 Estimator::Estimator(ModelFn model_fn, std::string model_dir, RunConfig config, const nlohmann::json& params,

@@ -57,9 +57,12 @@ EstimatorSpec CallModelFn(const ModelFn& model_fn, const data::Element& element,
 /// reads model_dir itself); CheckpointError naming both steps otherwise.
 void CheckSameGlobalStep(distribute::Strategy& strategy, int64_t global_step, const char* what);
 
-/// Moves every tensor of `element` to `device` (no copy when already there). Host tensors
+/// Moves every tensor of `element` to `device` (no copy when already there) and, with
+/// `channels_last`, lays out its 4-D floating tensors channels-last there. Host tensors
 /// bound for a CUDA device are pinned and copied without blocking the host, on the
 /// device's current stream.
-data::Element ToDevice(data::Element element, c10::Device device);
+data::Element ToDevice(data::Element element, c10::Device device, bool channels_last);
+/// ToDevice onto the device of the replica `ctx`, in its layout.
+data::Element ToDevice(data::Element element, const ModelContext& ctx);
 
 }  // namespace est

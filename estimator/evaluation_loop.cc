@@ -64,7 +64,8 @@ EvalResult Estimator::Impl::evaluate(const InputFn& input_fn, const EvalOptions&
 
   std::shared_ptr<distribute::Strategy> strategy = eval_strategy();
   CheckSameGlobalStep(*strategy, global_step, "evaluates");
-  ReplicaSet replicas(*strategy, params, reader, /*restore_optimizers=*/true, /*initialize_from_training=*/nullptr);
+  ReplicaSet replicas(*strategy, params, reader, /*restore_optimizers=*/true, /*initialize_from_training=*/nullptr,
+                      config.channels_last);
   // The first worker of the evaluating group writes: the chief when the training group
   // evaluates together, the evaluator task on its own.
   const bool writes_results = strategy->worker_index() == 0;
@@ -97,7 +98,7 @@ EvalResult Estimator::Impl::evaluate(const InputFn& input_fn, const EvalOptions&
     std::optional<EstimatorSpec> first_spec;
     for (int r = 0; r < replicas.size(); ++r) {
       ModelContext& ctx = replicas.replica(r);
-      EstimatorSpec spec = CallModelFn(model_fn, ToDevice(std::move(elements[static_cast<size_t>(r)]), ctx.device()),
+      EstimatorSpec spec = CallModelFn(model_fn, ToDevice(std::move(elements[static_cast<size_t>(r)]), ctx),
                                        Mode::kEval, ctx, global_step, config.mixed_precision);
       loss_sum += spec.loss.item<double>();
       ++batches;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "distribute/strategy.h"
+#include "estimator/channels_last.h"
 
 namespace est {
 namespace {
@@ -18,10 +19,11 @@ void AppendModuleVariables(const std::string& name, const torch::nn::Module& mod
 }  // namespace
 
 ModelContext::ModelContext(std::shared_ptr<const nlohmann::json> params, c10::Device device,
-                           Initializers initializers)
+                           Initializers initializers, bool channels_last)
     : params_(params ? std::move(params) : std::make_shared<const nlohmann::json>(nlohmann::json::object())),
       device_(device),
-      initializers_(std::move(initializers)) {
+      initializers_(std::move(initializers)),
+      channels_last_(channels_last) {
   distribute::CheckDeviceAvailable(device_);
 }
 
@@ -62,6 +64,14 @@ ModelContext::ModuleEntry& ModelContext::add_module(const std::string& name,
   check_new_name(name);
   EST_CHECK(module != nullptr, ModelError, "module '", name, "': make() returned an empty module");
   module->to(device_);
+  if (channels_last_) {
+    // The same tensors (autograd and the optimizer see no change), their values laid out anew.
+    torch::NoGradGuard no_grad;
+    for (auto& tensor : module->parameters())
+      if (TakesChannelsLast(tensor)) tensor.set_data(tensor.contiguous(at::MemoryFormat::ChannelsLast));
+    for (auto& tensor : module->buffers())
+      if (TakesChannelsLast(tensor)) tensor.set_data(tensor.contiguous(at::MemoryFormat::ChannelsLast));
+  }
   modules_.push_back(ModuleEntry{name, std::move(module), std::move(holder), false});
   ModuleEntry& entry = modules_.back();
   entry.training = !(mode_ == Mode::kTrain);  // forces apply_mode to set it

@@ -32,8 +32,9 @@ using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 /// `optimizer`, `buffer`) creates the object with `make` and registers it under `name`;
 /// later calls, in any mode, return the same object. Names give checkpoint keys:
 /// parameter `fc.weight` of module `cnn` is saved as `cnn/fc.weight`. A newly created
-/// module is moved to this replica's device and, when a checkpoint is being restored,
-/// receives its values before it is returned.
+/// module is moved to this replica's device (its 4-D parameters and buffers laid out
+/// channels-last where the replica uses channels-last: RunConfig::channels_last) and, when a
+/// checkpoint is being restored, receives its values before it is returned.
 class ModelContext {
  public:
   /// What the framework does when state is created: restore it from a checkpoint,
@@ -45,8 +46,10 @@ class ModelContext {
     std::function<void(const std::string& name, torch::optim::Optimizer& optimizer)> optimizer;
   };
 
-  /// A context for one replica on `device`; `params` is the Estimator's params.
-  ModelContext(std::shared_ptr<const nlohmann::json> params, c10::Device device, Initializers initializers);
+  /// A context for one replica on `device`; `params` is the Estimator's params;
+  /// `channels_last`: new modules get their 4-D parameters and buffers in channels-last.
+  ModelContext(std::shared_ptr<const nlohmann::json> params, c10::Device device, Initializers initializers,
+               bool channels_last = false);
   ~ModelContext();
   ModelContext(const ModelContext&) = delete;
   ModelContext& operator=(const ModelContext&) = delete;
@@ -76,6 +79,8 @@ class ModelContext {
   const nlohmann::json& params() const { return *params_; }
   /// The device of this replica; inputs arrive on it and modules are moved to it.
   c10::Device device() const { return device_; }
+  /// Whether this replica lays out 4-D parameters, buffers and batch tensors channels-last.
+  bool channels_last() const { return channels_last_; }
 
   /// Framework side: set before each model_fn call.
   void set_mode(Mode mode);
@@ -124,6 +129,7 @@ class ModelContext {
   std::shared_ptr<const nlohmann::json> params_;
   c10::Device device_;
   Initializers initializers_;
+  bool channels_last_;
   Mode mode_ = Mode::kTrain;
   int64_t global_step_ = 0;
   std::vector<ModuleEntry> modules_;

@@ -11,6 +11,7 @@
 #include "distribute/strategy.h"
 #include "estimator/estimator_impl.h"
 #include "estimator/hooks/hook_runner.h"
+#include "estimator/channels_last.h"
 #include "estimator/model_checkpoint.h"
 
 namespace est {
@@ -78,14 +79,14 @@ struct PredictionState {
   }
 
   // Runs model_fn on the next batch into `pending`; false at the end of the input.
-  bool predict_batch(const c10::Device& device) {
+  bool predict_batch() {
     hooks->before_step();
     std::optional<data::Element> element = iterator->next();
     if (!element) return false;
     element->labels = at::Tensor();
     torch::NoGradGuard no_grad;
     EstimatorSpec spec =
-        CallModelFn(model_fn, ToDevice(std::move(*element), device), Mode::kPredict, *ctx, global_step, precision);
+        CallModelFn(model_fn, ToDevice(std::move(*element), *ctx), Mode::kPredict, *ctx, global_step, precision);
     std::vector<std::string> batch_keys = keys;
     if (batch_keys.empty())
       for (const auto& [key, tensor] : spec.predictions) batch_keys.push_back(key);
@@ -105,7 +106,8 @@ Predictions Estimator::Impl::predict(const InputFn& input_fn, const PredictOptio
   const c10::Device device = eval_strategy()->local_devices().front();
   auto state = std::make_shared<PredictionState>();
   state->model_fn = model_fn;
-  state->ctx = std::make_unique<ModelContext>(params, device, RestoreFromCheckpoint(reader, true));
+  state->ctx = std::make_unique<ModelContext>(params, device, RestoreFromCheckpoint(reader, true),
+                                              UsesChannelsLast(config.channels_last, device));
   state->iterator = input_fn(Mode::kPredict, distribute::InputContext()).make_iterator();
   state->keys = options.predict_keys();
   state->global_step = reader->global_step();
@@ -114,11 +116,11 @@ Predictions Estimator::Impl::predict(const InputFn& input_fn, const PredictOptio
   state->is_chief = config.cluster.is_chief;
   state->hook_list = options.hooks();
 
-  return Predictions([state, device]() -> std::optional<Prediction> {
+  return Predictions([state]() -> std::optional<Prediction> {
     while (state->pending.empty()) {
       if (state->exhausted) return std::nullopt;
       state->start_hooks();
-      if (!state->predict_batch(device)) state->end_hooks();
+      if (!state->predict_batch()) state->end_hooks();
     }
     Prediction next = std::move(state->pending.front());
     state->pending.pop_front();

@@ -13,12 +13,13 @@ namespace est {
 
 ReplicaSet::ReplicaSet(distribute::Strategy& strategy, std::shared_ptr<const nlohmann::json> params,
                        std::shared_ptr<const checkpoint::CheckpointReader> restore_from, bool restore_optimizers,
-                       VariablesInitializer initialize_from_training)
+                       VariablesInitializer initialize_from_training, ChannelsLast channels_last)
     : strategy_(strategy) {
   const std::vector<c10::Device> devices = strategy.local_devices();
   for (size_t i = 0; i < devices.size(); ++i) {
     replicas_.push_back(std::make_unique<ModelContext>(
-        params, devices[i], initializers_for(static_cast<int>(i), restore_from, restore_optimizers, initialize_from_training)));
+        params, devices[i], initializers_for(static_cast<int>(i), restore_from, restore_optimizers, initialize_from_training),
+        UsesChannelsLast(channels_last, devices[i])));
   }
 }
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "estimator/channels_last.h"
 #include "estimator/model_context.h"
 
 namespace est {
@@ -22,6 +23,7 @@ class Strategy;
 /// local replicas copy replica 0's values. Every
 /// replica's optimizers are restored from the checkpoint when `restore_optimizers`.
 /// Replica 0 must create its state first, as it does when model_fn runs replica by replica.
+/// A replica lays out 4-D tensors channels-last as `channels_last` says for its device.
 class ReplicaSet {
  public:
   /// Makes replica 0's new variables the training's current values.
@@ -29,7 +31,7 @@ class ReplicaSet {
 
   ReplicaSet(distribute::Strategy& strategy, std::shared_ptr<const nlohmann::json> params,
              std::shared_ptr<const checkpoint::CheckpointReader> restore_from, bool restore_optimizers,
-             VariablesInitializer initialize_from_training);
+             VariablesInitializer initialize_from_training, ChannelsLast channels_last = ChannelsLast::kOff);
 
   /// Number of local replicas.
   int size() const { return static_cast<int>(replicas_.size()); }

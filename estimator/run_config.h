@@ -8,6 +8,7 @@
 
 #include "distribute/cluster/cluster_config.h"
 #include "distribute/cluster/cluster_resolver.h"
+#include "estimator/channels_last.h"
 #include "estimator/mixed_precision.h"
 
 namespace est {
@@ -60,6 +61,11 @@ struct RunConfig {
   /// float32 CPU parameter instead of LibTorch's eight (est::ops::FusedAdamStep): the same
   /// results to the bit, checked once against LibTorch's own step. false calls step().
   bool fused_optimizer_step = true;
+  /// Channels-last (NHWC) memory format for each replica's 4-D parameters and buffers and
+  /// the 4-D floating tensors of its batches (images): kAuto uses it on CUDA replicas, whose
+  /// cuDNN kernels prefer it, and not on the CPU, where it measured no faster
+  /// (docs/performance.md). Checkpoints do not change: they hold the same tensors, contiguous.
+  ChannelsLast channels_last = ChannelsLast::kAuto;
   /// Catch SIGTERM, SIGINT and SIGHUP during train(): every worker stops after the step in
   /// which any of them got one, the chief saves a checkpoint, and train() throws
   /// est::Interrupted (programs exit with 128 + the signal). The evaluator task of

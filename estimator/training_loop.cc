@@ -121,7 +121,8 @@ class TrainingSession : public Session {
         // Replica 0's new variables become the training's current values through the
         // StepSync, which run() makes before model_fn first runs.
         replicas_(strategy, estimator.params, restore_from, restore_optimizers,
-                  [this](const NamedTensors& variables) { sync_->initialize_variables(variables); }),
+                  [this](const NamedTensors& variables) { sync_->initialize_variables(variables); },
+                  estimator.config.channels_last),
         complete_saves_(complete_saves),
         accumulation_steps_(estimator.config.gradient_accumulation_steps) {
     if (auto options = estimator.config.effective_loss_scale()) {
@@ -193,7 +194,7 @@ class TrainingSession : public Session {
     const size_t batches_per_step = static_cast<size_t>(replicas_.size() * accumulation_steps_);
     std::vector<data::Element> current(batches_per_step);
     std::vector<data::Element> upcoming(batches_per_step);
-    DevicePrefetcher prefetcher(strategy_.local_devices());
+    DevicePrefetcher prefetcher(strategy_.local_devices(), estimator_.config.channels_last);
     distribute::StepFlags stop;
     stop.input_ended = sync_->any_worker(!read_batches(*iterator, current));
     batch_examples_ = BatchExamples(current.front());
@@ -285,7 +286,7 @@ class TrainingSession : public Session {
     TensorMap summary_sums;
     for (int64_t m = 0; m < micro_batches; ++m) {
       const auto& batch = batches[static_cast<size_t>(m * replicas_.size() + r)];
-      EstimatorSpec spec = CallModelFn(estimator_.model_fn, ToDevice(batch, ctx.device()), Mode::kTrain, ctx,
+      EstimatorSpec spec = CallModelFn(estimator_.model_fn, ToDevice(batch, ctx), Mode::kTrain, ctx,
                                        global_step_, estimator_.config.mixed_precision);
       if (m == 0) spec.optimizer->zero_grad();
       const at::Tensor loss = spec.loss;

@@ -13,7 +13,7 @@ import json
 import os
 import resource
 import socket
-import threading
+import sys
 import time
 
 import torch
@@ -83,12 +83,14 @@ def worker(rank, args, master, results):
     seconds = time.perf_counter() - start
     dist.barrier()  # every rank has finished its steps before any of them tears down
     results.put((rank, seconds, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0))
-    # Gloo's teardown once waited forever on rank 0 after rank 1 had left (across simulated
-    # hosts); the result is out, so a teardown that takes over a minute ends the process.
-    watchdog = threading.Timer(60, os._exit, args=(0,))
-    watchdog.daemon = True
-    watchdog.start()
-    dist.destroy_process_group()
+    # The process ends without Gloo's teardown, once its result is out: across simulated hosts
+    # that teardown has waited forever on one rank after the other had left, spinning in system
+    # calls with the GIL held (seen: 8 minutes at 100 % CPU), so no Python watchdog could end it.
+    if hasattr(results, "join_thread"):  # a multiprocessing queue: its feeder thread sends the result
+        results.close()
+        results.join_thread()
+    sys.stdout.flush()
+    os._exit(0)
 
 
 class OneResult:

@@ -4,7 +4,7 @@
 //   train_bench --loop estimator|handwritten|raw_allreduce --model cnn|mlp|resnet --batch-size B
 //               --steps N --warmup W [--strategy none|multi_worker] [--device cpu|cuda:N]
 //               [--bytes X] [--transport auto|tcp] [--compression none|fp16|bf16]
-//               [--fused-optimizer-step true|false]
+//               [--fused-optimizer-step true|false] [--channels-last auto|on|off]
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -47,6 +47,7 @@ struct Flags {
   std::string transport = "auto";
   std::string compression = "none";  ///< multi_worker: none, fp16 or bf16 on the wire
   bool fused_optimizer_step = true;  ///< estimator: RunConfig::fused_optimizer_step
+  std::string channels_last = "auto";  ///< estimator: RunConfig::channels_last
 };
 
 double PeakRssMegabytes() {
@@ -121,6 +122,7 @@ nlohmann::json RunEstimator(const Flags& flags) {
   config.save_checkpoints_steps = 1'000'000'000;
   config.log_step_count_steps = 1'000'000'000;
   config.fused_optimizer_step = flags.fused_optimizer_step;
+  config.channels_last = est::ParseChannelsLast(flags.channels_last);
   std::shared_ptr<est_bench::TimingCollective> collective;
   if (flags.strategy == "multi_worker") {
     collective = ConnectWorkers(config.cluster, flags.transport != "tcp");
@@ -200,6 +202,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"none", "fp16", "bf16"}));
   app.add_option("--fused-optimizer-step", flags.fused_optimizer_step,
                  "estimator: step Adam fused (RunConfig::fused_optimizer_step)");
+  app.add_option("--channels-last", flags.channels_last, "estimator: RunConfig::channels_last")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   if (auto exit_status = est_apps::ParseFlags(app, argc, argv, "train_bench")) return *exit_status;
   try {
     // A clear error for a device LibTorch does not see.

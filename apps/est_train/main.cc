@@ -50,6 +50,7 @@ struct Flags {
   double bucket_cap_mb = 25;
   std::string gradient_compression = "none";
   std::string mixed_precision = "none";
+  std::string channels_last = "auto";
   bool ignore_invalid_checkpoints = false;
   std::string job_token_file;
   est_apps::TlsFlags tls;
@@ -140,6 +141,10 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--mixed-precision", flags.mixed_precision,
                  "Autocast model_fn in this dtype, float32 variables (float16: CUDA only, with dynamic loss scaling)")
       ->check(CLI::IsMember({"none", "bfloat16", "float16"}))
+      ->capture_default_str();
+  app.add_option("--channels-last", flags.channels_last,
+                 "Lay out 4-D parameters and images channels-last (NHWC) on the devices (auto: on CUDA devices)")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   app.footer(
       "SIGTERM, SIGINT or SIGHUP (preemption, Ctrl-C, a launcher that died) during training: every worker stops\n"
@@ -291,6 +296,7 @@ int Run(const Flags& flags) {
   config.log_step_count_steps = flags.log_step_count_steps;
   config.gradient_accumulation_steps = flags.gradient_accumulation_steps;
   config.mixed_precision = est::ParseMixedPrecision(flags.mixed_precision);
+  config.channels_last = est::ParseChannelsLast(flags.channels_last);
   config.ignore_invalid_checkpoints = flags.ignore_invalid_checkpoints;
   est::Estimator estimator(recipe.model_fn, flags.model_dir, config, params);
   auto eval_spec =

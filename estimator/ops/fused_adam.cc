@@ -126,9 +126,14 @@ void AdamRange(const AdamScalars& s, float* p, const float* g, float* m, float* 
   });
 }
 
-bool IsDenseFloatCpu(const at::Tensor& t, int64_t numel) {
+// A float32 CPU tensor whose elements fill one block of memory (contiguous, channels-last
+// or any other dense layout); `like`: one laid out as it is, element for element.
+bool IsDenseFloatCpu(const at::Tensor& t) {
   return t.defined() && t.layout() == at::kStrided && t.device().is_cpu() && t.scalar_type() == at::kFloat &&
-         t.is_contiguous() && t.numel() == numel;
+         t.is_non_overlapping_and_dense();
+}
+bool IsLaidOutLike(const at::Tensor& t, const at::Tensor& like) {
+  return IsDenseFloatCpu(t) && t.sizes() == like.sizes() && t.strides() == like.strides();
 }
 
 // The key under which LibTorch's Adam and AdamW keep a parameter's state.
@@ -140,8 +145,8 @@ Hyper HyperOf(const Options& o, bool adamw) {
 }
 
 // Whether `optimizer` (an Adam or AdamW: `State` is its parameter state, `Options` its group
-// options) can step fused: amsgrad off, and every parameter that has a gradient, the gradient
-// and the parameter's state (where it has one yet) dense, contiguous float32 CPU tensors.
+// options) can step fused: amsgrad off, and every parameter that has a gradient a dense
+// float32 CPU tensor, its gradient and its state (where it has one yet) laid out as it is.
 template <typename State, typename Options>
 bool Eligible(torch::optim::Optimizer& optimizer) {
   const auto& states = optimizer.state();
@@ -150,12 +155,11 @@ bool Eligible(torch::optim::Optimizer& optimizer) {
     for (const auto& p : group.params()) {
       const at::Tensor& grad = p.grad();
       if (!grad.defined()) continue;
-      if (!IsDenseFloatCpu(p, p.numel()) || !IsDenseFloatCpu(grad, p.numel())) return false;
+      if (!IsDenseFloatCpu(p) || !IsLaidOutLike(grad, p)) return false;
       auto found = states.find(StateKey(p));
       if (found == states.end()) continue;
       const auto* state = dynamic_cast<const State*>(found->second.get());
-      if (!state || !IsDenseFloatCpu(state->exp_avg(), p.numel()) || !IsDenseFloatCpu(state->exp_avg_sq(), p.numel()))
-        return false;
+      if (!state || !IsLaidOutLike(state->exp_avg(), p) || !IsLaidOutLike(state->exp_avg_sq(), p)) return false;
     }
   }
   return true;

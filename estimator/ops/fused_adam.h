@@ -9,8 +9,8 @@ namespace est::ops {
 
 /// Steps `optimizer` as `optimizer.step()` would and returns true, when it is exactly a
 /// torch::optim::Adam or torch::optim::AdamW (not a subclass) with amsgrad off whose
-/// parameters that have a gradient are dense, contiguous float32 CPU tensors (and so are
-/// their gradients and the optimizer's state). Each parameter is updated in one vectorized
+/// parameters that have a gradient are dense float32 CPU tensors (contiguous, channels-last
+/// or another layout without gaps), their gradients and the optimizer's state laid out alike. Each parameter is updated in one vectorized
 /// pass that reads the parameter, its gradient and both moments once and writes each once;
 /// LibTorch's step makes eight passes and two temporaries. On the 21 M parameters of `make
 /// bench`'s MLP, at one thread: 11 ms against 36 ms (91 ms where glibc maps and unmaps each

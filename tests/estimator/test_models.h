@@ -82,6 +82,42 @@ inline EstimatorSpec SgdRegression(const Features& features, const at::Tensor& l
   return EstimatorSpec::Train(loss, sgd);
 }
 
+/// A small CNN on 3-channel 6×6 images (conv 3 → 4, 3×3; ReLU; 2×2 max-pool; dense 16 → 1) whose
+/// initial values come from a formula, as FormulaNet's: its conv weight is a 4-D parameter with
+/// more than one input channel, which channels-last lays out anew.
+inline torch::nn::Sequential FormulaConvNet() {
+  torch::nn::Sequential net(torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 4, 3)), torch::nn::ReLU(),
+                            torch::nn::MaxPool2d(2), torch::nn::Flatten(), torch::nn::Linear(16, 1));
+  torch::NoGradGuard no_grad;
+  int64_t offset = 0;
+  for (auto& parameter : net->parameters()) {
+    parameter.copy_(torch::sin(torch::arange(parameter.numel(), torch::kFloat32) * 0.7 + offset).reshape(parameter.sizes()) * 0.3);
+    offset += parameter.numel();
+  }
+  return net;
+}
+
+/// FormulaConvNet regressing "image" onto the labels with SGD (momentum 0.9).
+inline EstimatorSpec SgdConvRegression(const Features& features, const at::Tensor& labels, Mode mode, ModelContext& ctx) {
+  auto net = ctx.module("net", FormulaConvNet);
+  auto predictions = net->forward(features.at("image")).squeeze(1);
+  auto loss = torch::mse_loss(predictions, labels);
+  if (mode == Mode::kEval) return EstimatorSpec::Eval(loss, {{"mse", metrics::MeanSquaredError(labels, predictions)}});
+  auto& sgd = ctx.optimizer("sgd", [&] { return torch::optim::SGD(net->parameters(), torch::optim::SGDOptions(0.02).momentum(0.9)); });
+  return EstimatorSpec::Train(loss, sgd);
+}
+
+/// 64 fixed 3×6×6 images ("image") and their labels, sharded over the workers; each worker
+/// batches its share of the global batch `global_batch`.
+inline data::Dataset ImagesOfBatch(Mode mode, const distribute::InputContext& input, int64_t global_batch) {
+  auto images = torch::cos(torch::arange(64 * 3 * 36, torch::kFloat32) * 0.013).reshape({64, 3, 6, 6});
+  auto y = images.mean({1, 2, 3}) * 4 - images.select(1, 2).select(1, 0).select(1, 0);
+  auto dataset =
+      data::Dataset::FromTensors({{"image", images}}, y).shard(input.num_input_pipelines(), input.input_pipeline_id());
+  if (mode == Mode::kTrain) dataset = dataset.repeat();
+  return dataset.batch(input.per_replica_batch_size(global_batch));
+}
+
 /// 128 fixed examples, sharded over the workers; each worker batches its share of the
 /// global batch `global_batch`.
 inline data::Dataset InputOfBatch(Mode mode, const distribute::InputContext& input, int64_t global_batch) {

@@ -229,3 +229,25 @@ TEST_CASE("FusedAdamStep: a parameter updated in place is seen by autograd", "[o
   REQUIRE(est::ops::FusedAdamStep(adam));
   REQUIRE(p._version() > version);
 }
+
+TEST_CASE("FusedAdamStep steps channels-last parameters, and LibTorch's step where layouts differ", "[ops]") {
+  torch::manual_seed(9);
+  const auto values = torch::randn({8, 3, 3, 5}).contiguous(torch::MemoryFormat::ChannelsLast);
+  auto ours = values.clone().requires_grad_(true);  // clone keeps the layout
+  auto theirs = values.clone().requires_grad_(true);
+  REQUIRE(ours.is_contiguous(torch::MemoryFormat::ChannelsLast));
+  torch::optim::Adam fused({ours}, torch::optim::AdamOptions(1e-2));
+  torch::optim::Adam reference({theirs}, torch::optim::AdamOptions(1e-2));
+  for (int step = 0; step < 4; ++step) {
+    const auto grad = torch::randn(values.sizes()).contiguous(torch::MemoryFormat::ChannelsLast);
+    ours.mutable_grad() = grad.clone();
+    theirs.mutable_grad() = grad.clone();
+    REQUIRE(est::ops::FusedAdamStep(fused));
+    reference.step();
+    RequireSameState<torch::optim::AdamParamState>(fused, {ours}, reference, {theirs});
+  }
+  // A contiguous gradient for a channels-last parameter: element i of the two blocks is not
+  // the same element, so the fused step declines.
+  ours.mutable_grad() = torch::randn(values.sizes());
+  REQUIRE_FALSE(est::ops::FusedAdamStep(fused));
+}
