@@ -59,6 +59,8 @@ Figures (see the README's Performance section):
   hosts_*_fp16   the same with float16 gradients on the wire: ours (error feedback) vs DDP's
                  fp16_compress_hook (target >= 1.10)
   hosts_*_fp16_vs_fp32  ours with float16 gradients vs ours with float32, examples/s
+  hosts_mlp_*_allreduce  bus bandwidth of the MLP's all-reduce inside training, 2 hosts x 1 worker, vs bare Gloo
+                 TCP all-reduces of the same bucket sizes over the same link (target >= 0.9)
   hosts_*_1g_2x2  2 workers on each of the 2 hosts (a host's 2 workers share its CPU), 1 Gbit/s links:
                  ours (hierarchical all-reduce: shared memory within a host, Gloo among one
                  leader per host) vs PyTorch DDP (gloo, flat), examples/s
@@ -174,7 +176,8 @@ class Runner:
                    "--batch-size", str(batch), "--workers", str(workers)] + self.sizes(model) + (["--pin"] if pin else [])
         return json_lines(run(command, self.peer_single_thread))[-1]
 
-    def on_hosts(self, net, model, loop, batch=64, compression="none", per_host=1, transport="auto"):
+    def on_hosts(self, net, model, loop, batch=64, compression="none", per_host=1, transport="auto",
+                 raw_bytes=0, raw_calls=0):
         """Examples/s summed over `per_host` workers on each of `net`'s simulated hosts, ours
         ("ours": train_bench's Estimator with MultiWorkerMirroredStrategy from a TF_CONFIG of the
         hosts' addresses) or PyTorch DDP's ("ddp"), each host's workers bound to a CPU of its own
@@ -183,7 +186,9 @@ class Runner:
         over Gloo TCP, "auto" lets a host's ranks meet in shared memory (the hierarchical
         all-reduce where hosts hold several ranks). A host's workers are started by one shell
         inside its namespace, so that they share its mount namespace as processes of one machine
-        do."""
+        do. Returns {"examples_per_sec", "allreduce": the first worker's all-reduce statistics
+        (ours)}; loop "raw_allreduce" times `raw_calls` bare Gloo TCP all-reduces of `raw_bytes`
+        between the hosts instead (train_bench --loop raw_allreduce), and "allreduce" is theirs."""
         cpus = sorted(os.sched_getaffinity(0))
         workers = net.count * per_host
         expected_collective = "gloo" if transport == "tcp" or per_host == 1 else "gloo+hierarchy"
@@ -192,12 +197,15 @@ class Runner:
             lines = []
             for k in range(per_host):
                 rank = i * per_host + k
-                if loop == "ours":
+                if loop in ("ours", "raw_allreduce"):
                     cluster = {"worker": [f"{net.address(h)}:{23456 + j}" for h in range(net.count) for j in range(per_host)]}
                     tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": rank}})
                     argv = [os.path.join(self.bin, "train_bench"), "--loop", "estimator", "--model", model,
                             "--batch-size", str(batch), "--strategy", "multi_worker", "--compression", compression,
                             "--transport", transport] + self.sizes(model)
+                    if loop == "raw_allreduce":
+                        argv = [os.path.join(self.bin, "train_bench"), "--loop", "raw_allreduce", "--bytes",
+                                str(raw_bytes), "--steps", str(raw_calls), "--warmup", "1", "--transport", "tcp"]
                     env = dict(self.single_thread, TF_CONFIG=tf_config, EST_JOB_ID="hosts-bench",
                                EST_JOB_TOKEN="hosts-bench-token")
                 else:
@@ -242,7 +250,8 @@ class Runner:
         if loop == "ours" and any(r.get("collective") != expected_collective for r in results):
             sys.exit(f"run_benchmarks: expected the {expected_collective} collective on the simulated hosts, got "
                      f"{sorted(set(r.get('collective') for r in results))}")
-        return sum(r["examples_per_sec"] for r in results)
+        return {"examples_per_sec": sum(r.get("examples_per_sec", 0) for r in results),
+                "allreduce": results[0].get("allreduce", {})}
 
     def ps_train(self, mode, straggler):
         """Examples/s of a 2-worker job (with a ps task unless mode is "mirrored"), summed over the workers."""
@@ -515,18 +524,32 @@ def main():
             with simulated_hosts.SimulatedHosts(2, rate) as net:
                 for model in ("cnn", "mlp"):
                     figure = f"hosts_{model}_{rate // 1000}g"
-                    ours = runner.on_hosts(net, model, "ours")
-                    record(figure, ours, runner.on_hosts(net, model, "ddp"), "examples/s")
-                    compressed = runner.on_hosts(net, model, "ours", compression="fp16")
-                    record(f"{figure}_fp16", compressed, runner.on_hosts(net, model, "ddp", compression="fp16"),
-                           "examples/s")
+                    run = runner.on_hosts(net, model, "ours")
+                    ours = run["examples_per_sec"]
+                    record(figure, ours, runner.on_hosts(net, model, "ddp")["examples_per_sec"], "examples/s")
+                    if model == "mlp" and run["allreduce"].get("calls"):
+                        # The all-reduce inside training against bare Gloo all-reduces of the same
+                        # bucket sizes over the same link, bucket for bucket.
+                        stats, alone = run["allreduce"], 0.0
+                        for bucket in stats["buckets"]:
+                            calls = int(bucket["calls"])
+                            raw = runner.on_hosts(net, model, "raw_allreduce", raw_bytes=bucket["bytes"],
+                                                  raw_calls=max(3, calls))["allreduce"]
+                            alone += raw["seconds"] / raw["calls"] * calls
+                        # 2 ranks: the bus bytes are the bytes.
+                        record(f"{figure}_allreduce", stats["bus_gbytes_per_sec"], stats["bytes"] / 1e9 / alone,
+                               "GB/s bus")
+                    compressed = runner.on_hosts(net, model, "ours", compression="fp16")["examples_per_sec"]
+                    record(f"{figure}_fp16", compressed,
+                           runner.on_hosts(net, model, "ddp", compression="fp16")["examples_per_sec"], "examples/s")
                     record(f"{figure}_fp16_vs_fp32", compressed, ours, "examples/s")
                     if rate == HOST_LINK_RATES[0]:  # 2 hosts x 2 workers, on the slower link
-                        hierarchical = runner.on_hosts(net, model, "ours", per_host=2)
-                        record(f"{figure}_2x2", hierarchical, runner.on_hosts(net, model, "ddp", per_host=2),
-                               "examples/s")
+                        hierarchical = runner.on_hosts(net, model, "ours", per_host=2)["examples_per_sec"]
+                        record(f"{figure}_2x2", hierarchical,
+                               runner.on_hosts(net, model, "ddp", per_host=2)["examples_per_sec"], "examples/s")
                         record(f"{figure}_2x2_vs_flat", hierarchical,
-                               runner.on_hosts(net, model, "ours", per_host=2, transport="tcp"), "examples/s")
+                               runner.on_hosts(net, model, "ours", per_host=2, transport="tcp")["examples_per_sec"],
+                               "examples/s")
 
     peers = {"overhead": "hand-written LibTorch loop", "memory": "hand-written LibTorch loop",
              "vs_glibc_malloc": "hand-written loop, glibc's default malloc thresholds",
@@ -565,6 +588,8 @@ def main():
             peers[f"{figure}_fp16"] = f"PyTorch DDP with fp16_compress_hook, {link} (ours: fp16, error feedback)"
             peers[f"{figure}_fp16_vs_fp32"] = f"ours uncompressed, {link} (ours: fp16)"
             peers[f"{figure}_2x2"] = f"PyTorch DDP (gloo), 2 hosts x 2 workers, {rate // 1000} Gbit/s links"
+            peers[f"{figure}_allreduce"] = (f"bare Gloo TCP all-reduces of the same bucket sizes, {link} "
+                                            "(ours: inside training)")
             peers[f"{figure}_2x2_vs_flat"] = (f"ours with a flat Gloo TCP all-reduce, 2 hosts x 2 workers, "
                                               f"{rate // 1000} Gbit/s links (ours: hierarchical)")
     print(f"TorchEstimator benchmarks on {platform.node()}: {os.cpu_count()} cores, "
