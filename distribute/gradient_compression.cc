@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "distribute/collective/collective.h"
 #include "distribute/collective/kernels_16_bit.h"
+#include "distribute/power_sgd.h"
 
 namespace est::distribute {
 
@@ -13,21 +14,40 @@ const char* GradientCompressionName(GradientCompression compression) {
     case GradientCompression::kNone: return "none";
     case GradientCompression::kFloat16: return "fp16";
     case GradientCompression::kBFloat16: return "bf16";
+    case GradientCompression::kPowerSgd: return "powersgd";
   }
   return "unknown";
 }
 
 GradientCompression ParseGradientCompression(const std::string& name, const std::string& what) {
-  for (GradientCompression compression :
-       {GradientCompression::kNone, GradientCompression::kFloat16, GradientCompression::kBFloat16}) {
+  for (GradientCompression compression : {GradientCompression::kNone, GradientCompression::kFloat16,
+                                          GradientCompression::kBFloat16, GradientCompression::kPowerSgd}) {
     if (name == GradientCompressionName(compression)) return compression;
   }
-  EST_THROW(ConfigError, what, ": unknown gradient compression '", name, "'; expected none, fp16 or bf16");
+  EST_THROW(ConfigError, what, ": unknown gradient compression '", name, "'; expected none, fp16, bf16 or powersgd");
+}
+
+void PowerSgdOptions::validate() const {
+  EST_CHECK(rank() >= 1 && rank() <= 64, ConfigError, "PowerSgdOptions: rank must be in [1, 64], got ", rank());
+  EST_CHECK(warmup_steps() >= 0, ConfigError, "PowerSgdOptions: warmup_steps must not be negative, got ",
+            warmup_steps());
+}
+
+std::unique_ptr<BucketCompression> MakeBucketCompression(GradientCompression compression,
+                                                         const PowerSgdOptions& power_sgd,
+                                                         const std::vector<std::vector<int64_t>>& shapes,
+                                                         const at::TensorOptions& options) {
+  EST_ASSERT(compression != GradientCompression::kNone, "MakeBucketCompression without a compression");
+  if (compression == GradientCompression::kPowerSgd) return std::make_unique<PowerSgdAllreduce>(shapes, power_sgd, options);
+  int64_t numel = 0;
+  for (const auto& shape : shapes) numel += c10::multiply_integers(shape);
+  return std::make_unique<CompressedAllreduce>(compression, numel, options);
 }
 
 CompressedAllreduce::CompressedAllreduce(GradientCompression compression, int64_t numel,
                                          const at::TensorOptions& options) {
-  EST_ASSERT(compression != GradientCompression::kNone, "CompressedAllreduce without a compression");
+  EST_ASSERT(compression == GradientCompression::kFloat16 || compression == GradientCompression::kBFloat16,
+             "CompressedAllreduce needs a 16-bit compression");
   const at::ScalarType wire = compression == GradientCompression::kFloat16 ? at::kHalf : at::kBFloat16;
   wire_ = at::empty({numel}, options.dtype(wire));
   residual_ = at::zeros({numel}, options.dtype(at::kFloat));

@@ -57,8 +57,11 @@ GradientReducer::GradientReducer(Collective& collective, std::vector<at::Tensor>
     }
     bucket.buffer = at::zeros({offset}, kinds[b]);
     bucket.parameters = members[b];
-    if (compressing && kinds[b].dtype() == at::kFloat && !bucket.parameters.empty())
-      bucket.compressed = std::make_unique<CompressedAllreduce>(options.compression(), offset, kinds[b]);
+    if (compressing && kinds[b].dtype() == at::kFloat && !bucket.parameters.empty()) {
+      std::vector<std::vector<int64_t>> shapes;
+      for (size_t k : bucket.parameters) shapes.push_back(parameters_[k].sizes().vec());
+      bucket.compressed = MakeBucketCompression(options.compression(), options.power_sgd(), shapes, kinds[b]);
+    }
     buckets_.push_back(std::move(bucket));
   }
   filled_.assign(parameters_.size(), false);

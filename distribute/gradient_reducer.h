@@ -28,6 +28,8 @@ struct GradientReducerOptions {
   TORCH_ARG(int64_t, bucket_cap_bytes) = int64_t{25} << 20;
   /// The form of float32 buckets on the wire (other dtypes and the extras go as they are).
   TORCH_ARG(GradientCompression, compression) = GradientCompression::kNone;
+  /// PowerSGD's rank and warm-up, when `compression` is kPowerSgd.
+  TORCH_ARG(PowerSgdOptions, power_sgd) = {};
 };
 
 /// Averages the gradients of `parameters` over all replicas in sync. Parameters go into
@@ -40,9 +42,10 @@ struct GradientReducerOptions {
 /// is left (parameters that got no gradient count as zero), waits, and writes the
 /// averages into `.grad`. Bucket buffers are allocated once.
 ///
-/// With a compression, float32 buckets are all-reduced as 16-bit values with error
-/// feedback (CompressedAllreduce); their averages differ from the exact ones by the
-/// rounding of the 16-bit type.
+/// With a compression, float32 buckets are all-reduced compressed, with error feedback
+/// (BucketCompression): as 16-bit values (CompressedAllreduce), whose averages differ from
+/// the exact ones by the rounding of the 16-bit type, or as PowerSGD's low-rank factors
+/// (PowerSgdAllreduce).
 ///
 /// `extras_numel` float32 values per step (the loss, an input-ended flag) can ride along
 /// in the last bucket: prepare() takes them, extras() gives their average after finish(),
@@ -82,7 +85,7 @@ class GradientReducer {
     at::Tensor buffer;
     std::vector<size_t> parameters;
     size_t pending = 0;
-    std::unique_ptr<CompressedAllreduce> compressed;  ///< set when the bucket goes compressed
+    std::unique_ptr<BucketCompression> compressed;  ///< set when the bucket goes compressed
   };
 
   void on_gradient(size_t parameter, const at::Tensor& gradient);

@@ -25,6 +25,15 @@ std::vector<c10::Device> ParseDevices(const std::vector<std::string>& names) {
 
 constexpr bool kBuildHasNccl = EST_WITH_NCCL && EST_WITH_CUDA;
 
+// The compression, with PowerSGD's options where they apply: every worker must agree on them.
+std::string CompressionSetting(const GradientReducerOptions& buckets) {
+  std::string setting = GradientCompressionName(buckets.compression());
+  if (buckets.compression() == GradientCompression::kPowerSgd)
+    setting += " rank " + std::to_string(buckets.power_sgd().rank()) + ", warm-up " +
+               std::to_string(buckets.power_sgd().warmup_steps()) + " steps";
+  return setting;
+}
+
 }  // namespace
 
 CommunicationImplementation ChooseCommunication(CommunicationImplementation requested,
@@ -105,6 +114,7 @@ void MultiWorkerMirroredStrategy::check_options() const {
             "MultiWorkerMirroredStrategy: gradient compression ", GradientCompressionName(compression),
             " needs one device per worker (it compresses the bucketed all-reduce), but ", devices_.size(),
             " devices are listed");
+  if (compression == GradientCompression::kPowerSgd) options_.buckets().power_sgd().validate();
 }
 
 std::shared_ptr<MultiWorkerMirroredStrategy> MultiWorkerMirroredStrategy::Create(MultiWorkerOptions options) {
@@ -123,7 +133,7 @@ StrategySettings MultiWorkerMirroredStrategy::settings() const {
           {"communication", CommunicationName(communication_)},
           {"first bucket bytes", std::to_string(options_.buckets().first_bucket_bytes())},
           {"bucket cap bytes", std::to_string(options_.buckets().bucket_cap_bytes())},
-          {"gradient compression", GradientCompressionName(options_.buckets().compression())},
+          {"gradient compression", CompressionSetting(options_.buckets())},
           {"buffer sync", BufferSyncName(options_.buffer_sync())}};
 }
 

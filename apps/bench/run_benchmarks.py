@@ -59,6 +59,9 @@ Figures (see the README's Performance section):
   hosts_*_fp16   the same with float16 gradients on the wire: ours (error feedback) vs DDP's
                  fp16_compress_hook (target >= 1.10)
   hosts_*_fp16_vs_fp32  ours with float16 gradients vs ours with float32, examples/s
+  hosts_*_powersgd  ours with PowerSGD rank 1 (DDP's default rank) vs DDP with its fp16_compress_hook (its
+                 powerSGD_hook fails over Gloo in PyTorch 1.13: docs/performance.md), examples/s
+  hosts_*_powersgd_vs_fp32  ours with PowerSGD vs ours with float32, examples/s
   hosts_mlp_*_allreduce  bus bandwidth of the MLP's all-reduce inside training, 2 hosts x 1 worker, vs bare Gloo
                  TCP all-reduces of the same bucket sizes over the same link (target >= 0.9)
   hosts_*_1g_2x2  2 workers on each of the 2 hosts (a host's 2 workers share its CPU), 1 Gbit/s links:
@@ -87,6 +90,8 @@ import simulated_hosts  # beside this file
 GROUPS = ("overhead", "estimator", "scaling", "efficiency", "gpu", "extras", "ps", "input", "hosts")
 # The link rates of the hosts group, Mbit/s: 1 and 10 Gbit/s.
 HOST_LINK_RATES = (1000, 10000)
+# The rank of PowerSGD's factors in the hosts group: DDP's default rank.
+POWERSGD_RANK = 1
 PYTHON = "/usr/bin/python3"  # Debian's, which has python3-torch
 # Our Estimator raises glibc's mmap and trim thresholds itself (common/malloc_tuning.h);
 # the peers get the same through the environment, so that the figures compare frameworks,
@@ -202,7 +207,7 @@ class Runner:
                     tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": rank}})
                     argv = [os.path.join(self.bin, "train_bench"), "--loop", "estimator", "--model", model,
                             "--batch-size", str(batch), "--strategy", "multi_worker", "--compression", compression,
-                            "--transport", transport] + self.sizes(model)
+                            "--transport", transport, "--powersgd-rank", str(POWERSGD_RANK)] + self.sizes(model)
                     if loop == "raw_allreduce":
                         argv = [os.path.join(self.bin, "train_bench"), "--loop", "raw_allreduce", "--bytes",
                                 str(raw_bytes), "--steps", str(raw_calls), "--warmup", "1", "--transport", "tcp"]
@@ -540,9 +545,14 @@ def main():
                         record(f"{figure}_allreduce", stats["bus_gbytes_per_sec"], stats["bytes"] / 1e9 / alone,
                                "GB/s bus")
                     compressed = runner.on_hosts(net, model, "ours", compression="fp16")["examples_per_sec"]
-                    record(f"{figure}_fp16", compressed,
-                           runner.on_hosts(net, model, "ddp", compression="fp16")["examples_per_sec"], "examples/s")
+                    ddp_fp16 = runner.on_hosts(net, model, "ddp", compression="fp16")["examples_per_sec"]
+                    record(f"{figure}_fp16", compressed, ddp_fp16, "examples/s")
                     record(f"{figure}_fp16_vs_fp32", compressed, ours, "examples/s")
+                    # DDP's powerSGD_hook fails over Gloo in PyTorch 1.13 (docs/performance.md): its
+                    # fp16 hook, the compression it runs here, is the peer.
+                    low_rank = runner.on_hosts(net, model, "ours", compression="powersgd")["examples_per_sec"]
+                    record(f"{figure}_powersgd", low_rank, ddp_fp16, "examples/s")
+                    record(f"{figure}_powersgd_vs_fp32", low_rank, ours, "examples/s")
                     if rate == HOST_LINK_RATES[0]:  # 2 hosts x 2 workers, on the slower link
                         hierarchical = runner.on_hosts(net, model, "ours", per_host=2)["examples_per_sec"]
                         record(f"{figure}_2x2", hierarchical,
@@ -587,6 +597,9 @@ def main():
             peers[figure] = f"PyTorch DDP (gloo), {link}"
             peers[f"{figure}_fp16"] = f"PyTorch DDP with fp16_compress_hook, {link} (ours: fp16, error feedback)"
             peers[f"{figure}_fp16_vs_fp32"] = f"ours uncompressed, {link} (ours: fp16)"
+            peers[f"{figure}_powersgd"] = (f"PyTorch DDP with fp16_compress_hook, {link} "
+                                           f"(ours: PowerSGD, rank {POWERSGD_RANK})")
+            peers[f"{figure}_powersgd_vs_fp32"] = f"ours uncompressed, {link} (ours: PowerSGD, rank {POWERSGD_RANK})"
             peers[f"{figure}_2x2"] = f"PyTorch DDP (gloo), 2 hosts x 2 workers, {rate // 1000} Gbit/s links"
             peers[f"{figure}_allreduce"] = (f"bare Gloo TCP all-reduces of the same bucket sizes, {link} "
                                             "(ours: inside training)")

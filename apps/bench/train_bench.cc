@@ -3,7 +3,8 @@
 //
 //   train_bench --loop estimator|handwritten|raw_allreduce --model cnn|mlp|resnet --batch-size B
 //               --steps N --warmup W [--strategy none|multi_worker] [--device cpu|cuda:N]
-//               [--bytes X] [--transport auto|tcp] [--compression none|fp16|bf16]
+//               [--bytes X] [--transport auto|tcp] [--compression none|fp16|bf16|powersgd]
+//               [--powersgd-rank R]
 //               [--fused-optimizer-step true|false] [--channels-last auto|on|off]
 
 #include <sys/resource.h>
@@ -45,7 +46,8 @@ struct Flags {
   /// raw_allreduce and multi_worker: "tcp" forces flat Gloo over TCP; "auto" lets ranks on one host
   /// use shared memory (and hosts with several ranks the hierarchical all-reduce)
   std::string transport = "auto";
-  std::string compression = "none";  ///< multi_worker: none, fp16 or bf16 on the wire
+  std::string compression = "none";  ///< multi_worker: none, fp16, bf16 or powersgd on the wire
+  int64_t powersgd_rank = 1;
   bool fused_optimizer_step = true;  ///< estimator: RunConfig::fused_optimizer_step
   std::string channels_last = "auto";  ///< estimator: RunConfig::channels_last
 };
@@ -128,8 +130,9 @@ nlohmann::json RunEstimator(const Flags& flags) {
     collective = ConnectWorkers(config.cluster, flags.transport != "tcp");
     config.train_distribute = est::distribute::MultiWorkerMirroredStrategy::CreateWithCollective(
         collective, {flags.device}, est::distribute::BufferSync::kBroadcast,
-        est::distribute::GradientReducerOptions().compression(
-            est::distribute::ParseGradientCompression(flags.compression, "--compression")));
+        est::distribute::GradientReducerOptions()
+            .compression(est::distribute::ParseGradientCompression(flags.compression, "--compression"))
+            .power_sgd(est::distribute::PowerSgdOptions().rank(flags.powersgd_rank)));
   } else if (flags.device != "cpu") {
     config.train_distribute = est::distribute::OneDeviceStrategy::Create(flags.device);
   }
@@ -199,7 +202,9 @@ int main(int argc, char** argv) {
   app.add_option("--bytes", flags.bytes)->check(CLI::NonNegativeNumber);
   app.add_option("--transport", flags.transport)->check(CLI::IsMember({"auto", "tcp"}));
   app.add_option("--compression", flags.compression, "multi_worker: gradient compression")
-      ->check(CLI::IsMember({"none", "fp16", "bf16"}));
+      ->check(CLI::IsMember({"none", "fp16", "bf16", "powersgd"}));
+  app.add_option("--powersgd-rank", flags.powersgd_rank, "multi_worker, powersgd: the factors' columns")
+      ->check(CLI::Range(int64_t{1}, int64_t{64}));
   app.add_option("--fused-optimizer-step", flags.fused_optimizer_step,
                  "estimator: step Adam fused (RunConfig::fused_optimizer_step)");
   app.add_option("--channels-last", flags.channels_last, "estimator: RunConfig::channels_last")

@@ -49,6 +49,9 @@ struct Flags {
   int64_t gradient_accumulation_steps = 1;
   double bucket_cap_mb = 25;
   std::string gradient_compression = "none";
+  int64_t powersgd_rank = 1;
+  int64_t powersgd_warmup_steps = 0;
+  bool powersgd_options_given = false;  ///< --powersgd-rank or --powersgd-warmup-steps was on the command line
   std::string mixed_precision = "none";
   std::string channels_last = "auto";
   bool ignore_invalid_checkpoints = false;
@@ -135,8 +138,17 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->check(est_apps::NumberIn(0.001, 1 << 20, "a number of MiB"))
       ->capture_default_str();
   app.add_option("--gradient-compression", flags.gradient_compression,
-                 "multi_worker: all-reduce float32 gradients as fp16 or bf16, with error feedback (half the bytes)")
-      ->check(CLI::IsMember({"none", "fp16", "bf16"}))
+                 "multi_worker: all-reduce float32 gradients as fp16 or bf16 (half the bytes) or as PowerSGD's "
+                 "low-rank factors, with error feedback")
+      ->check(CLI::IsMember({"none", "fp16", "bf16", "powersgd"}))
+      ->capture_default_str();
+  app.add_option("--powersgd-rank", flags.powersgd_rank,
+                 "--gradient-compression powersgd: columns of each weight matrix's factors")
+      ->check(est_apps::IntegerIn<int64_t>(1, 64))
+      ->capture_default_str();
+  app.add_option("--powersgd-warmup-steps", flags.powersgd_warmup_steps,
+                 "--gradient-compression powersgd: steps all-reduced uncompressed first")
+      ->check(est_apps::IntegerIn<int64_t>(0, est_apps::kMaxInt64))
       ->capture_default_str();
   app.add_option("--mixed-precision", flags.mixed_precision,
                  "Autocast model_fn in this dtype, float32 variables (float16: CUDA only, with dynamic loss scaling)")
@@ -202,6 +214,9 @@ std::shared_ptr<est::distribute::Strategy> MakeStrategy(const Flags& flags, cons
   EST_CHECK(flags.gradient_compression == "none" || flags.strategy == "multi_worker", est::ConfigError,
             "--gradient-compression ", flags.gradient_compression, " compresses the all-reduce between workers: it "
             "needs --strategy multi_worker, not ", flags.strategy);
+  EST_CHECK(!flags.powersgd_options_given || flags.gradient_compression == "powersgd", est::ConfigError,
+            "--powersgd-rank and --powersgd-warmup-steps apply to --gradient-compression powersgd, not ",
+            flags.gradient_compression);
   if (flags.strategy == "parameter_server") {
     const std::vector<std::string> devices = SplitDevices(flags.devices);
     EST_CHECK(devices.size() == 1, est::ConfigError, "--strategy parameter_server trains one replica per worker; "
@@ -232,7 +247,10 @@ std::shared_ptr<est::distribute::Strategy> MakeStrategy(const Flags& flags, cons
                      .buckets(est::distribute::GradientReducerOptions()
                                   .bucket_cap_bytes(static_cast<int64_t>(flags.bucket_cap_mb * (1 << 20)))
                                   .compression(est::distribute::ParseGradientCompression(
-                                      flags.gradient_compression, "--gradient-compression")));
+                                      flags.gradient_compression, "--gradient-compression"))
+                                  .power_sgd(est::distribute::PowerSgdOptions()
+                                                 .rank(flags.powersgd_rank)
+                                                 .warmup_steps(flags.powersgd_warmup_steps)));
   options.tls(TlsOf(flags));
   return est::distribute::MultiWorkerMirroredStrategy::Create(options);
 }
@@ -314,6 +332,7 @@ int main(int argc, char** argv) {
   Flags flags;
   AddFlags(app, flags);
   if (auto exit_status = est_apps::ParseFlags(app, argc, argv, "est-train")) return *exit_status;
+  flags.powersgd_options_given = app.count("--powersgd-rank") + app.count("--powersgd-warmup-steps") > 0;
   // Stop signals are recorded for the whole run, not only inside train(): one that comes
   // while a failure unwinds (est-launch stops every task when one fails) must not cut off
   // the error line. Training and evaluation act on it between steps; a second one ends

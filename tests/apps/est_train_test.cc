@@ -92,7 +92,10 @@ TEST_CASE("est-train rejects bad flags with one clear line", "[apps]") {
       {"--bucket-cap-mb 1e-12", {"--bucket-cap-mb: expected a number of MiB from 0.001 to 1048576, got '1e-12'"}},
       {"--strategy ring", {"--strategy", "ring", "multi_worker"}},
       {"--mixed-precision half", {"--mixed-precision", "half", "none,bfloat16,float16"}},
-      {"--gradient-compression int8", {"--gradient-compression", "int8", "none,fp16,bf16"}},
+      {"--gradient-compression int8", {"--gradient-compression", "int8", "none,fp16,bf16,powersgd"}},
+      {"--powersgd-rank 0", {"--powersgd-rank: expected an integer from 1 to 64, got '0'"}},
+      {"--powersgd-warmup-steps -1",
+       {"--powersgd-warmup-steps: expected an integer from 0 to 9223372036854775807, got '-1'"}},
       {"--channels-last nhwc", {"--channels-last", "nhwc", "auto,on,off"}},
       {"--unknown-flag 1", {"--unknown-flag"}},
   };
@@ -110,6 +113,10 @@ TEST_CASE("est-train rejects bad flags with one clear line", "[apps]") {
   CHECK(compression.exit_code == 1);
   CHECK(compression.output.find("--gradient-compression fp16 compresses the all-reduce between workers: it needs "
                                 "--strategy multi_worker, not mirrored") != std::string::npos);
+  RunResult rank = RunEstTrain("--powersgd-rank 4 --gradient-compression fp16 --strategy multi_worker --model-dir " + dir);
+  CHECK(rank.exit_code == 1);
+  CHECK(rank.output.find("--powersgd-rank and --powersgd-warmup-steps apply to --gradient-compression powersgd, "
+                         "not fp16") != std::string::npos);
   RunResult help = RunEstTrain("--help");
   CHECK(help.exit_code == 0);
   CHECK(help.output.find("--save-checkpoints-steps") != std::string::npos);

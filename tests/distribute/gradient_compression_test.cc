@@ -48,7 +48,7 @@ TEST_CASE("gradient compression names parse and print", "[distribute]") {
   }
   CHECK_THROWS_WITH(ParseGradientCompression("int8", "--gradient-compression"),
                     Catch::Contains("--gradient-compression") && Catch::Contains("'int8'") &&
-                        Catch::Contains("none, fp16 or bf16"));
+                        Catch::Contains("none, fp16, bf16 or powersgd"));
 }
 
 TEST_CASE("compressed gradient averages are within the 16-bit type's rounding of the exact ones", "[distribute]") {

@@ -96,6 +96,31 @@ TEST_CASE("with gradient compression 2 workers train like 1 worker x batch 2B wi
   }
 }
 
+TEST_CASE("with PowerSGD 2 workers learn as well as 1 worker x batch 2B", "[distribute][estimator][multiprocess]") {
+  // The first layer (16 x 3) goes as rank-1 factors, the last (1 x 16) as float32. The
+  // trajectory is not the uncompressed one, so what is checked is the result: the evaluation
+  // MSE after 150 steps within 1.25x of the uncompressed run's (measured: 0.78x).
+  const std::string single_dir = est::testing::FreshTempDir("powersgd_single").string();
+  Estimator single(SgdRegression, single_dir, Config(nullptr));
+  single.train(Input, TrainOptions().max_steps(150));
+  const double uncompressed = single.evaluate(Input).at("mse");
+  const std::string shared_dir = est::testing::FreshTempDir("powersgd_shared").string();
+  est::testing::RunMultiWorkerThreads(
+      2,
+      [&](int, std::shared_ptr<distribute::Strategy> strategy) {
+        Estimator(SgdRegression, shared_dir, Config(strategy)).train(Input, TrainOptions().max_steps(150));
+      },
+      distribute::GradientReducerOptions()
+          .compression(distribute::GradientCompression::kPowerSgd)
+          .power_sgd(distribute::PowerSgdOptions().rank(1)),
+      /*shared_memory=*/false);
+  Estimator trained(SgdRegression, shared_dir, Config(nullptr));
+  CHECK(trained.get_variable_value("global_step").item<int64_t>() == 150);
+  CHECK(est::testing::MaxRelativeDifference(single, trained) > 1e-3);  // compressed: another trajectory
+  const double compressed = trained.evaluate(Input).at("mse");
+  CHECK(compressed <= 1.25 * uncompressed);
+}
+
 TEST_CASE("a restarted multi-worker job resumes from the chief's checkpoint", "[distribute][estimator][multiprocess]") {
   const std::string dir = est::testing::FreshTempDir("mwms_resume").string();
   est::testing::RunMultiWorkerThreads(2, [&](int, std::shared_ptr<distribute::Strategy> strategy) {
