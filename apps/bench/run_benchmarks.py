@@ -529,13 +529,13 @@ def main():
             with simulated_hosts.SimulatedHosts(2, rate) as net:
                 for model in ("cnn", "mlp"):
                     figure = f"hosts_{model}_{rate // 1000}g"
-                    run = runner.on_hosts(net, model, "ours")
-                    ours = run["examples_per_sec"]
+                    uncompressed = runner.on_hosts(net, model, "ours")
+                    ours = uncompressed["examples_per_sec"]
                     record(figure, ours, runner.on_hosts(net, model, "ddp")["examples_per_sec"], "examples/s")
-                    if model == "mlp" and run["allreduce"].get("calls"):
+                    if model == "mlp" and uncompressed["allreduce"].get("calls"):
                         # The all-reduce inside training against bare Gloo all-reduces of the same
                         # bucket sizes over the same link, bucket for bucket.
-                        stats, alone = run["allreduce"], 0.0
+                        stats, alone = uncompressed["allreduce"], 0.0
                         for bucket in stats["buckets"]:
                             calls = int(bucket["calls"])
                             raw = runner.on_hosts(net, model, "raw_allreduce", raw_bytes=bucket["bytes"],
