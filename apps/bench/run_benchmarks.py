@@ -62,6 +62,8 @@ Figures (see the README's Performance section):
   hosts_*_powersgd  ours with PowerSGD rank 1 (DDP's default rank) vs DDP with its fp16_compress_hook (its
                  powerSGD_hook fails over Gloo in PyTorch 1.13: docs/performance.md), examples/s
   hosts_*_powersgd_vs_fp32  ours with PowerSGD vs ours with float32, examples/s
+  hosts_resnet_1g_bucket_{5,100}mb  ResNet-18 (batch 32), 2 hosts x 1 worker at 1 Gbit/s: ours with 5 or 100 MiB
+                 gradient buckets vs ours with DDP's default 25 MiB, examples/s
   hosts_mlp_*_allreduce  bus bandwidth of the MLP's all-reduce inside training, 2 hosts x 1 worker, vs bare Gloo
                  TCP all-reduces of the same bucket sizes over the same link (target >= 0.9)
   hosts_*_1g_2x2  2 workers on each of the 2 hosts (a host's 2 workers share its CPU), 1 Gbit/s links:
@@ -92,6 +94,8 @@ GROUPS = ("overhead", "estimator", "scaling", "efficiency", "gpu", "extras", "ps
 HOST_LINK_RATES = (1000, 10000)
 # The rank of PowerSGD's factors in the hosts group: DDP's default rank.
 POWERSGD_RANK = 1
+# The gradient bucket caps (MiB) the hosts group compares with DDP's default of 25.
+BUCKET_CAPS_MB = (5, 25, 100)
 PYTHON = "/usr/bin/python3"  # Debian's, which has python3-torch
 # Our Estimator raises glibc's mmap and trim thresholds itself (common/malloc_tuning.h);
 # the peers get the same through the environment, so that the figures compare frameworks,
@@ -182,7 +186,7 @@ class Runner:
         return json_lines(run(command, self.peer_single_thread))[-1]
 
     def on_hosts(self, net, model, loop, batch=64, compression="none", per_host=1, transport="auto",
-                 raw_bytes=0, raw_calls=0):
+                 raw_bytes=0, raw_calls=0, bucket_cap_mb=25):
         """Examples/s summed over `per_host` workers on each of `net`'s simulated hosts, ours
         ("ours": train_bench's Estimator with MultiWorkerMirroredStrategy from a TF_CONFIG of the
         hosts' addresses) or PyTorch DDP's ("ddp"), each host's workers bound to a CPU of its own
@@ -193,7 +197,8 @@ class Runner:
         inside its namespace, so that they share its mount namespace as processes of one machine
         do. Returns {"examples_per_sec", "allreduce": the first worker's all-reduce statistics
         (ours)}; loop "raw_allreduce" times `raw_calls` bare Gloo TCP all-reduces of `raw_bytes`
-        between the hosts instead (train_bench --loop raw_allreduce), and "allreduce" is theirs."""
+        between the hosts instead (train_bench --loop raw_allreduce), and "allreduce" is theirs.
+        `bucket_cap_mb`: ours, the gradient buckets' cap (DDP's bucket_cap_mb)."""
         cpus = sorted(os.sched_getaffinity(0))
         workers = net.count * per_host
         expected_collective = "gloo" if transport == "tcp" or per_host == 1 else "gloo+hierarchy"
@@ -207,7 +212,8 @@ class Runner:
                     tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": rank}})
                     argv = [os.path.join(self.bin, "train_bench"), "--loop", "estimator", "--model", model,
                             "--batch-size", str(batch), "--strategy", "multi_worker", "--compression", compression,
-                            "--transport", transport, "--powersgd-rank", str(POWERSGD_RANK)] + self.sizes(model)
+                            "--transport", transport, "--powersgd-rank", str(POWERSGD_RANK),
+                            "--bucket-cap-mb", str(bucket_cap_mb)] + self.sizes(model)
                     if loop == "raw_allreduce":
                         argv = [os.path.join(self.bin, "train_bench"), "--loop", "raw_allreduce", "--bytes",
                                 str(raw_bytes), "--steps", str(raw_calls), "--warmup", "1", "--transport", "tcp"]
@@ -553,6 +559,14 @@ def main():
                     low_rank = runner.on_hosts(net, model, "ours", compression="powersgd")["examples_per_sec"]
                     record(f"{figure}_powersgd", low_rank, ddp_fp16, "examples/s")
                     record(f"{figure}_powersgd_vs_fp32", low_rank, ours, "examples/s")
+                    if rate == HOST_LINK_RATES[0] and model == "mlp":
+                        # Bucket caps on the slow link, on ResNet-18's 62 tensors of 11 M parameters
+                        # (the CNN's and the MLP's buckets are the same for any cap from 2 to 100 MiB).
+                        by_cap = {cap: runner.on_hosts(net, "resnet", "ours", batch=32, bucket_cap_mb=cap)
+                                  ["examples_per_sec"] for cap in BUCKET_CAPS_MB}
+                        for cap in BUCKET_CAPS_MB:
+                            if cap != 25:
+                                record(f"hosts_resnet_1g_bucket_{cap}mb", by_cap[cap], by_cap[25], "examples/s")
                     if rate == HOST_LINK_RATES[0]:  # 2 hosts x 2 workers, on the slower link
                         hierarchical = runner.on_hosts(net, model, "ours", per_host=2)["examples_per_sec"]
                         record(f"{figure}_2x2", hierarchical,
@@ -605,6 +619,9 @@ def main():
                                             "(ours: inside training)")
             peers[f"{figure}_2x2_vs_flat"] = (f"ours with a flat Gloo TCP all-reduce, 2 hosts x 2 workers, "
                                               f"{rate // 1000} Gbit/s links (ours: hierarchical)")
+    for cap in BUCKET_CAPS_MB:
+        peers[f"hosts_resnet_1g_bucket_{cap}mb"] = (f"ours with 25 MiB buckets (DDP's default), ResNet-18 at batch 32, "
+                                                    f"2 hosts x 1 worker, 1 Gbit/s links (ours: {cap} MiB)")
     print(f"TorchEstimator benchmarks on {platform.node()}: {os.cpu_count()} cores, "
           f"{repetitions} repetition(s), medians{' (quick sizes: not a measurement)' if args.quick else ''}; "
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min) at the end")

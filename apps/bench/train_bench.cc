@@ -4,7 +4,7 @@
 //   train_bench --loop estimator|handwritten|raw_allreduce --model cnn|mlp|resnet --batch-size B
 //               --steps N --warmup W [--strategy none|multi_worker] [--device cpu|cuda:N]
 //               [--bytes X] [--transport auto|tcp] [--compression none|fp16|bf16|powersgd]
-//               [--powersgd-rank R]
+//               [--powersgd-rank R] [--bucket-cap-mb X]
 //               [--fused-optimizer-step true|false] [--channels-last auto|on|off]
 
 #include <sys/resource.h>
@@ -48,6 +48,7 @@ struct Flags {
   std::string transport = "auto";
   std::string compression = "none";  ///< multi_worker: none, fp16, bf16 or powersgd on the wire
   int64_t powersgd_rank = 1;
+  double bucket_cap_mb = 25;  ///< multi_worker: GradientReducerOptions::bucket_cap_bytes, in MiB
   bool fused_optimizer_step = true;  ///< estimator: RunConfig::fused_optimizer_step
   std::string channels_last = "auto";  ///< estimator: RunConfig::channels_last
 };
@@ -132,7 +133,8 @@ nlohmann::json RunEstimator(const Flags& flags) {
         collective, {flags.device}, est::distribute::BufferSync::kBroadcast,
         est::distribute::GradientReducerOptions()
             .compression(est::distribute::ParseGradientCompression(flags.compression, "--compression"))
-            .power_sgd(est::distribute::PowerSgdOptions().rank(flags.powersgd_rank)));
+            .power_sgd(est::distribute::PowerSgdOptions().rank(flags.powersgd_rank))
+            .bucket_cap_bytes(static_cast<int64_t>(flags.bucket_cap_mb * (1 << 20))));
   } else if (flags.device != "cpu") {
     config.train_distribute = est::distribute::OneDeviceStrategy::Create(flags.device);
   }
@@ -205,6 +207,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"none", "fp16", "bf16", "powersgd"}));
   app.add_option("--powersgd-rank", flags.powersgd_rank, "multi_worker, powersgd: the factors' columns")
       ->check(CLI::Range(int64_t{1}, int64_t{64}));
+  app.add_option("--bucket-cap-mb", flags.bucket_cap_mb, "multi_worker: gradient buckets close at this many MiB")
+      ->check(CLI::Range(0.001, 1048576.0));
   app.add_option("--fused-optimizer-step", flags.fused_optimizer_step,
                  "estimator: step Adam fused (RunConfig::fused_optimizer_step)");
   app.add_option("--channels-last", flags.channels_last, "estimator: RunConfig::channels_last")
