@@ -115,7 +115,7 @@ std::unique_ptr<StepSync> ParameterServerStrategy::make_step_sync(const StepSync
   return CreateParameterServerStepSync(connection_, is_chief_, options);
 }
 
-void ParameterServerStrategy::serve() {
+void ParameterServerStrategy::serve(const OptimizerStep& step_optimizer) {
   EST_CHECK(cluster_.task_type == "ps", ConfigError, "ParameterServerStrategy::serve runs a ps task; this task is ",
             cluster_.task_type.empty() ? std::string("a local run") : "'" + cluster_.task_type + "'");
   const HostPort address = ParseHostPort(cluster_.task_address, "this ps task's address");
@@ -127,6 +127,7 @@ void ParameterServerStrategy::serve() {
   service.token = options_.job_token();
   service.tls = *options_.tls();
   service.timeout = Milliseconds(options_.timeout_secs());
+  service.step_optimizer = step_optimizer;
   auto server = VariableServer::Start(service);
   Log().info("ps task {} serving job '{}' at {}", cluster_.task_id, options_.job_id(), cluster_.task_address);
   while (!server->wait_finished(std::chrono::milliseconds(100))) {

@@ -323,11 +323,6 @@ class TrainingSession : public Session {
     });
   }
 
-  // The optimizer's own step(), or the fused step where RunConfig allows it and it applies.
-  void step_optimizer(torch::optim::Optimizer& optimizer) const {
-    if (!estimator_.config.fused_optimizer_step || !ops::FusedAdamStep(optimizer)) optimizer.step();
-  }
-
   // With loss scaling: divides every replica's averaged gradients by the scale and updates
   // the scale; false when they are not all finite, and the step must not be applied. Every
   // replica and worker holds the same averaged gradients, so all of them decide alike.
@@ -375,7 +370,7 @@ class TrainingSession : public Session {
     for (auto& [tag, value] : first.summaries) value = steps.front().summaries[index++];
     const int64_t position_after = input_position_ + static_cast<int64_t>(steps.size() * accumulation_steps_);
     global_step_ = sync_->apply(steps, unscale_gradients(), global_step_, position_after, [&] {
-      for (auto& spec : specs) step_optimizer(*spec.optimizer);
+      for (auto& spec : specs) ops::StepOptimizer(*spec.optimizer, estimator_.config.fused_optimizer_step);
     }, stop);
     return std::move(first);
   }

@@ -33,6 +33,7 @@
 #include "distribute/parameter_server/variable_server.h"
 #include "distribute/parameter_server_strategy.h"
 #include "estimator/estimator.h"
+#include "estimator/ops/fused_adam.h"
 #include "estimator/train_and_evaluate.h"
 
 namespace {
@@ -90,7 +91,8 @@ nlohmann::json RunTrain(const Flags& flags) {
         est::distribute::ParameterServerOptions().mode(est::distribute::ParseParameterServerMode(flags.mode)));
   }
   if (config.cluster.task_type == "ps") {
-    config.train_distribute->serve();
+    // As est-train's ps tasks step the optimizers they rebuild (train_and_evaluate's RunPs).
+    config.train_distribute->serve([](torch::optim::Optimizer& optimizer) { est::ops::StepOptimizer(optimizer, true); });
     return {{"task", "ps"}};
   }
   const int64_t total_steps = flags.warmup + flags.steps;

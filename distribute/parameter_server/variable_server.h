@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -16,6 +17,10 @@
 #include "distribute/parameter_server/tensor_chunks.h"
 #include "distribute/parameter_server/variable_service.pb.h"
 #include "distribute/rendezvous/grpc_store.h"
+
+namespace torch::optim {
+class Optimizer;
+}
 
 namespace est::distribute {
 
@@ -34,6 +39,8 @@ struct VariableServiceOptions {
   GrpcStoreTls tls;
   /// Limit on a client's calls, reconnecting included.
   std::chrono::milliseconds timeout = std::chrono::minutes(5);
+  /// How the shards' optimizers step; their own step() when empty.
+  std::function<void(torch::optim::Optimizer&)> step_optimizer;
 };
 
 /// A ps task's server. Stops when destroyed.

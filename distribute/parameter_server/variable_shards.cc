@@ -119,12 +119,16 @@ std::string VariableShards::initialize(uint64_t plan, const std::vector<ps::Shar
   return "";
 }
 
-void VariableShards::step_shard(Shard& shard, const at::Tensor& gradient, const ps::OptimizerConfig* optimizer) {
+void VariableShards::step_shard(Shard& shard, const at::Tensor& gradient, const ps::OptimizerConfig* optimizer) const {
   if (!shard.optimizer) return;
   std::lock_guard<std::mutex> lock(shard.mutex);
   if (optimizer != nullptr) SetShardOptimizerOptions(*shard.optimizer, *optimizer);
   shard.value.mutable_grad() = gradient;
-  shard.optimizer->step();
+  if (step_optimizer_) {
+    step_optimizer_(*shard.optimizer);
+  } else {
+    shard.optimizer->step();
+  }
   shard.value.mutable_grad() = at::Tensor();
 }
 

@@ -68,8 +68,10 @@ struct CallLimit {
 class VariableShards {
  public:
   /// `task`: this ps task's index; the global step counts on task 0 (every task counts, task
-  /// 0's is the job's).
-  explicit VariableShards(int task) : task_(task) {}
+  /// 0's is the job's). A shard's optimizer steps through `step_optimizer` (its own step()
+  /// when empty).
+  explicit VariableShards(int task, std::function<void(torch::optim::Optimizer&)> step_optimizer = {})
+      : task_(task), step_optimizer_(std::move(step_optimizer)) {}
 
   /// True once initialize() succeeded.
   bool initialized() const;
@@ -132,7 +134,7 @@ class VariableShards {
   };
 
   /// Steps `shard`'s optimizer with `gradient` (options from `optimizer` when given).
-  static void step_shard(Shard& shard, const at::Tensor& gradient, const ps::OptimizerConfig* optimizer);
+  void step_shard(Shard& shard, const at::Tensor& gradient, const ps::OptimizerConfig* optimizer) const;
   /// Marks `worker` as heard from now. Needs mutex_.
   void seen(uint32_t worker);
   /// Whether `worker` counts in waits for the slowest; warns once of one that stopped
@@ -147,6 +149,7 @@ class VariableShards {
   void apply_round();
 
   const int task_;
+  const std::function<void(torch::optim::Optimizer&)> step_optimizer_;
   /// Held shared by each update, exclusively by a pull with state: that pull sees no update
   /// half applied.
   mutable std::shared_mutex version_mutex_;

@@ -233,22 +233,26 @@ bool MatchesLibTorch(const Options& options, bool adamw) {
   return true;
 }
 
-// Whether the fused step reproduces LibTorch's for these hyper-parameters; probed once each.
+// Whether the fused step reproduces LibTorch's, probed once per path through the kernel:
+// Adam or AdamW, with weight decay or without. How the two round does not depend on the
+// hyper-parameters' values (both round the same double scalars to float the same way), so a
+// learning-rate schedule probes nothing more.
 template <typename Optimizer, typename State, typename Options>
 bool Verified(const Options& options, bool adamw) {
   static std::mutex mutex;
-  static std::map<Hyper, bool> verdicts;
+  static std::map<bool, bool> verdicts;  // weight decay on -> verdict, per optimizer type
   const Hyper hyper = HyperOf(options, adamw);
+  const bool decay = hyper.weight_decay != 0;
   std::lock_guard<std::mutex> lock(mutex);
-  auto found = verdicts.find(hyper);
+  auto found = verdicts.find(decay);
   if (found != verdicts.end()) return found->second;
   const bool matches = MatchesLibTorch<Optimizer, State>(options, adamw);
   if (!matches)
-    Log().warn("The fused {} step does not reproduce this LibTorch's step() bit for bit (lr {}, betas {} {}, eps {}, "
-               "weight_decay {}); {}::step() runs instead",
+    Log().warn("The fused {} step does not reproduce this LibTorch's step() bit for bit (probed with lr {}, betas {} "
+               "{}, eps {}, weight_decay {}); {}::step() runs instead",
                adamw ? "AdamW" : "Adam", hyper.lr, hyper.beta1, hyper.beta2, hyper.eps, hyper.weight_decay,
                adamw ? "AdamW" : "Adam");
-  verdicts.emplace(hyper, matches);
+  verdicts.emplace(decay, matches);
   return matches;
 }
 
@@ -272,6 +276,10 @@ bool FusedAdamStep(torch::optim::Optimizer& optimizer) {
     return VerifiedFusedStep<torch::optim::AdamW, torch::optim::AdamWParamState, torch::optim::AdamWOptions>(
         optimizer, true);
   return false;
+}
+
+void StepOptimizer(torch::optim::Optimizer& optimizer, bool fuse) {
+  if (!fuse || !FusedAdamStep(optimizer)) optimizer.step();
 }
 
 }  // namespace est::ops

@@ -19,11 +19,15 @@ namespace est::ops {
 /// see no difference.
 ///
 /// The results are LibTorch's to the bit. That depends on how LibTorch's CPU kernels round
-/// (its addcmul, for one, fuses a multiply and an add), so it is checked, once per set of
-/// hyper-parameters, by running both on probe values, LibTorch's and the fused step in turn;
+/// (its addcmul, for one, fuses a multiply and an add), so it is checked, once per path (Adam
+/// or AdamW, with or without weight decay), by running both on probe values in turn;
 /// where they differ (another LibTorch build, a CPU without AVX2 and FMA) this returns false
 /// and logs why once, and the caller runs optimizer.step(). Returns false, having changed
 /// nothing, for any other optimizer or parameter.
 bool FusedAdamStep(torch::optim::Optimizer& optimizer);
+
+/// How the Estimator steps an optimizer, model_fn's and its ps tasks' alike: FusedAdamStep
+/// where `fuse` (RunConfig::fused_optimizer_step) and it applies, else optimizer.step().
+void StepOptimizer(torch::optim::Optimizer& optimizer, bool fuse);
 
 }  // namespace est::ops

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <future>
 #include <thread>
 #include <string>
@@ -16,6 +17,7 @@
 #include "distribute/parameter_server_strategy.h"
 #include "estimator/estimator.h"
 #include "estimator/hooks/session_run_hook.h"
+#include "estimator/ops/fused_adam.h"
 #include "tests/estimator/test_models.h"
 #include "tests/estimator/worker_threads.h"
 #include "tests/log_capture.h"
@@ -51,6 +53,11 @@ struct InProcessPs {
       distribute::VariableServiceOptions options;
       options.task = task;
       options.job_id = "ps-equivalence";
+      // As a ps task under train_and_evaluate steps its optimizers: the Estimator's way.
+      options.step_optimizer = [steps = optimizer_steps](torch::optim::Optimizer& optimizer) {
+        ++*steps;
+        ops::StepOptimizer(optimizer, /*fuse=*/true);
+      };
       servers.push_back(distribute::VariableServer::Start(options));
       addresses += std::string(task == 0 ? "" : ", ") + "\"127.0.0.1:" + std::to_string(servers.back()->port()) + "\"";
     }
@@ -81,6 +88,7 @@ struct InProcessPs {
     options.job_id = "ps-equivalence";
     return distribute::VariableClient(options).describe_task();
   }
+  std::shared_ptr<std::atomic<int64_t>> optimizer_steps = std::make_shared<std::atomic<int64_t>>(0);
   std::vector<std::unique_ptr<distribute::VariableServer>> servers;
   std::string cluster_spec;
 };
@@ -146,6 +154,7 @@ TEST_CASE("one worker with ps tasks trains exactly as local training", "[estimat
         remote.train(testing::SineInput, TrainOptions().max_steps(30));
         local.train(testing::SineInput, TrainOptions().max_steps(30));
         CHECK(remote.get_variable_value("global_step").item<int64_t>() == 30);
+        CHECK(*ps.optimizer_steps >= 30 * 6);  // every shard stepped through the Estimator's step
         // Six variables; with two ps tasks seven shards, balanced by bytes.
         CHECK_THAT(log.text(), Catch::Contains(num_ps == 1 ? "ps 0: 6 shards" : "ps 0: 3 shards, 8.75 KiB; ps 1: 4 shards, 8.5 KiB"));
         {
