@@ -67,10 +67,9 @@ ModelContext::ModuleEntry& ModelContext::add_module(const std::string& name,
   if (channels_last_) {
     // The same tensors (autograd and the optimizer see no change), their values laid out anew.
     torch::NoGradGuard no_grad;
-    for (auto& tensor : module->parameters())
-      if (TakesChannelsLast(tensor)) tensor.set_data(tensor.contiguous(at::MemoryFormat::ChannelsLast));
-    for (auto& tensor : module->buffers())
-      if (TakesChannelsLast(tensor)) tensor.set_data(tensor.contiguous(at::MemoryFormat::ChannelsLast));
+    for (const auto& tensors : {module->parameters(), module->buffers()})
+      for (auto tensor : tensors)
+        if (TakesChannelsLast(tensor)) tensor.set_data(tensor.contiguous(at::MemoryFormat::ChannelsLast));
   }
   modules_.push_back(ModuleEntry{name, std::move(module), std::move(holder), false});
   ModuleEntry& entry = modules_.back();

@@ -15,7 +15,6 @@
 #include <map>
 #include <mutex>
 #include <string>
-#include <tuple>
 #include <typeinfo>
 #include <vector>
 
@@ -43,10 +42,6 @@ struct AdamScalars {
 struct Hyper {
   double lr, beta1, beta2, eps, weight_decay;
   bool adamw;
-  bool operator<(const Hyper& o) const {
-    return std::tie(lr, beta1, beta2, eps, weight_decay, adamw) <
-           std::tie(o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, o.adamw);
-  }
 };
 
 AdamScalars ScalarsFor(const Hyper& h, int64_t step) {

@@ -60,17 +60,24 @@ inline EstimatorSpec RegressionModelFn(const Features& features, const at::Tenso
   return EstimatorSpec::Train(loss, adam).summary("mean_prediction", predictions.mean());
 }
 
-/// 3 -> 16 -> ReLU -> 1 whose initial values come from a formula rather than the generator:
-/// workers that are threads share LibTorch's global generator (processes each have their own).
-inline torch::nn::Sequential FormulaNet() {
-  torch::nn::Sequential net(torch::nn::Linear(3, 16), torch::nn::ReLU(), torch::nn::Linear(16, 1));
+/// Sets `net`'s parameters, in order, to amplitude·sin(step·i + offset) of their i-th value,
+/// the offset counting the values of the parameters before: initial values from a formula.
+inline torch::nn::Sequential FillFromFormula(torch::nn::Sequential net, double step, double amplitude) {
   torch::NoGradGuard no_grad;
   int64_t offset = 0;
   for (auto& parameter : net->parameters()) {
-    parameter.copy_(torch::sin(torch::arange(parameter.numel(), torch::kFloat32) + offset).reshape(parameter.sizes()) * 0.5);
+    parameter.copy_(torch::sin(torch::arange(parameter.numel(), torch::kFloat32) * step + offset).reshape(parameter.sizes()) *
+                    amplitude);
     offset += parameter.numel();
   }
   return net;
+}
+
+/// 3 -> 16 -> ReLU -> 1 whose initial values come from a formula rather than the generator:
+/// workers that are threads share LibTorch's global generator (processes each have their own).
+inline torch::nn::Sequential FormulaNet() {
+  return FillFromFormula(
+      torch::nn::Sequential(torch::nn::Linear(3, 16), torch::nn::ReLU(), torch::nn::Linear(16, 1)), 1.0, 0.5);
 }
 
 inline EstimatorSpec SgdRegression(const Features& features, const at::Tensor& labels, Mode mode, ModelContext& ctx) {
@@ -86,15 +93,9 @@ inline EstimatorSpec SgdRegression(const Features& features, const at::Tensor& l
 /// initial values come from a formula, as FormulaNet's: its conv weight is a 4-D parameter with
 /// more than one input channel, which channels-last lays out anew.
 inline torch::nn::Sequential FormulaConvNet() {
-  torch::nn::Sequential net(torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 4, 3)), torch::nn::ReLU(),
-                            torch::nn::MaxPool2d(2), torch::nn::Flatten(), torch::nn::Linear(16, 1));
-  torch::NoGradGuard no_grad;
-  int64_t offset = 0;
-  for (auto& parameter : net->parameters()) {
-    parameter.copy_(torch::sin(torch::arange(parameter.numel(), torch::kFloat32) * 0.7 + offset).reshape(parameter.sizes()) * 0.3);
-    offset += parameter.numel();
-  }
-  return net;
+  return FillFromFormula(torch::nn::Sequential(torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 4, 3)), torch::nn::ReLU(),
+                                               torch::nn::MaxPool2d(2), torch::nn::Flatten(), torch::nn::Linear(16, 1)),
+                         0.7, 0.3);
 }
 
 /// FormulaConvNet regressing "image" onto the labels with SGD (momentum 0.9).
