@@ -9,11 +9,11 @@
 
 #include <c10/util/Type.h>
 
-#include <sstream>
 #include <type_traits>
 #include <typeinfo>
 
 #include "common/error.h"
+#include "common/optimizer_state_key.h"
 
 namespace est::distribute {
 namespace {
@@ -46,24 +46,11 @@ void AddIfDefined(OptimizerSlots& slots, const char* name, const at::Tensor& ten
   if (tensor.defined()) slots.emplace_back(name, tensor);
 }
 
-/// The key of `variable`'s state in an optimizer's state map: its TensorImpl's address, as
-/// text in LibTorch 1.x and as a pointer since 2.0.
-template <typename StateMap>
-typename StateMap::key_type StateKey(const at::Tensor& variable) {
-  if constexpr (std::is_same_v<typename StateMap::key_type, std::string>) {
-    std::ostringstream text;  // as c10::guts::to_string writes it
-    text << static_cast<const void*>(variable.unsafeGetTensorImpl());
-    return text.str();
-  } else {
-    return variable.unsafeGetTensorImpl();
-  }
-}
-
 /// The state of `variable` in `optimizer`, of type State; nullptr when it has none.
 template <typename State>
 const State* FindState(const optim::Optimizer& optimizer, const at::Tensor& variable) {
   const auto& state = optimizer.state();
-  auto it = state.find(StateKey<std::decay_t<decltype(state)>>(variable));
+  auto it = state.find(OptimizerStateKey<std::decay_t<decltype(state)>>(variable));
   if (it == state.end()) return nullptr;
   return dynamic_cast<const State*>(it->second.get());
 }
@@ -71,7 +58,7 @@ const State* FindState(const optim::Optimizer& optimizer, const at::Tensor& vari
 template <typename State>
 void PutState(optim::Optimizer& optimizer, const at::Tensor& variable, std::unique_ptr<State> state) {
   auto& states = optimizer.state();
-  states[StateKey<std::decay_t<decltype(states)>>(variable)] = std::move(state);
+  states[OptimizerStateKey<std::decay_t<decltype(states)>>(variable)] = std::move(state);
 }
 
 void CheckKind(const ps::OptimizerConfig& config, const char* kind) {

@@ -5,20 +5,24 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
-#include <c10/util/string_utils.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <typeinfo>
+#include <utility>
 #include <vector>
 
 #include "common/logging.h"
+#include "common/optimizer_state_key.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -62,48 +66,99 @@ AdamScalars ScalarsFor(const Hyper& h, int64_t step) {
   return s;
 }
 
-// One element, in LibTorch's order of operations: exp_avg.mul_(beta1).add_(grad, 1 - beta1);
-// exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1 - beta2) (a fused multiply-add in LibTorch's
-// vectorized kernel); denom = sqrt(exp_avg_sq) / sqrt(bias_correction2) + eps;
-// param.addcdiv_(exp_avg, denom, -step_size).
-inline void AdamElement(const AdamScalars& s, float& p, float g, float& m, float& v) {
+// Where the step takes exp_avg_sq's square root from. Debian's LibTorch takes IEEE's
+// correctly rounded square root, which the kernel takes in its registers; builds whose
+// at::sqrt runs MKL's vector math (pip and archive LibTorch) round about one result in six
+// differently, so there the kernel runs LibTorch's own at::sqrt_out on each chunk of the
+// second moment, between a pass that updates the moments and one that updates the parameter.
+enum class SqrtSource { kRegisters, kLibTorch };
+
+// One element in LibTorch's order of operations. First the decays and the moments:
+// grad.add(p, weight_decay) (Adam) or p.mul_(1 - lr * weight_decay) (AdamW);
+// exp_avg.mul_(beta1).add_(grad, 1 - beta1); exp_avg_sq.mul_(beta2).addcmul_(grad, grad,
+// 1 - beta2) (both a fused multiply-add in LibTorch's vectorized kernels).
+inline void MomentsElement(const AdamScalars& s, float& p, float g, float& m, float& v) {
   if (s.adam_decay) g = std::fma(p, s.weight_decay, g);
   if (s.adamw_decay) p = p * s.decay_factor;
   m = std::fma(g, s.one_minus_beta1, m * s.beta1);
   v = std::fma(s.one_minus_beta2 * g, g, v * s.beta2);
-  const float denom = std::sqrt(v) / s.sqrt_bias_correction2 + s.eps;
+}
+
+// Then the parameter, from `root` = sqrt(exp_avg_sq): denom = root / sqrt(bias_correction2)
+// + eps; param.addcdiv_(exp_avg, denom, -step_size).
+inline void ApplyElement(const AdamScalars& s, float& p, float m, float root) {
+  const float denom = root / s.sqrt_bias_correction2 + s.eps;
   p = p + (s.negative_step_size * m) / denom;
 }
 
-void AdamScalar(const AdamScalars& s, float* p, const float* g, float* m, float* v, int64_t begin, int64_t end) {
-  for (int64_t i = begin; i < end; ++i) AdamElement(s, p[i], g[i], m[i], v[i]);
+// The loops below take `n` elements from the pointers on. The moments, and where kApply the
+// parameter too, with the square roots taken in registers.
+template <bool kApply>
+void MomentsScalar(const AdamScalars& s, float* p, const float* g, float* m, float* v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    MomentsElement(s, p[i], g[i], m[i], v[i]);
+    if constexpr (kApply) ApplyElement(s, p[i], m[i], std::sqrt(v[i]));
+  }
+}
+void ApplyScalar(const AdamScalars& s, float* p, const float* m, const float* root, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) ApplyElement(s, p[i], m[i], root[i]);
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx2,fma"))) void AdamAvx2(const AdamScalars& s, float* p, const float* g, float* m,
-                                                   float* v, int64_t begin, int64_t end) {
-  const __m256 beta1 = _mm256_set1_ps(s.beta1), one_minus_beta1 = _mm256_set1_ps(s.one_minus_beta1);
-  const __m256 beta2 = _mm256_set1_ps(s.beta2), one_minus_beta2 = _mm256_set1_ps(s.one_minus_beta2);
-  const __m256 sqrt_bc2 = _mm256_set1_ps(s.sqrt_bias_correction2), eps = _mm256_set1_ps(s.eps);
-  const __m256 step = _mm256_set1_ps(s.negative_step_size), decay = _mm256_set1_ps(s.weight_decay);
-  const __m256 factor = _mm256_set1_ps(s.decay_factor);
-  int64_t i = begin;
-  for (; i + 8 <= end; i += 8) {
-    __m256 pv = _mm256_loadu_ps(p + i);
-    __m256 gv = _mm256_loadu_ps(g + i);
-    if (s.adam_decay) gv = _mm256_fmadd_ps(pv, decay, gv);
-    if (s.adamw_decay) pv = _mm256_mul_ps(pv, factor);
-    const __m256 mv = _mm256_fmadd_ps(gv, one_minus_beta1, _mm256_mul_ps(_mm256_loadu_ps(m + i), beta1));
-    const __m256 vv =
-        _mm256_fmadd_ps(_mm256_mul_ps(one_minus_beta2, gv), gv, _mm256_mul_ps(_mm256_loadu_ps(v + i), beta2));
-    const __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vv), sqrt_bc2), eps);
-    pv = _mm256_add_ps(pv, _mm256_div_ps(_mm256_mul_ps(step, mv), denom));
+#define EST_AVX2_FMA __attribute__((target("avx2,fma")))
+
+// AdamScalars broadcast to eight lanes.
+struct Avx2Scalars {
+  __m256 beta1, one_minus_beta1, beta2, one_minus_beta2, sqrt_bc2, eps, step, decay, factor;
+};
+
+EST_AVX2_FMA inline Avx2Scalars Broadcast(const AdamScalars& s) {
+  return {_mm256_set1_ps(s.beta1),
+          _mm256_set1_ps(s.one_minus_beta1),
+          _mm256_set1_ps(s.beta2),
+          _mm256_set1_ps(s.one_minus_beta2),
+          _mm256_set1_ps(s.sqrt_bias_correction2),
+          _mm256_set1_ps(s.eps),
+          _mm256_set1_ps(s.negative_step_size),
+          _mm256_set1_ps(s.weight_decay),
+          _mm256_set1_ps(s.decay_factor)};
+}
+
+// MomentsElement and ApplyElement on eight lanes.
+EST_AVX2_FMA inline void MomentsVector(const AdamScalars& s, const Avx2Scalars& k, __m256& p, __m256 g, __m256& m,
+                                       __m256& v) {
+  if (s.adam_decay) g = _mm256_fmadd_ps(p, k.decay, g);
+  if (s.adamw_decay) p = _mm256_mul_ps(p, k.factor);
+  m = _mm256_fmadd_ps(g, k.one_minus_beta1, _mm256_mul_ps(m, k.beta1));
+  v = _mm256_fmadd_ps(_mm256_mul_ps(k.one_minus_beta2, g), g, _mm256_mul_ps(v, k.beta2));
+}
+EST_AVX2_FMA inline __m256 ApplyVector(const Avx2Scalars& k, __m256 p, __m256 m, __m256 root) {
+  const __m256 denom = _mm256_add_ps(_mm256_div_ps(root, k.sqrt_bc2), k.eps);
+  return _mm256_add_ps(p, _mm256_div_ps(_mm256_mul_ps(k.step, m), denom));
+}
+
+template <bool kApply>
+EST_AVX2_FMA void MomentsAvx2(const AdamScalars& s, float* p, const float* g, float* m, float* v, int64_t n) {
+  const Avx2Scalars k = Broadcast(s);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 pv = _mm256_loadu_ps(p + i), mv = _mm256_loadu_ps(m + i), vv = _mm256_loadu_ps(v + i);
+    MomentsVector(s, k, pv, _mm256_loadu_ps(g + i), mv, vv);
     _mm256_storeu_ps(m + i, mv);
     _mm256_storeu_ps(v + i, vv);
+    if constexpr (kApply) pv = ApplyVector(k, pv, mv, _mm256_sqrt_ps(vv));
     _mm256_storeu_ps(p + i, pv);
   }
-  AdamScalar(s, p, g, m, v, i, end);
+  MomentsScalar<kApply>(s, p + i, g + i, m + i, v + i, n - i);
 }
+EST_AVX2_FMA void ApplyAvx2(const AdamScalars& s, float* p, const float* m, const float* root, int64_t n) {
+  const Avx2Scalars k = Broadcast(s);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(p + i, ApplyVector(k, _mm256_loadu_ps(p + i), _mm256_loadu_ps(m + i), _mm256_loadu_ps(root + i)));
+  ApplyScalar(s, p + i, m + i, root + i, n - i);
+}
+#undef EST_AVX2_FMA
 
 bool HasAvx2Fma() {
   static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -111,13 +166,42 @@ bool HasAvx2Fma() {
 }
 #endif
 
-// Updates `count` elements, split over LibTorch's intra-op threads as its own kernels are.
-void AdamRange(const AdamScalars& s, float* p, const float* g, float* m, float* v, int64_t count) {
-  at::parallel_for(0, count, at::internal::GRAIN_SIZE, [&](int64_t begin, int64_t end) {
+template <bool kApply>
+void Moments(const AdamScalars& s, float* p, const float* g, float* m, float* v, int64_t n) {
 #if defined(__x86_64__)
-    if (HasAvx2Fma()) return AdamAvx2(s, p, g, m, v, begin, end);
+  if (HasAvx2Fma()) return MomentsAvx2<kApply>(s, p, g, m, v, n);
 #endif
-    AdamScalar(s, p, g, m, v, begin, end);
+  MomentsScalar<kApply>(s, p, g, m, v, n);
+}
+void Apply(const AdamScalars& s, float* p, const float* m, const float* root, int64_t n) {
+#if defined(__x86_64__)
+  if (HasAvx2Fma()) return ApplyAvx2(s, p, m, root, n);
+#endif
+  ApplyScalar(s, p, m, root, n);
+}
+
+// The elements [0, n) with the square roots from LibTorch's at::sqrt_out, in chunks that keep
+// the four arrays in the cache from the first pass to the second.
+constexpr int64_t kChunk = 4096;
+void AdamWithLibTorchSqrt(const AdamScalars& s, float* p, const float* g, float* m, float* v, int64_t n) {
+  thread_local std::vector<float> root(kChunk);
+  const at::Tensor root_tensor = at::from_blob(root.data(), {kChunk}, at::kFloat);
+  for (int64_t begin = 0; begin < n; begin += kChunk) {
+    const int64_t count = std::min(kChunk, n - begin);
+    Moments<false>(s, p + begin, g + begin, m + begin, v + begin, count);
+    at::Tensor out = root_tensor.narrow(0, 0, count);
+    at::sqrt_out(out, at::from_blob(v + begin, {count}, at::kFloat));
+    Apply(s, p + begin, m + begin, root.data(), count);
+  }
+}
+
+// Updates `count` elements, split over LibTorch's intra-op threads as its own kernels are.
+void AdamRange(const AdamScalars& s, SqrtSource source, float* p, const float* g, float* m, float* v,
+               int64_t count) {
+  at::parallel_for(0, count, at::internal::GRAIN_SIZE, [&](int64_t begin, int64_t end) {
+    if (source == SqrtSource::kLibTorch)
+      return AdamWithLibTorchSqrt(s, p + begin, g + begin, m + begin, v + begin, end - begin);
+    Moments<true>(s, p + begin, g + begin, m + begin, v + begin, end - begin);
   });
 }
 
@@ -132,7 +216,8 @@ bool IsLaidOutLike(const at::Tensor& t, const at::Tensor& like) {
 }
 
 // The key under which LibTorch's Adam and AdamW keep a parameter's state.
-std::string StateKey(const at::Tensor& parameter) { return c10::guts::to_string(parameter.unsafeGetTensorImpl()); }
+using StateMap = std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>;
+StateMap::key_type StateKey(const at::Tensor& parameter) { return OptimizerStateKey<StateMap>(parameter); }
 
 template <typename Options>
 Hyper HyperOf(const Options& o, bool adamw) {
@@ -160,9 +245,9 @@ bool Eligible(torch::optim::Optimizer& optimizer) {
   return true;
 }
 
-// Steps an eligible `optimizer` in one fused pass per parameter.
+// Steps an eligible `optimizer` in one fused pass per parameter (two with kLibTorch).
 template <typename State, typename Options>
-void FusedStep(torch::optim::Optimizer& optimizer, bool adamw) {
+void FusedStep(torch::optim::Optimizer& optimizer, bool adamw, SqrtSource source) {
   auto& states = optimizer.state();
   at::NoGradGuard no_grad;
   for (auto& group : optimizer.param_groups()) {
@@ -170,7 +255,7 @@ void FusedStep(torch::optim::Optimizer& optimizer, bool adamw) {
     for (auto& p : group.params()) {
       const at::Tensor& grad = p.grad();
       if (!grad.defined()) continue;
-      const std::string key = StateKey(p);
+      const auto key = StateKey(p);
       auto found = states.find(key);
       if (found == states.end()) {
         auto state = std::make_unique<State>();
@@ -182,7 +267,7 @@ void FusedStep(torch::optim::Optimizer& optimizer, bool adamw) {
       auto& state = static_cast<State&>(*found->second);
       state.step(state.step() + 1);
       const AdamScalars scalars = ScalarsFor(hyper, state.step());
-      AdamRange(scalars, p.data_ptr<float>(), grad.data_ptr<float>(), state.exp_avg().template data_ptr<float>(),
+      AdamRange(scalars, source, p.data_ptr<float>(), grad.data_ptr<float>(), state.exp_avg().template data_ptr<float>(),
                 state.exp_avg_sq().template data_ptr<float>(), p.numel());
       // In-place updates as LibTorch's own: autograd must see that the tensors changed.
       p.unsafeGetTensorImpl()->bump_version();
@@ -192,13 +277,14 @@ void FusedStep(torch::optim::Optimizer& optimizer, bool adamw) {
   }
 }
 
-// Runs LibTorch's step and the fused one in turn on the same probe values (an odd length, so
-// the vector loop's tail runs; magnitudes from 2^-10 to 2^10; the first step creates the
-// state in one and the next finds it in the other) and compares every bit of the results.
+// Runs LibTorch's step and the fused one (its square roots from `source`) in turn on the same
+// probe values (two chunks and an odd rest, so the vector loop's tail runs; magnitudes from
+// 2^-10 to 2^10; the first step creates the state in one and the next finds it in the other)
+// and compares every bit of the results.
 template <typename Optimizer, typename State, typename Options>
-bool MatchesLibTorch(const Options& options, bool adamw) {
+bool MatchesLibTorch(const Options& options, bool adamw, SqrtSource source) {
   at::NoGradGuard no_grad;
-  const int64_t numel = 1031;
+  const int64_t numel = 2 * kChunk + 7;
   auto generator = at::detail::createCPUGenerator(20261127);
   const auto magnitudes = [&] { return at::rand({numel}, generator).mul_(20).sub_(10).exp2_(); };
   at::Tensor values = at::randn({numel}, generator).mul_(magnitudes());
@@ -212,7 +298,7 @@ bool MatchesLibTorch(const Options& options, bool adamw) {
     theirs.mutable_grad() = grad.clone();
     reference.step();
     if (step % 2 == 0) {
-      FusedStep<State, Options>(fused, adamw);
+      FusedStep<State, Options>(fused, adamw, source);
     } else {
       fused.step();  // LibTorch's step must find the state the fused one made, and vice versa
     }
@@ -228,35 +314,48 @@ bool MatchesLibTorch(const Options& options, bool adamw) {
   return true;
 }
 
-// Whether the fused step reproduces LibTorch's, probed once per path through the kernel:
-// Adam or AdamW, with weight decay or without. How the two round does not depend on the
-// hyper-parameters' values (both round the same double scalars to float the same way), so a
-// learning-rate schedule probes nothing more.
+// Where the fused step takes square roots from so that it reproduces LibTorch's step (the
+// registers where that does, else LibTorch's sqrt), or nothing where neither does; probed
+// once per path through the kernel: Adam or AdamW, with weight decay or without. How the two
+// round does not depend on the hyper-parameters' values (both round the same double scalars
+// to float the same way), so a learning-rate schedule probes nothing more.
 template <typename Optimizer, typename State, typename Options>
-bool Verified(const Options& options, bool adamw) {
+std::optional<SqrtSource> Verified(const Options& options, bool adamw) {
   static std::mutex mutex;
-  static std::map<bool, bool> verdicts;  // weight decay on -> verdict, per optimizer type
+  static std::map<bool, std::optional<SqrtSource>> verdicts;  // weight decay on -> verdict, per optimizer type
   const Hyper hyper = HyperOf(options, adamw);
   const bool decay = hyper.weight_decay != 0;
   std::lock_guard<std::mutex> lock(mutex);
   auto found = verdicts.find(decay);
   if (found != verdicts.end()) return found->second;
-  const bool matches = MatchesLibTorch<Optimizer, State>(options, adamw);
-  if (!matches)
+  std::optional<SqrtSource> verdict;
+  for (const SqrtSource source : {SqrtSource::kRegisters, SqrtSource::kLibTorch}) {
+    if (MatchesLibTorch<Optimizer, State>(options, adamw, source)) {
+      verdict = source;
+      break;
+    }
+  }
+  if (!verdict)
     Log().warn("The fused {} step does not reproduce this LibTorch's step() bit for bit (probed with lr {}, betas {} "
                "{}, eps {}, weight_decay {}); {}::step() runs instead",
                adamw ? "AdamW" : "Adam", hyper.lr, hyper.beta1, hyper.beta2, hyper.eps, hyper.weight_decay,
                adamw ? "AdamW" : "Adam");
-  verdicts.emplace(decay, matches);
-  return matches;
+  verdicts.emplace(decay, verdict);
+  return verdict;
 }
 
 template <typename Optimizer, typename State, typename Options>
 bool VerifiedFusedStep(torch::optim::Optimizer& optimizer, bool adamw) {
   if (!Eligible<State, Options>(optimizer)) return false;
-  for (const auto& group : optimizer.param_groups())
-    if (!Verified<Optimizer, State>(static_cast<const Options&>(group.options()), adamw)) return false;
-  FusedStep<State, Options>(optimizer, adamw);
+  std::optional<SqrtSource> source;
+  for (const auto& group : optimizer.param_groups()) {
+    const auto verdict = Verified<Optimizer, State>(static_cast<const Options&>(group.options()), adamw);
+    if (!verdict) return false;
+    // Groups with and without weight decay may have probed differently; LibTorch's sqrt
+    // matches wherever the registers' does.
+    if (!source || *verdict == SqrtSource::kLibTorch) source = verdict;
+  }
+  FusedStep<State, Options>(optimizer, adamw, source.value_or(SqrtSource::kRegisters));
   return true;
 }
 

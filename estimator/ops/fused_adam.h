@@ -19,11 +19,13 @@ namespace est::ops {
 /// see no difference.
 ///
 /// The results are LibTorch's to the bit. That depends on how LibTorch's CPU kernels round
-/// (its addcmul, for one, fuses a multiply and an add), so it is checked, once per path (Adam
-/// or AdamW, with or without weight decay), by running both on probe values in turn;
-/// where they differ (another LibTorch build, a CPU without AVX2 and FMA) this returns false
-/// and logs why once, and the caller runs optimizer.step(). Returns false, having changed
-/// nothing, for any other optimizer or parameter.
+/// (its addcmul, for one, fuses a multiply and an add; a pip LibTorch's sqrt is MKL's, not
+/// IEEE's correctly rounded one), so it is checked, once per path (Adam or AdamW, with or
+/// without weight decay), by running both on probe values in turn: first with the square
+/// roots taken in registers, then with LibTorch's own at::sqrt_out on each chunk between two
+/// passes. Where neither matches (another LibTorch build, a CPU without AVX2 and FMA) this
+/// returns false and logs why once, and the caller runs optimizer.step(). Returns false,
+/// having changed nothing, for any other optimizer or parameter.
 bool FusedAdamStep(torch::optim::Optimizer& optimizer);
 
 /// How the Estimator steps an optimizer, model_fn's and its ps tasks' alike: FusedAdamStep

@@ -165,7 +165,7 @@ TEST_CASE("Iterator::skip makes only the elements it must", "[data]") {
     auto iterator = Range(1000).map(counted).batch(10).make_iterator();
     CHECK(iterator->skip(60) == 60);
     CHECK(calls == 0);
-    CHECK(Values(iterator->next()->features.at("x")) == Ints{600, 601, 602, 603, 604, 605, 606, 607, 608, 609});
+    CHECK((Values(iterator->next()->features.at("x")) == Ints{600, 601, 602, 603, 604, 605, 606, 607, 608, 609}));
   }
 
   SECTION("a reshuffled repeat skips whole passes without making their elements") {

@@ -9,7 +9,10 @@
 #include <cstring>
 #include <limits>
 #include <sstream>
+#include <type_traits>
 #include <vector>
+
+#include "common/optimizer_state_key.h"
 
 #include <catch2/catch.hpp>
 
@@ -65,7 +68,7 @@ void RequireSameState(torch::optim::Optimizer& fused, const std::vector<torch::T
   for (size_t k = 0; k < ours.size(); ++k) {
     INFO("parameter " << k);
     REQUIRE(SameBits(ours[k], theirs[k]));
-    const auto key = [](const torch::Tensor& t) { return c10::guts::to_string(t.unsafeGetTensorImpl()); };
+    const auto key = [&](const torch::Tensor& t) { return est::OptimizerStateKey<std::decay_t<decltype(fused.state())>>(t); };
     const bool has = fused.state().count(key(ours[k])) > 0;
     REQUIRE(has == (reference.state().count(key(theirs[k])) > 0));
     if (!has) continue;
