@@ -9,6 +9,7 @@
 #include <torch/optim/adamw.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -23,6 +24,7 @@
 
 #include "common/logging.h"
 #include "common/optimizer_state_key.h"
+#include "estimator/ops/fused_adam_internal.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -72,6 +74,8 @@ AdamScalars ScalarsFor(const Hyper& h, int64_t step) {
 // differently, so there the kernel runs LibTorch's own at::sqrt_out on each chunk of the
 // second moment, between a pass that updates the moments and one that updates the parameter.
 enum class SqrtSource { kRegisters, kLibTorch };
+
+std::atomic<bool> libtorch_sqrt_forced{false};  // detail::SquareRootsFromLibTorch
 
 // One element in LibTorch's order of operations. First the decays and the moments:
 // grad.add(p, weight_decay) (Adam) or p.mul_(1 - lr * weight_decay) (AdamW);
@@ -322,14 +326,17 @@ bool MatchesLibTorch(const Options& options, bool adamw, SqrtSource source) {
 template <typename Optimizer, typename State, typename Options>
 std::optional<SqrtSource> Verified(const Options& options, bool adamw) {
   static std::mutex mutex;
-  static std::map<bool, std::optional<SqrtSource>> verdicts;  // weight decay on -> verdict, per optimizer type
+  // (weight decay on, LibTorch's sqrt forced) -> verdict, per optimizer type
+  static std::map<std::pair<bool, bool>, std::optional<SqrtSource>> verdicts;
   const Hyper hyper = HyperOf(options, adamw);
   const bool decay = hyper.weight_decay != 0;
+  const bool forced = libtorch_sqrt_forced.load();
   std::lock_guard<std::mutex> lock(mutex);
-  auto found = verdicts.find(decay);
+  auto found = verdicts.find({decay, forced});
   if (found != verdicts.end()) return found->second;
   std::optional<SqrtSource> verdict;
   for (const SqrtSource source : {SqrtSource::kRegisters, SqrtSource::kLibTorch}) {
+    if (forced && source == SqrtSource::kRegisters) continue;
     if (MatchesLibTorch<Optimizer, State>(options, adamw, source)) {
       verdict = source;
       break;
@@ -340,7 +347,7 @@ std::optional<SqrtSource> Verified(const Options& options, bool adamw) {
                "{}, eps {}, weight_decay {}); {}::step() runs instead",
                adamw ? "AdamW" : "Adam", hyper.lr, hyper.beta1, hyper.beta2, hyper.eps, hyper.weight_decay,
                adamw ? "AdamW" : "Adam");
-  verdicts.emplace(decay, verdict);
+  verdicts.emplace(std::make_pair(decay, forced), verdict);
   return verdict;
 }
 
@@ -360,6 +367,10 @@ bool VerifiedFusedStep(torch::optim::Optimizer& optimizer, bool adamw) {
 }
 
 }  // namespace
+
+namespace detail {
+void SquareRootsFromLibTorch(bool forced) { libtorch_sqrt_forced.store(forced); }
+}  // namespace detail
 
 bool FusedAdamStep(torch::optim::Optimizer& optimizer) {
   const std::type_info& type = typeid(optimizer);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/optimizer_state_key.h"
+#include "estimator/ops/fused_adam_internal.h"
 
 #include <catch2/catch.hpp>
 
@@ -105,13 +106,22 @@ void CompareSteps(Make make, bool interleave, int threads) {
   at::set_num_threads(before);
 }
 
+// Forces the square roots from LibTorch's at::sqrt_out while it lives (where `forced`).
+struct SquareRootsFromLibTorch {
+  explicit SquareRootsFromLibTorch(bool forced) { est::ops::detail::SquareRootsFromLibTorch(forced); }
+  ~SquareRootsFromLibTorch() { est::ops::detail::SquareRootsFromLibTorch(false); }
+};
+
 }  // namespace
 
 TEST_CASE("FusedAdamStep equals torch::optim::Adam's step bit for bit", "[ops]") {
   const double decay = GENERATE(0.0, 0.01);
   const int threads = GENERATE(1, 2);
   const bool interleave = GENERATE(false, true);
-  INFO("weight_decay " << decay << ", threads " << threads << ", interleaved " << interleave);
+  const bool libtorch_sqrt = GENERATE(false, true);
+  INFO("weight_decay " << decay << ", threads " << threads << ", interleaved " << interleave
+                       << ", LibTorch's sqrt forced " << libtorch_sqrt);
+  SquareRootsFromLibTorch force(libtorch_sqrt);
   CompareSteps<torch::optim::Adam, torch::optim::AdamParamState>(
       [&](std::vector<torch::Tensor> params) {
         // Two groups with different hyper-parameters.
@@ -129,7 +139,9 @@ TEST_CASE("FusedAdamStep equals torch::optim::Adam's step bit for bit", "[ops]")
 TEST_CASE("FusedAdamStep equals torch::optim::AdamW's step bit for bit", "[ops]") {
   const double decay = GENERATE(0.0, 0.01, 0.3);
   const bool interleave = GENERATE(false, true);
-  INFO("weight_decay " << decay << ", interleaved " << interleave);
+  const bool libtorch_sqrt = GENERATE(false, true);
+  INFO("weight_decay " << decay << ", interleaved " << interleave << ", LibTorch's sqrt forced " << libtorch_sqrt);
+  SquareRootsFromLibTorch force(libtorch_sqrt);
   CompareSteps<torch::optim::AdamW, torch::optim::AdamWParamState>(
       [&](std::vector<torch::Tensor> params) {
         return torch::optim::AdamW(params, torch::optim::AdamWOptions(2e-3).weight_decay(decay));
