@@ -3,8 +3,9 @@
 
 namespace est::ops::detail {
 
-/// Whether ReluMaxPool2x2 may use its AVX2 kernels where the CPU has them (the default);
-/// false runs the portable loops, so that tests cover both on an AVX2 machine.
-void AllowAvx2(bool allowed);
+/// The widest vectors ReluMaxPool2x2's kernels may use where the CPU has them: 512 (AVX-512,
+/// the default), 256 (AVX2) or 0 (the portable loops), so that tests cover each on a machine
+/// that has AVX-512.
+void AllowVectorBits(int bits);
 
 }  // namespace est::ops::detail

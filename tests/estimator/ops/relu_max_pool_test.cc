@@ -50,12 +50,13 @@ torch::Tensor Reference(const torch::Tensor& x) { return torch::max_pool2d(torch
 }  // namespace
 
 TEST_CASE("ReluMaxPool2x2 equals relu then max_pool2d, values and gradients", "[ops]") {
-  const bool avx2 = GENERATE(true, false);
-  CAPTURE(avx2);
-  est::ops::detail::AllowAvx2(avx2);
-  // Widths below, at and above the 8 windows of a vector step, odd and even sizes.
+  const int vector_bits = GENERATE(512, 256, 0);
+  CAPTURE(vector_bits);
+  est::ops::detail::AllowVectorBits(vector_bits);
+  // Widths below, at and above the 8 and 16 windows of a vector step, odd and even sizes.
   const std::vector<std::vector<int64_t>> shapes = {{3, 5, 26, 26}, {2, 4, 13, 13}, {1, 1, 2, 2},  {2, 3, 7, 33},
-                                                    {1, 2, 16, 16}, {4, 1, 28, 28}, {1, 3, 5, 17}, {2, 2, 3, 2}};
+                                                    {1, 2, 16, 16}, {4, 1, 28, 28}, {1, 3, 5, 17}, {2, 2, 3, 2},
+                                                    {1, 2, 4, 32},  {2, 1, 5, 35},  {1, 1, 6, 66}, {1, 2, 3, 63}};
   uint64_t seed = 1;
   for (const auto& shape : shapes) {
     CAPTURE(shape);
@@ -67,14 +68,14 @@ TEST_CASE("ReluMaxPool2x2 equals relu then max_pool2d, values and gradients", "[
     CHECK(SameValues(actual.output, expected.output));
     CHECK(SameValues(actual.grad, expected.grad));
   }
-  est::ops::detail::AllowAvx2(true);
+  est::ops::detail::AllowVectorBits(512);
 }
 
 TEST_CASE("ReluMaxPool2x2 routes each window's gradient to its first maximum and none to non-positive ones",
           "[ops]") {
-  const bool avx2 = GENERATE(true, false);
-  CAPTURE(avx2);
-  est::ops::detail::AllowAvx2(avx2);
+  const int vector_bits = GENERATE(512, 256, 0);
+  CAPTURE(vector_bits);
+  est::ops::detail::AllowVectorBits(vector_bits);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   // One row of windows, each [top-left, top-right; bottom-left, bottom-right].
   const std::vector<std::vector<float>> windows = {
@@ -109,7 +110,7 @@ TEST_CASE("ReluMaxPool2x2 routes each window's gradient to its first maximum and
   CHECK(at(6, 0, 0) == 7.f);
   CHECK(at(8, 1, 0) == 9.f);                      // the last NaN, as LibTorch's max-pool picks
   CHECK(grad.isnan().sum().item<int64_t>() == 0);
-  est::ops::detail::AllowAvx2(true);
+  est::ops::detail::AllowVectorBits(512);
 }
 
 TEST_CASE("ReluMaxPool2x2 splits planes across intra-op threads with the same result", "[ops]") {
