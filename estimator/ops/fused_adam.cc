@@ -271,8 +271,8 @@ void FusedStep(torch::optim::Optimizer& optimizer, bool adamw, SqrtSource source
       auto& state = static_cast<State&>(*found->second);
       state.step(state.step() + 1);
       const AdamScalars scalars = ScalarsFor(hyper, state.step());
-      AdamRange(scalars, source, p.data_ptr<float>(), grad.data_ptr<float>(), state.exp_avg().template data_ptr<float>(),
-                state.exp_avg_sq().template data_ptr<float>(), p.numel());
+      AdamRange(scalars, source, p.data_ptr<float>(), grad.data_ptr<float>(),
+                state.exp_avg().template data_ptr<float>(), state.exp_avg_sq().template data_ptr<float>(), p.numel());
       // In-place updates as LibTorch's own: autograd must see that the tensors changed.
       p.unsafeGetTensorImpl()->bump_version();
       state.exp_avg().unsafeGetTensorImpl()->bump_version();

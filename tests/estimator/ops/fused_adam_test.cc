@@ -69,7 +69,8 @@ void RequireSameState(torch::optim::Optimizer& fused, const std::vector<torch::T
   for (size_t k = 0; k < ours.size(); ++k) {
     INFO("parameter " << k);
     REQUIRE(SameBits(ours[k], theirs[k]));
-    const auto key = [&](const torch::Tensor& t) { return est::OptimizerStateKey<std::decay_t<decltype(fused.state())>>(t); };
+    using StateMap = std::decay_t<decltype(fused.state())>;
+    const auto key = [](const torch::Tensor& t) { return est::OptimizerStateKey<StateMap>(t); };
     const bool has = fused.state().count(key(ours[k])) > 0;
     REQUIRE(has == (reference.state().count(key(theirs[k])) > 0));
     if (!has) continue;
