@@ -4,7 +4,9 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -76,19 +78,22 @@ inline torch::nn::Sequential MakeModel(const std::string& name) {
   return name == "resnet" ? MakeResNet18() : MakeMlp();
 }
 
-/// `count` batches of `batch_size` examples, stacked: inputs [count, batch_size, ...] and
-/// labels [count, batch_size]. The CNN gets the first Fashion-MNIST training images
-/// (scaled to [0, 1]) and their labels; the MLP and the ResNet get normal noise (seed 7,
-/// 1024 values or 3×32×32 images) and random labels.
+/// Up to `count` batches of `batch_size` examples, stacked: inputs [n, batch_size, ...] and
+/// labels [n, batch_size]; callers cycle through the n batches. The CNN gets the first
+/// Fashion-MNIST training images (scaled to [0, 1]) and their labels, as many whole batches
+/// as the 60 000 images hold; the MLP and the ResNet get `count` batches of normal noise
+/// (seed 7, 1024 values or 3×32×32 images) and random labels.
 inline std::pair<torch::Tensor, torch::Tensor> MakeBatches(const std::string& model, int64_t batch_size,
                                                            int64_t count) {
-  const int64_t examples = batch_size * count;
   if (model == "cnn") {
     const std::string dir = est_apps::kFashionMnistDir;
     torch::Tensor images = est::data::ReadIdx(dir + "/train-images-idx3-ubyte.gz");
     torch::Tensor labels = est::data::ReadIdx(dir + "/train-labels-idx1-ubyte.gz");
-    TORCH_CHECK(images.size(0) >= examples, "the benchmark needs ", examples, " Fashion-MNIST images, ", dir,
-                " has ", images.size(0));
+    if (images.size(0) < batch_size)
+      throw std::invalid_argument("--batch-size " + std::to_string(batch_size) + " is more than the " +
+                                  std::to_string(images.size(0)) + " Fashion-MNIST images in " + dir);
+    count = std::min(count, images.size(0) / batch_size);
+    const int64_t examples = batch_size * count;
     images = images.slice(0, 0, examples).to(torch::kFloat32).div_(255.0);
     return {images.reshape({count, batch_size, 1, 28, 28}).contiguous(),
             labels.slice(0, 0, examples).to(torch::kLong).reshape({count, batch_size}).contiguous()};

@@ -169,8 +169,8 @@ nlohmann::json RunHandwritten(const Flags& flags) {
   torch::optim::Adam adam(net->parameters(), 1e-3);
   auto step = [&, inputs = inputs, labels = labels](int64_t i) {
     adam.zero_grad();
-    const auto x = inputs.select(0, i).to(device, /*non_blocking=*/true);
-    const auto y = labels.select(0, i).to(device, /*non_blocking=*/true);
+    const auto x = inputs.select(0, i % inputs.size(0)).to(device, /*non_blocking=*/true);
+    const auto y = labels.select(0, i % labels.size(0)).to(device, /*non_blocking=*/true);
     torch::nn::functional::cross_entropy(net->forward(x), y).backward();
     adam.step();
   };
