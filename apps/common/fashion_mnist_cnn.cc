@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "data/tfrecord_dataset.h"
+#include "estimator/ops/conv2d_one_input_channel.h"
 #include "estimator/ops/relu_max_pool.h"
 
 namespace est_apps {
@@ -15,11 +16,8 @@ FashionMnistCnnImpl::FashionMnistCnnImpl()
       logits(register_module("logits", torch::nn::Linear(64, 10))) {}
 
 torch::Tensor FashionMnistCnnImpl::forward(torch::Tensor images) {
-  // On a CPU the one-channel convolution runs LibTorch's own kernel (unfold + matrix product):
-  // oneDNN's takes twice as long forward and backward on [64, 1, 28, 28] (docs/performance.md).
-  auto features = images.is_cpu() ? torch::thnn_conv2d(images, conv->weight, /*kernel_size=*/{3, 3}, conv->bias,
-                                                       /*stride=*/{1, 1}, /*padding=*/{0, 0})
-                                  : conv(images);
+  // The same parameters as conv(images), by direct loops on a CPU (docs/performance.md).
+  auto features = est::ops::Conv2dOneInputChannel(images, conv->weight, conv->bias);
   auto x = est::ops::ReluMaxPool2x2(features);
   return logits(torch::relu(hidden(x.flatten(1))));
 }

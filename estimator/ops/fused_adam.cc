@@ -24,6 +24,7 @@
 
 #include "common/logging.h"
 #include "common/optimizer_state_key.h"
+#include "estimator/ops/cpu_vectors.h"
 #include "estimator/ops/fused_adam_internal.h"
 
 #if defined(__x86_64__)
@@ -164,10 +165,7 @@ EST_AVX2_FMA void ApplyAvx2(const AdamScalars& s, float* p, const float* m, cons
 }
 #undef EST_AVX2_FMA
 
-bool HasAvx2Fma() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
-}
+bool HasAvx2Fma() { return detail::UsableVectorBits() >= 256; }
 #endif
 
 template <bool kApply>

@@ -1,13 +1,12 @@
 #include "estimator/ops/relu_max_pool.h"
 
-#include "estimator/ops/relu_max_pool_internal.h"
+#include "estimator/ops/cpu_vectors.h"
 
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -220,23 +219,17 @@ EST_AVX512 void BackwardAvx512(const float* grad, const uint8_t* code, float* to
 #undef EST_AVX512
 #endif
 
-std::atomic<int> widest_vector_bits{512};  // detail::AllowVectorBits
-
 // The row kernels to use: the widest this CPU has that the tests allow.
 struct RowKernels {
   void (*forward)(const float* top, const float* bottom, float* out, uint8_t* code, int64_t windows);
   void (*backward)(const float* grad, const uint8_t* code, float* top, float* bottom, int64_t windows);
 };
 RowKernels Kernels() {
-  const int widest = widest_vector_bits.load(std::memory_order_relaxed);
 #if defined(__x86_64__)
-  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                             __builtin_cpu_supports("avx512vl");
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  if (avx512 && widest >= 512) return {ForwardAvx512, BackwardAvx512};
-  if (avx2 && widest >= 256) return {ForwardAvx2, BackwardAvx2};
+  const int bits = detail::UsableVectorBits();
+  if (bits >= 512) return {ForwardAvx512, BackwardAvx512};
+  if (bits >= 256) return {ForwardAvx2, BackwardAvx2};
 #endif
-  (void)widest;
   return {ForwardWindows, BackwardWindows};
 }
 
@@ -317,10 +310,6 @@ bool HasFastPath(const at::Tensor& input) {
 }
 
 }  // namespace
-
-namespace detail {
-void AllowVectorBits(int bits) { widest_vector_bits.store(bits); }
-}  // namespace detail
 
 at::Tensor ReluMaxPool2x2(const at::Tensor& input) {
   if (!HasFastPath(input)) return torch::max_pool2d(torch::relu(input), 2);

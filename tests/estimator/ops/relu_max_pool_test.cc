@@ -2,7 +2,7 @@
 
 #include "estimator/ops/relu_max_pool.h"
 
-#include "estimator/ops/relu_max_pool_internal.h"
+#include "estimator/ops/cpu_vectors.h"
 
 #include <torch/torch.h>
 

@@ -1,0 +1,219 @@
+#include "estimator/ops/conv2d_one_input_channel.h"
+
+#include <ATen/Parallel.h>
+#include <torch/autograd.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "estimator/ops/cpu_vectors.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace est::ops {
+namespace {
+
+// The sizes of one convolution: N images [H, W], C filters [K, K].
+struct Geometry {
+  int64_t images, channels, height, width, kernel;
+  int64_t out_height() const { return height - kernel + 1; }
+  int64_t out_width() const { return width - kernel + 1; }
+};
+
+#if defined(__x86_64__)
+#define EST_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+// GCC 12 warns that the pass-through operands inside _mm512_maskz_loadu_ps and
+// _mm512_reduce_add_ps may be used uninitialized; their masks never read them.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+// Lanes [0, 16) that hold one of `count` values (count may exceed 16).
+EST_AVX512 inline __mmask16 Lanes(int64_t count) {
+  return count >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << count) - 1u);
+}
+
+// Output rows of images [begin, end): for each run of 16 outputs of a row, the K·K shifted
+// input vectors are loaded once and serve every filter.
+template <int K>
+EST_AVX512 void ForwardImages(const float* input, const float* weight, const float* bias, float* output, Geometry g,
+                              int64_t begin, int64_t end) {
+  constexpr int kTaps = K * K;
+  const int64_t out_h = g.out_height(), out_w = g.out_width(), plane = out_h * out_w;
+  for (int64_t n = begin; n < end; ++n) {
+    const float* image = input + n * g.height * g.width;
+    float* out = output + n * g.channels * plane;
+    for (int64_t y = 0; y < out_h; ++y) {
+      for (int64_t x = 0; x < out_w; x += 16) {
+        const __mmask16 mask = Lanes(out_w - x);
+        __m512 taps[kTaps];
+        for (int ky = 0; ky < K; ++ky)
+          for (int kx = 0; kx < K; ++kx)
+            taps[ky * K + kx] = _mm512_maskz_loadu_ps(mask, image + (y + ky) * g.width + x + kx);
+        for (int64_t c = 0; c < g.channels; ++c) {
+          const float* w = weight + c * kTaps;
+          __m512 sum = _mm512_set1_ps(bias != nullptr ? bias[c] : 0.f);
+          for (int t = 0; t < kTaps; ++t) sum = _mm512_fmadd_ps(taps[t], _mm512_set1_ps(w[t]), sum);
+          _mm512_mask_storeu_ps(out + c * plane + y * out_w + x, mask, sum);
+        }
+      }
+    }
+  }
+}
+
+// The weight and bias gradients of filters [first, first + P), each summed over the images,
+// rows and runs of 16 outputs in that order, then across the 16 lanes: the P filters share
+// each load of the input.
+template <int K, int P>
+EST_AVX512 void GradientsOfFilters(const float* input, const float* grad, float* grad_weight, float* grad_bias,
+                                   const Geometry& g, int64_t first) {
+  constexpr int kTaps = K * K;
+  const int64_t out_h = g.out_height(), out_w = g.out_width(), plane = out_h * out_w;
+  __m512 sums[P][kTaps];
+  __m512 bias_sums[P];
+#pragma GCC unroll 32
+  for (int p = 0; p < P; ++p) {
+    bias_sums[p] = _mm512_setzero_ps();
+#pragma GCC unroll 32
+    for (int t = 0; t < kTaps; ++t) sums[p][t] = _mm512_setzero_ps();
+  }
+  for (int64_t n = 0; n < g.images; ++n) {
+    const float* image = input + n * g.height * g.width;
+    const float* gradient = grad + (n * g.channels + first) * plane;
+    for (int64_t y = 0; y < out_h; ++y) {
+      for (int64_t x = 0; x < out_w; x += 16) {
+        const __mmask16 mask = Lanes(out_w - x);
+        __m512 dy[P];
+#pragma GCC unroll 32
+        for (int p = 0; p < P; ++p) {
+          dy[p] = _mm512_maskz_loadu_ps(mask, gradient + p * plane + y * out_w + x);
+          bias_sums[p] = _mm512_add_ps(bias_sums[p], dy[p]);
+        }
+#pragma GCC unroll 32
+        for (int ky = 0; ky < K; ++ky) {
+#pragma GCC unroll 32
+          for (int kx = 0; kx < K; ++kx) {
+            const __m512 in = _mm512_maskz_loadu_ps(mask, image + (y + ky) * g.width + x + kx);
+#pragma GCC unroll 32
+            for (int p = 0; p < P; ++p) sums[p][ky * K + kx] = _mm512_fmadd_ps(dy[p], in, sums[p][ky * K + kx]);
+          }
+        }
+      }
+    }
+  }
+#pragma GCC unroll 32
+  for (int p = 0; p < P; ++p) {
+#pragma GCC unroll 32
+    for (int t = 0; t < kTaps; ++t) grad_weight[(first + p) * kTaps + t] = _mm512_reduce_add_ps(sums[p][t]);
+    if (grad_bias != nullptr) grad_bias[first + p] = _mm512_reduce_add_ps(bias_sums[p]);
+  }
+}
+
+// The gradients of filters [begin, end): pairs of 3×3 filters share their loads (20 sums
+// and the loads fit the 32 vector registers), 5×5 filters go one at a time.
+template <int K>
+EST_AVX512 void FilterGradients(const float* input, const float* grad, float* grad_weight, float* grad_bias, Geometry g,
+                                int64_t begin, int64_t end) {
+  constexpr int kPairs = K == 3 ? 2 : 1;
+  int64_t c = begin;
+  for (; c + kPairs <= end; c += kPairs) GradientsOfFilters<K, kPairs>(input, grad, grad_weight, grad_bias, g, c);
+  for (; c < end; ++c) GradientsOfFilters<K, 1>(input, grad, grad_weight, grad_bias, g, c);
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#undef EST_AVX512
+
+using ForwardKernel = void (*)(const float*, const float*, const float*, float*, Geometry, int64_t, int64_t);
+using GradientKernel = void (*)(const float*, const float*, float*, float*, Geometry, int64_t, int64_t);
+
+struct Kernels {
+  ForwardKernel forward;
+  GradientKernel gradients;
+};
+
+Kernels KernelsFor(int64_t kernel) {
+  if (kernel == 3) return {ForwardImages<3>, FilterGradients<3>};
+  return {ForwardImages<5>, FilterGradients<5>};
+}
+#endif
+
+// Work per parallel task: enough outputs to be worth a hand-off.
+int64_t Grain(int64_t outputs_per_item) { return std::max<int64_t>(1, 65536 / std::max<int64_t>(1, outputs_per_item)); }
+
+struct Conv2dOneInputChannelFunction : torch::autograd::Function<Conv2dOneInputChannelFunction> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
+                            const at::Tensor& bias) {
+    const Geometry g{input.size(0), weight.size(0), input.size(2), input.size(3), weight.size(2)};
+    auto output = at::empty({g.images, g.channels, g.out_height(), g.out_width()}, input.options());
+#if defined(__x86_64__)
+    const ForwardKernel kernel = KernelsFor(g.kernel).forward;
+    const float* in = input.data_ptr<float>();
+    const float* w = weight.data_ptr<float>();
+    const float* b = bias.numel() > 0 ? bias.data_ptr<float>() : nullptr;
+    float* out = output.data_ptr<float>();
+    at::parallel_for(0, g.images, Grain(g.channels * g.out_height() * g.out_width()),
+                     [&](int64_t begin, int64_t end) { kernel(in, w, b, out, g, begin, end); });
+#endif
+    ctx->save_for_backward({input, weight});
+    ctx->saved_data["has_bias"] = bias.numel() > 0;
+    return output;
+  }
+
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grads) {
+    TORCH_CHECK(!at::GradMode::is_enabled(), "Conv2dOneInputChannel's gradient cannot be differentiated again");
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& input = saved[0];
+    const at::Tensor& weight = saved[1];
+    const bool has_bias = ctx->saved_data["has_bias"].toBool();
+    const at::Tensor grad = grads[0].contiguous();
+    const Geometry g{input.size(0), weight.size(0), input.size(2), input.size(3), weight.size(2)};
+    at::Tensor grad_input;
+    if (ctx->needs_input_grad(0)) grad_input = at::conv_transpose2d(grad, weight);
+    auto grad_weight = at::empty(weight.sizes(), weight.options());
+    at::Tensor grad_bias = has_bias ? at::empty({g.channels}, weight.options()) : at::Tensor();
+#if defined(__x86_64__)
+    const GradientKernel kernel = KernelsFor(g.kernel).gradients;
+    const float* in = input.data_ptr<float>();
+    const float* dy = grad.data_ptr<float>();
+    float* dw = grad_weight.data_ptr<float>();
+    float* db = has_bias ? grad_bias.data_ptr<float>() : nullptr;
+    at::parallel_for(0, g.channels, Grain(g.images * g.out_height() * g.out_width()),
+                     [&](int64_t begin, int64_t end) { kernel(in, dy, dw, db, g, begin, end); });
+#endif
+    return {grad_input, grad_weight, grad_bias};
+  }
+};
+
+bool IsFloatCpu(const at::Tensor& tensor) {
+  return tensor.device().is_cpu() && tensor.scalar_type() == at::kFloat && tensor.is_contiguous();
+}
+
+bool HasFastPath(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
+  if (detail::UsableVectorBits() < 512 || !IsFloatCpu(input) || !IsFloatCpu(weight)) return false;
+  if (input.dim() != 4 || input.size(1) != 1 || input.size(0) == 0) return false;
+  if (weight.dim() != 4 || weight.size(1) != 1 || weight.size(0) == 0 || weight.size(2) != weight.size(3)) return false;
+  const int64_t k = weight.size(2);
+  if ((k != 3 && k != 5) || input.size(2) < k || input.size(3) < k) return false;
+  return !bias.defined() || (IsFloatCpu(bias) && bias.dim() == 1 && bias.size(0) == weight.size(0));
+}
+
+}  // namespace
+
+at::Tensor Conv2dOneInputChannel(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
+  if (HasFastPath(input, weight, bias)) {
+    // LibTorch 1.13's Function::apply cannot take an undefined tensor: no bias is an empty one.
+    return Conv2dOneInputChannelFunction::apply(input, weight, bias.defined() ? bias : at::empty({0}, weight.options()));
+  }
+  if (input.device().is_cpu() && weight.dim() == 4)
+    return torch::thnn_conv2d(input, weight, {weight.size(2), weight.size(3)}, bias, {1, 1}, {0, 0});
+  return torch::conv2d(input, weight, bias);
+}
+
+}  // namespace est::ops

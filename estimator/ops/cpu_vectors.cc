@@ -1,0 +1,29 @@
+#include "estimator/ops/cpu_vectors.h"
+
+#include <algorithm>
+#include <atomic>
+
+namespace est::ops::detail {
+namespace {
+
+std::atomic<int> allowed_vector_bits{512};
+
+int CpuVectorBits() {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+    return 512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 256;
+#endif
+  return 0;
+}
+
+}  // namespace
+
+int UsableVectorBits() {
+  static const int cpu = CpuVectorBits();
+  return std::min(cpu, allowed_vector_bits.load(std::memory_order_relaxed));
+}
+
+void AllowVectorBits(int bits) { allowed_vector_bits.store(bits, std::memory_order_relaxed); }
+
+}  // namespace est::ops::detail

@@ -1,0 +1,138 @@
+// Conv2dOneInputChannel agrees with LibTorch's conv2d, values and gradients, within float32
+// rounding; its results do not depend on the thread count; other inputs get LibTorch's.
+
+#include "estimator/ops/conv2d_one_input_channel.h"
+
+#include "estimator/ops/cpu_vectors.h"
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+namespace {
+
+struct Result {
+  torch::Tensor output, grad_input, grad_weight, grad_bias;
+};
+
+// Output and gradients of `op(input, weight, bias)` under the loss sum(output * seed).
+template <class Op>
+Result Run(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias, bool input_grad,
+           Op op) {
+  auto x = input.clone().requires_grad_(input_grad);
+  auto w = weight.clone().requires_grad_();
+  auto b = bias.defined() ? bias.clone().requires_grad_() : torch::Tensor();
+  auto y = op(x, w, b);
+  torch::manual_seed(99);
+  y.backward(torch::randn(y.sizes()));
+  return {y.detach(), input_grad ? x.grad() : torch::Tensor(), w.grad(),
+          b.defined() ? b.grad() : torch::Tensor()};
+}
+
+Result Ours(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias, bool input_grad) {
+  return Run(input, weight, bias, input_grad, est::ops::Conv2dOneInputChannel);
+}
+
+Result LibTorch(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias, bool input_grad) {
+  // float64 sums: the reference for both orders of summing float32 products.
+  auto result = Run(input.to(torch::kDouble), weight.to(torch::kDouble),
+                    bias.defined() ? bias.to(torch::kDouble) : torch::Tensor(), input_grad,
+                    [](const auto& x, const auto& w, const auto& b) { return torch::conv2d(x, w, b); });
+  for (auto* t : {&result.output, &result.grad_input, &result.grad_weight, &result.grad_bias})
+    if (t->defined()) *t = t->to(torch::kFloat);
+  return result;
+}
+
+bool Near(const torch::Tensor& ours, const torch::Tensor& reference) {
+  if (!ours.defined() || !reference.defined()) return ours.defined() == reference.defined();
+  // A float32 sum of n terms drifts by about sqrt(n) units of the terms' magnitude.
+  const double scale = reference.abs().max().item<double>() + 1.0;
+  return ours.sizes() == reference.sizes() && ours.scalar_type() == at::kFloat &&
+         (ours - reference).abs().max().item<double>() <= 1e-5 * scale;
+}
+
+bool Same(const torch::Tensor& a, const torch::Tensor& b) {
+  return a.defined() == b.defined() && (!a.defined() || torch::equal(a, b));
+}
+
+}  // namespace
+
+TEST_CASE("Conv2dOneInputChannel equals conv2d within float32 rounding, values and gradients", "[ops]") {
+  est::ops::detail::AllowVectorBits(512);
+  // Output widths below, at and above the 16 lanes of a vector, 3×3 and 5×5 filters, odd
+  // and even filter counts (3×3 filters go in pairs), with and without bias.
+  struct Case {
+    std::vector<int64_t> input;
+    int64_t filters, kernel;
+  };
+  const std::vector<Case> cases = {{{8, 1, 28, 28}, 32, 3}, {{2, 1, 5, 18}, 3, 3},  {{3, 1, 9, 35}, 5, 3},
+                                   {{1, 1, 3, 3}, 1, 3},    {{2, 1, 20, 21}, 4, 5}, {{1, 1, 5, 40}, 3, 5}};
+  torch::manual_seed(3);
+  for (const Case& c : cases) {
+    for (bool with_bias : {true, false}) {
+      for (bool input_grad : {false, true}) {
+        CAPTURE(c.input, c.filters, c.kernel, with_bias, input_grad);
+        const auto input = torch::rand(c.input);
+        const auto weight = torch::randn({c.filters, 1, c.kernel, c.kernel});
+        const auto bias = with_bias ? torch::randn({c.filters}) : torch::Tensor();
+        const Result ours = Ours(input, weight, bias, input_grad);
+        const Result reference = LibTorch(input, weight, bias, input_grad);
+        CHECK(Near(ours.output, reference.output));
+        CHECK(Near(ours.grad_input, reference.grad_input));
+        CHECK(Near(ours.grad_weight, reference.grad_weight));
+        CHECK(Near(ours.grad_bias, reference.grad_bias));
+      }
+    }
+  }
+}
+
+TEST_CASE("Conv2dOneInputChannel gives the same bits at any thread count", "[ops]") {
+  est::ops::detail::AllowVectorBits(512);
+  torch::manual_seed(5);
+  const auto input = torch::rand({16, 1, 28, 28});
+  const auto weight = torch::randn({32, 1, 3, 3});
+  const auto bias = torch::randn({32});
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  const Result one = Ours(input, weight, bias, false);
+  at::set_num_threads(4);
+  const Result four = Ours(input, weight, bias, false);
+  at::set_num_threads(threads);
+  CHECK(Same(one.output, four.output));
+  CHECK(Same(one.grad_weight, four.grad_weight));
+  CHECK(Same(one.grad_bias, four.grad_bias));
+}
+
+TEST_CASE("Conv2dOneInputChannel runs LibTorch's convolution for other inputs and CPUs", "[ops]") {
+  torch::manual_seed(7);
+  auto native = [](const auto& x, const auto& w, const auto& b) {
+    return torch::thnn_conv2d(x, w, {w.size(2), w.size(3)}, b, {1, 1}, {0, 0});
+  };
+  auto same_as_native = [&](const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias) {
+    const Result ours = Ours(input, weight, bias, true);
+    const Result expected = Run(input, weight, bias, true, native);
+    return Same(ours.output, expected.output) && Same(ours.grad_input, expected.grad_input) &&
+           Same(ours.grad_weight, expected.grad_weight) && Same(ours.grad_bias, expected.grad_bias);
+  };
+  est::ops::detail::AllowVectorBits(512);
+  CHECK(same_as_native(torch::rand({2, 1, 9, 9}), torch::randn({3, 1, 4, 4}), torch::randn({3})));  // 4×4
+  CHECK(same_as_native(torch::rand({2, 2, 9, 9}), torch::randn({3, 2, 3, 3}), torch::randn({3})));  // 2 channels
+  CHECK(same_as_native(torch::rand({2, 1, 9, 9}, torch::kDouble), torch::randn({3, 1, 3, 3}, torch::kDouble),
+                       torch::randn({3}, torch::kDouble)));
+  CHECK(same_as_native(torch::rand({2, 1, 9, 9}).transpose(2, 3), torch::randn({3, 1, 3, 3}), torch::randn({3})));
+  est::ops::detail::AllowVectorBits(256);  // a CPU without AVX-512
+  CHECK(same_as_native(torch::rand({2, 1, 9, 9}), torch::randn({3, 1, 3, 3}), torch::randn({3})));
+  est::ops::detail::AllowVectorBits(512);
+}
+
+TEST_CASE("Conv2dOneInputChannel's gradient cannot be differentiated again", "[ops]") {
+  est::ops::detail::AllowVectorBits(512);
+  auto x = torch::rand({2, 1, 6, 6});
+  auto w = torch::randn({2, 1, 3, 3}).requires_grad_();
+  auto y = est::ops::Conv2dOneInputChannel(x, w, torch::Tensor()).sum();
+  CHECK_THROWS_WITH(torch::autograd::grad({y}, {w}, {}, /*retain_graph=*/true, /*create_graph=*/true)[0].sum().backward(),
+                    Catch::Contains("cannot be differentiated again"));
+}
