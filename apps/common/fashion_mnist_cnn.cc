@@ -6,6 +6,7 @@
 
 #include "data/tfrecord_dataset.h"
 #include "estimator/ops/conv2d_one_input_channel.h"
+#include "estimator/ops/linear.h"
 #include "estimator/ops/relu_max_pool.h"
 
 namespace est_apps {
@@ -19,7 +20,8 @@ torch::Tensor FashionMnistCnnImpl::forward(torch::Tensor images) {
   // The same parameters as conv(images), by direct loops on a CPU (docs/performance.md).
   auto features = est::ops::Conv2dOneInputChannel(images, conv->weight, conv->bias);
   auto x = est::ops::ReluMaxPool2x2(features);
-  return logits(torch::relu(hidden(x.flatten(1))));
+  auto h = torch::relu(est::ops::Linear(x.flatten(1), hidden->weight, hidden->bias));
+  return est::ops::Linear(h, logits->weight, logits->bias);
 }
 
 est::data::Element Scale(est::data::Element example) {

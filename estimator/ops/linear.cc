@@ -1,0 +1,232 @@
+#include "estimator/ops/linear.h"
+
+#include <ATen/Parallel.h>
+#include <torch/autograd.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "estimator/ops/cpu_vectors.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace est::ops {
+namespace {
+
+// C[M, N] = A[M, K] · B[K, N]: A at any strides, B with contiguous rows, C with contiguous rows.
+struct Product {
+  const float* a;
+  int64_t a_row_stride, a_column_stride;
+  const float* b;
+  int64_t b_row_stride;
+  float* c;
+  int64_t c_row_stride;
+  int64_t m, n, k;
+};
+
+#if defined(__x86_64__)
+#define EST_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+constexpr int kRows = 8;      // rows of C per block: 8 × 2 vectors of sums
+constexpr int kColumns = 32;  // columns of C per strip: two vectors
+
+EST_AVX512 inline __mmask16 Lanes(int64_t count) {
+  return count <= 0 ? static_cast<__mmask16>(0)
+                    : count >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << count) - 1u);
+}
+
+// Columns [column, column + 32) of rows [row, row + kRows) of C, from A's rows packed as
+// `panel` [K][kRows] (rows past M packed as zeros, their sums not stored).
+EST_AVX512 void MultiplyBlock(const Product& p, const float* panel, int64_t row, int64_t column) {
+  const __mmask16 low = Lanes(p.n - column), high = Lanes(p.n - column - 16);
+  __m512 sums[kRows][2];
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) sums[r][0] = sums[r][1] = _mm512_setzero_ps();
+  const float* b = p.b + column;
+  for (int64_t k = 0; k < p.k; ++k) {
+    const __m512 b0 = _mm512_maskz_loadu_ps(low, b + k * p.b_row_stride);
+    const __m512 b1 = _mm512_maskz_loadu_ps(high, b + k * p.b_row_stride + 16);
+    const float* a = panel + k * kRows;
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+      const __m512 ar = _mm512_set1_ps(a[r]);
+      sums[r][0] = _mm512_fmadd_ps(ar, b0, sums[r][0]);
+      sums[r][1] = _mm512_fmadd_ps(ar, b1, sums[r][1]);
+    }
+  }
+  const int64_t rows = std::min<int64_t>(kRows, p.m - row);
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) {
+    if (r >= rows) break;
+    float* c = p.c + (row + r) * p.c_row_stride + column;
+    _mm512_mask_storeu_ps(c, low, sums[r][0]);
+    _mm512_mask_storeu_ps(c + 16, high, sums[r][1]);
+  }
+}
+
+// Strips [begin, end) of 32 columns of C, every row block each.
+EST_AVX512 void MultiplyStrips(const Product& p, const std::vector<float>& panels, int64_t begin, int64_t end) {
+  for (int64_t strip = begin; strip < end; ++strip)
+    for (int64_t row = 0; row < p.m; row += kRows)
+      MultiplyBlock(p, panels.data() + (row / kRows) * p.k * kRows, row, strip * kColumns);
+}
+// C[M, N] = A[M, K] · B[N, K]ᵀ with the rows of A and B contiguous: the forward product of a
+// dense layer. Blocks of 4 × 4 outputs, each a sum of 16-lane products along K, over K in
+// chunks that keep the rows of both in the caches, then across the lanes.
+constexpr int kDotRows = 4;
+constexpr int64_t kDotChunk = 1024;
+
+struct DotProduct {
+  const float* a;
+  const float* b;
+  float* c;
+  int64_t m, n, k;
+};
+
+EST_AVX512 void DotBlock(const DotProduct& p, int64_t row, int64_t column, int64_t k0, int64_t k1) {
+  const float* a[kDotRows];
+  const float* b[kDotRows];
+#pragma GCC unroll 4
+  for (int i = 0; i < kDotRows; ++i) {
+    a[i] = p.a + std::min(row + i, p.m - 1) * p.k;  // rows past the end repeat the last; not stored
+    b[i] = p.b + std::min(column + i, p.n - 1) * p.k;
+  }
+  __m512 sums[kDotRows][kDotRows];
+#pragma GCC unroll 16
+  for (int i = 0; i < kDotRows; ++i)
+#pragma GCC unroll 16
+    for (int j = 0; j < kDotRows; ++j) sums[i][j] = _mm512_setzero_ps();
+  for (int64_t k = k0; k < k1; k += 16) {
+    const __mmask16 mask = Lanes(k1 - k);
+    __m512 bv[kDotRows];
+#pragma GCC unroll 4
+    for (int j = 0; j < kDotRows; ++j) bv[j] = _mm512_maskz_loadu_ps(mask, b[j] + k);
+#pragma GCC unroll 4
+    for (int i = 0; i < kDotRows; ++i) {
+      const __m512 av = _mm512_maskz_loadu_ps(mask, a[i] + k);
+#pragma GCC unroll 4
+      for (int j = 0; j < kDotRows; ++j) sums[i][j] = _mm512_fmadd_ps(av, bv[j], sums[i][j]);
+    }
+  }
+  const int64_t rows = std::min<int64_t>(kDotRows, p.m - row), columns = std::min<int64_t>(kDotRows, p.n - column);
+#pragma GCC unroll 4
+  for (int i = 0; i < kDotRows; ++i) {
+#pragma GCC unroll 4
+    for (int j = 0; j < kDotRows; ++j) {
+      if (i >= rows || j >= columns) continue;
+      const float sum = _mm512_reduce_add_ps(sums[i][j]);
+      float& out = p.c[(row + i) * p.n + column + j];
+      out = k0 == 0 ? sum : out + sum;
+    }
+  }
+}
+
+// Row blocks [begin, end) of C: chunk by chunk of K, every column block each.
+EST_AVX512 void DotRows(const DotProduct& p, int64_t begin, int64_t end) {
+  for (int64_t k0 = 0; k0 < p.k; k0 += kDotChunk) {
+    const int64_t k1 = std::min(p.k, k0 + kDotChunk);
+    for (int64_t block = begin; block < end; ++block)
+      for (int64_t column = 0; column < p.n; column += kDotRows) DotBlock(p, block * kDotRows, column, k0, k1);
+  }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#undef EST_AVX512
+
+// A's rows in blocks of kRows, each block [K][kRows] with zeros past M.
+std::vector<float> PackRows(const Product& p) {
+  const int64_t blocks = (p.m + kRows - 1) / kRows;
+  std::vector<float> panels(static_cast<size_t>(blocks * p.k * kRows), 0.f);
+  for (int64_t row = 0; row < p.m; ++row) {
+    float* panel = panels.data() + (row / kRows) * p.k * kRows + row % kRows;
+    const float* a = p.a + row * p.a_row_stride;
+    for (int64_t k = 0; k < p.k; ++k) panel[k * kRows] = a[k * p.a_column_stride];
+  }
+  return panels;
+}
+
+// C = A · Bᵀ, blocks of rows spread over LibTorch's threads.
+void MultiplyTransposed(const DotProduct& p) {
+  const int64_t blocks = (p.m + kDotRows - 1) / kDotRows;
+  const int64_t grain = std::max<int64_t>(1, 262144 / std::max<int64_t>(1, kDotRows * p.n * p.k));
+  at::parallel_for(0, blocks, grain, [&](int64_t begin, int64_t end) { DotRows(p, begin, end); });
+}
+
+// C = A · B, strips of columns spread over LibTorch's threads.
+void Multiply(const Product& p) {
+  const std::vector<float> panels = PackRows(p);
+  const int64_t strips = (p.n + kColumns - 1) / kColumns;
+  const int64_t grain = std::max<int64_t>(1, 262144 / std::max<int64_t>(1, p.m * p.k * kColumns));
+  at::parallel_for(0, strips, grain, [&](int64_t begin, int64_t end) { MultiplyStrips(p, panels, begin, end); });
+}
+#endif
+
+struct LinearFunction : torch::autograd::Function<LinearFunction> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
+                            const at::Tensor& bias) {
+    ctx->save_for_backward({input, weight});
+    ctx->saved_data["has_bias"] = bias.numel() > 0;
+    auto output = at::empty({input.size(0), weight.size(0)}, input.options());
+#if defined(__x86_64__)
+    MultiplyTransposed({input.data_ptr<float>(), weight.data_ptr<float>(), output.data_ptr<float>(), input.size(0),
+                        weight.size(0), input.size(1)});
+#endif
+    if (bias.numel() > 0) output.add_(bias);
+    return output;
+  }
+
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grads) {
+    TORCH_CHECK(!at::GradMode::is_enabled(), "est::ops::Linear's gradient cannot be differentiated again");
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& input = saved[0];
+    const at::Tensor& weight = saved[1];
+    const at::Tensor grad = grads[0].contiguous();
+    const int64_t m = input.size(0), k = input.size(1), n = weight.size(0);
+    at::Tensor grad_input, grad_weight, grad_bias;
+#if defined(__x86_64__)
+    const float* dy = grad.data_ptr<float>();
+    if (ctx->needs_input_grad(0)) {  // dX[M, K] = dY[M, N] · W[N, K]
+      grad_input = at::empty({m, k}, input.options());
+      Multiply({dy, n, 1, weight.data_ptr<float>(), k, grad_input.data_ptr<float>(), k, m, k, n});
+    }
+    if (ctx->needs_input_grad(1)) {  // dW[N, K] = dYᵀ[N, M] · X[M, K]
+      grad_weight = at::empty({n, k}, weight.options());
+      Multiply({dy, 1, n, input.data_ptr<float>(), k, grad_weight.data_ptr<float>(), k, n, k, m});
+    }
+#endif
+    if (ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)) grad_bias = grad.sum(0);
+    return {grad_input, grad_weight, grad_bias};
+  }
+};
+
+bool IsFloatCpu(const at::Tensor& tensor) {
+  return tensor.device().is_cpu() && tensor.scalar_type() == at::kFloat && tensor.is_contiguous();
+}
+
+bool HasFastPath(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
+  if (detail::UsableVectorBits() < 512 || !IsFloatCpu(input) || !IsFloatCpu(weight)) return false;
+  if (input.dim() != 2 || weight.dim() != 2 || input.size(1) != weight.size(1)) return false;
+  if (input.numel() == 0 || weight.numel() == 0) return false;
+  return !bias.defined() || (IsFloatCpu(bias) && bias.dim() == 1 && bias.size(0) == weight.size(0));
+}
+
+}  // namespace
+
+at::Tensor Linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
+  if (!HasFastPath(input, weight, bias)) return torch::linear(input, weight, bias);
+  // LibTorch 1.13's Function::apply cannot take an undefined tensor: no bias is an empty one.
+  return LinearFunction::apply(input, weight, bias.defined() ? bias : at::empty({0}, weight.options()));
+}
+
+}  // namespace est::ops

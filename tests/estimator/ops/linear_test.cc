@@ -1,0 +1,133 @@
+// est::ops::Linear agrees with LibTorch's linear, values and gradients, within float32
+// rounding; its results do not depend on the thread count; other inputs get LibTorch's.
+
+#include "estimator/ops/linear.h"
+
+#include "estimator/ops/cpu_vectors.h"
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+namespace {
+
+struct Result {
+  torch::Tensor output, grad_input, grad_weight, grad_bias;
+};
+
+// Output and gradients of `op(input, weight, bias)` under the loss sum(output * seed).
+template <class Op>
+Result Run(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias, Op op) {
+  auto x = input.clone().requires_grad_();
+  auto w = weight.clone().requires_grad_();
+  auto b = bias.defined() ? bias.clone().requires_grad_() : torch::Tensor();
+  auto y = op(x, w, b);
+  torch::manual_seed(99);
+  y.backward(torch::randn(y.sizes()));
+  return {y.detach(), x.grad(), w.grad(), b.defined() ? b.grad() : torch::Tensor()};
+}
+
+Result Ours(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias) {
+  return Run(input, weight, bias, est::ops::Linear);
+}
+
+// float64 sums: the reference for any order of summing float32 products.
+Result Reference(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias) {
+  auto result = Run(input.to(torch::kDouble), weight.to(torch::kDouble),
+                    bias.defined() ? bias.to(torch::kDouble) : torch::Tensor(),
+                    [](const auto& x, const auto& w, const auto& b) { return torch::linear(x, w, b); });
+  for (auto* t : {&result.output, &result.grad_input, &result.grad_weight, &result.grad_bias})
+    if (t->defined()) *t = t->to(torch::kFloat);
+  return result;
+}
+
+// Within float32 rounding of sums of `terms` products of the operands' magnitude.
+bool Near(const torch::Tensor& ours, const torch::Tensor& reference, int64_t terms) {
+  if (!ours.defined() || !reference.defined()) return ours.defined() == reference.defined();
+  const double bound = 4e-7 * std::sqrt(static_cast<double>(terms)) * (reference.abs().max().item<double>() + 1.0);
+  return ours.sizes() == reference.sizes() && ours.scalar_type() == at::kFloat &&
+         (ours - reference).abs().max().item<double>() <= bound * 8;
+}
+
+bool Same(const torch::Tensor& a, const torch::Tensor& b) {
+  return a.defined() == b.defined() && (!a.defined() || torch::equal(a, b));
+}
+
+}  // namespace
+
+TEST_CASE("est::ops::Linear equals linear within float32 rounding, values and gradients", "[ops]") {
+  est::ops::detail::AllowVectorBits(512);
+  // [M, K] inputs, N outputs: sizes below, at and past the kernels' blocks (8 and 4 rows, 32
+  // columns, 16 lanes, chunks of 1024 along K), the CNN's dense layers among them.
+  struct Case {
+    int64_t m, k, n;
+  };
+  const std::vector<Case> cases = {{64, 5408, 64}, {64, 64, 10}, {1, 1, 1},     {3, 17, 5},
+                                   {9, 33, 31},    {13, 2050, 7}, {8, 1024, 4}, {17, 40, 70}};
+  torch::manual_seed(3);
+  for (const Case& c : cases) {
+    for (bool with_bias : {true, false}) {
+      CAPTURE(c.m, c.k, c.n, with_bias);
+      const auto input = torch::randn({c.m, c.k});
+      const auto weight = torch::randn({c.n, c.k});
+      const auto bias = with_bias ? torch::randn({c.n}) : torch::Tensor();
+      const Result ours = Ours(input, weight, bias);
+      const Result reference = Reference(input, weight, bias);
+      CHECK(Near(ours.output, reference.output, c.k));
+      CHECK(Near(ours.grad_input, reference.grad_input, c.n));
+      CHECK(Near(ours.grad_weight, reference.grad_weight, c.m));
+      CHECK(Near(ours.grad_bias, reference.grad_bias, c.m));
+    }
+  }
+}
+
+TEST_CASE("est::ops::Linear gives the same bits at any thread count", "[ops]") {
+  est::ops::detail::AllowVectorBits(512);
+  torch::manual_seed(5);
+  const auto input = torch::randn({64, 5408});
+  const auto weight = torch::randn({64, 5408});
+  const auto bias = torch::randn({64});
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  const Result one = Ours(input, weight, bias);
+  at::set_num_threads(4);
+  const Result four = Ours(input, weight, bias);
+  at::set_num_threads(threads);
+  CHECK(Same(one.output, four.output));
+  CHECK(Same(one.grad_input, four.grad_input));
+  CHECK(Same(one.grad_weight, four.grad_weight));
+  CHECK(Same(one.grad_bias, four.grad_bias));
+}
+
+TEST_CASE("est::ops::Linear runs LibTorch's linear for other inputs and CPUs", "[ops]") {
+  torch::manual_seed(7);
+  auto same_as_libtorch = [](const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias) {
+    const Result ours = Ours(input, weight, bias);
+    const Result expected = Run(input, weight, bias, [](const auto& x, const auto& w, const auto& b) {
+      return torch::linear(x, w, b);
+    });
+    return Same(ours.output, expected.output) && Same(ours.grad_input, expected.grad_input) &&
+           Same(ours.grad_weight, expected.grad_weight) && Same(ours.grad_bias, expected.grad_bias);
+  };
+  est::ops::detail::AllowVectorBits(512);
+  CHECK(same_as_libtorch(torch::randn({2, 3, 8}), torch::randn({5, 8}), torch::randn({5})));  // 3-D input
+  CHECK(same_as_libtorch(torch::randn({4, 8}, torch::kDouble), torch::randn({5, 8}, torch::kDouble),
+                         torch::randn({5}, torch::kDouble)));
+  CHECK(same_as_libtorch(torch::randn({8, 4}).t(), torch::randn({5, 8}), torch::randn({5})));  // not contiguous
+  est::ops::detail::AllowVectorBits(256);  // a CPU without AVX-512
+  CHECK(same_as_libtorch(torch::randn({4, 8}), torch::randn({5, 8}), torch::randn({5})));
+  est::ops::detail::AllowVectorBits(512);
+}
+
+TEST_CASE("est::ops::Linear's gradient cannot be differentiated again", "[ops]") {
+  est::ops::detail::AllowVectorBits(512);
+  auto x = torch::randn({2, 6});
+  auto w = torch::randn({3, 6}).requires_grad_();
+  auto y = est::ops::Linear(x, w, torch::Tensor()).sum();
+  CHECK_THROWS_WITH(torch::autograd::grad({y}, {w}, {}, /*retain_graph=*/true, /*create_graph=*/true)[0].sum().backward(),
+                    Catch::Contains("cannot be differentiated again"));
+}
