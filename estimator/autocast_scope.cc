@@ -39,6 +39,8 @@ void SetDtype(c10::DeviceType type, c10::ScalarType dtype) {
 
 }  // namespace
 
+bool AutocastEnabled(c10::DeviceType type) { return IsEnabled(type); }
+
 AutocastScope::AutocastScope(MixedPrecision precision, c10::Device device) : device_type_(device.type()) {
   if (precision == MixedPrecision::kNone) return;
   EST_CHECK(device_type_ == c10::DeviceType::CPU || device_type_ == c10::DeviceType::CUDA, ConfigError,

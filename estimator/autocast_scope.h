@@ -9,6 +9,10 @@
 
 namespace est {
 
+/// Whether autocast is on for tensors of `type` on this thread (kernels of our own that
+/// autocast does not know defer to LibTorch's ops then).
+bool AutocastEnabled(c10::DeviceType type);
+
 /// While alive, ops on tensors of `device`'s type that autocast lists run in
 /// `precision`'s dtype on this thread; the previous autocast state comes back at the end,
 /// so scopes nest. kNone changes nothing. Throws ConfigError for float16 on a CPU device

@@ -7,11 +7,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "estimator/autocast_scope.h"
 #include "estimator/ops/cpu_vectors.h"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 namespace est::ops {
 namespace {
@@ -33,10 +30,6 @@ struct Geometry {
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
-// Lanes [0, 16) that hold one of `count` values (count may exceed 16).
-EST_AVX512 inline __mmask16 Lanes(int64_t count) {
-  return count >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << count) - 1u);
-}
 
 // Output rows of images [begin, end): for each run of 16 outputs of a row, the K·K shifted
 // input vectors are loaded once and serve every filter.
@@ -50,7 +43,7 @@ EST_AVX512 void ForwardImages(const float* input, const float* weight, const flo
     float* out = output + n * g.channels * plane;
     for (int64_t y = 0; y < out_h; ++y) {
       for (int64_t x = 0; x < out_w; x += 16) {
-        const __mmask16 mask = Lanes(out_w - x);
+        const __mmask16 mask = detail::FirstLanes16(out_w - x);
         __m512 taps[kTaps];
         for (int ky = 0; ky < K; ++ky)
           for (int kx = 0; kx < K; ++kx)
@@ -87,7 +80,7 @@ EST_AVX512 void GradientsOfFilters(const float* input, const float* grad, float*
     const float* gradient = grad + (n * g.channels + first) * plane;
     for (int64_t y = 0; y < out_h; ++y) {
       for (int64_t x = 0; x < out_w; x += 16) {
-        const __mmask16 mask = Lanes(out_w - x);
+        const __mmask16 mask = detail::FirstLanes16(out_w - x);
         __m512 dy[P];
 #pragma GCC unroll 32
         for (int p = 0; p < P; ++p) {
@@ -191,17 +184,17 @@ struct Conv2dOneInputChannelFunction : torch::autograd::Function<Conv2dOneInputC
   }
 };
 
-bool IsFloatCpu(const at::Tensor& tensor) {
-  return tensor.device().is_cpu() && tensor.scalar_type() == at::kFloat && tensor.is_contiguous();
-}
 
 bool HasFastPath(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
-  if (detail::UsableVectorBits() < 512 || !IsFloatCpu(input) || !IsFloatCpu(weight)) return false;
+  // Under CPU autocast LibTorch runs this op in bfloat16; so do we, by running LibTorch's.
+  if (AutocastEnabled(c10::DeviceType::CPU)) return false;
+  using detail::IsContiguousFloatCpu;
+  if (detail::UsableVectorBits() < 512 || !IsContiguousFloatCpu(input) || !IsContiguousFloatCpu(weight)) return false;
   if (input.dim() != 4 || input.size(1) != 1 || input.size(0) == 0) return false;
   if (weight.dim() != 4 || weight.size(1) != 1 || weight.size(0) == 0 || weight.size(2) != weight.size(3)) return false;
   const int64_t k = weight.size(2);
   if ((k != 3 && k != 5) || input.size(2) < k || input.size(3) < k) return false;
-  return !bias.defined() || (IsFloatCpu(bias) && bias.dim() == 1 && bias.size(0) == weight.size(0));
+  return !bias.defined() || (IsContiguousFloatCpu(bias) && bias.dim() == 1 && bias.size(0) == weight.size(0));
 }
 
 }  // namespace
@@ -209,9 +202,11 @@ bool HasFastPath(const at::Tensor& input, const at::Tensor& weight, const at::Te
 at::Tensor Conv2dOneInputChannel(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
   if (HasFastPath(input, weight, bias)) {
     // LibTorch 1.13's Function::apply cannot take an undefined tensor: no bias is an empty one.
-    return Conv2dOneInputChannelFunction::apply(input, weight, bias.defined() ? bias : at::empty({0}, weight.options()));
+    const at::Tensor no_bias = at::empty({0}, weight.options());
+    return Conv2dOneInputChannelFunction::apply(input, weight, bias.defined() ? bias : no_bias);
   }
-  if (input.device().is_cpu() && weight.dim() == 4)
+  // LibTorch's native convolution beats oneDNN's for one input channel; autocast knows conv2d.
+  if (input.device().is_cpu() && weight.dim() == 4 && !AutocastEnabled(c10::DeviceType::CPU))
     return torch::thnn_conv2d(input, weight, {weight.size(2), weight.size(3)}, bias, {1, 1}, {0, 0});
   return torch::conv2d(input, weight, bias);
 }

@@ -8,11 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "estimator/autocast_scope.h"
 #include "estimator/ops/cpu_vectors.h"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 namespace est::ops {
 namespace {
@@ -39,15 +36,11 @@ struct Product {
 constexpr int kRows = 8;      // rows of C per block: 8 × 2 vectors of sums
 constexpr int kColumns = 32;  // columns of C per strip: two vectors
 
-EST_AVX512 inline __mmask16 Lanes(int64_t count) {
-  return count <= 0 ? static_cast<__mmask16>(0)
-                    : count >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << count) - 1u);
-}
 
 // Columns [column, column + 32) of rows [row, row + kRows) of C, from A's rows packed as
 // `panel` [K][kRows] (rows past M packed as zeros, their sums not stored).
 EST_AVX512 void MultiplyBlock(const Product& p, const float* panel, int64_t row, int64_t column) {
-  const __mmask16 low = Lanes(p.n - column), high = Lanes(p.n - column - 16);
+  const __mmask16 low = detail::FirstLanes16(p.n - column), high = detail::FirstLanes16(p.n - column - 16);
   __m512 sums[kRows][2];
 #pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r) sums[r][0] = sums[r][1] = _mm512_setzero_ps();
@@ -106,7 +99,7 @@ EST_AVX512 void DotBlock(const DotProduct& p, int64_t row, int64_t column, int64
 #pragma GCC unroll 16
     for (int j = 0; j < kDotRows; ++j) sums[i][j] = _mm512_setzero_ps();
   for (int64_t k = k0; k < k1; k += 16) {
-    const __mmask16 mask = Lanes(k1 - k);
+    const __mmask16 mask = detail::FirstLanes16(k1 - k);
     __m512 bv[kDotRows];
 #pragma GCC unroll 4
     for (int j = 0; j < kDotRows; ++j) bv[j] = _mm512_maskz_loadu_ps(mask, b[j] + k);
@@ -210,15 +203,15 @@ struct LinearFunction : torch::autograd::Function<LinearFunction> {
   }
 };
 
-bool IsFloatCpu(const at::Tensor& tensor) {
-  return tensor.device().is_cpu() && tensor.scalar_type() == at::kFloat && tensor.is_contiguous();
-}
 
 bool HasFastPath(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
-  if (detail::UsableVectorBits() < 512 || !IsFloatCpu(input) || !IsFloatCpu(weight)) return false;
+  // Under CPU autocast LibTorch runs this op in bfloat16; so do we, by running LibTorch's.
+  if (AutocastEnabled(c10::DeviceType::CPU)) return false;
+  using detail::IsContiguousFloatCpu;
+  if (detail::UsableVectorBits() < 512 || !IsContiguousFloatCpu(input) || !IsContiguousFloatCpu(weight)) return false;
   if (input.dim() != 2 || weight.dim() != 2 || input.size(1) != weight.size(1)) return false;
   if (input.numel() == 0 || weight.numel() == 0) return false;
-  return !bias.defined() || (IsFloatCpu(bias) && bias.dim() == 1 && bias.size(0) == weight.size(0));
+  return !bias.defined() || (IsContiguousFloatCpu(bias) && bias.dim() == 1 && bias.size(0) == weight.size(0));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include "estimator/ops/linear.h"
 
+#include "estimator/autocast_scope.h"
 #include "estimator/ops/cpu_vectors.h"
 
 #include <ATen/Parallel.h>
@@ -128,6 +129,22 @@ TEST_CASE("est::ops::Linear's gradient cannot be differentiated again", "[ops]")
   auto x = torch::randn({2, 6});
   auto w = torch::randn({3, 6}).requires_grad_();
   auto y = est::ops::Linear(x, w, torch::Tensor()).sum();
-  CHECK_THROWS_WITH(torch::autograd::grad({y}, {w}, {}, /*retain_graph=*/true, /*create_graph=*/true)[0].sum().backward(),
+  CHECK_THROWS_WITH(torch::autograd::grad({y}, {w}, {}, /*retain_graph=*/true, /*create_graph=*/true),
                     Catch::Contains("cannot be differentiated again"));
+}
+
+TEST_CASE("est::ops::Linear under CPU autocast is LibTorch's linear in bfloat16", "[ops]") {
+  est::ops::detail::AllowVectorBits(512);
+  torch::manual_seed(11);
+  const auto x = torch::randn({4, 8});
+  const auto w = torch::randn({5, 8});
+  const auto b = torch::randn({5});
+  torch::Tensor ours, expected;
+  {
+    const est::AutocastScope autocast(est::MixedPrecision::kBFloat16, c10::Device("cpu"));
+    ours = est::ops::Linear(x, w, b);
+    expected = torch::linear(x, w, b);
+  }
+  CHECK(ours.scalar_type() == at::kBFloat16);
+  CHECK(torch::equal(ours, expected));
 }
