@@ -22,7 +22,7 @@ namespace est_apps {
 /// Where Debian's dataset-fashion-mnist package installs the IDX files.
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 
-/// Conv 32×3×3 → relu → max-pool 2 (fused: est::ops::ReluMaxPool2x2) → dense 64 → relu →
+/// Conv 32×3×3 → relu → max-pool 2 (fused: est::ops::Conv2dReluMaxPool2x2) → dense 64 → relu →
 /// dense 10, on float [N, 1, 28, 28]
 /// images; returns logits [N, 10]. Its submodules are named "conv", "hidden" and "logits"
 /// (checkpoint keys: keep them).

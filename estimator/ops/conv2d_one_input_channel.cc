@@ -8,17 +8,14 @@
 #include <cstdint>
 
 #include "estimator/autocast_scope.h"
+#include "estimator/ops/conv2d_one_input_channel_internal.h"
 #include "estimator/ops/cpu_vectors.h"
 
 namespace est::ops {
 namespace {
 
-// The sizes of one convolution: N images [H, W], C filters [K, K].
-struct Geometry {
-  int64_t images, channels, height, width, kernel;
-  int64_t out_height() const { return height - kernel + 1; }
-  int64_t out_width() const { return width - kernel + 1; }
-};
+using detail::ConvGeometry;
+using Geometry = ConvGeometry;
 
 #if defined(__x86_64__)
 #define EST_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
@@ -31,29 +28,26 @@ struct Geometry {
 #endif
 
 
-// Output rows of images [begin, end): for each run of 16 outputs of a row, the K·K shifted
-// input vectors are loaded once and serve every filter.
+// Rows [y_begin, y_end) of one image's convolution by every filter, row y of filter c at
+// out + c * filter_stride + (y - y_begin) * out_w: for each run of 16 outputs of a row, the
+// K·K shifted input vectors are loaded once and serve every filter.
 template <int K>
-EST_AVX512 void ForwardImages(const float* input, const float* weight, const float* bias, float* output, Geometry g,
-                              int64_t begin, int64_t end) {
+EST_AVX512 void ConvolveRowsOf(const float* image, const float* weight, const float* bias, float* out,
+                               int64_t filter_stride, const Geometry& g, int64_t y_begin, int64_t y_end) {
   constexpr int kTaps = K * K;
-  const int64_t out_h = g.out_height(), out_w = g.out_width(), plane = out_h * out_w;
-  for (int64_t n = begin; n < end; ++n) {
-    const float* image = input + n * g.height * g.width;
-    float* out = output + n * g.channels * plane;
-    for (int64_t y = 0; y < out_h; ++y) {
-      for (int64_t x = 0; x < out_w; x += 16) {
-        const __mmask16 mask = detail::FirstLanes16(out_w - x);
-        __m512 taps[kTaps];
-        for (int ky = 0; ky < K; ++ky)
-          for (int kx = 0; kx < K; ++kx)
-            taps[ky * K + kx] = _mm512_maskz_loadu_ps(mask, image + (y + ky) * g.width + x + kx);
-        for (int64_t c = 0; c < g.channels; ++c) {
-          const float* w = weight + c * kTaps;
-          __m512 sum = _mm512_set1_ps(bias != nullptr ? bias[c] : 0.f);
-          for (int t = 0; t < kTaps; ++t) sum = _mm512_fmadd_ps(taps[t], _mm512_set1_ps(w[t]), sum);
-          _mm512_mask_storeu_ps(out + c * plane + y * out_w + x, mask, sum);
-        }
+  const int64_t out_w = g.out_width();
+  for (int64_t y = y_begin; y < y_end; ++y) {
+    for (int64_t x = 0; x < out_w; x += 16) {
+      const __mmask16 mask = detail::FirstLanes16(out_w - x);
+      __m512 taps[kTaps];
+      for (int ky = 0; ky < K; ++ky)
+        for (int kx = 0; kx < K; ++kx)
+          taps[ky * K + kx] = _mm512_maskz_loadu_ps(mask, image + (y + ky) * g.width + x + kx);
+      for (int64_t c = 0; c < g.channels; ++c) {
+        const float* w = weight + c * kTaps;
+        __m512 sum = _mm512_set1_ps(bias != nullptr ? bias[c] : 0.f);
+        for (int t = 0; t < kTaps; ++t) sum = _mm512_fmadd_ps(taps[t], _mm512_set1_ps(w[t]), sum);
+        _mm512_mask_storeu_ps(out + c * filter_stride + (y - y_begin) * out_w + x, mask, sum);
       }
     }
   }
@@ -121,19 +115,6 @@ EST_AVX512 void FilterGradients(const float* input, const float* grad, float* gr
 #pragma GCC diagnostic pop
 #endif
 #undef EST_AVX512
-
-using ForwardKernel = void (*)(const float*, const float*, const float*, float*, Geometry, int64_t, int64_t);
-using GradientKernel = void (*)(const float*, const float*, float*, float*, Geometry, int64_t, int64_t);
-
-struct Kernels {
-  ForwardKernel forward;
-  GradientKernel gradients;
-};
-
-Kernels KernelsFor(int64_t kernel) {
-  if (kernel == 3) return {ForwardImages<3>, FilterGradients<3>};
-  return {ForwardImages<5>, FilterGradients<5>};
-}
 #endif
 
 // Work per parallel task: enough outputs to be worth a hand-off.
@@ -142,17 +123,17 @@ int64_t Grain(int64_t outputs_per_item) { return std::max<int64_t>(1, 65536 / st
 struct Conv2dOneInputChannelFunction : torch::autograd::Function<Conv2dOneInputChannelFunction> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
                             const at::Tensor& bias) {
-    const Geometry g{input.size(0), weight.size(0), input.size(2), input.size(3), weight.size(2)};
+    const Geometry g = detail::ConvGeometryOf(input, weight);
     auto output = at::empty({g.images, g.channels, g.out_height(), g.out_width()}, input.options());
-#if defined(__x86_64__)
-    const ForwardKernel kernel = KernelsFor(g.kernel).forward;
     const float* in = input.data_ptr<float>();
     const float* w = weight.data_ptr<float>();
     const float* b = bias.numel() > 0 ? bias.data_ptr<float>() : nullptr;
     float* out = output.data_ptr<float>();
-    at::parallel_for(0, g.images, Grain(g.channels * g.out_height() * g.out_width()),
-                     [&](int64_t begin, int64_t end) { kernel(in, w, b, out, g, begin, end); });
-#endif
+    const int64_t image = g.height * g.width, plane = g.out_height() * g.out_width();
+    at::parallel_for(0, g.images, Grain(g.channels * plane), [&](int64_t begin, int64_t end) {
+      for (int64_t n = begin; n < end; ++n)
+        detail::ConvolveRows(in + n * image, w, b, out + n * g.channels * plane, plane, g, 0, g.out_height());
+    });
     ctx->save_for_backward({input, weight});
     ctx->saved_data["has_bias"] = bias.numel() > 0;
     return output;
@@ -162,34 +143,50 @@ struct Conv2dOneInputChannelFunction : torch::autograd::Function<Conv2dOneInputC
                                                torch::autograd::tensor_list grads) {
     TORCH_CHECK(!at::GradMode::is_enabled(), "Conv2dOneInputChannel's gradient cannot be differentiated again");
     const auto saved = ctx->get_saved_variables();
-    const at::Tensor& input = saved[0];
-    const at::Tensor& weight = saved[1];
-    const bool has_bias = ctx->saved_data["has_bias"].toBool();
-    const at::Tensor grad = grads[0].contiguous();
-    const Geometry g{input.size(0), weight.size(0), input.size(2), input.size(3), weight.size(2)};
-    at::Tensor grad_input;
-    if (ctx->needs_input_grad(0)) grad_input = at::conv_transpose2d(grad, weight);
-    auto grad_weight = at::empty(weight.sizes(), weight.options());
-    at::Tensor grad_bias = has_bias ? at::empty({g.channels}, weight.options()) : at::Tensor();
-#if defined(__x86_64__)
-    const GradientKernel kernel = KernelsFor(g.kernel).gradients;
-    const float* in = input.data_ptr<float>();
-    const float* dy = grad.data_ptr<float>();
-    float* dw = grad_weight.data_ptr<float>();
-    float* db = has_bias ? grad_bias.data_ptr<float>() : nullptr;
-    at::parallel_for(0, g.channels, Grain(g.images * g.out_height() * g.out_width()),
-                     [&](int64_t begin, int64_t end) { kernel(in, dy, dw, db, g, begin, end); });
-#endif
-    return {grad_input, grad_weight, grad_bias};
+    return detail::Conv2dOneInputChannelGradients(saved[0], saved[1], ctx->saved_data["has_bias"].toBool(),
+                                                  grads[0].contiguous(), ctx->needs_input_grad(0));
   }
 };
 
+}  // namespace
 
-bool HasFastPath(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
+namespace detail {
+
+ConvGeometry ConvGeometryOf(const at::Tensor& input, const at::Tensor& weight) {
+  return {input.size(0), weight.size(0), input.size(2), input.size(3), weight.size(2)};
+}
+
+void ConvolveRows(const float* image, const float* weight, const float* bias, float* out, int64_t filter_stride,
+                  const ConvGeometry& g, int64_t y_begin, int64_t y_end) {
+#if defined(__x86_64__)
+  if (g.kernel == 3) return ConvolveRowsOf<3>(image, weight, bias, out, filter_stride, g, y_begin, y_end);
+  ConvolveRowsOf<5>(image, weight, bias, out, filter_stride, g, y_begin, y_end);
+#endif
+}
+
+torch::autograd::tensor_list Conv2dOneInputChannelGradients(const at::Tensor& input, const at::Tensor& weight,
+                                                            bool has_bias, const at::Tensor& grad, bool input_grad) {
+  const Geometry g = ConvGeometryOf(input, weight);
+  at::Tensor grad_input;
+  if (input_grad) grad_input = at::conv_transpose2d(grad, weight);
+  auto grad_weight = at::empty(weight.sizes(), weight.options());
+  at::Tensor grad_bias = has_bias ? at::empty({g.channels}, weight.options()) : at::Tensor();
+#if defined(__x86_64__)
+  const auto kernel = g.kernel == 3 ? FilterGradients<3> : FilterGradients<5>;
+  const float* in = input.data_ptr<float>();
+  const float* dy = grad.data_ptr<float>();
+  float* dw = grad_weight.data_ptr<float>();
+  float* db = has_bias ? grad_bias.data_ptr<float>() : nullptr;
+  at::parallel_for(0, g.channels, Grain(g.images * g.out_height() * g.out_width()),
+                   [&](int64_t begin, int64_t end) { kernel(in, dy, dw, db, g, begin, end); });
+#endif
+  return {grad_input, grad_weight, grad_bias};
+}
+
+bool Conv2dOneInputChannelFastPath(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
   // Under CPU autocast LibTorch runs this op in bfloat16; so do we, by running LibTorch's.
   if (AutocastEnabled(c10::DeviceType::CPU)) return false;
-  using detail::IsContiguousFloatCpu;
-  if (detail::UsableVectorBits() < 512 || !IsContiguousFloatCpu(input) || !IsContiguousFloatCpu(weight)) return false;
+  if (UsableVectorBits() < 512 || !IsContiguousFloatCpu(input) || !IsContiguousFloatCpu(weight)) return false;
   if (input.dim() != 4 || input.size(1) != 1 || input.size(0) == 0) return false;
   if (weight.dim() != 4 || weight.size(1) != 1 || weight.size(0) == 0 || weight.size(2) != weight.size(3)) return false;
   const int64_t k = weight.size(2);
@@ -197,10 +194,10 @@ bool HasFastPath(const at::Tensor& input, const at::Tensor& weight, const at::Te
   return !bias.defined() || (IsContiguousFloatCpu(bias) && bias.dim() == 1 && bias.size(0) == weight.size(0));
 }
 
-}  // namespace
+}  // namespace detail
 
 at::Tensor Conv2dOneInputChannel(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
-  if (HasFastPath(input, weight, bias)) {
+  if (detail::Conv2dOneInputChannelFastPath(input, weight, bias)) {
     // LibTorch 1.13's Function::apply cannot take an undefined tensor: no bias is an empty one.
     const at::Tensor no_bias = at::empty({0}, weight.options());
     return Conv2dOneInputChannelFunction::apply(input, weight, bias.defined() ? bias : no_bias);

@@ -1,6 +1,7 @@
 #include "estimator/ops/relu_max_pool.h"
 
 #include "estimator/ops/cpu_vectors.h"
+#include "estimator/ops/relu_max_pool_internal.h"
 
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
@@ -290,17 +291,8 @@ struct ReluMaxPool2x2Function : torch::autograd::Function<ReluMaxPool2x2Function
   static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
                                                torch::autograd::tensor_list grads) {
     TORCH_CHECK(!at::GradMode::is_enabled(), "ReluMaxPool2x2's gradient cannot be differentiated again");
-    const auto code = ctx->get_saved_variables()[0];
-    const Plane plane{ctx->saved_data["height"].toInt(), ctx->saved_data["width"].toInt()};
-    const auto grad = grads[0].contiguous();
-    const int64_t planes = code.size(0) * code.size(1);
-    auto grad_input = at::empty({code.size(0), code.size(1), plane.height, plane.width}, grad.options());
-    const float* g = grad.data_ptr<float>();
-    const uint8_t* codes = code.data_ptr<uint8_t>();
-    float* out = grad_input.data_ptr<float>();
-    at::parallel_for(0, planes, Grain(plane),
-                     [&](int64_t begin, int64_t end) { BackwardPlanes(g, codes, out, plane, begin, end); });
-    return {grad_input};
+    return {detail::ReluMaxPool2x2Backward(grads[0], ctx->get_saved_variables()[0], ctx->saved_data["height"].toInt(),
+                                           ctx->saved_data["width"].toInt())};
   }
 };
 
@@ -310,6 +302,27 @@ bool HasFastPath(const at::Tensor& input) {
 }
 
 }  // namespace
+
+namespace detail {
+
+void ReluMaxPoolRow(const float* top, const float* bottom, float* out, uint8_t* code, int64_t windows) {
+  Kernels().forward(top, bottom, out, code, windows);
+}
+
+at::Tensor ReluMaxPool2x2Backward(const at::Tensor& grad, const at::Tensor& code, int64_t height, int64_t width) {
+  const Plane plane{height, width};
+  const at::Tensor contiguous = grad.contiguous();
+  const int64_t planes = code.size(0) * code.size(1);
+  auto grad_input = at::empty({code.size(0), code.size(1), plane.height, plane.width}, contiguous.options());
+  const float* g = contiguous.data_ptr<float>();
+  const uint8_t* codes = code.data_ptr<uint8_t>();
+  float* out = grad_input.data_ptr<float>();
+  at::parallel_for(0, planes, Grain(plane),
+                   [&](int64_t begin, int64_t end) { BackwardPlanes(g, codes, out, plane, begin, end); });
+  return grad_input;
+}
+
+}  // namespace detail
 
 at::Tensor ReluMaxPool2x2(const at::Tensor& input) {
   if (!HasFastPath(input)) return torch::max_pool2d(torch::relu(input), 2);

@@ -1,0 +1,82 @@
+// Conv2dReluMaxPool2x2 is ReluMaxPool2x2 after Conv2dOneInputChannel, bit for bit, values
+// and gradients, on its own path and on the fallback.
+
+#include "estimator/ops/conv2d_relu_max_pool.h"
+
+#include "estimator/ops/conv2d_one_input_channel.h"
+#include "estimator/ops/cpu_vectors.h"
+#include "estimator/ops/relu_max_pool.h"
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+namespace {
+
+struct Result {
+  torch::Tensor output, grad_input, grad_weight, grad_bias;
+};
+
+template <class Op>
+Result Run(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias, Op op) {
+  auto x = input.clone().requires_grad_();
+  auto w = weight.clone().requires_grad_();
+  auto b = bias.defined() ? bias.clone().requires_grad_() : torch::Tensor();
+  auto y = op(x, w, b);
+  torch::manual_seed(99);
+  y.backward(torch::randn(y.sizes(), y.options()));
+  return {y.detach(), x.grad(), w.grad(), b.defined() ? b.grad() : torch::Tensor()};
+}
+
+bool Same(const torch::Tensor& a, const torch::Tensor& b) {
+  return a.defined() == b.defined() && (!a.defined() || (a.sizes() == b.sizes() && torch::equal(a, b)));
+}
+
+bool SameAsTwoOps(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias) {
+  const Result fused = Run(input, weight, bias, est::ops::Conv2dReluMaxPool2x2);
+  const Result two = Run(input, weight, bias, [](const auto& x, const auto& w, const auto& b) {
+    return est::ops::ReluMaxPool2x2(est::ops::Conv2dOneInputChannel(x, w, b));
+  });
+  return Same(fused.output, two.output) && Same(fused.grad_input, two.grad_input) &&
+         Same(fused.grad_weight, two.grad_weight) && Same(fused.grad_bias, two.grad_bias);
+}
+
+}  // namespace
+
+TEST_CASE("Conv2dReluMaxPool2x2 equals Conv2dOneInputChannel then ReluMaxPool2x2, to the bit", "[ops]") {
+  const int vector_bits = GENERATE(512, 256);  // its own kernels, then the two ops' fallbacks
+  CAPTURE(vector_bits);
+  est::ops::detail::AllowVectorBits(vector_bits);
+  // Even and odd convolution heights and widths (an odd last row or column is outside every
+  // window), rows past 16 outputs, 3×3 and 5×5 filters, odd filter counts.
+  struct Case {
+    std::vector<int64_t> input;
+    int64_t filters, kernel;
+  };
+  const std::vector<Case> cases = {{{4, 1, 28, 28}, 32, 3}, {{2, 1, 9, 12}, 3, 3}, {{3, 1, 8, 39}, 5, 3},
+                                   {{1, 1, 4, 4}, 1, 3},    {{2, 1, 12, 21}, 4, 5}, {{1, 1, 6, 40}, 3, 5}};
+  torch::manual_seed(13);
+  for (const Case& c : cases) {
+    for (bool with_bias : {true, false}) {
+      CAPTURE(c.input, c.filters, c.kernel, with_bias);
+      CHECK(SameAsTwoOps(torch::randn(c.input), torch::randn({c.filters, 1, c.kernel, c.kernel}),
+                         with_bias ? torch::randn({c.filters}) : torch::Tensor()));
+    }
+  }
+  est::ops::detail::AllowVectorBits(512);
+}
+
+TEST_CASE("Conv2dReluMaxPool2x2 runs the two ops where its kernels do not apply", "[ops]") {
+  est::ops::detail::AllowVectorBits(512);
+  torch::manual_seed(17);
+  // A convolution of one row has no 2×2 window: LibTorch's max-pool refuses it, as it does
+  // after the two ops.
+  CHECK_THROWS_WITH(est::ops::Conv2dReluMaxPool2x2(torch::randn({2, 1, 3, 9}), torch::randn({2, 1, 3, 3}),
+                                                   torch::randn({2})),
+                    Catch::Contains("Output size is too small"));
+  CHECK(SameAsTwoOps(torch::randn({2, 2, 8, 8}), torch::randn({3, 2, 3, 3}), torch::randn({3})));  // 2 channels
+  CHECK(SameAsTwoOps(torch::randn({2, 1, 8, 8}, torch::kDouble), torch::randn({3, 1, 3, 3}, torch::kDouble),
+                     torch::randn({3}, torch::kDouble)));
+}
