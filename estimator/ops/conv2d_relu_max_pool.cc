@@ -32,13 +32,14 @@ struct Conv2dReluMaxPoolFunction : torch::autograd::Function<Conv2dReluMaxPoolFu
     at::parallel_for(0, g.images, grain, [&](int64_t begin, int64_t end) {
       // Two rows of the convolution by every filter: filter c's at rows[c * 2 * conv_w].
       std::vector<float> rows(static_cast<size_t>(g.channels * 2 * conv_w));
+      const detail::ReluMaxPoolForwardRow pool = detail::ReluMaxPoolForwardRowKernel();
       for (int64_t n = begin; n < end; ++n) {
         for (int64_t i = 0; i < pooled_h; ++i) {
           detail::ConvolveRows(in + n * g.height * g.width, w, b, rows.data(), 2 * conv_w, g, 2 * i, 2 * i + 2);
           for (int64_t c = 0; c < g.channels; ++c) {
             const float* top = rows.data() + c * 2 * conv_w;
             const int64_t at = ((n * g.channels + c) * pooled_h + i) * pooled_w;
-            detail::ReluMaxPoolRow(top, top + conv_w, out + at, codes + at, pooled_w);
+            pool(top, top + conv_w, out + at, codes + at, pooled_w);
           }
         }
       }

@@ -305,9 +305,7 @@ bool HasFastPath(const at::Tensor& input) {
 
 namespace detail {
 
-void ReluMaxPoolRow(const float* top, const float* bottom, float* out, uint8_t* code, int64_t windows) {
-  Kernels().forward(top, bottom, out, code, windows);
-}
+ReluMaxPoolForwardRow ReluMaxPoolForwardRowKernel() { return Kernels().forward; }
 
 at::Tensor ReluMaxPool2x2Backward(const at::Tensor& grad, const at::Tensor& code, int64_t height, int64_t width) {
   const Plane plane{height, width};

@@ -8,10 +8,13 @@
 
 namespace est::ops::detail {
 
-/// One output row of ReluMaxPool2x2: `windows` 2×2 windows over input rows `top` and
-/// `bottom` (2·windows values each) give `out` and each window's one-byte winner `code`,
-/// with the widest kernel the CPU has (see UsableVectorBits).
-void ReluMaxPoolRow(const float* top, const float* bottom, float* out, uint8_t* code, int64_t windows);
+/// The kernel of one output row of ReluMaxPool2x2: `windows` 2×2 windows over input rows
+/// `top` and `bottom` (2·windows values each) give `out` and each window's one-byte winner
+/// `code`.
+using ReluMaxPoolForwardRow = void (*)(const float* top, const float* bottom, float* out, uint8_t* code,
+                                       int64_t windows);
+/// The widest such kernel the CPU has (see UsableVectorBits).
+ReluMaxPoolForwardRow ReluMaxPoolForwardRowKernel();
 
 /// ReluMaxPool2x2's input gradient [N, C, height, width] from the output gradient `grad` and
 /// the winners' codes [N, C, height / 2, width / 2] of its forward pass.
