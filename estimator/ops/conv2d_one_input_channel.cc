@@ -18,22 +18,15 @@ using detail::ConvGeometry;
 using Geometry = ConvGeometry;
 
 #if defined(__x86_64__)
-#define EST_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
-// GCC 12 warns that the pass-through operands inside _mm512_maskz_loadu_ps and
-// _mm512_reduce_add_ps may be used uninitialized; their masks never read them.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+EST_BEGIN_AVX512_KERNELS
 
 
 // Rows [y_begin, y_end) of one image's convolution by every filter, row y of filter c at
 // out + c * filter_stride + (y - y_begin) * out_w: for each run of 16 outputs of a row, the
 // K·K shifted input vectors are loaded once and serve every filter.
 template <int K>
-EST_AVX512 void ConvolveRowsOf(const float* image, const float* weight, const float* bias, float* out,
-                               int64_t filter_stride, const Geometry& g, int64_t y_begin, int64_t y_end) {
+EST_TARGET_AVX512 void ConvolveRowsOf(const float* image, const float* weight, const float* bias, float* out,
+                                      int64_t filter_stride, const Geometry& g, int64_t y_begin, int64_t y_end) {
   constexpr int kTaps = K * K;
   const int64_t out_w = g.out_width();
   for (int64_t y = y_begin; y < y_end; ++y) {
@@ -57,8 +50,8 @@ EST_AVX512 void ConvolveRowsOf(const float* image, const float* weight, const fl
 // rows and runs of 16 outputs in that order, then across the 16 lanes: the P filters share
 // each load of the input.
 template <int K, int P>
-EST_AVX512 void GradientsOfFilters(const float* input, const float* grad, float* grad_weight, float* grad_bias,
-                                   const Geometry& g, int64_t first) {
+EST_TARGET_AVX512 void GradientsOfFilters(const float* input, const float* grad, float* grad_weight, float* grad_bias,
+                                          const Geometry& g, int64_t first) {
   constexpr int kTaps = K * K;
   const int64_t out_h = g.out_height(), out_w = g.out_width(), plane = out_h * out_w;
   __m512 sums[P][kTaps];
@@ -104,17 +97,14 @@ EST_AVX512 void GradientsOfFilters(const float* input, const float* grad, float*
 // The gradients of filters [begin, end): pairs of 3×3 filters share their loads (20 sums
 // and the loads fit the 32 vector registers), 5×5 filters go one at a time.
 template <int K>
-EST_AVX512 void FilterGradients(const float* input, const float* grad, float* grad_weight, float* grad_bias, Geometry g,
-                                int64_t begin, int64_t end) {
+EST_TARGET_AVX512 void FilterGradients(const float* input, const float* grad, float* grad_weight, float* grad_bias,
+                                       Geometry g, int64_t begin, int64_t end) {
   constexpr int kPairs = K == 3 ? 2 : 1;
   int64_t c = begin;
   for (; c + kPairs <= end; c += kPairs) GradientsOfFilters<K, kPairs>(input, grad, grad_weight, grad_bias, g, c);
   for (; c < end; ++c) GradientsOfFilters<K, 1>(input, grad, grad_weight, grad_bias, g, c);
 }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-#undef EST_AVX512
+EST_END_AVX512_KERNELS
 #endif
 
 // Work per parallel task: enough outputs to be worth a hand-off.

@@ -25,10 +25,28 @@ inline bool IsContiguousFloatCpu(const at::Tensor& tensor) {
   return tensor.device().is_cpu() && tensor.scalar_type() == at::kFloat && tensor.is_contiguous();
 }
 
+/// Marks a function compiled for AVX-512 F, BW and VL: call it only where
+/// UsableVectorBits() >= 512.
+#define EST_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+/// Open and close a stretch of AVX-512 kernels. GCC 12 warns that the pass-through operands
+/// inside some intrinsics (_mm512_maskz_loadu_ps, _mm512_reduce_add_ps, _mm512_max_ps,
+/// _mm512_cvtepu8_epi32) may be used uninitialized; no mask ever reads them.
+#if defined(__GNUC__) && !defined(__clang__)
+#define EST_BEGIN_AVX512_KERNELS                                   \
+  _Pragma("GCC diagnostic push")                                   \
+      _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"") \
+          _Pragma("GCC diagnostic ignored \"-Wuninitialized\"")
+#define EST_END_AVX512_KERNELS _Pragma("GCC diagnostic pop")
+#else
+#define EST_BEGIN_AVX512_KERNELS
+#define EST_END_AVX512_KERNELS
+#endif
+
 #if defined(__x86_64__)
 /// The mask of the lanes of a 16-float vector that hold one of `count` values: none for
 /// count ≤ 0, all for count ≥ 16.
-__attribute__((target("avx512f"))) inline __mmask16 FirstLanes16(int64_t count) {
+EST_TARGET_AVX512 inline __mmask16 FirstLanes16(int64_t count) {
   if (count <= 0) return 0;
   return count >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << count) - 1u);
 }

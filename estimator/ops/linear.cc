@@ -26,12 +26,7 @@ struct Product {
 };
 
 #if defined(__x86_64__)
-#define EST_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+EST_BEGIN_AVX512_KERNELS
 
 constexpr int kRows = 8;      // rows of C per block: 8 × 2 vectors of sums
 constexpr int kColumns = 32;  // columns of C per strip: two vectors
@@ -39,7 +34,7 @@ constexpr int kColumns = 32;  // columns of C per strip: two vectors
 
 // Columns [column, column + 32) of rows [row, row + kRows) of C, from A's rows packed as
 // `panel` [K][kRows] (rows past M packed as zeros, their sums not stored).
-EST_AVX512 void MultiplyBlock(const Product& p, const float* panel, int64_t row, int64_t column) {
+EST_TARGET_AVX512 void MultiplyBlock(const Product& p, const float* panel, int64_t row, int64_t column) {
   const __mmask16 low = detail::FirstLanes16(p.n - column), high = detail::FirstLanes16(p.n - column - 16);
   __m512 sums[kRows][2];
 #pragma GCC unroll 16
@@ -67,7 +62,7 @@ EST_AVX512 void MultiplyBlock(const Product& p, const float* panel, int64_t row,
 }
 
 // Strips [begin, end) of 32 columns of C, every row block each.
-EST_AVX512 void MultiplyStrips(const Product& p, const std::vector<float>& panels, int64_t begin, int64_t end) {
+EST_TARGET_AVX512 void MultiplyStrips(const Product& p, const std::vector<float>& panels, int64_t begin, int64_t end) {
   for (int64_t strip = begin; strip < end; ++strip)
     for (int64_t row = 0; row < p.m; row += kRows)
       MultiplyBlock(p, panels.data() + (row / kRows) * p.k * kRows, row, strip * kColumns);
@@ -85,7 +80,7 @@ struct DotProduct {
   int64_t m, n, k;
 };
 
-EST_AVX512 void DotBlock(const DotProduct& p, int64_t row, int64_t column, int64_t k0, int64_t k1) {
+EST_TARGET_AVX512 void DotBlock(const DotProduct& p, int64_t row, int64_t column, int64_t k0, int64_t k1) {
   const float* a[kDotRows];
   const float* b[kDotRows];
 #pragma GCC unroll 4
@@ -124,17 +119,14 @@ EST_AVX512 void DotBlock(const DotProduct& p, int64_t row, int64_t column, int64
 }
 
 // Row blocks [begin, end) of C: chunk by chunk of K, every column block each.
-EST_AVX512 void DotRows(const DotProduct& p, int64_t begin, int64_t end) {
+EST_TARGET_AVX512 void DotRows(const DotProduct& p, int64_t begin, int64_t end) {
   for (int64_t k0 = 0; k0 < p.k; k0 += kDotChunk) {
     const int64_t k1 = std::min(p.k, k0 + kDotChunk);
     for (int64_t block = begin; block < end; ++block)
       for (int64_t column = 0; column < p.n; column += kDotRows) DotBlock(p, block * kDotRows, column, k0, k1);
   }
 }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-#undef EST_AVX512
+EST_END_AVX512_KERNELS
 
 // A's rows in blocks of kRows, each block [K][kRows] with zeros past M.
 std::vector<float> PackRows(const Product& p) {

@@ -139,21 +139,12 @@ __attribute__((target("avx2"))) void BackwardAvx2(const float* grad, const uint8
   }
 }
 
-#define EST_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
-// GCC 12 warns that the _mm512_undefined_* operand inside _mm512_max_ps and
-// _mm512_cvtepu8_epi32 may be used uninitialized; it is never read (no mask).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+EST_BEGIN_AVX512_KERNELS
 
-// The first `count` of sixteen lanes (none when count <= 0, all when count >= 16).
-inline __mmask16 FirstLanes16(int64_t count) {
-  return count <= 0 ? 0 : count >= 16 ? 0xffff : static_cast<__mmask16>((1u << count) - 1);
-}
+using detail::FirstLanes16;
 
 // Stores the `lanes` of `values`: a plain store where that is all sixteen.
-EST_AVX512 inline void Store16(float* to, __mmask16 lanes, __m512 values) {
+EST_TARGET_AVX512 inline void Store16(float* to, __mmask16 lanes, __m512 values) {
   if (lanes == 0xffff)
     _mm512_storeu_ps(to, values);
   else
@@ -162,7 +153,8 @@ EST_AVX512 inline void Store16(float* to, __mmask16 lanes, __m512 values) {
 
 // ForwardAvx2 sixteen windows at a time, its masks AVX-512's own: one 13-window row of the
 // 26-wide Fashion-MNIST activations is one step instead of two.
-EST_AVX512 void ForwardAvx512(const float* top, const float* bottom, float* out, uint8_t* code, int64_t windows) {
+EST_TARGET_AVX512 void ForwardAvx512(const float* top, const float* bottom, float* out, uint8_t* code,
+                                     int64_t windows) {
   const __m512 zero = _mm512_setzero_ps();
   // Indexes into the 32 values of two vectors: the even ones (each window's left), the odd ones.
   const __m512i left = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
@@ -194,7 +186,8 @@ EST_AVX512 void ForwardAvx512(const float* top, const float* bottom, float* out,
 }
 
 // BackwardAvx2 sixteen windows at a time.
-EST_AVX512 void BackwardAvx512(const float* grad, const uint8_t* code, float* top, float* bottom, int64_t windows) {
+EST_TARGET_AVX512 void BackwardAvx512(const float* grad, const uint8_t* code, float* top, float* bottom,
+                                      int64_t windows) {
   // Indexes that interleave two vectors' first (then last) eight lanes: a0 b0 a1 b1 ...
   const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
   const __m512i last = _mm512_add_epi32(first, _mm512_set1_epi32(8));
@@ -214,10 +207,7 @@ EST_AVX512 void BackwardAvx512(const float* grad, const uint8_t* code, float* to
     Store16(bottom + 2 * j + 16, high, _mm512_permutex2var_ps(at[2], last, at[3]));
   }
 }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-#undef EST_AVX512
+EST_END_AVX512_KERNELS
 #endif
 
 // The row kernels to use: the widest this CPU has that the tests allow.

@@ -5,6 +5,7 @@
 
 #include "estimator/autocast_scope.h"
 #include "estimator/ops/cpu_vectors.h"
+#include "tests/estimator/ops/op_results.h"
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
@@ -15,36 +16,18 @@
 
 namespace {
 
-struct Result {
-  torch::Tensor output, grad_input, grad_weight, grad_bias;
-};
+using est_test::OpResult;
+using est_test::SameResult;
 
-// Output and gradients of `op(input, weight, bias)` under the loss sum(output * seed).
-template <class Op>
-Result Run(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias, bool input_grad,
-           Op op) {
-  auto x = input.clone().requires_grad_(input_grad);
-  auto w = weight.clone().requires_grad_();
-  auto b = bias.defined() ? bias.clone().requires_grad_() : torch::Tensor();
-  auto y = op(x, w, b);
-  torch::manual_seed(99);
-  y.backward(torch::randn(y.sizes()));
-  return {y.detach(), input_grad ? x.grad() : torch::Tensor(), w.grad(),
-          b.defined() ? b.grad() : torch::Tensor()};
+OpResult Ours(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias, bool input_grad) {
+  return est_test::RunOp(input, weight, bias, est::ops::Conv2dOneInputChannel, input_grad);
 }
 
-Result Ours(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias, bool input_grad) {
-  return Run(input, weight, bias, input_grad, est::ops::Conv2dOneInputChannel);
-}
-
-Result LibTorch(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias, bool input_grad) {
-  // float64 sums: the reference for both orders of summing float32 products.
-  auto result = Run(input.to(torch::kDouble), weight.to(torch::kDouble),
-                    bias.defined() ? bias.to(torch::kDouble) : torch::Tensor(), input_grad,
-                    [](const auto& x, const auto& w, const auto& b) { return torch::conv2d(x, w, b); });
-  for (auto* t : {&result.output, &result.grad_input, &result.grad_weight, &result.grad_bias})
-    if (t->defined()) *t = t->to(torch::kFloat);
-  return result;
+OpResult Reference(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias,
+                   bool input_grad) {
+  return est_test::RunOpInDouble(
+      input, weight, bias, [](const auto& x, const auto& w, const auto& b) { return torch::conv2d(x, w, b); },
+      input_grad);
 }
 
 bool Near(const torch::Tensor& ours, const torch::Tensor& reference) {
@@ -53,10 +36,6 @@ bool Near(const torch::Tensor& ours, const torch::Tensor& reference) {
   const double scale = reference.abs().max().item<double>() + 1.0;
   return ours.sizes() == reference.sizes() && ours.scalar_type() == at::kFloat &&
          (ours - reference).abs().max().item<double>() <= 1e-5 * scale;
-}
-
-bool Same(const torch::Tensor& a, const torch::Tensor& b) {
-  return a.defined() == b.defined() && (!a.defined() || torch::equal(a, b));
 }
 
 }  // namespace
@@ -79,8 +58,8 @@ TEST_CASE("Conv2dOneInputChannel equals conv2d within float32 rounding, values a
         const auto input = torch::rand(c.input);
         const auto weight = torch::randn({c.filters, 1, c.kernel, c.kernel});
         const auto bias = with_bias ? torch::randn({c.filters}) : torch::Tensor();
-        const Result ours = Ours(input, weight, bias, input_grad);
-        const Result reference = LibTorch(input, weight, bias, input_grad);
+        const OpResult ours = Ours(input, weight, bias, input_grad);
+        const OpResult reference = Reference(input, weight, bias, input_grad);
         CHECK(Near(ours.output, reference.output));
         CHECK(Near(ours.grad_input, reference.grad_input));
         CHECK(Near(ours.grad_weight, reference.grad_weight));
@@ -98,13 +77,11 @@ TEST_CASE("Conv2dOneInputChannel gives the same bits at any thread count", "[ops
   const auto bias = torch::randn({32});
   const int threads = at::get_num_threads();
   at::set_num_threads(1);
-  const Result one = Ours(input, weight, bias, false);
+  const OpResult one = Ours(input, weight, bias, false);
   at::set_num_threads(4);
-  const Result four = Ours(input, weight, bias, false);
+  const OpResult four = Ours(input, weight, bias, false);
   at::set_num_threads(threads);
-  CHECK(Same(one.output, four.output));
-  CHECK(Same(one.grad_weight, four.grad_weight));
-  CHECK(Same(one.grad_bias, four.grad_bias));
+  CHECK(SameResult(one, four));
 }
 
 TEST_CASE("Conv2dOneInputChannel runs LibTorch's convolution for other inputs and CPUs", "[ops]") {
@@ -113,10 +90,7 @@ TEST_CASE("Conv2dOneInputChannel runs LibTorch's convolution for other inputs an
     return torch::thnn_conv2d(x, w, {w.size(2), w.size(3)}, b, {1, 1}, {0, 0});
   };
   auto same_as_native = [&](const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias) {
-    const Result ours = Ours(input, weight, bias, true);
-    const Result expected = Run(input, weight, bias, true, native);
-    return Same(ours.output, expected.output) && Same(ours.grad_input, expected.grad_input) &&
-           Same(ours.grad_weight, expected.grad_weight) && Same(ours.grad_bias, expected.grad_bias);
+    return SameResult(Ours(input, weight, bias, true), est_test::RunOp(input, weight, bias, native));
   };
   est::ops::detail::AllowVectorBits(512);
   CHECK(same_as_native(torch::rand({2, 1, 9, 9}), torch::randn({3, 1, 4, 4}), torch::randn({3})));  // 4×4

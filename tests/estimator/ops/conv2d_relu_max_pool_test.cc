@@ -6,6 +6,7 @@
 #include "estimator/ops/conv2d_one_input_channel.h"
 #include "estimator/ops/cpu_vectors.h"
 #include "estimator/ops/relu_max_pool.h"
+#include "tests/estimator/ops/op_results.h"
 
 #include <torch/torch.h>
 
@@ -15,32 +16,12 @@
 
 namespace {
 
-struct Result {
-  torch::Tensor output, grad_input, grad_weight, grad_bias;
-};
-
-template <class Op>
-Result Run(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias, Op op) {
-  auto x = input.clone().requires_grad_();
-  auto w = weight.clone().requires_grad_();
-  auto b = bias.defined() ? bias.clone().requires_grad_() : torch::Tensor();
-  auto y = op(x, w, b);
-  torch::manual_seed(99);
-  y.backward(torch::randn(y.sizes(), y.options()));
-  return {y.detach(), x.grad(), w.grad(), b.defined() ? b.grad() : torch::Tensor()};
-}
-
-bool Same(const torch::Tensor& a, const torch::Tensor& b) {
-  return a.defined() == b.defined() && (!a.defined() || (a.sizes() == b.sizes() && torch::equal(a, b)));
-}
-
 bool SameAsTwoOps(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias) {
-  const Result fused = Run(input, weight, bias, est::ops::Conv2dReluMaxPool2x2);
-  const Result two = Run(input, weight, bias, [](const auto& x, const auto& w, const auto& b) {
+  const auto fused = est_test::RunOp(input, weight, bias, est::ops::Conv2dReluMaxPool2x2);
+  const auto two = est_test::RunOp(input, weight, bias, [](const auto& x, const auto& w, const auto& b) {
     return est::ops::ReluMaxPool2x2(est::ops::Conv2dOneInputChannel(x, w, b));
   });
-  return Same(fused.output, two.output) && Same(fused.grad_input, two.grad_input) &&
-         Same(fused.grad_weight, two.grad_weight) && Same(fused.grad_bias, two.grad_bias);
+  return est_test::SameResult(fused, two);
 }
 
 }  // namespace

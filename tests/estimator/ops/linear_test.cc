@@ -5,6 +5,7 @@
 
 #include "estimator/autocast_scope.h"
 #include "estimator/ops/cpu_vectors.h"
+#include "tests/estimator/ops/op_results.h"
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
@@ -16,34 +17,16 @@
 
 namespace {
 
-struct Result {
-  torch::Tensor output, grad_input, grad_weight, grad_bias;
-};
+using est_test::OpResult;
+using est_test::SameResult;
 
-// Output and gradients of `op(input, weight, bias)` under the loss sum(output * seed).
-template <class Op>
-Result Run(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias, Op op) {
-  auto x = input.clone().requires_grad_();
-  auto w = weight.clone().requires_grad_();
-  auto b = bias.defined() ? bias.clone().requires_grad_() : torch::Tensor();
-  auto y = op(x, w, b);
-  torch::manual_seed(99);
-  y.backward(torch::randn(y.sizes()));
-  return {y.detach(), x.grad(), w.grad(), b.defined() ? b.grad() : torch::Tensor()};
+OpResult Ours(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias) {
+  return est_test::RunOp(input, weight, bias, est::ops::Linear);
 }
 
-Result Ours(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias) {
-  return Run(input, weight, bias, est::ops::Linear);
-}
-
-// float64 sums: the reference for any order of summing float32 products.
-Result Reference(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias) {
-  auto result = Run(input.to(torch::kDouble), weight.to(torch::kDouble),
-                    bias.defined() ? bias.to(torch::kDouble) : torch::Tensor(),
-                    [](const auto& x, const auto& w, const auto& b) { return torch::linear(x, w, b); });
-  for (auto* t : {&result.output, &result.grad_input, &result.grad_weight, &result.grad_bias})
-    if (t->defined()) *t = t->to(torch::kFloat);
-  return result;
+OpResult Reference(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias) {
+  return est_test::RunOpInDouble(input, weight, bias,
+                                 [](const auto& x, const auto& w, const auto& b) { return torch::linear(x, w, b); });
 }
 
 // Within float32 rounding of sums of `terms` products of the operands' magnitude.
@@ -52,10 +35,6 @@ bool Near(const torch::Tensor& ours, const torch::Tensor& reference, int64_t ter
   const double bound = 4e-7 * std::sqrt(static_cast<double>(terms)) * (reference.abs().max().item<double>() + 1.0);
   return ours.sizes() == reference.sizes() && ours.scalar_type() == at::kFloat &&
          (ours - reference).abs().max().item<double>() <= bound * 8;
-}
-
-bool Same(const torch::Tensor& a, const torch::Tensor& b) {
-  return a.defined() == b.defined() && (!a.defined() || torch::equal(a, b));
 }
 
 }  // namespace
@@ -76,8 +55,8 @@ TEST_CASE("est::ops::Linear equals linear within float32 rounding, values and gr
       const auto input = torch::randn({c.m, c.k});
       const auto weight = torch::randn({c.n, c.k});
       const auto bias = with_bias ? torch::randn({c.n}) : torch::Tensor();
-      const Result ours = Ours(input, weight, bias);
-      const Result reference = Reference(input, weight, bias);
+      const OpResult ours = Ours(input, weight, bias);
+      const OpResult reference = Reference(input, weight, bias);
       CHECK(Near(ours.output, reference.output, c.k));
       CHECK(Near(ours.grad_input, reference.grad_input, c.n));
       CHECK(Near(ours.grad_weight, reference.grad_weight, c.m));
@@ -94,25 +73,18 @@ TEST_CASE("est::ops::Linear gives the same bits at any thread count", "[ops]") {
   const auto bias = torch::randn({64});
   const int threads = at::get_num_threads();
   at::set_num_threads(1);
-  const Result one = Ours(input, weight, bias);
+  const OpResult one = Ours(input, weight, bias);
   at::set_num_threads(4);
-  const Result four = Ours(input, weight, bias);
+  const OpResult four = Ours(input, weight, bias);
   at::set_num_threads(threads);
-  CHECK(Same(one.output, four.output));
-  CHECK(Same(one.grad_input, four.grad_input));
-  CHECK(Same(one.grad_weight, four.grad_weight));
-  CHECK(Same(one.grad_bias, four.grad_bias));
+  CHECK(SameResult(one, four));
 }
 
 TEST_CASE("est::ops::Linear runs LibTorch's linear for other inputs and CPUs", "[ops]") {
   torch::manual_seed(7);
-  auto same_as_libtorch = [](const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias) {
-    const Result ours = Ours(input, weight, bias);
-    const Result expected = Run(input, weight, bias, [](const auto& x, const auto& w, const auto& b) {
-      return torch::linear(x, w, b);
-    });
-    return Same(ours.output, expected.output) && Same(ours.grad_input, expected.grad_input) &&
-           Same(ours.grad_weight, expected.grad_weight) && Same(ours.grad_bias, expected.grad_bias);
+  auto libtorch_linear = [](const auto& x, const auto& w, const auto& b) { return torch::linear(x, w, b); };
+  auto same_as_libtorch = [&](const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias) {
+    return SameResult(Ours(input, weight, bias), est_test::RunOp(input, weight, bias, libtorch_linear));
   };
   est::ops::detail::AllowVectorBits(512);
   CHECK(same_as_libtorch(torch::randn({2, 3, 8}), torch::randn({5, 8}), torch::randn({5})));  // 3-D input
