@@ -14,12 +14,10 @@
 namespace est::ops {
 namespace {
 
-using detail::ConvGeometry;
-using Geometry = ConvGeometry;
+using Geometry = detail::ConvGeometry;
 
 #if defined(__x86_64__)
 EST_BEGIN_AVX512_KERNELS
-
 
 // Rows [y_begin, y_end) of one image's convolution by every filter, row y of filter c at
 // out + c * filter_stride + (y - y_begin) * out_w: for each run of 16 outputs of a row, the

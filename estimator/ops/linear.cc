@@ -31,7 +31,6 @@ EST_BEGIN_AVX512_KERNELS
 constexpr int kRows = 8;      // rows of C per block: 8 × 2 vectors of sums
 constexpr int kColumns = 32;  // columns of C per strip: two vectors
 
-
 // Columns [column, column + 32) of rows [row, row + kRows) of C, from A's rows packed as
 // `panel` [K][kRows] (rows past M packed as zeros, their sums not stored).
 EST_TARGET_AVX512 void MultiplyBlock(const Product& p, const float* panel, int64_t row, int64_t column) {
@@ -67,6 +66,7 @@ EST_TARGET_AVX512 void MultiplyStrips(const Product& p, const std::vector<float>
     for (int64_t row = 0; row < p.m; row += kRows)
       MultiplyBlock(p, panels.data() + (row / kRows) * p.k * kRows, row, strip * kColumns);
 }
+
 // C[M, N] = A[M, K] · B[N, K]ᵀ with the rows of A and B contiguous: the forward product of a
 // dense layer. Blocks of 4 × 4 outputs, each a sum of 16-lane products along K, over K in
 // chunks that keep the rows of both in the caches, then across the lanes.
@@ -194,7 +194,6 @@ struct LinearFunction : torch::autograd::Function<LinearFunction> {
     return {grad_input, grad_weight, grad_bias};
   }
 };
-
 
 bool HasFastPath(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
   // Under CPU autocast LibTorch runs this op in bfloat16; so do we, by running LibTorch's.
