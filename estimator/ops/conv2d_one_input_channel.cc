@@ -106,7 +106,7 @@ EST_END_AVX512_KERNELS
 #endif
 
 // Work per parallel task: enough outputs to be worth a hand-off.
-int64_t Grain(int64_t outputs_per_item) { return std::max<int64_t>(1, 65536 / std::max<int64_t>(1, outputs_per_item)); }
+int64_t Grain(int64_t outputs_per_item) { return detail::ParallelGrain(outputs_per_item, 65536); }
 
 struct Conv2dOneInputChannelFunction : torch::autograd::Function<Conv2dOneInputChannelFunction> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
@@ -179,16 +179,14 @@ bool Conv2dOneInputChannelFastPath(const at::Tensor& input, const at::Tensor& we
   if (weight.dim() != 4 || weight.size(1) != 1 || weight.size(0) == 0 || weight.size(2) != weight.size(3)) return false;
   const int64_t k = weight.size(2);
   if ((k != 3 && k != 5) || input.size(2) < k || input.size(3) < k) return false;
-  return !bias.defined() || (IsContiguousFloatCpu(bias) && bias.dim() == 1 && bias.size(0) == weight.size(0));
+  return IsAbsentOrFloatBias(bias, weight.size(0));
 }
 
 }  // namespace detail
 
 at::Tensor Conv2dOneInputChannel(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
   if (detail::Conv2dOneInputChannelFastPath(input, weight, bias)) {
-    // LibTorch 1.13's Function::apply cannot take an undefined tensor: no bias is an empty one.
-    const at::Tensor no_bias = at::empty({0}, weight.options());
-    return Conv2dOneInputChannelFunction::apply(input, weight, bias.defined() ? bias : no_bias);
+    return Conv2dOneInputChannelFunction::apply(input, weight, detail::BiasOrEmpty(bias, weight));
   }
   // LibTorch's native convolution beats oneDNN's for one input channel; autocast knows conv2d.
   if (input.device().is_cpu() && weight.dim() == 4 && !AutocastEnabled(c10::DeviceType::CPU))

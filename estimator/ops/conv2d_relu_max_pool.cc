@@ -10,6 +10,7 @@
 
 #include "estimator/ops/conv2d_one_input_channel.h"
 #include "estimator/ops/conv2d_one_input_channel_internal.h"
+#include "estimator/ops/cpu_vectors.h"
 #include "estimator/ops/relu_max_pool.h"
 #include "estimator/ops/relu_max_pool_internal.h"
 
@@ -28,8 +29,7 @@ struct Conv2dReluMaxPoolFunction : torch::autograd::Function<Conv2dReluMaxPoolFu
     const float* b = bias.numel() > 0 ? bias.data_ptr<float>() : nullptr;
     float* out = output.data_ptr<float>();
     uint8_t* codes = code.data_ptr<uint8_t>();
-    const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, g.channels * g.out_height() * conv_w));
-    at::parallel_for(0, g.images, grain, [&](int64_t begin, int64_t end) {
+    at::parallel_for(0, g.images, detail::ParallelGrain(g.channels * g.out_height() * conv_w, 65536), [&](int64_t begin, int64_t end) {
       // Two rows of the convolution by every filter: filter c's at rows[c * 2 * conv_w].
       std::vector<float> rows(static_cast<size_t>(g.channels * 2 * conv_w));
       const detail::ReluMaxPoolForwardRow pool = detail::ReluMaxPoolForwardRowKernel();
@@ -66,9 +66,7 @@ at::Tensor Conv2dReluMaxPool2x2(const at::Tensor& input, const at::Tensor& weigh
   if (!detail::Conv2dOneInputChannelFastPath(input, weight, bias) || input.size(2) - weight.size(2) + 1 < 2 ||
       input.size(3) - weight.size(3) + 1 < 2)
     return ReluMaxPool2x2(Conv2dOneInputChannel(input, weight, bias));
-  // LibTorch 1.13's Function::apply cannot take an undefined tensor: no bias is an empty one.
-  const at::Tensor no_bias = at::empty({0}, weight.options());
-  return Conv2dReluMaxPoolFunction::apply(input, weight, bias.defined() ? bias : no_bias);
+  return Conv2dReluMaxPoolFunction::apply(input, weight, detail::BiasOrEmpty(bias, weight));
 }
 
 }  // namespace est::ops

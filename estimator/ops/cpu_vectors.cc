@@ -1,5 +1,7 @@
 #include "estimator/ops/cpu_vectors.h"
 
+#include <ATen/ops/empty.h>
+
 #include <algorithm>
 #include <atomic>
 
@@ -25,5 +27,9 @@ int UsableVectorBits() {
 }
 
 void AllowVectorBits(int bits) { allowed_vector_bits.store(bits, std::memory_order_relaxed); }
+
+at::Tensor BiasOrEmpty(const at::Tensor& bias, const at::Tensor& weight) {
+  return bias.defined() ? bias : at::empty({0}, weight.options());
+}
 
 }  // namespace est::ops::detail

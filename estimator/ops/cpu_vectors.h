@@ -4,6 +4,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #if defined(__x86_64__)
@@ -23,6 +24,22 @@ void AllowVectorBits(int bits);
 /// Whether `tensor` is a contiguous float32 tensor on the CPU: what the kernels read.
 inline bool IsContiguousFloatCpu(const at::Tensor& tensor) {
   return tensor.device().is_cpu() && tensor.scalar_type() == at::kFloat && tensor.is_contiguous();
+}
+
+/// Whether `bias` is absent (undefined) or a contiguous float32 CPU vector with one value for
+/// each of the `outputs` rows of a weight: the biases the kernels take.
+inline bool IsAbsentOrFloatBias(const at::Tensor& bias, int64_t outputs) {
+  return !bias.defined() || (IsContiguousFloatCpu(bias) && bias.dim() == 1 && bias.size(0) == outputs);
+}
+
+/// `bias`, or an empty tensor with `weight`'s options where there is none: LibTorch 1.13's
+/// Function::apply cannot take an undefined tensor. Inside, `numel() > 0` tells the two apart.
+at::Tensor BiasOrEmpty(const at::Tensor& bias, const at::Tensor& weight);
+
+/// The grain for at::parallel_for over items of `work_per_item` units each (outputs, or
+/// multiply-adds), so that one task holds about `work_per_task` units and at least one item.
+inline int64_t ParallelGrain(int64_t work_per_item, int64_t work_per_task) {
+  return std::max<int64_t>(1, work_per_task / std::max<int64_t>(1, work_per_item));
 }
 
 /// Marks a function compiled for AVX-512 F, BW and VL: call it only where

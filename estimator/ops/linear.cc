@@ -143,16 +143,14 @@ std::vector<float> PackRows(const Product& p) {
 // C = A · Bᵀ, blocks of rows spread over LibTorch's threads.
 void MultiplyTransposed(const DotProduct& p) {
   const int64_t blocks = (p.m + kDotRows - 1) / kDotRows;
-  const int64_t grain = std::max<int64_t>(1, 262144 / std::max<int64_t>(1, kDotRows * p.n * p.k));
-  at::parallel_for(0, blocks, grain, [&](int64_t begin, int64_t end) { DotRows(p, begin, end); });
+  at::parallel_for(0, blocks, detail::ParallelGrain(kDotRows * p.n * p.k, 262144), [&](int64_t begin, int64_t end) { DotRows(p, begin, end); });
 }
 
 // C = A · B, strips of columns spread over LibTorch's threads.
 void Multiply(const Product& p) {
   const std::vector<float> panels = PackRows(p);
   const int64_t strips = (p.n + kColumns - 1) / kColumns;
-  const int64_t grain = std::max<int64_t>(1, 262144 / std::max<int64_t>(1, p.m * p.k * kColumns));
-  at::parallel_for(0, strips, grain, [&](int64_t begin, int64_t end) { MultiplyStrips(p, panels, begin, end); });
+  at::parallel_for(0, strips, detail::ParallelGrain(p.m * p.k * kColumns, 262144), [&](int64_t begin, int64_t end) { MultiplyStrips(p, panels, begin, end); });
 }
 #endif
 
@@ -202,15 +200,14 @@ bool HasFastPath(const at::Tensor& input, const at::Tensor& weight, const at::Te
   if (detail::UsableVectorBits() < 512 || !IsContiguousFloatCpu(input) || !IsContiguousFloatCpu(weight)) return false;
   if (input.dim() != 2 || weight.dim() != 2 || input.size(1) != weight.size(1)) return false;
   if (input.numel() == 0 || weight.numel() == 0) return false;
-  return !bias.defined() || (IsContiguousFloatCpu(bias) && bias.dim() == 1 && bias.size(0) == weight.size(0));
+  return detail::IsAbsentOrFloatBias(bias, weight.size(0));
 }
 
 }  // namespace
 
 at::Tensor Linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
   if (!HasFastPath(input, weight, bias)) return torch::linear(input, weight, bias);
-  // LibTorch 1.13's Function::apply cannot take an undefined tensor: no bias is an empty one.
-  return LinearFunction::apply(input, weight, bias.defined() ? bias : at::empty({0}, weight.options()));
+  return LinearFunction::apply(input, weight, detail::BiasOrEmpty(bias, weight));
 }
 
 }  // namespace est::ops

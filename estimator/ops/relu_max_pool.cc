@@ -259,7 +259,7 @@ void BackwardPlanes(const float* grad, const uint8_t* code, float* grad_input, P
 }
 
 // Planes per parallel task: enough work to be worth a hand-off.
-int64_t Grain(Plane plane) { return std::max<int64_t>(1, 32768 / std::max<int64_t>(1, plane.height * plane.width)); }
+int64_t Grain(Plane plane) { return detail::ParallelGrain(plane.height * plane.width, 32768); }
 
 struct ReluMaxPool2x2Function : torch::autograd::Function<ReluMaxPool2x2Function> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input) {
