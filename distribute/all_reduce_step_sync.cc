@@ -85,7 +85,7 @@ class FlatStepSync final : public StrategyStepSync {
 };
 
 // One replica per worker: gradients are all-reduced in buckets while the last backward
-// runs; the loss and the flags ride in the last bucket. Summaries, when the model has any,
+// runs (or after it, GradientReducerOptions::overlap); the loss and the flags ride in the last bucket. Summaries, when the model has any,
 // follow in one small all-reduce.
 class BucketedStepSync final : public StrategyStepSync {
  public:
@@ -98,7 +98,10 @@ class BucketedStepSync final : public StrategyStepSync {
           collective_, step.variables, static_cast<int>(strategy_.num_replicas_in_sync() * micro_batches_),
           strategy_.gradient_reducer_options(), /*extras_numel=*/3);
       reducer_variables_ = step.variables.size();
-      Log().info("Gradient all-reduce: {} buckets", reducer_->num_buckets());
+      Log().info("Gradient all-reduce: {} buckets, {}", reducer_->num_buckets(),
+                 reducer_->overlaps_backward() ? "each all-reduced while backward runs"
+                                               : "all-reduced after backward (no core to spare for the "
+                                                 "shared-memory all-reduce beside backward's threads)");
     }
     EST_CHECK(step.variables.size() == reducer_variables_, ModelError, "model_fn created trainable variables after "
               "the first training step (", reducer_variables_, " then ", step.variables.size(),

@@ -9,7 +9,11 @@ namespace est::distribute {
 
 GradientReducer::GradientReducer(Collective& collective, std::vector<at::Tensor> parameters, int divisor,
                                  GradientReducerOptions options, int64_t extras_numel)
-    : collective_(collective), parameters_(std::move(parameters)), divisor_(divisor), extras_numel_(extras_numel) {
+    : collective_(collective),
+      parameters_(std::move(parameters)),
+      divisor_(divisor),
+      overlaps_backward_(OverlapsBackward(options.overlap(), collective)),
+      extras_numel_(extras_numel) {
   EST_CHECK(divisor > 0, ConfigError, "GradientReducer: divisor must be positive, got ", divisor);
   EST_CHECK(options.first_bucket_bytes() > 0 && options.bucket_cap_bytes() > 0, ConfigError,
             "GradientReducer: bucket sizes must be positive, got first ", options.first_bucket_bytes(), " and cap ",
@@ -133,7 +137,7 @@ void GradientReducer::on_gradient(size_t parameter, const at::Tensor& gradient) 
   }
   std::lock_guard<std::mutex> lock(mutex_);
   filled_[parameter] = true;
-  if (--bucket.pending == 0) launch_ready_buckets_locked();
+  if (--bucket.pending == 0 && overlaps_backward_) launch_ready_buckets_locked();
 }
 
 void GradientReducer::launch_ready_buckets_locked() {

@@ -13,13 +13,14 @@
 #include <thread>
 #include <vector>
 
+#include "distribute/backward_overlap.h"
 #include "distribute/gradient_compression.h"
 
 namespace est::distribute {
 
 class Collective;
 
-/// Bucket sizes of the GradientReducer.
+/// Bucket sizes of the GradientReducer, and when its buckets go.
 struct GradientReducerOptions {
   /// The first bucket (the last layers' gradients, ready first) closes once it holds
   /// this many bytes, so that communication starts early in backward.
@@ -30,6 +31,8 @@ struct GradientReducerOptions {
   TORCH_ARG(GradientCompression, compression) = GradientCompression::kNone;
   /// PowerSGD's rank and warm-up, when `compression` is kPowerSgd.
   TORCH_ARG(PowerSgdOptions, power_sgd) = {};
+  /// Whether full buckets are all-reduced while backward runs or after it (OverlapsBackward).
+  TORCH_ARG(BackwardOverlap, overlap) = BackwardOverlap::kAuto;
 };
 
 /// Averages the gradients of `parameters` over all replicas in sync. Parameters go into
@@ -38,8 +41,8 @@ struct GradientReducerOptions {
 /// buffer lives there, so that a GPU collective reduces it in place). A gradient hook
 /// copies each gradient into its bucket as backward produces it; a full bucket is
 /// all-reduced on the communication thread, and buckets are issued strictly in bucket
-/// order, so every rank issues the same sequence. finish() (after backward) issues what
-/// is left (parameters that got no gradient count as zero), waits, and writes the
+/// order, so every rank issues the same sequence; where OverlapsBackward says no, every
+/// bucket waits for finish() instead. finish() (after backward) issues what is left (parameters that got no gradient count as zero), waits, and writes the
 /// averages into `.grad`. Bucket buffers are allocated once.
 ///
 /// With a compression, float32 buckets are all-reduced compressed, with error feedback
@@ -74,6 +77,8 @@ class GradientReducer {
   size_t num_buckets() const { return buckets_.size(); }
   /// Byte size of each bucket, in bucket order.
   std::vector<int64_t> bucket_bytes() const;
+  /// Whether full buckets are all-reduced while backward runs (else after it).
+  bool overlaps_backward() const { return overlaps_backward_; }
 
  private:
   struct Slot {
@@ -95,6 +100,7 @@ class GradientReducer {
   Collective& collective_;
   std::vector<at::Tensor> parameters_;
   int divisor_;
+  bool overlaps_backward_;
   std::vector<Slot> slots_;
   std::vector<Bucket> buckets_;
   std::vector<bool> filled_;

@@ -34,6 +34,7 @@ class TimingCollective : public est::distribute::Collective {
   void broadcast(at::Tensor& tensor, int root) override { inner_->broadcast(tensor, root); }
   at::Tensor allgather(const at::Tensor& tensor) override { return inner_->allgather(tensor); }
   void barrier() override { inner_->barrier(); }
+  bool allreduce_computes_on_cpu() const override { return inner_->allreduce_computes_on_cpu(); }
 
   /// Forgets what was recorded (after warm-up).
   void reset() {

@@ -4,7 +4,7 @@
 //   train_bench --loop estimator|handwritten|raw_allreduce --model cnn|mlp|resnet --batch-size B
 //               --steps N --warmup W [--strategy none|multi_worker] [--device cpu|cuda:N]
 //               [--bytes X] [--transport auto|tcp] [--compression none|fp16|bf16|powersgd]
-//               [--powersgd-rank R] [--bucket-cap-mb X]
+//               [--powersgd-rank R] [--bucket-cap-mb X] [--overlap auto|always|never]
 //               [--fused-optimizer-step true|false] [--channels-last auto|on|off]
 
 #include <sys/resource.h>
@@ -49,6 +49,7 @@ struct Flags {
   std::string compression = "none";  ///< multi_worker: none, fp16, bf16 or powersgd on the wire
   int64_t powersgd_rank = 1;
   double bucket_cap_mb = 25;  ///< multi_worker: GradientReducerOptions::bucket_cap_bytes, in MiB
+  std::string overlap = "auto";  ///< multi_worker: GradientReducerOptions::overlap
   bool fused_optimizer_step = true;  ///< estimator: RunConfig::fused_optimizer_step
   std::string channels_last = "auto";  ///< estimator: RunConfig::channels_last
 };
@@ -134,7 +135,8 @@ nlohmann::json RunEstimator(const Flags& flags) {
         est::distribute::GradientReducerOptions()
             .compression(est::distribute::ParseGradientCompression(flags.compression, "--compression"))
             .power_sgd(est::distribute::PowerSgdOptions().rank(flags.powersgd_rank))
-            .bucket_cap_bytes(static_cast<int64_t>(flags.bucket_cap_mb * (1 << 20))));
+            .bucket_cap_bytes(static_cast<int64_t>(flags.bucket_cap_mb * (1 << 20)))
+            .overlap(est::distribute::ParseBackwardOverlap(flags.overlap, "--overlap")));
   } else if (flags.device != "cpu") {
     config.train_distribute = est::distribute::OneDeviceStrategy::Create(flags.device);
   }
@@ -209,6 +211,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{64}));
   app.add_option("--bucket-cap-mb", flags.bucket_cap_mb, "multi_worker: gradient buckets close at this many MiB")
       ->check(CLI::Range(0.001, 1048576.0));
+  app.add_option("--overlap", flags.overlap, "multi_worker: buckets all-reduced while backward runs")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
   app.add_option("--fused-optimizer-step", flags.fused_optimizer_step,
                  "estimator: step Adam fused (RunConfig::fused_optimizer_step)");
   app.add_option("--channels-last", flags.channels_last, "estimator: RunConfig::channels_last")

@@ -49,6 +49,7 @@ struct Flags {
   int64_t gradient_accumulation_steps = 1;
   double bucket_cap_mb = 25;
   std::string gradient_compression = "none";
+  std::string gradient_overlap = "auto";
   int64_t powersgd_rank = 1;
   int64_t powersgd_warmup_steps = 0;
   bool powersgd_options_given = false;  ///< --powersgd-rank or --powersgd-warmup-steps was on the command line
@@ -137,6 +138,11 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "multi_worker: gradient all-reduce buckets close at this many MiB (the first at 1 MiB)")
       ->check(est_apps::NumberIn(0.001, 1 << 20, "a number of MiB"))
       ->capture_default_str();
+  app.add_option("--gradient-overlap", flags.gradient_overlap,
+                 "multi_worker: all-reduce each full bucket while backward runs (always), after backward (never), "
+                 "or decide (auto: after backward only where a shared-memory all-reduce has no core to spare)")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
   app.add_option("--gradient-compression", flags.gradient_compression,
                  "multi_worker: all-reduce float32 gradients as fp16 or bf16 (half the bytes) or as PowerSGD's "
                  "low-rank factors, with error feedback")
@@ -214,6 +220,9 @@ std::shared_ptr<est::distribute::Strategy> MakeStrategy(const Flags& flags, cons
   EST_CHECK(flags.gradient_compression == "none" || flags.strategy == "multi_worker", est::ConfigError,
             "--gradient-compression ", flags.gradient_compression, " compresses the all-reduce between workers: it "
             "needs --strategy multi_worker, not ", flags.strategy);
+  EST_CHECK(flags.gradient_overlap == "auto" || flags.strategy == "multi_worker", est::ConfigError,
+            "--gradient-overlap ", flags.gradient_overlap, " times the all-reduce between workers: it needs "
+            "--strategy multi_worker, not ", flags.strategy);
   EST_CHECK(!flags.powersgd_options_given || flags.gradient_compression == "powersgd", est::ConfigError,
             "--powersgd-rank and --powersgd-warmup-steps apply to --gradient-compression powersgd, not ",
             flags.gradient_compression);
@@ -246,6 +255,8 @@ std::shared_ptr<est::distribute::Strategy> MakeStrategy(const Flags& flags, cons
                      .job_token(ReadJobToken(flags.job_token_file))
                      .buckets(est::distribute::GradientReducerOptions()
                                   .bucket_cap_bytes(static_cast<int64_t>(flags.bucket_cap_mb * (1 << 20)))
+                                  .overlap(est::distribute::ParseBackwardOverlap(flags.gradient_overlap,
+                                                                                 "--gradient-overlap"))
                                   .compression(est::distribute::ParseGradientCompression(
                                       flags.gradient_compression, "--gradient-compression"))
                                   .power_sgd(est::distribute::PowerSgdOptions()

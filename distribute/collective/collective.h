@@ -40,6 +40,10 @@ class Collective {
   virtual at::Tensor allgather(const at::Tensor& tensor) = 0;
   /// Returns once every rank has called barrier().
   virtual void barrier() = 0;
+  /// Whether allreduce is copies and sums by the calling thread's CPU (the shared-memory
+  /// all-reduce of ranks that all run on this host) rather than a wait on a network or a
+  /// device: run beside CPU-bound work on the same cores, it takes that work's time.
+  virtual bool allreduce_computes_on_cpu() const { return false; }
 };
 
 /// Options of the Gloo collective.

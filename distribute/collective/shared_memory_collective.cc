@@ -35,6 +35,7 @@ class SharedMemoryCollective final : public Collective {
   }
   at::Tensor allgather(const at::Tensor& tensor) override { return inner_->allgather(tensor); }
   void barrier() override { inner_->barrier(); }
+  bool allreduce_computes_on_cpu() const override { return true; }
 
  private:
   std::unique_ptr<Collective> inner_;

@@ -2,6 +2,10 @@
 
 #include <torch/torch.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include "distribute/collective/collective.h"
 #include "tests/distribute/gloo_ranks.h"
 
@@ -12,6 +16,31 @@ using est::testing::ConnectGlooRanks;
 using est::testing::RunRanks;
 
 namespace {
+
+// Forwards to `inner`, counting its all-reduces (from the reducer's communication thread);
+// it can claim to all-reduce on the CPU among `world_size` ranks (0: inner's).
+class CountingCollective final : public Collective {
+ public:
+  explicit CountingCollective(Collective& inner, bool computes_on_cpu = false, int world_size = 0)
+      : inner_(inner), computes_on_cpu_(computes_on_cpu), world_size_(world_size) {}
+  int rank() const override { return inner_.rank(); }
+  int world_size() const override { return world_size_ > 0 ? world_size_ : inner_.world_size(); }
+  std::string name() const override { return inner_.name(); }
+  void allreduce(at::Tensor& tensor, ReduceOp op) override {
+    inner_.allreduce(tensor, op);
+    ++allreduces;
+  }
+  void broadcast(at::Tensor& tensor, int root) override { inner_.broadcast(tensor, root); }
+  at::Tensor allgather(const at::Tensor& tensor) override { return inner_.allgather(tensor); }
+  void barrier() override { inner_.barrier(); }
+  bool allreduce_computes_on_cpu() const override { return computes_on_cpu_; }
+  std::atomic<int> allreduces{0};
+
+ private:
+  Collective& inner_;
+  bool computes_on_cpu_;
+  int world_size_;
+};
 
 // Parameters of 10, 20, 30 and 40 float32 elements.
 std::vector<torch::Tensor> MakeParameters() {
@@ -38,8 +67,10 @@ TEST_CASE("GradientReducer averages gradients over ranks while backward runs", "
   auto collectives = ConnectGlooRanks(world);
   auto grads = RunRanks<std::vector<torch::Tensor>>(world, [&](int rank) {
     auto parameters = MakeParameters();
-    GradientReducer reducer(*collectives[rank], parameters, world,
-                            GradientReducerOptions().first_bucket_bytes(64).bucket_cap_bytes(128));
+    GradientReducer reducer(
+        *collectives[rank], parameters, world,
+        GradientReducerOptions().first_bucket_bytes(64).bucket_cap_bytes(128).overlap(BackwardOverlap::kAlways));
+    CHECK(reducer.overlaps_backward());
     std::vector<torch::Tensor> last;
     for (int step = 1; step <= 3; ++step) {  // reuse across steps
       for (auto& p : parameters) p.mutable_grad() = torch::Tensor();
@@ -139,4 +170,63 @@ TEST_CASE("GradientReducer carries extras in its last bucket and averages them w
     CHECK(torch::equal(extras, torch::tensor({2.5f, 5.0f})));  // step 2: mean of (2, 0) and (3, 10)
     CHECK(torch::equal(grad, torch::full({10}, 1.5f)));
   }
+}
+
+TEST_CASE("GradientReducer with overlap never all-reduces every bucket in finish, with the same averages",
+          "[distribute]") {
+  auto collectives = ConnectGlooRanks(1);
+  for (BackwardOverlap overlap : {BackwardOverlap::kAlways, BackwardOverlap::kNever}) {
+    CAPTURE(BackwardOverlapName(overlap));
+    CountingCollective counting(*collectives[0]);
+    auto parameters = MakeParameters();
+    GradientReducer reducer(counting, parameters, 2,
+                            GradientReducerOptions().first_bucket_bytes(64).bucket_cap_bytes(128).overlap(overlap));
+    REQUIRE(reducer.num_buckets() == 3);
+    CHECK(reducer.overlaps_backward() == (overlap == BackwardOverlap::kAlways));
+    reducer.prepare();
+    torch::Tensor loss = torch::zeros({});
+    for (size_t k = 0; k < parameters.size(); ++k) loss = loss + (parameters[k] * static_cast<float>(k + 1)).sum();
+    loss.backward();
+    // Backward filled every bucket: with overlap all three go at once, without none before finish().
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    const int expected = overlap == BackwardOverlap::kAlways ? 3 : 0;
+    while (counting.allreduces.load() < expected && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (expected == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK(counting.allreduces.load() == expected);
+    reducer.finish();
+    CHECK(counting.allreduces.load() == 3);
+    // One rank, divisor 2: half of each gradient k + 1.
+    for (size_t k = 0; k < parameters.size(); ++k)
+      CHECK(torch::equal(parameters[k].grad(), torch::full_like(parameters[k], 0.5f * static_cast<float>(k + 1))));
+  }
+}
+
+TEST_CASE("BackwardOverlap kAuto overlaps unless a CPU all-reduce would take backward's cores", "[distribute]") {
+  auto collectives = ConnectGlooRanks(1);
+  // A network (or device) all-reduce mostly waits: always worth overlapping.
+  CountingCollective network(*collectives[0]);
+  CHECK(OverlapsBackward(BackwardOverlap::kAuto, network));
+  CHECK_FALSE(OverlapsBackward(BackwardOverlap::kNever, network));
+  // A shared-memory all-reduce among as many ranks as the machine has CPUs leaves no core to spare.
+  CountingCollective crowded(*collectives[0], /*computes_on_cpu=*/true,
+                             static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  CHECK_FALSE(OverlapsBackward(BackwardOverlap::kAuto, crowded));
+  CHECK(OverlapsBackward(BackwardOverlap::kAlways, crowded));
+
+  // cpus of the process, machine cpus, ranks on the host, intra-op threads.
+  CHECK_FALSE(HasSpareCore(1, 2, 2, 1));   // each rank bound to one CPU
+  CHECK_FALSE(HasSpareCore(2, 2, 2, 1));   // unbound, but the other rank has the other CPU
+  CHECK(HasSpareCore(4, 16, 4, 3));        // 4 CPUs each, 3 intra-op threads
+  CHECK_FALSE(HasSpareCore(16, 16, 4, 4));  // unbound: a quarter of the machine, all busy
+  CHECK(HasSpareCore(16, 16, 2, 4));
+  CHECK_FALSE(HasSpareCore(0, 0, 0, 1));   // nothing known: one core
+}
+
+TEST_CASE("ParseBackwardOverlap takes auto, always and never, and names the flag otherwise", "[distribute]") {
+  for (BackwardOverlap overlap : {BackwardOverlap::kAuto, BackwardOverlap::kAlways, BackwardOverlap::kNever})
+    CHECK(ParseBackwardOverlap(BackwardOverlapName(overlap), "--overlap") == overlap);
+  CHECK_THROWS_WITH(ParseBackwardOverlap("sometimes", "--overlap"),
+                    Catch::Contains("--overlap") && Catch::Contains("'sometimes'") &&
+                        Catch::Contains("expected auto, always or never"));
 }

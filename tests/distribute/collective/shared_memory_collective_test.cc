@@ -53,6 +53,7 @@ TEST_CASE("shared memory all-reduces for any backend whose ranks share this host
   auto results = est::testing::RunRanks<std::vector<at::Tensor>>(world, [&](int rank) {
     auto collective = WithHostSharedMemory(std::make_unique<FakeCollective>(rank, world, &forwarded), *store, 20s);
     CHECK(collective->name() == "fake+shm");
+    CHECK(collective->allreduce_computes_on_cpu());
     CHECK(collective->rank() == rank);
     at::Tensor sum = at::arange(1000, at::kLong) * (rank + 1);
     collective->allreduce(sum, ReduceOp::kSum);
@@ -113,4 +114,5 @@ TEST_CASE("a world of one keeps the backend as it is", "[distribute]") {
   auto store = CreateInMemoryStore();
   auto collective = WithHostSharedMemory(std::make_unique<FakeCollective>(0, 1, &forwarded), *store, 1s);
   CHECK(collective->name() == "fake");
+  CHECK_FALSE(collective->allreduce_computes_on_cpu());
 }
