@@ -45,11 +45,17 @@ def read_idx(path):
 
 
 def make_batches(name, batch_size, count):
-    """train_bench's data: the first Fashion-MNIST training images for the CNN, noise for the MLP."""
-    examples = batch_size * count
+    """train_bench's data: up to `count` batches, which callers cycle through: the first
+    Fashion-MNIST training images for the CNN (as many whole batches as the 60 000 images
+    hold), noise for the MLP."""
     if name == "cnn":
+        labels = read_idx(f"{FASHION_MNIST}/train-labels-idx1-ubyte.gz")
+        if labels.numel() < batch_size:
+            sys.exit(f"ddp_peer: --batch-size {batch_size} is more than the {labels.numel()} Fashion-MNIST images")
+        count = min(count, labels.numel() // batch_size)
+        examples = batch_size * count
         images = read_idx(f"{FASHION_MNIST}/train-images-idx3-ubyte.gz")[:examples * 784].float().div_(255.0)
-        labels = read_idx(f"{FASHION_MNIST}/train-labels-idx1-ubyte.gz")[:examples].long()
+        labels = labels[:examples].long()
         return images.reshape(count, batch_size, 1, 28, 28), labels.reshape(count, batch_size)
     torch.manual_seed(7)
     return torch.randn(count, batch_size, 1024), torch.randint(0, 10, (count, batch_size))
@@ -71,7 +77,7 @@ def worker(rank, args, master, results):
 
     def step(i):
         optimizer.zero_grad()
-        F.cross_entropy(model(inputs[i]), labels[i]).backward()
+        F.cross_entropy(model(inputs[i % len(inputs)]), labels[i % len(labels)]).backward()
         optimizer.step()
 
     for i in range(args.warmup):
