@@ -85,8 +85,8 @@ class FlatStepSync final : public StrategyStepSync {
 };
 
 // One replica per worker: gradients are all-reduced in buckets while the last backward
-// runs (or after it, GradientReducerOptions::overlap); the loss and the flags ride in the last bucket. Summaries, when the model has any,
-// follow in one small all-reduce.
+// runs (or after it: GradientReducerOptions::overlap); the loss and the flags ride in the
+// last bucket. Summaries, when the model has any, follow in one small all-reduce.
 class BucketedStepSync final : public StrategyStepSync {
  public:
   BucketedStepSync(Strategy& strategy, const StepSyncOptions& options, Collective& collective)

@@ -42,8 +42,9 @@ struct GradientReducerOptions {
 /// copies each gradient into its bucket as backward produces it; a full bucket is
 /// all-reduced on the communication thread, and buckets are issued strictly in bucket
 /// order, so every rank issues the same sequence; where OverlapsBackward says no, every
-/// bucket waits for finish() instead. finish() (after backward) issues what is left (parameters that got no gradient count as zero), waits, and writes the
-/// averages into `.grad`. Bucket buffers are allocated once.
+/// bucket waits for finish() instead. finish() (after backward) issues what is left
+/// (parameters that got no gradient count as zero), waits, and writes the averages into
+/// `.grad`. Bucket buffers are allocated once.
 ///
 /// With a compression, float32 buckets are all-reduced compressed, with error feedback
 /// (BucketCompression): as 16-bit values (CompressedAllreduce), whose averages differ from

@@ -29,7 +29,8 @@ struct Conv2dReluMaxPoolFunction : torch::autograd::Function<Conv2dReluMaxPoolFu
     const float* b = bias.numel() > 0 ? bias.data_ptr<float>() : nullptr;
     float* out = output.data_ptr<float>();
     uint8_t* codes = code.data_ptr<uint8_t>();
-    at::parallel_for(0, g.images, detail::ParallelGrain(g.channels * g.out_height() * conv_w, 65536), [&](int64_t begin, int64_t end) {
+    const int64_t grain = detail::ParallelGrain(g.channels * g.out_height() * conv_w, 65536);
+    at::parallel_for(0, g.images, grain, [&](int64_t begin, int64_t end) {
       // Two rows of the convolution by every filter: filter c's at rows[c * 2 * conv_w].
       std::vector<float> rows(static_cast<size_t>(g.channels * 2 * conv_w));
       const detail::ReluMaxPoolForwardRow pool = detail::ReluMaxPoolForwardRowKernel();

@@ -143,14 +143,16 @@ std::vector<float> PackRows(const Product& p) {
 // C = A · Bᵀ, blocks of rows spread over LibTorch's threads.
 void MultiplyTransposed(const DotProduct& p) {
   const int64_t blocks = (p.m + kDotRows - 1) / kDotRows;
-  at::parallel_for(0, blocks, detail::ParallelGrain(kDotRows * p.n * p.k, 262144), [&](int64_t begin, int64_t end) { DotRows(p, begin, end); });
+  const int64_t grain = detail::ParallelGrain(kDotRows * p.n * p.k, 262144);
+  at::parallel_for(0, blocks, grain, [&](int64_t begin, int64_t end) { DotRows(p, begin, end); });
 }
 
 // C = A · B, strips of columns spread over LibTorch's threads.
 void Multiply(const Product& p) {
   const std::vector<float> panels = PackRows(p);
   const int64_t strips = (p.n + kColumns - 1) / kColumns;
-  at::parallel_for(0, strips, detail::ParallelGrain(p.m * p.k * kColumns, 262144), [&](int64_t begin, int64_t end) { MultiplyStrips(p, panels, begin, end); });
+  const int64_t grain = detail::ParallelGrain(p.m * p.k * kColumns, 262144);
+  at::parallel_for(0, strips, grain, [&](int64_t begin, int64_t end) { MultiplyStrips(p, panels, begin, end); });
 }
 #endif
 
