@@ -134,8 +134,8 @@ class Runner:
     def sizes(self, model):
         if self.quick:
             return ["--steps", "3", "--warmup", "1"]
-        # About 6 s a CNN run (1.8 ms a step at 2 threads since the AVX-512 kernels): shorter runs
-        # vary by several percent from run to run.
+        # About 6 s a CNN run (1.8 ms a step since the AVX-512 kernels, at LibTorch's default of one
+        # intra-op thread on this VM): shorter runs vary by several percent from run to run.
         return ["--steps", "3000" if model == "cnn" else "20", "--warmup", "50" if model == "cnn" else "3"]
 
     def train_bench(self, loop, model, batch=64, env=None, device="cpu", fused=True):

@@ -72,6 +72,33 @@ TEST_CASE("A crash point kills the process once, at the point, step and task its
   }
 }
 
+TEST_CASE("A crash point named <n>+ fires once, at the first pass at a step of at least n", "[common]") {
+  const fs::path dir = FreshTempDir("crash_points_from");
+  Touch(dir / "worker-0@after_step@60+");
+  Touch(dir / "worker-1@after_step@10+");  // another task's
+  Touch(dir / "worker-0@after_stepped@10+");  // another point's
+  // Steps 59 and 62 (60 and 61 skipped, as the global step of an asynchronous job can be):
+  // the process dies at 62 and the file is used up.
+  const int status = RunChild(dir, "worker-0", [&] {
+    for (int64_t step : {1, 59}) CrashPoint("after_step", step);
+    Touch(dir / "passed-59");
+    CrashPoint("after_step", 62);
+    ::_exit(7);  // not reached
+  });
+  REQUIRE(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGKILL);
+  CHECK(fs::exists(dir / "passed-59"));
+  CHECK_FALSE(fs::exists(dir / "worker-0@after_step@60+"));
+  CHECK(fs::exists(dir / "worker-1@after_step@10+"));
+  CHECK(fs::exists(dir / "worker-0@after_stepped@10+"));
+  // Restarted, it passes every later step unharmed.
+  const int again = RunChild(dir, "worker-0", [] {
+    for (int64_t step = 60; step < 100; ++step) CrashPoint("after_step", step);
+  });
+  REQUIRE(WIFEXITED(again));
+  CHECK(WEXITSTATUS(again) == 0);
+}
+
 TEST_CASE("Without EST_CRASH_POINTS_DIR crash points do nothing", "[common]") {
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
