@@ -337,6 +337,12 @@ int Run(const Flags& flags) {
 
 }  // namespace
 
+// LeakSanitizer (sanitizer builds): allocations of OpenSSL are left out of leak reports, as in
+// the test programs (tests/test_main.cc): gRPC leaves the OpenSSL state of a TLS handshake cut
+// short allocated at exit, now and then, with no frame of ours (seen once in a parameter-server
+// job over mutual TLS in CI). Unused without LeakSanitizer.
+extern "C" const char* __lsan_default_suppressions() { return "leak:CRYPTO_zalloc\n"; }
+
 int main(int argc, char** argv) {
   CLI::App app("est-train: train and evaluate a TorchEstimator model (tf.estimator.train_and_evaluate)",
                "est-train");
