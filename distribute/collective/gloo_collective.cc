@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/thread_scheduling.h"
 #include "distribute/collective/collective.h"
 #include "distribute/rendezvous/error_text.h"
 #include "distribute/collective/gloo_peers.h"
@@ -50,6 +51,12 @@
 //   small machine costs the CPU time training needs. Where some hosts run several ranks,
 //   all-reduce is hierarchical (WithHostHierarchy): shared memory within each host, a Gloo
 //   collective of the hosts' first ranks between hosts. Other operations stay on Gloo.
+// - Gloo's TCP device runs an event-loop thread that reads and writes every connection, and
+//   skips a connection whose lock another thread holds, then asks epoll again: a loop woken
+//   on the CPU of the thread holding the lock (the one calling into Gloo) preempts it and
+//   spins until the scheduler ends its time slice, milliseconds on a worker bound to one
+//   core. The loop starts under SCHED_BATCH (ScopedBatchScheduling), which never preempts on
+//   waking: it runs when its CPU is free or at the next tick, with its fair share of time.
 // - After a Gloo failure (a peer lost, a timeout) the connections are closed: the collective
 //   is not usable again; create a new one.
 // - A lost TCP connection is reported by the rank behind it (GlooPeers). Every rank that
@@ -284,6 +291,9 @@ std::shared_ptr<gloo::rendezvous::Context> Connect(std::shared_ptr<Store> store,
   try {
     gloo::transport::tcp::attr attr;
     attr.hostname = hostname;
+    // The device's event-loop thread (started here) must not preempt the thread it wakes
+    // for: see the design notes.
+    const ScopedBatchScheduling batch_loop_thread;
     device = gloo::transport::tcp::CreateDevice(attr);
   } catch (const std::exception& error) {
     EST_THROW(CommunicationError, "Gloo collective of rank ", rank, ": cannot open a TCP device on '", hostname,

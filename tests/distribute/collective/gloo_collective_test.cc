@@ -3,6 +3,7 @@
 // other operation over Gloo's TCP transport on loopback.
 
 #include <ATen/ATen.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -11,6 +12,8 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <set>
+#include <string>
 #include <thread>
 
 #include "common/error.h"
@@ -347,4 +350,41 @@ TEST_CASE("the shared-memory all-reduce leaves nothing in /dev/shm and names dis
                                                         std::to_string(rank == 0 ? 12 : 10) + " elements")));
   }
   CHECK(segments() == 0);
+}
+
+namespace {
+
+// The threads of this process under `policy`, by thread id.
+std::set<int> ThreadsUnder(int policy) {
+  std::set<int> threads;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    const int tid = std::stoi(entry.path().filename().string());
+    if (::sched_getscheduler(tid) == policy) threads.insert(tid);
+  }
+  return threads;
+}
+
+}  // namespace
+
+TEST_CASE("Gloo's TCP event loop runs under SCHED_BATCH and the ranks' own threads keep their policy",
+          "[distribute]") {
+  // A woken event loop that preempts the thread holding a connection's lock spins until
+  // the scheduler takes it off the CPU; SCHED_BATCH threads never preempt on waking.
+  const std::set<int> before = ThreadsUnder(SCHED_BATCH);
+  auto store = CreateInMemoryStore();
+  std::vector<std::unique_ptr<Collective>> collectives(2);
+  const auto policies = est::testing::RunRanks<int>(2, [&](int rank) {
+    GlooOptions options = WithTimeout(20s);
+    options.shared_memory = false;  // all-reduce over TCP too
+    collectives[rank] = CreateGlooCollective(store, rank, 2, options);
+    at::Tensor tensor = at::full({100'000}, rank + 1.0);
+    collectives[rank]->allreduce(tensor, ReduceOp::kSum);
+    CHECK(at::equal(tensor, at::full({100'000}, 3.0)));
+    return ::sched_getscheduler(0);
+  });
+  CHECK(policies == std::vector<int>{SCHED_OTHER, SCHED_OTHER});
+  std::set<int> started;
+  for (int tid : ThreadsUnder(SCHED_BATCH))
+    if (!before.count(tid)) started.insert(tid);
+  CHECK(started.size() >= 1);  // the device's loop (one per device, or one shared)
 }

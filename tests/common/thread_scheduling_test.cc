@@ -1,0 +1,61 @@
+// ScopedBatchScheduling: the policy threads inherit from the scope, and the creator's own.
+
+#include "common/thread_scheduling.h"
+
+#include <sched.h>
+
+#include <catch2/catch.hpp>
+#include <thread>
+
+using namespace est;
+
+namespace {
+
+// The policy a thread started now gets.
+int PolicyOfNewThread() {
+  int policy = -1;
+  std::thread([&] { policy = ::sched_getscheduler(0); }).join();
+  return policy;
+}
+
+}  // namespace
+
+TEST_CASE("ScopedBatchScheduling gives threads started in its scope SCHED_BATCH, and only those", "[common]") {
+  int in_scope = -1, creator_in_scope = -1, creator_after = -1, after_scope = -1;
+  bool applied = false;
+  // On a thread of its own: the test runner's thread keeps its policy whatever happens.
+  std::thread([&] {
+    {
+      const ScopedBatchScheduling scope;
+      applied = scope.applied();
+      creator_in_scope = ::sched_getscheduler(0);
+      in_scope = PolicyOfNewThread();
+    }
+    creator_after = ::sched_getscheduler(0);
+    after_scope = PolicyOfNewThread();
+  }).join();
+  CHECK(applied);
+  CHECK(creator_in_scope == SCHED_BATCH);
+  CHECK(in_scope == SCHED_BATCH);
+  CHECK(creator_after == SCHED_OTHER);
+  CHECK(after_scope == SCHED_OTHER);
+}
+
+TEST_CASE("ScopedBatchScheduling leaves a thread that is not under SCHED_OTHER as it is", "[common]") {
+  int in_scope = -1, creator_after = -1;
+  bool applied = true, idle = false;
+  std::thread([&] {
+    const sched_param param{};
+    idle = ::sched_setscheduler(0, SCHED_IDLE, &param) == 0;
+    {
+      const ScopedBatchScheduling scope;
+      applied = scope.applied();
+      in_scope = PolicyOfNewThread();
+    }
+    creator_after = ::sched_getscheduler(0);
+  }).join();
+  REQUIRE(idle);
+  CHECK_FALSE(applied);
+  CHECK(in_scope == SCHED_IDLE);
+  CHECK(creator_after == SCHED_IDLE);
+}
