@@ -204,15 +204,7 @@ void GradientReducer::finish() {
     --bucket.pending;
   }
   launch_ready_buckets_locked();
-  // Each bucket's averages go into .grad as soon as it is reduced, while the later buckets
-  // are still on the wire.
-  for (size_t b = 0; b < buckets_.size(); ++b) {
-    changed_.wait(lock, [&] { return completed_ > b; });
-    if (error_) break;
-    lock.unlock();
-    write_averages(buckets_[b]);
-    lock.lock();
-  }
+  changed_.wait(lock, [&] { return completed_ == buckets_.size(); });
   armed_ = false;
   if (error_) {
     std::exception_ptr error = error_;
@@ -222,16 +214,13 @@ void GradientReducer::finish() {
   }
   changed_.notify_all();
   lock.unlock();
-  if (extras_numel_ > 0) extras().div_(divisor_);
-}
-
-// The sums become averages as they are written into .grad, in .grad's own layout: one pass
-// over the gradients. Compressed buckets hold averages already.
-void GradientReducer::write_averages(const Bucket& bucket) {
-  const int divisor = bucket.compressed ? 1 : divisor_;
-  for (size_t k : bucket.parameters) {
+  // The sums become averages as they are written into .grad, in .grad's own layout: one pass
+  // over the gradients. Compressed buckets hold averages already.
+  for (size_t k = 0; k < parameters_.size(); ++k) {
     const Slot& slot = slots_[k];
+    const Bucket& bucket = buckets_[slot.bucket];
     const at::Tensor sum = bucket.buffer.narrow(0, slot.offset, slot.numel).view(parameters_[k].sizes());
+    const int divisor = bucket.compressed ? 1 : divisor_;
     at::Tensor& grad = parameters_[k].mutable_grad();
     if (grad.defined() && grad.sizes() == sum.sizes() && grad.is_non_overlapping_and_dense() &&
         grad.scalar_type() == sum.scalar_type()) {
@@ -240,6 +229,7 @@ void GradientReducer::write_averages(const Bucket& bucket) {
       grad = sum.div(divisor);
     }
   }
+  if (extras_numel_ > 0) extras().div_(divisor_);
 }
 
 }  // namespace est::distribute

@@ -43,9 +43,8 @@ struct GradientReducerOptions {
 /// all-reduced on the communication thread, and buckets are issued strictly in bucket
 /// order, so every rank issues the same sequence; where OverlapsBackward says no, every
 /// bucket waits for finish() instead. finish() (after backward) issues what is left
-/// (parameters that got no gradient count as zero) and writes each bucket's averages into
-/// `.grad` as soon as that bucket is reduced, while later buckets are still all-reduced.
-/// Bucket buffers are allocated once.
+/// (parameters that got no gradient count as zero), waits, and writes the averages into
+/// `.grad`. Bucket buffers are allocated once.
 ///
 /// With a compression, float32 buckets are all-reduced compressed, with error feedback
 /// (BucketCompression): as 16-bit values (CompressedAllreduce), whose averages differ from
@@ -96,7 +95,6 @@ class GradientReducer {
   };
 
   void on_gradient(size_t parameter, const at::Tensor& gradient);
-  void write_averages(const Bucket& bucket);
   void launch_ready_buckets_locked();
   void communicate();
 

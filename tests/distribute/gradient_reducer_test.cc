@@ -4,9 +4,7 @@
 
 #include <atomic>
 #include <chrono>
-#include <functional>
 #include <thread>
-#include <utility>
 
 #include "distribute/collective/collective.h"
 #include "tests/distribute/gloo_ranks.h"
@@ -202,54 +200,6 @@ TEST_CASE("GradientReducer with overlap never all-reduces every bucket in finish
     for (size_t k = 0; k < parameters.size(); ++k)
       CHECK(torch::equal(parameters[k].grad(), torch::full_like(parameters[k], 0.5f * static_cast<float>(k + 1))));
   }
-}
-
-TEST_CASE("GradientReducer writes a bucket's averages into .grad while later buckets are all-reduced",
-          "[distribute]") {
-  auto collectives = ConnectGlooRanks(1);
-  auto parameters = MakeParameters();
-  // The last bucket's all-reduce waits (at most 10 s) until the first bucket's parameter
-  // (the last one registered) holds its average: finish() must write it before all are done.
-  const torch::Tensor first_bucket_average = torch::full({40}, 2.0f);  // gradient 4, divisor 2
-  std::atomic<bool> seen{false};
-  class WaitingCollective final : public Collective {
-   public:
-    WaitingCollective(Collective& inner, std::function<void()> before_last)
-        : inner_(inner), before_last_(std::move(before_last)) {}
-    int rank() const override { return inner_.rank(); }
-    int world_size() const override { return inner_.world_size(); }
-    std::string name() const override { return inner_.name(); }
-    void allreduce(at::Tensor& tensor, ReduceOp op) override {
-      if (++calls_ == 3) before_last_();
-      inner_.allreduce(tensor, op);
-    }
-    void broadcast(at::Tensor& tensor, int root) override { inner_.broadcast(tensor, root); }
-    at::Tensor allgather(const at::Tensor& tensor) override { return inner_.allgather(tensor); }
-    void barrier() override { inner_.barrier(); }
-
-   private:
-    Collective& inner_;
-    std::function<void()> before_last_;
-    int calls_ = 0;
-  } waiting(*collectives[0], [&] {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!seen && std::chrono::steady_clock::now() < deadline) {
-      seen = torch::equal(parameters[3].grad(), first_bucket_average);
-      if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  });
-  GradientReducer reducer(waiting, parameters, 2,
-                          GradientReducerOptions().first_bucket_bytes(64).bucket_cap_bytes(128).overlap(
-                              BackwardOverlap::kNever));
-  REQUIRE(reducer.num_buckets() == 3);
-  reducer.prepare();
-  torch::Tensor loss = torch::zeros({});
-  for (size_t k = 0; k < parameters.size(); ++k) loss = loss + (parameters[k] * static_cast<float>(k + 1)).sum();
-  loss.backward();  // .grad is defined from here on, and finish() writes into it in place
-  reducer.finish();
-  CHECK(seen);
-  for (size_t k = 0; k < parameters.size(); ++k)
-    CHECK(torch::equal(parameters[k].grad(), torch::full_like(parameters[k], 0.5f * static_cast<float>(k + 1))));
 }
 
 TEST_CASE("BackwardOverlap kAuto overlaps unless a CPU all-reduce would take backward's cores", "[distribute]") {
