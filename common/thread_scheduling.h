@@ -1,8 +1,12 @@
 #pragma once
 /// ScopedBatchScheduling: threads a library starts within a scope do not preempt the
-/// threads already running on their CPU.
+/// threads already running on their CPU; AllowedCpus: the CPUs a thread may run on.
 
 namespace est {
+
+/// The number of CPUs the calling thread may run on (its affinity, which the threads it
+/// starts inherit); the machine's where the affinity cannot be read.
+int AllowedCpus();
 
 /// While it lives, the calling thread runs under SCHED_BATCH (same nice value), so that
 /// the threads it creates inherit that policy; its own policy is restored on destruction.
@@ -10,11 +14,11 @@ namespace est {
 /// when its CPU is free or at the next scheduler tick, and keeps its fair share of the
 /// CPU. Meant for a library's event-loop thread (Gloo's TCP device thread) whose wake-ups
 /// would otherwise preempt compute or a thread holding a lock the loop needs. Does nothing
-/// where the calling thread is not under SCHED_OTHER (a real-time thread stays as it is)
-/// or the kernel refuses the change.
+/// where `apply` is false, where the calling thread is not under SCHED_OTHER (a real-time
+/// thread stays as it is) or where the kernel refuses the change.
 class ScopedBatchScheduling {
  public:
-  ScopedBatchScheduling();
+  explicit ScopedBatchScheduling(bool apply = true);
   ~ScopedBatchScheduling();
   ScopedBatchScheduling(const ScopedBatchScheduling&) = delete;
   ScopedBatchScheduling& operator=(const ScopedBatchScheduling&) = delete;

@@ -1,26 +1,15 @@
 #include "distribute/backward_overlap.h"
 
 #include <ATen/Parallel.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <thread>
 
 #include "common/error.h"
+#include "common/thread_scheduling.h"
 #include "distribute/collective/collective.h"
 
 namespace est::distribute {
-namespace {
-
-// The CPUs this process may run on; the machine's where the affinity cannot be read.
-int CpusOfProcess() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof(set), &set) != 0) return static_cast<int>(std::thread::hardware_concurrency());
-  return CPU_COUNT(&set);
-}
-
-}  // namespace
 
 const char* BackwardOverlapName(BackwardOverlap overlap) {
   switch (overlap) {
@@ -46,7 +35,7 @@ bool HasSpareCore(int cpus_of_process, int machine_cpus, int ranks_on_host, int 
 bool OverlapsBackward(BackwardOverlap overlap, const Collective& collective) {
   if (overlap != BackwardOverlap::kAuto) return overlap == BackwardOverlap::kAlways;
   if (!collective.allreduce_computes_on_cpu()) return true;
-  return HasSpareCore(CpusOfProcess(), static_cast<int>(std::thread::hardware_concurrency()), collective.world_size(),
+  return HasSpareCore(AllowedCpus(), static_cast<int>(std::thread::hardware_concurrency()), collective.world_size(),
                       at::get_num_threads());
 }
 

@@ -66,7 +66,8 @@ struct GlooOptions {
 /// arguments, CommunicationError when `options.hostname` is not this machine's or the
 /// connection fails. A world of one uses no network; its `store` may be null. float16 and
 /// bfloat16 go over TCP as 16-bit values, each pairwise sum computed in float32 and rounded
-/// (as NCCL does); the shared-memory all-reduce sums them in float32. Gloo's TCP event-loop
+/// (as NCCL does); the shared-memory all-reduce sums them in float32. Where the calling
+/// thread may run on no more CPUs than LibTorch's intra-op threads, Gloo's TCP event-loop
 /// thread runs under SCHED_BATCH, so that it never preempts the thread calling into Gloo
 /// (ScopedBatchScheduling). After any error in an operation the collective is broken:
 /// create a new one.

@@ -1,4 +1,5 @@
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
@@ -55,8 +56,12 @@
 //   skips a connection whose lock another thread holds, then asks epoll again: a loop woken
 //   on the CPU of the thread holding the lock (the one calling into Gloo) preempts it and
 //   spins until the scheduler ends its time slice, milliseconds on a worker bound to one
-//   core. The loop starts under SCHED_BATCH (ScopedBatchScheduling), which never preempts on
-//   waking: it runs when its CPU is free or at the next tick, with its fair share of time.
+//   core. Where the rank's CPUs are no more than its intra-op threads (a worker bound to
+//   its cores), the loop starts under SCHED_BATCH (ScopedBatchScheduling), which never
+//   preempts on waking: it runs when its CPU is free or at the next tick, with its fair
+//   share of time. With a spare CPU the loop has somewhere else to run, and answering at
+//   once is worth more than the rare preemption (waiting for a tick per hand-off on a
+//   machine busy with other processes would slow every transfer).
 // - After a Gloo failure (a peer lost, a timeout) the connections are closed: the collective
 //   is not usable again; create a new one.
 // - A lost TCP connection is reported by the rank behind it (GlooPeers). Every rank that
@@ -292,8 +297,8 @@ std::shared_ptr<gloo::rendezvous::Context> Connect(std::shared_ptr<Store> store,
     gloo::transport::tcp::attr attr;
     attr.hostname = hostname;
     // The device's event-loop thread (started here) must not preempt the thread it wakes
-    // for: see the design notes.
-    const ScopedBatchScheduling batch_loop_thread;
+    // for where they share the rank's only cores: see the design notes.
+    const ScopedBatchScheduling batch_loop_thread(AllowedCpus() <= at::get_num_threads());
     device = gloo::transport::tcp::CreateDevice(attr);
   } catch (const std::exception& error) {
     EST_THROW(CommunicationError, "Gloo collective of rank ", rank, ": cannot open a TCP device on '", hostname,

@@ -59,3 +59,33 @@ TEST_CASE("ScopedBatchScheduling leaves a thread that is not under SCHED_OTHER a
   CHECK(in_scope == SCHED_IDLE);
   CHECK(creator_after == SCHED_IDLE);
 }
+
+TEST_CASE("ScopedBatchScheduling(false) changes nothing", "[common]") {
+  int in_scope = -1;
+  bool applied = true;
+  std::thread([&] {
+    const ScopedBatchScheduling scope(false);
+    applied = scope.applied();
+    in_scope = PolicyOfNewThread();
+  }).join();
+  CHECK_FALSE(applied);
+  CHECK(in_scope == SCHED_OTHER);
+}
+
+TEST_CASE("AllowedCpus counts the CPUs of the calling thread's affinity", "[common]") {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  REQUIRE(::sched_getaffinity(0, sizeof(allowed), &allowed) == 0);
+  CHECK(AllowedCpus() == CPU_COUNT(&allowed));
+  int first = 0;
+  while (!CPU_ISSET(first, &allowed)) ++first;
+  int bound = -1;
+  std::thread([&] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    if (::sched_setaffinity(0, sizeof(one), &one) == 0) bound = AllowedCpus();
+  }).join();
+  CHECK(bound == 1);
+  CHECK(AllowedCpus() == CPU_COUNT(&allowed));  // the caller's own affinity is unchanged
+}

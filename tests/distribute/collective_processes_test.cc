@@ -75,14 +75,34 @@ class Worker {
   pid_t pid_ = 0;
 };
 
+// How the workers of a run start.
+enum class Start {
+  kAsSpawned,  ///< each as soon as it has loaded, in the order given
+  kTogether,   ///< all at once, after the last one has loaded: a timeout of a second or two
+               ///< then bounds what the section tests, not the skew of loading the processes
+};
+
 // Starts one worker per argument list and waits for all of them (at most `limit`).
-std::vector<Finished> RunWorkers(const std::vector<std::vector<std::string>>& runs, const std::string& name,
-                                 std::chrono::seconds limit = 60s) {
+std::vector<Finished> RunWorkers(std::vector<std::vector<std::string>> runs, const std::string& name,
+                                 std::chrono::seconds limit = 60s, Start start = Start::kAsSpawned) {
   const auto dir = est::testing::FreshTempDir(name);
+  const auto gate = dir / "gate";
+  if (start == Start::kTogether) {
+    std::filesystem::create_directory(gate);
+    for (auto& run : runs) run.insert(run.end(), {"--gate", gate.string()});
+  }
   std::vector<Worker> workers;
   workers.reserve(runs.size());
   for (size_t i = 0; i < runs.size(); ++i) workers.emplace_back(runs[i], dir / ("worker" + std::to_string(i)));
   const auto deadline = std::chrono::steady_clock::now() + limit;
+  if (start == Start::kTogether) {
+    const auto ready = [&] {
+      const auto entries = std::filesystem::directory_iterator(gate);
+      return static_cast<size_t>(std::distance(begin(entries), end(entries)));
+    };
+    while (ready() < runs.size() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(2ms);
+    std::ofstream(gate / "go").close();
+  }
   std::vector<Finished> finished;
   for (auto& worker : workers) finished.push_back(worker.Wait(deadline));
   std::filesystem::remove_all(dir);
@@ -136,7 +156,7 @@ TEST_CASE("Gloo collectives across 4 processes over a TCP store", "[distribute][
     std::vector<std::vector<std::string>> runs;
     for (int rank = 0; rank < 3; ++rank) runs.push_back(RankArguments(server->port(), rank, 4, "collectives", 2000));
     const auto start = std::chrono::steady_clock::now();
-    const auto finished = RunWorkers(runs, "gloo_missing_rank");
+    const auto finished = RunWorkers(runs, "gloo_missing_rank", 60s, Start::kTogether);
     CHECK(std::chrono::steady_clock::now() - start < 8s);
     for (const Finished& worker : finished) {
       INFO(worker.output);
@@ -150,7 +170,7 @@ TEST_CASE("Gloo collectives across 4 processes over a TCP store", "[distribute][
     auto server = Server();
     std::vector<std::vector<std::string>> runs;
     for (int rank : {0, 2}) runs.push_back(RankArguments(server->port(), rank, 3, "gloo", 1000));
-    const auto finished = RunWorkers(runs, "gloo_own_rendezvous");
+    const auto finished = RunWorkers(runs, "gloo_own_rendezvous", 60s, Start::kTogether);
     for (const Finished& worker : finished) {
       INFO(worker.output);
       CHECK(worker.exit_code == 3);
@@ -233,7 +253,7 @@ TEST_CASE("Gloo collectives across 4 processes over a TCP store", "[distribute][
     std::vector<std::vector<std::string>> runs;
     for (int rank = 0; rank < 3; ++rank) runs.push_back(RankArguments(server->port(), rank, 3, "peer_stopped", 2000));
     const auto start = std::chrono::steady_clock::now();
-    const auto finished = RunWorkers(runs, "gloo_peer_stopped", 10s);  // then the stopped rank is killed
+    const auto finished = RunWorkers(runs, "gloo_peer_stopped", 10s, Start::kTogether);  // then it is killed
     CHECK(std::chrono::steady_clock::now() - start < 12s);
     CHECK(finished[1].exit_code == -1);
     for (size_t rank : {0, 2}) {

@@ -3,7 +3,7 @@
 //
 //   collective_worker --host H --port P --rank R --world N [--job ID] [--timeout-ms T] [--bind ADDRESS]
 //                     [--mode collectives|rendezvous|gloo|peer_exits|peer_killed|peer_stopped|hierarchy]
-//                     [--victim V] [--serve]
+//                     [--victim V] [--serve] [--gate DIR]
 //
 // Modes: "collectives" (rendezvous, Gloo collective, every operation checked), "rendezvous"
 // (the rendezvous only), "gloo" (the Gloo collective straight over the store, without a
@@ -12,16 +12,20 @@
 // be hierarchical, every operation checked, and its all-reduce matches a flat one over TCP:
 // integers exactly, floats within rounding, the same bits on every rank). With --serve
 // this rank hosts the store on port P, as a chief does; --bind is the address its Gloo
-// transport binds (its host's).
+// transport binds (its host's). With --gate, the worker starts its work only once all of
+// them have loaded: it creates DIR/ready.<pid>, then waits for DIR/go (made by the test).
 // Exit status: 0 success, 1 wrong result or bad usage, 2 ConfigError, 3 TimeoutError,
 // 4 CommunicationError, 5 any other error. Errors are printed as "<Type>: <message>".
 
 #include <ATen/ATen.h>
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <thread>
@@ -47,6 +51,7 @@ struct Arguments {
   bool serve = false;
   int victim = 1;
   std::string bind = "127.0.0.1";
+  std::string gate;  ///< the start gate's folder, or empty
 };
 
 bool Parse(int argc, char** argv, Arguments& arguments) {
@@ -71,6 +76,7 @@ bool Parse(int argc, char** argv, Arguments& arguments) {
     else if (name == "mode") arguments.mode = value;
     else if (name == "victim") arguments.victim = std::atoi(value.c_str());
     else if (name == "bind") arguments.bind = value;
+    else if (name == "gate") arguments.gate = value;
     else return false;
   }
   return arguments.port > 0;
@@ -136,8 +142,20 @@ void CompareWithFlat(Collective& hierarchical, Collective& flat, Checker& checke
     checker.Expect(at::equal(every[q], a), "rank " + std::to_string(q) + " has the same hierarchical sum");
 }
 
+// Says this process is ready in `gate`, then waits for the test to open it (at most 60 s).
+void PassGate(const std::string& gate) {
+  const std::filesystem::path folder(gate);
+  std::ofstream(folder / ("ready." + std::to_string(::getpid()))).close();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!std::filesystem::exists(folder / "go")) {
+    if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("the start gate never opened");
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
 int Run(const Arguments& arguments) {
   using namespace est::distribute;
+  if (!arguments.gate.empty()) PassGate(arguments.gate);
   GrpcStoreOptions store_options;
   store_options.host = arguments.host;
   store_options.port = static_cast<uint16_t>(arguments.port);
@@ -205,7 +223,7 @@ int main(int argc, char** argv) {
   if (!Parse(argc, argv, arguments)) {
     std::printf("usage: collective_worker --port P [--host H] [--rank R] [--world N] [--job ID] "
                 "[--timeout-ms T] [--bind ADDRESS] [--mode collectives|rendezvous|gloo|peer_exits|peer_killed|peer_stopped|"
-                "hierarchy] [--victim V] [--serve]\n");
+                "hierarchy] [--victim V] [--serve] [--gate DIR]\n");
     return 1;
   }
   try {

@@ -3,6 +3,7 @@
 // other operation over Gloo's TCP transport on loopback.
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/thread_scheduling.h"
 #include "distribute/collective/collective.h"
 #include "distribute/rendezvous/store.h"
 #include "tests/distribute/collective_cases.h"
@@ -364,27 +366,67 @@ std::set<int> ThreadsUnder(int policy) {
   return threads;
 }
 
-}  // namespace
+// The first `count` CPUs the calling thread may run on; fewer where it has fewer.
+cpu_set_t FirstCpus(int count) {
+  cpu_set_t allowed, chosen;
+  CPU_ZERO(&allowed);
+  CPU_ZERO(&chosen);
+  REQUIRE(::sched_getaffinity(0, sizeof(allowed), &allowed) == 0);
+  for (int cpu = 0, taken = 0; cpu < CPU_SETSIZE && taken < count; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed)) continue;
+    CPU_SET(cpu, &chosen);
+    ++taken;
+  }
+  return chosen;
+}
 
-TEST_CASE("Gloo's TCP event loop runs under SCHED_BATCH and the ranks' own threads keep their policy",
-          "[distribute]") {
-  // A woken event loop that preempts the thread holding a connection's lock spins until
-  // the scheduler takes it off the CPU; SCHED_BATCH threads never preempt on waking.
+struct LoopPolicies {
+  std::vector<int> rank_policies;      ///< of the ranks' own threads, after connecting and all-reducing
+  std::vector<at::Tensor> sums;        ///< each rank's all-reduced tensor
+  std::set<int> batch_threads_started; ///< threads that appeared under SCHED_BATCH
+};
+
+// Two ranks, each on a thread bound to `cpus`, connect over TCP and all-reduce.
+LoopPolicies ConnectBoundTo(const cpu_set_t& cpus) {
   const std::set<int> before = ThreadsUnder(SCHED_BATCH);
   auto store = CreateInMemoryStore();
   std::vector<std::unique_ptr<Collective>> collectives(2);
-  const auto policies = est::testing::RunRanks<int>(2, [&](int rank) {
+  LoopPolicies result;
+  result.sums.resize(2);
+  result.rank_policies = est::testing::RunRanks<int>(2, [&](int rank) {
+    if (::sched_setaffinity(0, sizeof(cpus), &cpus) != 0) return -1;
     GlooOptions options = WithTimeout(20s);
     options.shared_memory = false;  // all-reduce over TCP too
     collectives[rank] = CreateGlooCollective(store, rank, 2, options);
     at::Tensor tensor = at::full({100'000}, rank + 1.0);
     collectives[rank]->allreduce(tensor, ReduceOp::kSum);
-    CHECK(at::equal(tensor, at::full({100'000}, 3.0)));
+    result.sums[rank] = tensor;
     return ::sched_getscheduler(0);
   });
-  CHECK(policies == std::vector<int>{SCHED_OTHER, SCHED_OTHER});
-  std::set<int> started;
   for (int tid : ThreadsUnder(SCHED_BATCH))
-    if (!before.count(tid)) started.insert(tid);
-  CHECK(started.size() >= 1);  // the device's loop (one per device, or one shared)
+    if (!before.count(tid)) result.batch_threads_started.insert(tid);
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE("Gloo's TCP event loop runs under SCHED_BATCH where the rank has no core beside its intra-op threads",
+          "[distribute]") {
+  // A woken event loop that preempts the thread holding a connection's lock spins until
+  // the scheduler takes it off the CPU; SCHED_BATCH threads never preempt on waking.
+  const LoopPolicies bound = ConnectBoundTo(FirstCpus(at::get_num_threads()));
+  CHECK(bound.rank_policies == std::vector<int>{SCHED_OTHER, SCHED_OTHER});
+  for (const at::Tensor& sum : bound.sums) CHECK(at::equal(sum, at::full({100'000}, 3.0)));
+  CHECK(bound.batch_threads_started.size() >= 1);  // the device's loop (one per device, or one shared)
+
+  // With a CPU to spare the loop answers at once, as Gloo starts it.
+  if (est::AllowedCpus() <= at::get_num_threads()) {
+    WARN("only " << est::AllowedCpus() << " CPUs for " << at::get_num_threads()
+                 << " intra-op threads: the case with a spare CPU is not tested");
+    return;
+  }
+  const LoopPolicies spare = ConnectBoundTo(FirstCpus(at::get_num_threads() + 1));
+  CHECK(spare.rank_policies == std::vector<int>{SCHED_OTHER, SCHED_OTHER});
+  for (const at::Tensor& sum : spare.sums) CHECK(at::equal(sum, at::full({100'000}, 3.0)));
+  CHECK(spare.batch_threads_started.empty());
 }
