@@ -3,6 +3,7 @@
 
 #include <torch/arg.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -17,9 +18,15 @@ namespace est::data {
 
 class DatasetNode;
 
-/// As map's num_parallel_calls: one worker per hardware thread. Unlike tf.data's AUTOTUNE,
-/// the number is fixed when the Dataset is built, not tuned while it runs.
+/// As a map's or an interleave's num_parallel_calls: one thread per CPU this process may
+/// run on beyond LibTorch's intra-op threads, and at least one (the step's own cores are
+/// left to it), counted when an iterator is made; as cycle_length: one file per hardware
+/// thread. Unlike tf.data's AUTOTUNE, the number is not tuned while the pipeline runs.
 inline constexpr int64_t kAutotune = -1;
+
+/// The threads kAutotune stands for as num_parallel_calls on the calling thread now: the
+/// CPUs it may run on (its affinity) less LibTorch's intra-op threads, at least one.
+size_t AutotunedThreads();
 
 /// Dataset::cardinality of a pipeline that never ends: repeat() of an input not known to be
 /// empty (as tf.data counts it, also over an input of unknown length).
@@ -50,7 +57,7 @@ struct InterleaveOptions {
   /// Consecutive elements taken from one file before moving to the next open one.
   TORCH_ARG(int64_t, block_length) = 1;
   /// Threads that read the open files ahead of the consumer; 1 reads on the consumer's
-  /// thread; kAutotune: one per hardware thread.
+  /// thread; kAutotune: one per CPU beyond LibTorch's intra-op threads, at least one.
   TORCH_ARG(int64_t, num_parallel_calls) = 1;
   /// With threads, keep the sequential order (true) or, when the next file has nothing read
   /// yet, take an element of another open file instead of waiting (false).
@@ -98,8 +105,8 @@ class Dataset {
   static Dataset InterleaveFiles(std::vector<std::string> files, std::function<Dataset(const std::string& file)> fn,
                                  InterleaveOptions options = {});
 
-  /// Applies `fn` to every element. With `num_parallel_calls` above 1 (or kAutotune: one
-  /// per hardware thread), that many worker threads of each iterator call `fn` on
+  /// Applies `fn` to every element. With `num_parallel_calls` above 1 (or kAutotune, when
+  /// that counts more than one), that many worker threads of each iterator call `fn` on
   /// different elements at once, so `fn` must be thread-safe; the workers see the
   /// thread-local LibTorch state (grad mode and the like) of the thread that made the
   /// iterator. The output order, the values and the exceptions are those of the

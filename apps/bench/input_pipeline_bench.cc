@@ -227,16 +227,16 @@ int Run(BenchOptions options) {
     for (int64_t i = 0; i < count; ++i) prebuilt.push_back(NextBatch(*iterator));
   }
 
-  const int64_t autotune_workers = std::max(1u, std::thread::hardware_concurrency());
+  const auto autotune_workers = static_cast<int64_t>(est::data::AutotunedThreads());
   std::printf(
       "Input pipeline benchmark: Fashion-MNIST %s (%lld examples), batch %lld, shuffle buffer "
       "%lld\n"
-      "medians of %d repetitions, %lld batches or steps per timed run; %lld hardware threads, "
-      "%d intra-op threads; load average %.2f at the start\n",
+      "medians of %d repetitions, %lld batches or steps per timed run; %u hardware threads, "
+      "%d intra-op threads, kAutotune: %lld map threads; load average %.2f at the start\n",
       options.split.c_str(), static_cast<long long>(sizes.examples),
       static_cast<long long>(kBatchSize), static_cast<long long>(est_apps::kFashionMnistShuffleBuffer),
-      options.repetitions, static_cast<long long>(options.batches),
-      static_cast<long long>(autotune_workers), at::get_num_threads(), LoadAverage());
+      options.repetitions, static_cast<long long>(options.batches), std::thread::hardware_concurrency(),
+      at::get_num_threads(), static_cast<long long>(autotune_workers), LoadAverage());
 
   const int64_t calls[2] = {1, est::data::kAutotune};
   Results results;

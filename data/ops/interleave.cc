@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "data/dataset.h"
 #include "data/dataset_node.h"
+#include "data/ops/autotune.h"
 #include "data/ops/read_ahead_pool.h"
 
 namespace est::data {
@@ -20,8 +21,8 @@ constexpr int64_t kBlocksReadAhead = 4;
 /// ... and at least this many, so that small blocks still batch the hand-offs.
 constexpr int64_t kMinReadAhead = 16;
 
-/// kAutotune as a count: one per hardware thread.
-size_t Resolve(int64_t value) {
+/// kAutotune as a number of files open at once: one per hardware thread.
+size_t ResolveCycleLength(int64_t value) {
   if (value != kAutotune) return static_cast<size_t>(value);
   return std::max<size_t>(1, std::thread::hardware_concurrency());
 }
@@ -55,9 +56,10 @@ class InterleaveNode : public DatasetNode {
           block_length_(node_->options_.block_length()),
           deterministic_(node_->options_.deterministic()) {
       const size_t files = node_->files_.size();
-      const size_t cycle_length = std::max<size_t>(1, std::min(Resolve(node_->options_.cycle_length()), files));
+      const size_t cycle_length =
+          std::max<size_t>(1, std::min(ResolveCycleLength(node_->options_.cycle_length()), files));
       slots_.resize(cycle_length);
-      const size_t threads = std::min(Resolve(node_->options_.num_parallel_calls()), cycle_length);
+      const size_t threads = std::min(ResolveThreads(node_->options_.num_parallel_calls()), cycle_length);
       if (threads > 1) {
         const auto read_ahead = std::max(kMinReadAhead, kBlocksReadAhead * block_length_);
         pool_ = std::make_unique<ReadAheadPool>(threads, static_cast<size_t>(read_ahead));

@@ -1,13 +1,12 @@
 // Dataset::map: applies a function to every element, on the consumer's thread or on
 // worker threads (num_parallel_calls).
 
-#include <algorithm>
-#include <thread>
 #include <utility>
 
 #include "common/error.h"
 #include "data/dataset.h"
 #include "data/dataset_node.h"
+#include "data/ops/autotune.h"
 #include "data/ops/parallel_map_iterator.h"
 
 namespace est::data {
@@ -19,7 +18,7 @@ constexpr size_t kSlotsPerCall = 16;
 
 class MapNode : public DatasetNode {
  public:
-  MapNode(std::shared_ptr<const DatasetNode> input, MapFunction fn, size_t num_parallel_calls)
+  MapNode(std::shared_ptr<const DatasetNode> input, MapFunction fn, int64_t num_parallel_calls)
       : input_(std::move(input)),
         fn_(std::make_shared<const MapFunction>(std::move(fn))),
         num_parallel_calls_(num_parallel_calls) {}
@@ -31,10 +30,9 @@ class MapNode : public DatasetNode {
   }
 
   std::unique_ptr<Iterator> make_iterator() const override {
-    if (num_parallel_calls_ == 1)
-      return std::make_unique<MapIterator>(fn_, input_->make_iterator());
-    return std::make_unique<ParallelMapIterator>(input_->make_iterator(), fn_, num_parallel_calls_,
-                                                 kSlotsPerCall * num_parallel_calls_);
+    const size_t calls = ResolveThreads(num_parallel_calls_);
+    if (calls == 1) return std::make_unique<MapIterator>(fn_, input_->make_iterator());
+    return std::make_unique<ParallelMapIterator>(input_->make_iterator(), fn_, calls, kSlotsPerCall * calls);
   }
 
   int64_t cardinality() const override { return input_->cardinality(); }
@@ -71,7 +69,7 @@ class MapNode : public DatasetNode {
 
   std::shared_ptr<const DatasetNode> input_;
   std::shared_ptr<const MapFunction> fn_;
-  size_t num_parallel_calls_;
+  int64_t num_parallel_calls_;  ///< or kAutotune
 };
 
 }  // namespace
@@ -81,10 +79,7 @@ Dataset Dataset::map(std::function<Element(Element)> fn, int64_t num_parallel_ca
   EST_CHECK(num_parallel_calls >= 1 || num_parallel_calls == kAutotune, DataError,
             "Dataset::map: num_parallel_calls is ", num_parallel_calls,
             ", expected at least 1 or kAutotune (-1)");
-  const size_t calls = num_parallel_calls == kAutotune
-                           ? std::max(1u, std::thread::hardware_concurrency())
-                           : static_cast<size_t>(num_parallel_calls);
-  return Dataset(std::make_shared<MapNode>(node_, std::move(fn), calls));
+  return Dataset(std::make_shared<MapNode>(node_, std::move(fn), num_parallel_calls));
 }
 
 }  // namespace est::data
