@@ -10,6 +10,7 @@
 #include "common/thread_scheduling.h"
 #include "data/dataset.h"
 #include "data/ops/autotune.h"
+#include "tests/cpu_affinity.h"
 #include "tests/data/test_datasets.h"
 
 // After the ATen headers: c10/util/Logging.h defines a CHECK that Catch2 replaces.
@@ -24,15 +25,7 @@ namespace {
 // returns what it returns; the thread's LibTorch intra-op threads are the process's.
 template <typename Body>
 auto OnCpus(int count, Body body) {
-  cpu_set_t allowed, chosen;
-  CPU_ZERO(&allowed);
-  CPU_ZERO(&chosen);
-  REQUIRE(::sched_getaffinity(0, sizeof(allowed), &allowed) == 0);
-  for (int cpu = 0, taken = 0; cpu < CPU_SETSIZE && taken < count; ++cpu) {
-    if (!CPU_ISSET(cpu, &allowed)) continue;
-    CPU_SET(cpu, &chosen);
-    ++taken;
-  }
+  const cpu_set_t chosen = est::testing::FirstAllowedCpus(count);
   decltype(body()) result{};
   bool bound = false;
   std::thread([&] {

@@ -21,6 +21,7 @@
 #include "common/thread_scheduling.h"
 #include "distribute/collective/collective.h"
 #include "distribute/rendezvous/store.h"
+#include "tests/cpu_affinity.h"
 #include "tests/distribute/collective_cases.h"
 #include "tests/distribute/rank_threads.h"
 #include "tests/test_util.h"
@@ -366,24 +367,10 @@ std::set<int> ThreadsUnder(int policy) {
   return threads;
 }
 
-// The first `count` CPUs the calling thread may run on; fewer where it has fewer.
-cpu_set_t FirstCpus(int count) {
-  cpu_set_t allowed, chosen;
-  CPU_ZERO(&allowed);
-  CPU_ZERO(&chosen);
-  REQUIRE(::sched_getaffinity(0, sizeof(allowed), &allowed) == 0);
-  for (int cpu = 0, taken = 0; cpu < CPU_SETSIZE && taken < count; ++cpu) {
-    if (!CPU_ISSET(cpu, &allowed)) continue;
-    CPU_SET(cpu, &chosen);
-    ++taken;
-  }
-  return chosen;
-}
-
 struct LoopPolicies {
-  std::vector<int> rank_policies;      ///< of the ranks' own threads, after connecting and all-reducing
-  std::vector<at::Tensor> sums;        ///< each rank's all-reduced tensor
-  std::set<int> batch_threads_started; ///< threads that appeared under SCHED_BATCH
+  std::vector<int> rank_policies;       ///< of the ranks' own threads, after connecting and all-reducing
+  std::vector<at::Tensor> sums;         ///< each rank's all-reduced tensor
+  std::set<int> batch_threads_started;  ///< threads that appeared under SCHED_BATCH
 };
 
 // Two ranks, each on a thread bound to `cpus`, connect over TCP and all-reduce.
@@ -414,7 +401,7 @@ TEST_CASE("Gloo's TCP event loop runs under SCHED_BATCH where the rank has no co
           "[distribute]") {
   // A woken event loop that preempts the thread holding a connection's lock spins until
   // the scheduler takes it off the CPU; SCHED_BATCH threads never preempt on waking.
-  const LoopPolicies bound = ConnectBoundTo(FirstCpus(at::get_num_threads()));
+  const LoopPolicies bound = ConnectBoundTo(est::testing::FirstAllowedCpus(at::get_num_threads()));
   CHECK(bound.rank_policies == std::vector<int>{SCHED_OTHER, SCHED_OTHER});
   for (const at::Tensor& sum : bound.sums) CHECK(at::equal(sum, at::full({100'000}, 3.0)));
   CHECK(bound.batch_threads_started.size() >= 1);  // the device's loop (one per device, or one shared)
@@ -425,7 +412,7 @@ TEST_CASE("Gloo's TCP event loop runs under SCHED_BATCH where the rank has no co
                  << " intra-op threads: the case with a spare CPU is not tested");
     return;
   }
-  const LoopPolicies spare = ConnectBoundTo(FirstCpus(at::get_num_threads() + 1));
+  const LoopPolicies spare = ConnectBoundTo(est::testing::FirstAllowedCpus(at::get_num_threads() + 1));
   CHECK(spare.rank_policies == std::vector<int>{SCHED_OTHER, SCHED_OTHER});
   for (const at::Tensor& sum : spare.sums) CHECK(at::equal(sum, at::full({100'000}, 3.0)));
   CHECK(spare.batch_threads_started.empty());
