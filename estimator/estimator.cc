@@ -16,6 +16,7 @@
 #include "common/malloc_tuning.h"
 #include "distribute/strategy.h"
 #include "estimator/autocast_scope.h"
+#include "estimator/caching_cpu_allocator.h"
 #include "estimator/channels_last.h"
 #include "estimator/estimator_impl.h"
 #include "estimator/model_code_error.h"
@@ -70,6 +71,7 @@ Estimator::Estimator(ModelFn model_fn, std::string model_dir, RunConfig config, 
   EST_CHECK(static_cast<bool>(model_fn), ConfigError, "Estimator needs a model_fn");
   impl_->config.validate();
   TuneMallocForTraining();
+  InstallCachingCpuAllocator();
   EST_CHECK(params.is_null() || params.is_object(), ConfigError, "Estimator params must be a JSON object, got ",
             params.type_name());
   impl_->model_fn = std::move(model_fn);

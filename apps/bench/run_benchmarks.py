@@ -3,7 +3,7 @@ repetitions interleaved, and prints a table of medians plus one JSON line per fi
 
 usage: run_benchmarks.py --build BUILD_DIR [--repetitions 5] [--quick] [--only GROUP,...]
 
-Groups (for --only): overhead (overhead, vs_glibc_malloc, memory), estimator (estimator_vs_tf: the
+Groups (for --only): overhead (overhead, overhead_same_allocator, vs_glibc_malloc, memory), estimator (estimator_vs_tf: the
 TensorFlow peer in BUILD_DIR/tf-venv, as the input group's), scaling (scaling_*, allreduce*),
 efficiency (efficiency_cnn, ceiling_cnn), gpu (gpu_*; skipped with a line where the build or the
 machine has no CUDA device), extras (input_pipeline_bench, checkpoint_bench), ps (ps_*), input (input_*:
@@ -14,6 +14,7 @@ hosts (hosts_*: needs root and network namespaces; skipped with a line saying wh
 Figures (see the README's Performance section):
   overhead       est-train's Estimator loop vs a hand-written LibTorch loop (Fashion-MNIST CNN, batch 64), both
                  stepping LibTorch's Adam (RunConfig::fused_optimizer_step off): the loop's own cost
+  overhead_same_allocator  the same, the hand-written loop also on the Estimator's CachingCpuAllocator
   fused_adam_{cnn,mlp}  the Estimator with its fused Adam step (the default) vs with LibTorch's Adam::step
   estimator_vs_tf  est-train's steps/s (Fashion-MNIST CNN, batch 64, IDX files, one thread) vs TensorFlow
                  2.15's tf.estimator on the same model, data, batch and threads (tf_estimator_peer.py)
@@ -138,9 +139,9 @@ class Runner:
         # intra-op thread on this VM): shorter runs vary by several percent from run to run.
         return ["--steps", "3000" if model == "cnn" else "20", "--warmup", "50" if model == "cnn" else "3"]
 
-    def train_bench(self, loop, model, batch=64, env=None, device="cpu", fused=True):
+    def train_bench(self, loop, model, batch=64, env=None, device="cpu", fused=True, extra=()):
         command = [os.path.join(self.bin, "train_bench"), "--loop", loop, "--model", model, "--batch-size", str(batch),
-                   "--device", device] + ([] if fused else ["--fused-optimizer-step", "false"])
+                   "--device", device] + ([] if fused else ["--fused-optimizer-step", "false"]) + list(extra)
         # On a GPU a CNN step takes about 1 ms: 100 steps varied by 30 % from call to call on an H200.
         gpu_steps = "1000" if model == "cnn" else "300"
         sizes = self.sizes(model) if device == "cpu" or self.quick else ["--steps", gpu_steps, "--warmup", "20"]
@@ -441,7 +442,11 @@ def main():
             estimator = runner.train_bench("estimator", "cnn", fused=False)
             handwritten = runner.train_bench("handwritten", "cnn", env=runner.peer_env)
             untuned = runner.train_bench("handwritten", "cnn")
+            same_allocator = runner.train_bench("handwritten", "cnn", env=runner.peer_env,
+                                                extra=["--cpu-allocator", "caching"])
             record("overhead", estimator["examples_per_sec"], handwritten["examples_per_sec"], "examples/s")
+            record("overhead_same_allocator", estimator["examples_per_sec"], same_allocator["examples_per_sec"],
+                   "examples/s")
             record("vs_glibc_malloc", estimator["examples_per_sec"], untuned["examples_per_sec"], "examples/s")
             record("memory", estimator["peak_rss_mb"], handwritten["peak_rss_mb"], "MB peak RSS")
             record("fused_adam_cnn", runner.train_bench("estimator", "cnn")["examples_per_sec"],
@@ -579,6 +584,7 @@ def main():
                                "examples/s")
 
     peers = {"overhead": "hand-written LibTorch loop", "memory": "hand-written LibTorch loop",
+             "overhead_same_allocator": "hand-written LibTorch loop on the Estimator's CachingCpuAllocator",
              "vs_glibc_malloc": "hand-written loop, glibc's default malloc thresholds",
              "fused_adam_cnn": "the Estimator stepping LibTorch's Adam (ours: the fused Adam step, the default)",
              "fused_adam_mlp": "the Estimator stepping LibTorch's Adam (ours: the fused Adam step, the default)",

@@ -6,6 +6,7 @@
 //               [--bytes X] [--transport auto|tcp] [--compression none|fp16|bf16|powersgd]
 //               [--powersgd-rank R] [--bucket-cap-mb X] [--overlap auto|always|never]
 //               [--fused-optimizer-step true|false] [--channels-last auto|on|off]
+//               [--cpu-allocator default|caching]
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -28,6 +29,7 @@
 #include "distribute/rendezvous/grpc_store.h"
 #include "distribute/rendezvous/rendezvous.h"
 #include "distribute/strategy.h"
+#include "estimator/caching_cpu_allocator.h"
 #include "estimator/estimator.h"
 
 namespace {
@@ -52,6 +54,8 @@ struct Flags {
   std::string overlap = "auto";  ///< multi_worker: GradientReducerOptions::overlap
   bool fused_optimizer_step = true;  ///< estimator: RunConfig::fused_optimizer_step
   std::string channels_last = "auto";  ///< estimator: RunConfig::channels_last
+  /// handwritten: "caching" installs the Estimator's CachingCpuAllocator (every Estimator does)
+  std::string cpu_allocator = "default";
 };
 
 double PeakRssMegabytes() {
@@ -161,6 +165,7 @@ nlohmann::json RunEstimator(const Flags& flags) {
 nlohmann::json RunHandwritten(const Flags& flags) {
   const int64_t count = flags.warmup + flags.steps;
   const torch::Device device(flags.device);
+  if (flags.cpu_allocator == "caching") est::InstallCachingCpuAllocator();
   auto [inputs, labels] = est_bench::MakeBatches(flags.model, flags.batch_size, count);
   if (device.is_cuda()) {
     inputs = inputs.pin_memory();
@@ -217,6 +222,8 @@ int main(int argc, char** argv) {
                  "estimator: step Adam fused (RunConfig::fused_optimizer_step)");
   app.add_option("--channels-last", flags.channels_last, "estimator: RunConfig::channels_last")
       ->check(CLI::IsMember({"auto", "on", "off"}));
+  app.add_option("--cpu-allocator", flags.cpu_allocator, "handwritten: LibTorch's CPU allocator, or ours")
+      ->check(CLI::IsMember({"default", "caching"}));
   if (auto exit_status = est_apps::ParseFlags(app, argc, argv, "train_bench")) return *exit_status;
   try {
     // A clear error for a device LibTorch does not see.
