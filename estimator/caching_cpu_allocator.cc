@@ -51,8 +51,6 @@ static_assert(sizeof(Block) == kAlignment);
 void* DataOf(Block* block) { return reinterpret_cast<char*>(block) + sizeof(Block); }
 Block* BlockOf(void* data) { return reinterpret_cast<Block*>(static_cast<char*>(data) - sizeof(Block)); }
 
-void Delete(void* data);
-
 }  // namespace
 
 struct CachingCpuAllocator::State {

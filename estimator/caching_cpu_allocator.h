@@ -43,8 +43,8 @@ struct CachingCpuAllocatorStats {
   int64_t hits = 0;         ///< cacheable allocations served by a kept block
   int64_t misses = 0;       ///< cacheable allocations that called malloc
   int64_t evictions = 0;    ///< kept blocks given back to malloc to stay within the limit
-  size_t cached_bytes = 0;  ///< free blocks kept now, in bytes
-  size_t cached_blocks = 0;
+  size_t cached_bytes = 0;   ///< free blocks kept now, in bytes
+  size_t cached_blocks = 0;  ///< free blocks kept now
 };
 
 /// A c10::Allocator for CPU tensors that keeps freed blocks of `smallest_cached_bytes` to
