@@ -7,7 +7,6 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstring>
-#include <set>
 #include <thread>
 #include <vector>
 
