@@ -40,9 +40,9 @@ struct CachingCpuAllocatorOptions {
 
 /// What a CachingCpuAllocator has done since it was made.
 struct CachingCpuAllocatorStats {
-  int64_t hits = 0;         ///< cacheable allocations served by a kept block
-  int64_t misses = 0;       ///< cacheable allocations that called malloc
-  int64_t evictions = 0;    ///< kept blocks given back to malloc to stay within the limit
+  int64_t hits = 0;          ///< cacheable allocations served by a kept block
+  int64_t misses = 0;        ///< cacheable allocations that called malloc
+  int64_t evictions = 0;     ///< kept blocks given back to malloc to stay within the limit
   size_t cached_bytes = 0;   ///< free blocks kept now, in bytes
   size_t cached_blocks = 0;  ///< free blocks kept now
 };

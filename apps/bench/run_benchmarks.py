@@ -3,8 +3,8 @@ repetitions interleaved, and prints a table of medians plus one JSON line per fi
 
 usage: run_benchmarks.py --build BUILD_DIR [--repetitions 5] [--quick] [--only GROUP,...]
 
-Groups (for --only): overhead (overhead, overhead_same_allocator, vs_glibc_malloc, memory), estimator (estimator_vs_tf: the
-TensorFlow peer in BUILD_DIR/tf-venv, as the input group's), scaling (scaling_*, allreduce*),
+Groups (for --only): overhead (overhead, overhead_same_allocator, vs_glibc_malloc, memory), estimator
+(estimator_vs_tf: the TensorFlow peer in BUILD_DIR/tf-venv, as the input group's), scaling (scaling_*, allreduce*),
 efficiency (efficiency_cnn, ceiling_cnn), gpu (gpu_*; skipped with a line where the build or the
 machine has no CUDA device), extras (input_pipeline_bench, checkpoint_bench), ps (ps_*), input (input_*:
 TFRecord shards made once into BUILD_DIR/bench-data/fashion-tfrecord; the tf.data peer runs in
