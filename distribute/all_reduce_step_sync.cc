@@ -55,6 +55,7 @@ class SingleReplicaStepSync final : public StrategyStepSync {
 class FlatStepSync final : public StrategyStepSync {
  public:
   using StrategyStepSync::StrategyStepSync;
+  bool defines_every_gradient() const override { return true; }
   void before_last_backward(int, const ReplicaStep&, StepFlags) override {}
   StepFlags finish(std::vector<ReplicaStep>& replicas, StepFlags local) override {
     std::vector<std::vector<at::Tensor>> averaged(replicas.size());
@@ -86,11 +87,13 @@ class FlatStepSync final : public StrategyStepSync {
 
 // One replica per worker: gradients are all-reduced in buckets while the last backward
 // runs (or after it: GradientReducerOptions::overlap); the loss and the flags ride in the
-// last bucket. Summaries, when the model has any, follow in one small all-reduce.
+// last bucket. Summaries, when the model has any, follow in one small all-reduce. Each
+// bucket's variables are offered to the loop's gradients_final as its averages arrive.
 class BucketedStepSync final : public StrategyStepSync {
  public:
   BucketedStepSync(Strategy& strategy, const StepSyncOptions& options, Collective& collective)
       : StrategyStepSync(strategy, options), collective_(collective) {}
+  bool defines_every_gradient() const override { return true; }  // GradientReducer::finish
 
   void before_last_backward(int, const ReplicaStep& step, StepFlags local) override {
     if (!reducer_) {
@@ -116,8 +119,17 @@ class BucketedStepSync final : public StrategyStepSync {
   }
 
   StepFlags finish(std::vector<ReplicaStep>& replicas, StepFlags) override {
-    reducer_->finish();
     ReplicaStep& step = replicas.front();
+    if (step.gradients_final) {
+      // Each bucket's variables, as its averages arrive: updated while later buckets travel.
+      reducer_->finish([&](const std::vector<size_t>& parameters) {
+        std::vector<at::Tensor> variables;
+        for (size_t k : parameters) variables.push_back(step.variables[k]);
+        step.gradients_final(variables);
+      });
+    } else {
+      reducer_->finish();
+    }
     const at::Tensor extras = reducer_->extras();  // a view of the reducer's buffer: copy out
     step.loss = extras[0].to(step.loss.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
     const at::Tensor flags = extras.slice(0, 1, 3).cpu();  // one copy (and wait) on a GPU

@@ -185,7 +185,24 @@ void GradientReducer::communicate() {
   }
 }
 
-void GradientReducer::finish() {
+void GradientReducer::write_averages(const Bucket& bucket) {
+  // The sums become averages as they are written into .grad, in .grad's own layout: one pass
+  // over the gradients. Compressed buckets hold averages already.
+  const int divisor = bucket.compressed ? 1 : divisor_;
+  for (size_t k : bucket.parameters) {
+    const Slot& slot = slots_[k];
+    const at::Tensor sum = bucket.buffer.narrow(0, slot.offset, slot.numel).view(parameters_[k].sizes());
+    at::Tensor& grad = parameters_[k].mutable_grad();
+    if (grad.defined() && grad.sizes() == sum.sizes() && grad.is_non_overlapping_and_dense() &&
+        grad.scalar_type() == sum.scalar_type()) {
+      at::div_out(grad, sum, divisor);
+    } else {
+      grad = sum.div(divisor);
+    }
+  }
+}
+
+void GradientReducer::finish(const std::function<void(const std::vector<size_t>& parameters)>& bucket_done) {
   std::unique_lock<std::mutex> lock(mutex_);
   EST_ASSERT(armed_, "GradientReducer::finish without prepare");
   // Parameters that got no gradient in this backward count as zero.
@@ -204,31 +221,33 @@ void GradientReducer::finish() {
     --bucket.pending;
   }
   launch_ready_buckets_locked();
-  changed_.wait(lock, [&] { return completed_ == buckets_.size(); });
+  // Each bucket's averages are written into .grad (and handed to bucket_done) as soon as its
+  // all-reduce completes, while later buckets are still on the wire: only the last bucket's
+  // share is left once the communication ends. An error of bucket_done's is rethrown once
+  // every bucket has come back, so that the reducer is ready for the next prepare().
+  std::exception_ptr caller_error;
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    changed_.wait(lock, [&] { return completed_ > b; });
+    if (error_) break;
+    if (caller_error) continue;
+    lock.unlock();
+    try {
+      write_averages(buckets_[b]);
+      if (bucket_done && !buckets_[b].parameters.empty()) bucket_done(buckets_[b].parameters);
+    } catch (...) {
+      caller_error = std::current_exception();
+    }
+    lock.lock();
+  }
   armed_ = false;
+  changed_.notify_all();
   if (error_) {
     std::exception_ptr error = error_;
     error_ = nullptr;
-    changed_.notify_all();
     std::rethrow_exception(error);
   }
-  changed_.notify_all();
   lock.unlock();
-  // The sums become averages as they are written into .grad, in .grad's own layout: one pass
-  // over the gradients. Compressed buckets hold averages already.
-  for (size_t k = 0; k < parameters_.size(); ++k) {
-    const Slot& slot = slots_[k];
-    const Bucket& bucket = buckets_[slot.bucket];
-    const at::Tensor sum = bucket.buffer.narrow(0, slot.offset, slot.numel).view(parameters_[k].sizes());
-    const int divisor = bucket.compressed ? 1 : divisor_;
-    at::Tensor& grad = parameters_[k].mutable_grad();
-    if (grad.defined() && grad.sizes() == sum.sizes() && grad.is_non_overlapping_and_dense() &&
-        grad.scalar_type() == sum.scalar_type()) {
-      at::div_out(grad, sum, divisor);
-    } else {
-      grad = sum.div(divisor);
-    }
-  }
+  if (caller_error) std::rethrow_exception(caller_error);
   if (extras_numel_ > 0) extras().div_(divisor_);
 }
 

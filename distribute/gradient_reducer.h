@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -43,8 +44,9 @@ struct GradientReducerOptions {
 /// all-reduced on the communication thread, and buckets are issued strictly in bucket
 /// order, so every rank issues the same sequence; where OverlapsBackward says no, every
 /// bucket waits for finish() instead. finish() (after backward) issues what is left
-/// (parameters that got no gradient count as zero), waits, and writes the averages into
-/// `.grad`. Bucket buffers are allocated once.
+/// (parameters that got no gradient count as zero) and writes each bucket's averages into
+/// `.grad` as soon as its all-reduce completes, while later buckets are still on the wire.
+/// Bucket buffers are allocated once.
 ///
 /// With a compression, float32 buckets are all-reduced compressed, with error feedback
 /// (BucketCompression): as 16-bit values (CompressedAllreduce), whose averages differ from
@@ -71,7 +73,10 @@ class GradientReducer {
   void prepare(const at::Tensor& extras = {});
   /// Call after backward: issues the remaining buckets, waits for every all-reduce, and
   /// sets every parameter's gradient to the average. Rethrows a communication error.
-  void finish();
+  /// `bucket_done`, where set, is called on this thread as each bucket's averages are in
+  /// `.grad`, with the indices (into `parameters`) of that bucket's parameters, while later
+  /// buckets may still be on the wire.
+  void finish(const std::function<void(const std::vector<size_t>& parameters)>& bucket_done = {});
   /// The average of the extras of the last finish(): a float32 view of extras_numel values.
   at::Tensor extras() const;
   /// Number of buckets (for logs and tests).
@@ -97,6 +102,8 @@ class GradientReducer {
   void on_gradient(size_t parameter, const at::Tensor& gradient);
   void launch_ready_buckets_locked();
   void communicate();
+  // Writes `bucket`'s averages into its parameters' .grad (after its all-reduce).
+  void write_averages(const Bucket& bucket);
 
   Collective& collective_;
   std::vector<at::Tensor> parameters_;

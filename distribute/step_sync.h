@@ -39,6 +39,11 @@ struct ReplicaStep {
   std::vector<at::Tensor> summaries;
   /// The optimizer model_fn returned for this step, which updates `variables`.
   torch::optim::Optimizer* optimizer = nullptr;
+  /// Set by the training loop where it can update variables before others (replica 0 of a
+  /// worker that steps its own optimizer): StepSync::finish may call it, on the loop's
+  /// thread, with variables whose gradients are final, each at most once a step, while the
+  /// rest are still being reduced. Those it named are updated now, the rest in apply().
+  std::function<void(const std::vector<at::Tensor>& variables)> gradients_final;
 };
 
 /// What a worker knows before a step synchronizes, and what every worker learns from it.
@@ -78,6 +83,10 @@ class StepSync {
   /// so that the loop may start copying it to the host while backward runs; otherwise the
   /// loss is known after finish().
   virtual bool loss_known_before_backward() const { return false; }
+  /// Whether finish() gives every variable of every replica a gradient, a variable that
+  /// backward left without one counting as zero: then the loop may clear gradients before
+  /// backward (leave them undefined) instead of zeroing them, with the same results.
+  virtual bool defines_every_gradient() const { return false; }
   /// Called for each local replica right before the backward of its last micro-batch, with
   /// its variables, loss and summaries: a StepSync that reduces while backward runs
   /// prepares here. `local` are this worker's flags.

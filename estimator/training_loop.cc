@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 #include <set>
+#include <unordered_set>
 
 #include "checkpoint/async_checkpoint_writer.h"
 #include "checkpoint/checkpoint_manager.h"
@@ -38,6 +39,7 @@
 #include "estimator/model_code_error.h"
 #include "estimator/model_dir_lock.h"
 #include "estimator/ops/fused_adam.h"
+#include "estimator/optimizer_step_in_parts.h"
 #include "estimator/replica_set.h"
 
 namespace est {
@@ -274,7 +276,7 @@ class TrainingSession : public Session {
   }
 
   // Forward and backward of local replica `r` on each of its micro-batches in `batches`,
-  // gradients summed in `.grad` (zeroed first). `before_last_backward(spec)` runs after the
+  // gradients summed in `.grad` (cleared first). `before_last_backward(spec)` runs after the
   // last forward, when spec's loss and summaries hold their means over the micro-batches.
   // Returns that spec.
   template <typename BeforeLastBackward>
@@ -288,7 +290,7 @@ class TrainingSession : public Session {
       const auto& batch = batches[static_cast<size_t>(m * replicas_.size() + r)];
       EstimatorSpec spec = CallModelFn(estimator_.model_fn, ToDevice(batch, ctx), Mode::kTrain, ctx,
                                        global_step_, estimator_.config.mixed_precision);
-      if (m == 0) spec.optimizer->zero_grad();
+      if (m == 0) clear_gradients(*spec.optimizer, ctx);
       const at::Tensor loss = spec.loss;
       if (micro_batches > 1) {
         loss_sum = m == 0 ? loss.detach().clone() : loss_sum.add_(loss.detach());
@@ -310,6 +312,28 @@ class TrainingSession : public Session {
       return spec;
     }
     EST_ASSERT(false, "gradient_accumulation_steps must be positive");
+  }
+
+  // Before a step's first backward: zeroes the gradients of `optimizer`'s parameters, as its
+  // zero_grad() does; where the StepSync gives every variable a gradient (counting a missing
+  // one as zero), those of `ctx`'s trainable variables are left undefined instead, which saves
+  // a pass over them and lets backward hand the first gradient over without adding it to zeros.
+  void clear_gradients(torch::optim::Optimizer& optimizer, const ModelContext& ctx) {
+    if (!sync_->defines_every_gradient()) return optimizer.zero_grad();
+    std::unordered_set<const void*> defined_by_sync;
+    for (const at::Tensor& variable : ctx.trainable_variables()) defined_by_sync.insert(variable.unsafeGetTensorImpl());
+    for (auto& group : optimizer.param_groups()) {
+      for (auto& parameter : group.params()) {
+        at::Tensor& grad = parameter.mutable_grad();
+        if (!grad.defined()) continue;
+        if (defined_by_sync.count(parameter.unsafeGetTensorImpl())) {
+          grad.reset();
+        } else {
+          grad.detach_();
+          grad.zero_();
+        }
+      }
+    }
   }
 
   // Backward of `loss` (of model_fn on `batch`), times the loss scale when loss scaling is on.
@@ -351,12 +375,22 @@ class TrainingSession : public Session {
                      distribute::StepFlags& stop) {
     std::vector<EstimatorSpec> specs;
     std::vector<distribute::ReplicaStep> steps(static_cast<size_t>(replicas_.size()));
+    // One replica's optimizer may update the variables whose gradients the StepSync has made
+    // final while the others are still being reduced; not with loss scaling, which must see
+    // every gradient before any is applied.
+    std::optional<OptimizerStepInParts> in_parts;
     for (int r = 0; r < replicas_.size(); ++r) {
       specs.push_back(forward_backward(r, batches, [&](EstimatorSpec& last) {
         distribute::ReplicaStep& replica_step = steps[static_cast<size_t>(r)];
         replica_step.variables = replicas_.replica(r).trainable_variables();
         replica_step.loss = last.loss;
         replica_step.optimizer = last.optimizer;
+        if (replicas_.size() == 1 && !loss_scaler_) {
+          in_parts.emplace(*last.optimizer, estimator_.config.fused_optimizer_step);
+          replica_step.gradients_final = [&in_parts](const std::vector<at::Tensor>& variables) {
+            in_parts->part(variables);
+          };
+        }
         for (const auto& [tag, value] : last.summaries) replica_step.summaries.push_back(value);
         sync_->before_last_backward(r, replica_step, local);
         // The loss travels to the host while backward and the optimizer run.
@@ -370,6 +404,7 @@ class TrainingSession : public Session {
     for (auto& [tag, value] : first.summaries) value = steps.front().summaries[index++];
     const int64_t position_after = input_position_ + static_cast<int64_t>(steps.size() * accumulation_steps_);
     global_step_ = sync_->apply(steps, unscale_gradients(), global_step_, position_after, [&] {
+      if (in_parts) return in_parts->rest();
       for (auto& spec : specs) ops::StepOptimizer(*spec.optimizer, estimator_.config.fused_optimizer_step);
     }, stop);
     return std::move(first);

@@ -249,14 +249,14 @@ bool Eligible(torch::optim::Optimizer& optimizer) {
 
 // Steps an eligible `optimizer` in one fused pass per parameter (two with kLibTorch).
 template <typename State, typename Options>
-void FusedStep(torch::optim::Optimizer& optimizer, bool adamw, SqrtSource source) {
+void FusedStep(torch::optim::Optimizer& optimizer, bool adamw, SqrtSource source, const ParameterFilter& include) {
   auto& states = optimizer.state();
   at::NoGradGuard no_grad;
   for (auto& group : optimizer.param_groups()) {
     const Hyper hyper = HyperOf(static_cast<const Options&>(group.options()), adamw);
     for (auto& p : group.params()) {
       const at::Tensor& grad = p.grad();
-      if (!grad.defined()) continue;
+      if (!grad.defined() || (include && !include(p))) continue;
       const auto key = StateKey(p);
       auto found = states.find(key);
       if (found == states.end()) {
@@ -300,7 +300,7 @@ bool MatchesLibTorch(const Options& options, bool adamw, SqrtSource source) {
     theirs.mutable_grad() = grad.clone();
     reference.step();
     if (step % 2 == 0) {
-      FusedStep<State, Options>(fused, adamw, source);
+      FusedStep<State, Options>(fused, adamw, source, nullptr);
     } else {
       fused.step();  // LibTorch's step must find the state the fused one made, and vice versa
     }
@@ -350,7 +350,7 @@ std::optional<SqrtSource> Verified(const Options& options, bool adamw) {
 }
 
 template <typename Optimizer, typename State, typename Options>
-bool VerifiedFusedStep(torch::optim::Optimizer& optimizer, bool adamw) {
+bool VerifiedFusedStep(torch::optim::Optimizer& optimizer, bool adamw, const ParameterFilter& include) {
   if (!Eligible<State, Options>(optimizer)) return false;
   std::optional<SqrtSource> source;
   for (const auto& group : optimizer.param_groups()) {
@@ -360,7 +360,7 @@ bool VerifiedFusedStep(torch::optim::Optimizer& optimizer, bool adamw) {
     // matches wherever the registers' does.
     if (!source || *verdict == SqrtSource::kLibTorch) source = verdict;
   }
-  FusedStep<State, Options>(optimizer, adamw, source.value_or(SqrtSource::kRegisters));
+  FusedStep<State, Options>(optimizer, adamw, source.value_or(SqrtSource::kRegisters), include);
   return true;
 }
 
@@ -370,14 +370,14 @@ namespace detail {
 void SquareRootsFromLibTorch(bool forced) { libtorch_sqrt_forced.store(forced); }
 }  // namespace detail
 
-bool FusedAdamStep(torch::optim::Optimizer& optimizer) {
+bool FusedAdamStep(torch::optim::Optimizer& optimizer, const ParameterFilter& include) {
   const std::type_info& type = typeid(optimizer);
   if (type == typeid(torch::optim::Adam))
-    return VerifiedFusedStep<torch::optim::Adam, torch::optim::AdamParamState, torch::optim::AdamOptions>(optimizer,
-                                                                                                          false);
+    return VerifiedFusedStep<torch::optim::Adam, torch::optim::AdamParamState, torch::optim::AdamOptions>(
+        optimizer, false, include);
   if (type == typeid(torch::optim::AdamW))
     return VerifiedFusedStep<torch::optim::AdamW, torch::optim::AdamWParamState, torch::optim::AdamWOptions>(
-        optimizer, true);
+        optimizer, true, include);
   return false;
 }
 

@@ -1,11 +1,19 @@
 #pragma once
 // torch::optim::Adam's and AdamW's step in one pass over each parameter instead of eight.
 
+#include <functional>
+
+namespace at {
+class Tensor;
+}
 namespace torch::optim {
 class Optimizer;
 }
 
 namespace est::ops {
+
+/// Which of an optimizer's parameters a step updates; empty: all of them.
+using ParameterFilter = std::function<bool(const at::Tensor& parameter)>;
 
 /// Steps `optimizer` as `optimizer.step()` would and returns true, when it is exactly a
 /// torch::optim::Adam or torch::optim::AdamW (not a subclass) with amsgrad off whose
@@ -26,7 +34,12 @@ namespace est::ops {
 /// passes. Where neither matches (another LibTorch build, a CPU without AVX2 and FMA) this
 /// returns false and logs why once, and the caller runs optimizer.step(). Returns false,
 /// having changed nothing, for any other optimizer or parameter.
-bool FusedAdamStep(torch::optim::Optimizer& optimizer);
+///
+/// With `include`, only the parameters it accepts are stepped; the others keep their values,
+/// moments and step counts, so a step may be taken in parts, each parameter once (as the
+/// Estimator does while later gradients are still being all-reduced). Whether the step
+/// applies is decided on the whole optimizer, so each part of one step gets the same answer.
+bool FusedAdamStep(torch::optim::Optimizer& optimizer, const ParameterFilter& include = {});
 
 /// How the Estimator steps an optimizer, model_fn's and its ps tasks' alike: FusedAdamStep
 /// where `fuse` (RunConfig::fused_optimizer_step) and it applies, else optimizer.step().

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <stdexcept>
 #include <thread>
 
 #include "distribute/collective/collective.h"
@@ -88,6 +89,56 @@ TEST_CASE("GradientReducer averages gradients over ranks while backward runs", "
   for (const auto& rank_grads : grads)
     for (size_t k = 0; k < rank_grads.size(); ++k)
       CHECK(torch::equal(rank_grads[k], torch::full_like(rank_grads[k], 6.0f * (k + 1))));
+}
+
+TEST_CASE("GradientReducer::finish hands over each bucket as its averages are in .grad, in bucket order",
+          "[distribute]") {
+  const int world = 2;
+  auto collectives = ConnectGlooRanks(world);
+  RunRanks<int>(world, [&](int rank) {
+    auto parameters = MakeParameters();
+    // Buckets: {3} (160 bytes), {2, 1} (200 bytes), {0}.
+    GradientReducer reducer(*collectives[rank], parameters, world,
+                            GradientReducerOptions().first_bucket_bytes(160).bucket_cap_bytes(200));
+    for (int step = 1; step <= 2; ++step) {
+      reducer.prepare();
+      torch::Tensor loss = torch::zeros({});
+      for (size_t k = 0; k < parameters.size(); ++k)
+        loss = loss + (parameters[k] * static_cast<float>((rank + 1) * (k + 1))).sum();
+      loss.backward();
+      std::vector<std::vector<size_t>> handed;
+      reducer.finish([&](const std::vector<size_t>& bucket) {
+        handed.push_back(bucket);
+        // The mean over ranks of (r + 1)(k + 1) is 1.5(k + 1): final when handed over.
+        for (size_t k : bucket)
+          CHECK(torch::equal(parameters[k].grad(), torch::full_like(parameters[k], 1.5f * (k + 1))));
+      });
+      CHECK(handed == std::vector<std::vector<size_t>>{{3}, {2, 1}, {0}});
+      for (auto& p : parameters) p.mutable_grad() = torch::Tensor();
+    }
+    // An error of the caller's comes out of finish() once every bucket is back; the reducer
+    // goes on.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      reducer.prepare();
+      torch::Tensor loss = torch::zeros({});
+      for (auto& p : parameters) loss = loss + p.sum();
+      loss.backward();
+      int calls = 0;
+      const auto fail_once = [&](const std::vector<size_t>&) {
+        if (++calls == 1 && attempt == 0) throw std::runtime_error("caller failed");
+      };
+      if (attempt == 0) {
+        CHECK_THROWS_WITH(reducer.finish(fail_once), "caller failed");
+        CHECK(calls == 1);  // no bucket is handed over after an error
+      } else {
+        reducer.finish(fail_once);
+        CHECK(calls == 3);
+        for (auto& p : parameters) CHECK(torch::equal(p.grad(), torch::ones_like(p)));
+      }
+      for (auto& p : parameters) p.mutable_grad() = torch::Tensor();
+    }
+    return 0;
+  });
 }
 
 TEST_CASE("GradientReducer counts a parameter without gradient as zero", "[distribute]") {
