@@ -10,7 +10,9 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -78,6 +80,64 @@ TEST_CASE("est::ops::Linear gives the same bits at any thread count", "[ops]") {
   const OpResult four = Ours(input, weight, bias);
   at::set_num_threads(threads);
   CHECK(SameResult(one, four));
+}
+
+TEST_CASE("est::ops::Linear runs LibTorch's products, to linear's bits, for weights over 2^21 values", "[ops]") {
+  est::ops::detail::AllowVectorBits(512);
+  torch::manual_seed(13);
+  auto libtorch_linear = [](const auto& x, const auto& w, const auto& b) { return torch::linear(x, w, b); };
+  const auto input = torch::randn({5, 2048});
+  const auto weight = torch::randn({1025, 2048});  // 2 099 200 values
+  for (bool with_bias : {true, false}) {
+    CAPTURE(with_bias);
+    const auto bias = with_bias ? torch::randn({1025}) : torch::Tensor();
+    CHECK(SameResult(Ours(input, weight, bias), est_test::RunOp(input, weight, bias, libtorch_linear)));
+    CHECK(SameResult(est_test::RunOp(input, weight, bias, est::ops::Linear, /*input_grad=*/false),
+                     est_test::RunOp(input, weight, bias, libtorch_linear, /*input_grad=*/false)));
+  }
+}
+
+TEST_CASE("est::ops::Linear's weight gradient reaches its hooks before the input's gradient exists", "[ops]") {
+  // A gradient all-reduce hooked on the weight can start while the input's product runs.
+  torch::manual_seed(17);
+  for (int64_t inputs : {64, 2048}) {  // our kernels, then LibTorch's products
+    CAPTURE(inputs);
+    est::ops::detail::AllowVectorBits(512);
+    auto x = torch::randn({4, inputs}).requires_grad_();
+    auto w = torch::randn({1025, inputs}).requires_grad_();
+    auto b = torch::randn({1025}).requires_grad_();
+    std::vector<std::string> events;
+    w.register_hook([&](const torch::Tensor&) { events.push_back(x.grad().defined() ? "w after x" : "w"); });
+    b.register_hook([&](const torch::Tensor&) { events.push_back(x.grad().defined() ? "b after x" : "b"); });
+    x.register_hook([&](const torch::Tensor&) { events.push_back("x"); });
+    est::ops::Linear(x, w, b).sum().backward();
+    std::sort(events.begin(), events.end() - 1);
+    CHECK(events == std::vector<std::string>{"b", "w", "x"});
+  }
+}
+
+TEST_CASE("est::ops::Linear's output can be changed in place, and runs without autograd", "[ops]") {
+  est::ops::detail::AllowVectorBits(512);
+  torch::manual_seed(19);
+  const auto input = torch::randn({6, 40});
+  const auto weight = torch::randn({12, 40});
+  const auto bias = torch::randn({12});
+  auto relu_in_place = [](auto linear) {
+    return [linear](const auto& x, const auto& w, const auto& b) { return linear(x, w, b).relu_(); };
+  };
+  const OpResult ours = est_test::RunOp(input, weight, bias, relu_in_place(est::ops::Linear));
+  const OpResult reference =
+      est_test::RunOpInDouble(input, weight, bias, relu_in_place([](const auto& x, const auto& w, const auto& b) {
+                                return torch::linear(x, w, b);
+                              }));
+  CHECK(Near(ours.output, reference.output, 40));
+  CHECK(Near(ours.grad_input, reference.grad_input, 12));
+  CHECK(Near(ours.grad_weight, reference.grad_weight, 6));
+  CHECK(Near(ours.grad_bias, reference.grad_bias, 6));
+  torch::NoGradGuard no_grad;
+  const auto output = est::ops::Linear(input, weight.clone().requires_grad_(), bias);
+  CHECK_FALSE(output.requires_grad());
+  CHECK(torch::equal(output.relu(), ours.output));
 }
 
 TEST_CASE("est::ops::Linear runs LibTorch's linear for other inputs and CPUs", "[ops]") {
