@@ -160,7 +160,7 @@ void Multiply(const Product& p) {
 // of float32). Larger weights stream from memory once per block of rows of the product, and
 // BLAS, which packs them once, is faster: at one thread, forward and backward of 1024 → 1024
 // and 2048 → 512 (batch 64) took 0.88–0.89 of OpenBLAS's time held to AVX2, 1024 → 4096 and
-// 4096 → 4096 took 1.2 and 1.16 of it.
+// 4096 → 4096 took 1.22 and 1.16 of it.
 constexpr int64_t kOwnKernelsMaxWeight = int64_t{1} << 21;
 
 // Which products a layer of [N, K] weights runs: ours, or LibTorch's (BLAS) as linear's
