@@ -26,9 +26,13 @@ OpResult Ours(const torch::Tensor& input, const torch::Tensor& weight, const tor
   return est_test::RunOp(input, weight, bias, est::ops::Linear);
 }
 
+// LibTorch's own linear, the op ours stands in for.
+torch::Tensor LibTorchLinear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+  return torch::linear(x, w, b);
+}
+
 OpResult Reference(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias) {
-  return est_test::RunOpInDouble(input, weight, bias,
-                                 [](const auto& x, const auto& w, const auto& b) { return torch::linear(x, w, b); });
+  return est_test::RunOpInDouble(input, weight, bias, LibTorchLinear);
 }
 
 // Within float32 rounding of sums of `terms` products of the operands' magnitude.
@@ -85,15 +89,14 @@ TEST_CASE("est::ops::Linear gives the same bits at any thread count", "[ops]") {
 TEST_CASE("est::ops::Linear runs LibTorch's products, to linear's bits, for weights over 2^21 values", "[ops]") {
   est::ops::detail::AllowVectorBits(512);
   torch::manual_seed(13);
-  auto libtorch_linear = [](const auto& x, const auto& w, const auto& b) { return torch::linear(x, w, b); };
   const auto input = torch::randn({5, 2048});
   const auto weight = torch::randn({1025, 2048});  // 2 099 200 values
   for (bool with_bias : {true, false}) {
     CAPTURE(with_bias);
     const auto bias = with_bias ? torch::randn({1025}) : torch::Tensor();
-    CHECK(SameResult(Ours(input, weight, bias), est_test::RunOp(input, weight, bias, libtorch_linear)));
+    CHECK(SameResult(Ours(input, weight, bias), est_test::RunOp(input, weight, bias, LibTorchLinear)));
     CHECK(SameResult(est_test::RunOp(input, weight, bias, est::ops::Linear, /*input_grad=*/false),
-                     est_test::RunOp(input, weight, bias, libtorch_linear, /*input_grad=*/false)));
+                     est_test::RunOp(input, weight, bias, LibTorchLinear, /*input_grad=*/false)));
   }
 }
 
@@ -127,9 +130,7 @@ TEST_CASE("est::ops::Linear's output can be changed in place, and runs without a
   };
   const OpResult ours = est_test::RunOp(input, weight, bias, relu_in_place(est::ops::Linear));
   const OpResult reference =
-      est_test::RunOpInDouble(input, weight, bias, relu_in_place([](const auto& x, const auto& w, const auto& b) {
-                                return torch::linear(x, w, b);
-                              }));
+      est_test::RunOpInDouble(input, weight, bias, relu_in_place(LibTorchLinear));
   CHECK(Near(ours.output, reference.output, 40));
   CHECK(Near(ours.grad_input, reference.grad_input, 12));
   CHECK(Near(ours.grad_weight, reference.grad_weight, 6));
@@ -142,9 +143,8 @@ TEST_CASE("est::ops::Linear's output can be changed in place, and runs without a
 
 TEST_CASE("est::ops::Linear runs LibTorch's linear for other inputs and CPUs", "[ops]") {
   torch::manual_seed(7);
-  auto libtorch_linear = [](const auto& x, const auto& w, const auto& b) { return torch::linear(x, w, b); };
   auto same_as_libtorch = [&](const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias) {
-    return SameResult(Ours(input, weight, bias), est_test::RunOp(input, weight, bias, libtorch_linear));
+    return SameResult(Ours(input, weight, bias), est_test::RunOp(input, weight, bias, LibTorchLinear));
   };
   est::ops::detail::AllowVectorBits(512);
   CHECK(same_as_libtorch(torch::randn({2, 3, 8}), torch::randn({5, 8}), torch::randn({5})));  // 3-D input
