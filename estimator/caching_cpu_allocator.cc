@@ -10,17 +10,10 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "common/address_sanitizer.h"
 #include "common/memory_limit.h"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define EST_ALLOCATOR_UNDER_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) && !defined(EST_ALLOCATOR_UNDER_ASAN)
-#define EST_ALLOCATOR_UNDER_ASAN 1
-#endif
-#if defined(EST_ALLOCATOR_UNDER_ASAN)
+#if EST_UNDER_ASAN
 #include <sanitizer/asan_interface.h>
 #define EST_POISON(address, bytes) ASAN_POISON_MEMORY_REGION(address, bytes)
 #define EST_UNPOISON(address, bytes) ASAN_UNPOISON_MEMORY_REGION(address, bytes)

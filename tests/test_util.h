@@ -10,19 +10,7 @@
 #include <string>
 #include <vector>
 
-// EST_TEST_UNDER_ASAN is 1 in a build with AddressSanitizer (clang or gcc), else 0: a few
-// tests measure what ASan replaces (glibc malloc, std::bad_alloc from operator new).
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define EST_TEST_UNDER_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) && !defined(EST_TEST_UNDER_ASAN)
-#define EST_TEST_UNDER_ASAN 1
-#endif
-#ifndef EST_TEST_UNDER_ASAN
-#define EST_TEST_UNDER_ASAN 0
-#endif
+#include "common/address_sanitizer.h"
 
 namespace est::testing {
 

@@ -11,7 +11,7 @@
 
 // AddressSanitizer replaces malloc: mallopt and mallinfo2 never reach glibc's allocator,
 // whose thresholds these tests measure.
-#if EST_TEST_UNDER_ASAN
+#if EST_UNDER_ASAN
 
 TEST_CASE("under AddressSanitizer TuneMallocForTraining reports that malloc refused the thresholds", "[malloc]") {
   WARN("glibc malloc threshold tests skipped: AddressSanitizer replaces malloc, whose mallopt accepts nothing");
@@ -77,4 +77,4 @@ TEST_CASE("TuneMallocForTraining leaves malloc to the environment that tunes it 
   ClearMallocEnvironment();
 }
 
-#endif  // EST_TEST_UNDER_ASAN
+#endif  // EST_UNDER_ASAN

@@ -12,7 +12,7 @@
 
 #include "tests/test_util.h"
 
-#if EST_TEST_UNDER_ASAN
+#if EST_UNDER_ASAN
 #include <sanitizer/asan_interface.h>
 #endif
 
@@ -147,7 +147,7 @@ TEST_CASE("a CachingCpuAllocator never hands one block to two threads", "[alloca
   CHECK(stats.cached_bytes <= 768 * kKiB);
 }
 
-#if EST_TEST_UNDER_ASAN
+#if EST_UNDER_ASAN
 TEST_CASE("under AddressSanitizer a block the CachingCpuAllocator keeps is poisoned until handed out again",
           "[allocator]") {
   est::CachingCpuAllocator allocator(SmallOptions());

@@ -20,7 +20,7 @@
 #include "tests/log_capture.h"
 #include "tests/test_util.h"
 
-#if EST_TEST_UNDER_ASAN
+#if EST_UNDER_ASAN
 #include <sanitizer/allocator_interface.h>
 #endif
 
@@ -164,7 +164,7 @@ class RawConnection {
 // The memory this process holds: its resident bytes, or under AddressSanitizer (whose
 // quarantine keeps freed blocks resident a while) the bytes allocated and not freed.
 int64_t HeldBytes() {
-#if EST_TEST_UNDER_ASAN
+#if EST_UNDER_ASAN
   return static_cast<int64_t>(__sanitizer_get_current_allocated_bytes());
 #else
   std::ifstream statm("/proc/self/statm");
