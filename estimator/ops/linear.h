@@ -18,8 +18,8 @@ namespace est::ops {
 /// rounding. On the Fashion-MNIST CNN's dense layer (5408 → 64, batch 64) at one thread,
 /// forward and backward took about 0.61 ms against OpenBLAS's 1.21 ms held to AVX2 on the CPU
 /// they were written on, and about the same as OpenBLAS on a Zen 4, which runs AVX-512 in
-/// 256-bit halves. Larger
-/// weights, and CPUs without AVX-512, run LibTorch's products as its linear does, to its bits.
+/// 256-bit halves. Larger weights, and CPUs without AVX-512, run LibTorch's products as its
+/// linear does, to its bits.
 /// Other inputs run `torch::linear`. The output may be changed in place. The gradient is
 /// first-order: differentiating it again (create_graph) is an error.
 at::Tensor Linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias);
