@@ -10,7 +10,7 @@ namespace {
 
 std::atomic<int> allowed_vector_bits{512};
 
-int CpuVectorBits() {
+int DetectVectorBits() {
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
     return 512;
@@ -21,10 +21,12 @@ int CpuVectorBits() {
 
 }  // namespace
 
-int UsableVectorBits() {
-  static const int cpu = CpuVectorBits();
-  return std::min(cpu, allowed_vector_bits.load(std::memory_order_relaxed));
+int CpuVectorBits() {
+  static const int cpu = DetectVectorBits();
+  return cpu;
 }
+
+int UsableVectorBits() { return std::min(CpuVectorBits(), allowed_vector_bits.load(std::memory_order_relaxed)); }
 
 void AllowVectorBits(int bits) { allowed_vector_bits.store(bits, std::memory_order_relaxed); }
 

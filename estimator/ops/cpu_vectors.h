@@ -13,8 +13,11 @@
 
 namespace est::ops::detail {
 
-/// The widest vectors this CPU has, within the cap of AllowVectorBits: 512 (AVX-512 F, BW
-/// and VL), 256 (AVX2 with FMA) or 0 (none of these, or not x86-64).
+/// The widest vectors this CPU has: 512 (AVX-512 F, BW and VL), 256 (AVX2 with FMA) or 0
+/// (none of these, or not x86-64).
+int CpuVectorBits();
+
+/// CpuVectorBits within the cap of AllowVectorBits: the widest vectors the kernels use.
 int UsableVectorBits();
 
 /// Caps UsableVectorBits at `bits` (512, the default, 256 or 0), so that tests cover each

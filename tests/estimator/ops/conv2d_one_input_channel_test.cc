@@ -4,8 +4,8 @@
 #include "estimator/ops/conv2d_one_input_channel.h"
 
 #include "estimator/autocast_scope.h"
-#include "estimator/ops/cpu_vectors.h"
 #include "tests/estimator/ops/op_results.h"
+#include "tests/estimator/ops/vector_bits.h"
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
@@ -41,7 +41,9 @@ bool Near(const torch::Tensor& ours, const torch::Tensor& reference) {
 }  // namespace
 
 TEST_CASE("Conv2dOneInputChannel equals conv2d within float32 rounding, values and gradients", "[ops]") {
-  est::ops::detail::AllowVectorBits(512);
+  const int vector_bits = GENERATE(512, 0);  // its AVX-512 kernels, then LibTorch's convolution
+  CAPTURE(vector_bits);
+  EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
   // Output widths below, at and above the 16 lanes of a vector, 3×3 and 5×5 filters, odd
   // and even filter counts (3×3 filters go in pairs), with and without bias.
   struct Case {
@@ -70,7 +72,7 @@ TEST_CASE("Conv2dOneInputChannel equals conv2d within float32 rounding, values a
 }
 
 TEST_CASE("Conv2dOneInputChannel gives the same bits at any thread count", "[ops]") {
-  est::ops::detail::AllowVectorBits(512);
+  EST_RUN_WITH_VECTOR_BITS_OR_SKIP(512);
   torch::manual_seed(5);
   const auto input = torch::rand({16, 1, 28, 28});
   const auto weight = torch::randn({32, 1, 3, 3});
@@ -92,19 +94,17 @@ TEST_CASE("Conv2dOneInputChannel runs LibTorch's convolution for other inputs an
   auto same_as_native = [&](const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias) {
     return SameResult(Ours(input, weight, bias, true), est_test::RunOp(input, weight, bias, native));
   };
-  est::ops::detail::AllowVectorBits(512);
   CHECK(same_as_native(torch::rand({2, 1, 9, 9}), torch::randn({3, 1, 4, 4}), torch::randn({3})));  // 4×4
   CHECK(same_as_native(torch::rand({2, 2, 9, 9}), torch::randn({3, 2, 3, 3}), torch::randn({3})));  // 2 channels
   CHECK(same_as_native(torch::rand({2, 1, 9, 9}, torch::kDouble), torch::randn({3, 1, 3, 3}, torch::kDouble),
                        torch::randn({3}, torch::kDouble)));
   CHECK(same_as_native(torch::rand({2, 1, 9, 9}).transpose(2, 3), torch::randn({3, 1, 3, 3}), torch::randn({3})));
-  est::ops::detail::AllowVectorBits(256);  // a CPU without AVX-512
+  const est_test::VectorBitsCap without_avx512(256);
   CHECK(same_as_native(torch::rand({2, 1, 9, 9}), torch::randn({3, 1, 3, 3}), torch::randn({3})));
-  est::ops::detail::AllowVectorBits(512);
 }
 
 TEST_CASE("Conv2dOneInputChannel's gradient cannot be differentiated again", "[ops]") {
-  est::ops::detail::AllowVectorBits(512);
+  EST_RUN_WITH_VECTOR_BITS_OR_SKIP(512);  // LibTorch's convolution can be
   auto x = torch::rand({2, 1, 6, 6});
   auto w = torch::randn({2, 1, 3, 3}).requires_grad_();
   auto y = est::ops::Conv2dOneInputChannel(x, w, torch::Tensor()).sum();
@@ -113,7 +113,6 @@ TEST_CASE("Conv2dOneInputChannel's gradient cannot be differentiated again", "[o
 }
 
 TEST_CASE("Conv2dOneInputChannel under CPU autocast is LibTorch's conv2d in bfloat16", "[ops]") {
-  est::ops::detail::AllowVectorBits(512);
   torch::manual_seed(11);
   const auto x = torch::rand({2, 1, 9, 9});
   const auto w = torch::randn({4, 1, 3, 3});

@@ -4,9 +4,9 @@
 #include "estimator/ops/conv2d_relu_max_pool.h"
 
 #include "estimator/ops/conv2d_one_input_channel.h"
-#include "estimator/ops/cpu_vectors.h"
 #include "estimator/ops/relu_max_pool.h"
 #include "tests/estimator/ops/op_results.h"
+#include "tests/estimator/ops/vector_bits.h"
 
 #include <torch/torch.h>
 
@@ -29,7 +29,7 @@ bool SameAsTwoOps(const torch::Tensor& input, const torch::Tensor& weight, const
 TEST_CASE("Conv2dReluMaxPool2x2 equals Conv2dOneInputChannel then ReluMaxPool2x2, to the bit", "[ops]") {
   const int vector_bits = GENERATE(512, 256);  // its own kernels, then the two ops' fallbacks
   CAPTURE(vector_bits);
-  est::ops::detail::AllowVectorBits(vector_bits);
+  EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
   // Even and odd convolution heights and widths (an odd last row or column is outside every
   // window), rows past 16 outputs, 3×3 and 5×5 filters, odd filter counts.
   struct Case {
@@ -46,11 +46,9 @@ TEST_CASE("Conv2dReluMaxPool2x2 equals Conv2dOneInputChannel then ReluMaxPool2x2
                          with_bias ? torch::randn({c.filters}) : torch::Tensor()));
     }
   }
-  est::ops::detail::AllowVectorBits(512);
 }
 
 TEST_CASE("Conv2dReluMaxPool2x2 runs the two ops where its kernels do not apply", "[ops]") {
-  est::ops::detail::AllowVectorBits(512);
   torch::manual_seed(17);
   // A convolution of one row has no 2×2 window: LibTorch's max-pool refuses it, as it does
   // after the two ops.

@@ -14,6 +14,7 @@
 
 #include "common/optimizer_state_key.h"
 #include "estimator/ops/fused_adam_internal.h"
+#include "tests/estimator/ops/vector_bits.h"
 
 #include <catch2/catch.hpp>
 
@@ -116,6 +117,9 @@ struct SquareRootsFromLibTorch {
 }  // namespace
 
 TEST_CASE("FusedAdamStep equals torch::optim::Adam's step bit for bit", "[ops]") {
+  const int vector_bits = GENERATE(256, 0);  // its AVX2 loops, then its scalar ones
+  CAPTURE(vector_bits);
+  EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
   const double decay = GENERATE(0.0, 0.01);
   const int threads = GENERATE(1, 2);
   const bool interleave = GENERATE(false, true);
@@ -138,6 +142,9 @@ TEST_CASE("FusedAdamStep equals torch::optim::Adam's step bit for bit", "[ops]")
 }
 
 TEST_CASE("FusedAdamStep equals torch::optim::AdamW's step bit for bit", "[ops]") {
+  const int vector_bits = GENERATE(256, 0);  // its AVX2 loops, then its scalar ones
+  CAPTURE(vector_bits);
+  EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
   const double decay = GENERATE(0.0, 0.01, 0.3);
   const bool interleave = GENERATE(false, true);
   const bool libtorch_sqrt = GENERATE(false, true);

@@ -4,8 +4,8 @@
 #include "estimator/ops/linear.h"
 
 #include "estimator/autocast_scope.h"
-#include "estimator/ops/cpu_vectors.h"
 #include "tests/estimator/ops/op_results.h"
+#include "tests/estimator/ops/vector_bits.h"
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
@@ -46,7 +46,9 @@ bool Near(const torch::Tensor& ours, const torch::Tensor& reference, int64_t ter
 }  // namespace
 
 TEST_CASE("est::ops::Linear equals linear within float32 rounding, values and gradients", "[ops]") {
-  est::ops::detail::AllowVectorBits(512);
+  const int vector_bits = GENERATE(512, 0);  // its AVX-512 kernels, then LibTorch's products
+  CAPTURE(vector_bits);
+  EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
   // [M, K] inputs, N outputs: sizes below, at and past the kernels' blocks (8 and 4 rows, 32
   // columns, 16 lanes, chunks of 1024 along K), the CNN's dense layers among them.
   struct Case {
@@ -72,7 +74,7 @@ TEST_CASE("est::ops::Linear equals linear within float32 rounding, values and gr
 }
 
 TEST_CASE("est::ops::Linear gives the same bits at any thread count", "[ops]") {
-  est::ops::detail::AllowVectorBits(512);
+  EST_RUN_WITH_VECTOR_BITS_OR_SKIP(512);  // OpenBLAS's bits depend on the thread count
   torch::manual_seed(5);
   const auto input = torch::randn({64, 5408});
   const auto weight = torch::randn({64, 5408});
@@ -87,7 +89,6 @@ TEST_CASE("est::ops::Linear gives the same bits at any thread count", "[ops]") {
 }
 
 TEST_CASE("est::ops::Linear runs LibTorch's products, to linear's bits, for weights over 2^21 values", "[ops]") {
-  est::ops::detail::AllowVectorBits(512);
   torch::manual_seed(13);
   const auto input = torch::randn({5, 2048});
   const auto weight = torch::randn({1025, 2048});  // 2 099 200 values
@@ -102,10 +103,12 @@ TEST_CASE("est::ops::Linear runs LibTorch's products, to linear's bits, for weig
 
 TEST_CASE("est::ops::Linear's weight gradient reaches its hooks before the input's gradient exists", "[ops]") {
   // A gradient all-reduce hooked on the weight can start while the input's product runs.
+  const int vector_bits = GENERATE(512, 0);  // its AVX-512 kernels, then LibTorch's products
+  CAPTURE(vector_bits);
+  EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
   torch::manual_seed(17);
-  for (int64_t inputs : {64, 2048}) {  // our kernels, then LibTorch's products
+  for (int64_t inputs : {64, 2048}) {  // within and over 2^21 weight values
     CAPTURE(inputs);
-    est::ops::detail::AllowVectorBits(512);
     auto x = torch::randn({4, inputs}).requires_grad_();
     auto w = torch::randn({1025, inputs}).requires_grad_();
     auto b = torch::randn({1025}).requires_grad_();
@@ -120,7 +123,9 @@ TEST_CASE("est::ops::Linear's weight gradient reaches its hooks before the input
 }
 
 TEST_CASE("est::ops::Linear's output can be changed in place, and runs without autograd", "[ops]") {
-  est::ops::detail::AllowVectorBits(512);
+  const int vector_bits = GENERATE(512, 0);  // its AVX-512 kernels, then LibTorch's products
+  CAPTURE(vector_bits);
+  EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
   torch::manual_seed(19);
   const auto input = torch::randn({6, 40});
   const auto weight = torch::randn({12, 40});
@@ -146,18 +151,15 @@ TEST_CASE("est::ops::Linear runs LibTorch's linear for other inputs and CPUs", "
   auto same_as_libtorch = [&](const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias) {
     return SameResult(Ours(input, weight, bias), est_test::RunOp(input, weight, bias, LibTorchLinear));
   };
-  est::ops::detail::AllowVectorBits(512);
   CHECK(same_as_libtorch(torch::randn({2, 3, 8}), torch::randn({5, 8}), torch::randn({5})));  // 3-D input
   CHECK(same_as_libtorch(torch::randn({4, 8}, torch::kDouble), torch::randn({5, 8}, torch::kDouble),
                          torch::randn({5}, torch::kDouble)));
   CHECK(same_as_libtorch(torch::randn({8, 4}).t(), torch::randn({5, 8}), torch::randn({5})));  // not contiguous
-  est::ops::detail::AllowVectorBits(256);  // a CPU without AVX-512
+  const est_test::VectorBitsCap without_avx512(256);
   CHECK(same_as_libtorch(torch::randn({4, 8}), torch::randn({5, 8}), torch::randn({5})));
-  est::ops::detail::AllowVectorBits(512);
 }
 
 TEST_CASE("est::ops::Linear's gradient cannot be differentiated again", "[ops]") {
-  est::ops::detail::AllowVectorBits(512);
   auto x = torch::randn({2, 6});
   auto w = torch::randn({3, 6}).requires_grad_();
   auto y = est::ops::Linear(x, w, torch::Tensor()).sum();
@@ -166,7 +168,6 @@ TEST_CASE("est::ops::Linear's gradient cannot be differentiated again", "[ops]")
 }
 
 TEST_CASE("est::ops::Linear under CPU autocast is LibTorch's linear in bfloat16", "[ops]") {
-  est::ops::detail::AllowVectorBits(512);
   torch::manual_seed(11);
   const auto x = torch::randn({4, 8});
   const auto w = torch::randn({5, 8});

@@ -2,7 +2,7 @@
 
 #include "estimator/ops/relu_max_pool.h"
 
-#include "estimator/ops/cpu_vectors.h"
+#include "tests/estimator/ops/vector_bits.h"
 
 #include <torch/torch.h>
 
@@ -52,7 +52,7 @@ torch::Tensor Reference(const torch::Tensor& x) { return torch::max_pool2d(torch
 TEST_CASE("ReluMaxPool2x2 equals relu then max_pool2d, values and gradients", "[ops]") {
   const int vector_bits = GENERATE(512, 256, 0);
   CAPTURE(vector_bits);
-  est::ops::detail::AllowVectorBits(vector_bits);
+  EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
   // Widths below, at and above the 8 and 16 windows of a vector step, odd and even sizes.
   const std::vector<std::vector<int64_t>> shapes = {{3, 5, 26, 26}, {2, 4, 13, 13}, {1, 1, 2, 2},  {2, 3, 7, 33},
                                                     {1, 2, 16, 16}, {4, 1, 28, 28}, {1, 3, 5, 17}, {2, 2, 3, 2},
@@ -68,14 +68,13 @@ TEST_CASE("ReluMaxPool2x2 equals relu then max_pool2d, values and gradients", "[
     CHECK(SameValues(actual.output, expected.output));
     CHECK(SameValues(actual.grad, expected.grad));
   }
-  est::ops::detail::AllowVectorBits(512);
 }
 
 TEST_CASE("ReluMaxPool2x2 routes each window's gradient to its first maximum and none to non-positive ones",
           "[ops]") {
   const int vector_bits = GENERATE(512, 256, 0);
   CAPTURE(vector_bits);
-  est::ops::detail::AllowVectorBits(vector_bits);
+  EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   // One row of windows, each [top-left, top-right; bottom-left, bottom-right].
   const std::vector<std::vector<float>> windows = {
@@ -110,7 +109,6 @@ TEST_CASE("ReluMaxPool2x2 routes each window's gradient to its first maximum and
   CHECK(at(6, 0, 0) == 7.f);
   CHECK(at(8, 1, 0) == 9.f);                      // the last NaN, as LibTorch's max-pool picks
   CHECK(grad.isnan().sum().item<int64_t>() == 0);
-  est::ops::detail::AllowVectorBits(512);
 }
 
 TEST_CASE("ReluMaxPool2x2 splits planes across intra-op threads with the same result", "[ops]") {

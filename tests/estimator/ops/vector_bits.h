@@ -1,0 +1,38 @@
+#pragma once
+/// Tests of one kernel path: the cap on the kernels' vectors, and the skip where the CPU's
+/// vectors are narrower than the path needs.
+
+#include "estimator/ops/cpu_vectors.h"
+
+#include <catch2/catch.hpp>
+
+namespace est_test {
+
+/// The instruction set that gives the kernels `bits`-wide vectors.
+inline const char* VectorIsa(int bits) { return bits >= 512 ? "AVX-512" : bits >= 256 ? "AVX2 with FMA" : "none"; }
+
+/// Whether the CPU has `bits`-wide vectors; where it has not, says "skipped: needs …".
+inline bool CpuHasVectorBits(int bits) {
+  const int cpu = est::ops::detail::CpuVectorBits();
+  if (cpu >= bits) return true;
+  WARN("skipped: needs " << VectorIsa(bits) << ", this CPU has " << VectorIsa(cpu));
+  return false;
+}
+
+/// Caps the kernels at `bits`-wide vectors while it lives, then lifts the cap.
+class VectorBitsCap {
+ public:
+  explicit VectorBitsCap(int bits) { est::ops::detail::AllowVectorBits(bits); }
+  ~VectorBitsCap() { est::ops::detail::AllowVectorBits(512); }
+  VectorBitsCap(const VectorBitsCap&) = delete;
+  VectorBitsCap& operator=(const VectorBitsCap&) = delete;
+};
+
+}  // namespace est_test
+
+/// Runs the rest of the test (or of its GENERATE branch) on the kernels of `bits`-wide
+/// vectors, or ends it with "skipped: needs …" where the CPU lacks them: a path that did not
+/// run is never reported as passed.
+#define EST_RUN_WITH_VECTOR_BITS_OR_SKIP(bits)        \
+  if (!est_test::CpuHasVectorBits(bits)) return;      \
+  const est_test::VectorBitsCap vector_bits_cap_ { bits }
