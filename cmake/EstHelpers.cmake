@@ -2,9 +2,13 @@
 
 include(EstSanitizers)
 
-# est_warnings(<target>): the project's warning set, private to the target.
+# est_warnings(<target>): the project's warning set, private to the target; errors with
+# EST_WARNINGS_AS_ERRORS (the presets of `make demo`, `make test` and CI turn it on).
 function(est_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  if(EST_WARNINGS_AS_ERRORS)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
 endfunction()
 
 # est_add_library(<folder> SOURCES ... [PUBLIC_DEPS ...] [PRIVATE_DEPS ...])

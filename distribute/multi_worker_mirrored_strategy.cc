@@ -50,7 +50,7 @@ CommunicationImplementation ChooseCommunication(CommunicationImplementation requ
               "or use RING (Gloo)");
     EST_CHECK(kBuildHasNccl, ConfigError, "MultiWorkerMirroredStrategy: communication NCCL is not in this build ",
               "(EST_WITH_NCCL=", EST_WITH_NCCL, ", EST_WITH_CUDA=", EST_WITH_CUDA, "; it needs a CUDA LibTorch, the ",
-              "CUDA toolkit and NCCL: see the README's \"Building with CUDA\"); use RING (Gloo)");
+              "CUDA toolkit and NCCL: see docs/cuda.md, \"Building with CUDA\"); use RING (Gloo)");
   }
   return requested;
 }

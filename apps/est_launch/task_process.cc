@@ -70,15 +70,18 @@ std::string ResolveExecutable(const std::string& name) {
                    error);
 }
 
+// Sends errno to the launcher through `report` and ends the child with status 127.
+[[noreturn]] void FailTask(int report) {
+  const int error = errno;
+  [[maybe_unused]] const ssize_t written = ::write(report, &error, sizeof(error));
+  ::_exit(127);
+}
+
 // In the child, between fork and exec: async-signal-safe calls only. Reports the errno of
 // what failed on `report` and ends; does not return.
 [[noreturn]] void ExecTask(const char* file, char* const* argv, char* const* envp, pid_t launcher, int stdout_fd,
                            int stderr_fd, const sigset_t& default_signals, int report) {
-  const auto fail = [report]() {
-    const int error = errno;
-    [[maybe_unused]] const ssize_t written = ::write(report, &error, sizeof(error));
-    ::_exit(127);
-  };
+  const auto fail = [report]() { FailTask(report); };
   // The task gets SIGHUP when the launcher dies, SIGKILL included, and stops as on SIGTERM
   // (a checkpoint first); a launcher that died before this line is seen here.
   if (::prctl(PR_SET_PDEATHSIG, SIGHUP) != 0) fail();
@@ -97,7 +100,7 @@ std::string ResolveExecutable(const std::string& name) {
   sigemptyset(&no_signals);
   if (::sigprocmask(SIG_SETMASK, &no_signals, nullptr) != 0) fail();
   ::execve(file, argv, envp);
-  fail();
+  FailTask(report);
 }
 
 }  // namespace

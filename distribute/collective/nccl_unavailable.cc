@@ -14,7 +14,7 @@ std::unique_ptr<Collective> CreateNcclCollective(std::shared_ptr<Store>, int ran
                                                  const NcclCollectiveOptions&) {
   EST_THROW(ConfigError, "NCCL collective of rank ", rank, " of ", world_size, " on ", device.str(),
             ": this build has no NCCL collective (EST_WITH_NCCL=", EST_WITH_NCCL, ", EST_WITH_CUDA=", EST_WITH_CUDA,
-            "; it needs a CUDA LibTorch, the CUDA toolkit and NCCL: see the README's \"Building with CUDA\"); "
+            "; it needs a CUDA LibTorch, the CUDA toolkit and NCCL: see docs/cuda.md, \"Building with CUDA\"); "
             "use the Gloo collective");
 }
 
