@@ -5,11 +5,27 @@
 
 #include <map>
 #include <string>
+#include <utility>
 
 namespace est {
 
-/// Named input tensors, as model_fn receives them.
-using Features = std::map<std::string, at::Tensor>;
+/// Named input tensors, as model_fn receives them: a std::map whose at() names the missing
+/// feature and the features present ("no feature 'image'; this batch has 'x', 'y'").
+class Features : public std::map<std::string, at::Tensor> {
+ public:
+  using Map = std::map<std::string, at::Tensor>;
+  using Map::Map;
+  Features() = default;
+  /// The features of `map`.
+  Features(Map map) : Map(std::move(map)) {}  // NOLINT: implicit, as a std::map converts
+
+  /// The tensor of feature `name`; throws std::out_of_range naming `name` and the features
+  /// present where there is none.
+  at::Tensor& at(const std::string& name);
+  /// The tensor of feature `name`; throws std::out_of_range naming `name` and the features
+  /// present where there is none.
+  const at::Tensor& at(const std::string& name) const;
+};
 
 }  // namespace est
 

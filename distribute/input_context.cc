@@ -1,5 +1,7 @@
 #include "distribute/input_context.h"
 
+#include <string>
+
 #include "common/error.h"
 
 namespace est::distribute {
@@ -20,9 +22,12 @@ InputContext::InputContext(int num_input_pipelines, int input_pipeline_id, int n
 int64_t InputContext::per_replica_batch_size(int64_t global_batch_size) const {
   EST_CHECK(global_batch_size > 0, ConfigError, "global batch size must be positive, got ",
             global_batch_size);
-  EST_CHECK(global_batch_size % num_replicas_in_sync_ == 0, ConfigError,
-            "global batch size ", global_batch_size, " is not divisible by the number of replicas (",
-            num_replicas_in_sync_, ")");
+  const int64_t replicas = num_replicas_in_sync_;
+  const int64_t below = global_batch_size / replicas * replicas;
+  EST_CHECK(global_batch_size % replicas == 0, ConfigError, "InputContext::per_replica_batch_size: global batch size ",
+            global_batch_size, " (the value input_fn passed; est-train's --batch-size) is not divisible by the ",
+            replicas, " replicas in sync (every local replica of every worker): use a multiple of ", replicas,
+            ", such as ", below > 0 ? std::to_string(below) + " or " : std::string(), below + replicas);
   return global_batch_size / num_replicas_in_sync_;
 }
 

@@ -166,7 +166,10 @@ std::shared_ptr<distribute::Strategy> Estimator::Impl::train_strategy() const {
 }
 
 std::shared_ptr<distribute::Strategy> Estimator::Impl::eval_strategy() const {
-  return config.eval_distribute ? config.eval_distribute : train_strategy();
+  if (config.eval_distribute) return config.eval_distribute;
+  // As TensorFlow: evaluation is not distributed unless eval_distribute says how. This
+  // process alone evaluates, on the first device it trains on.
+  return distribute::OneDeviceStrategy::Create(train_strategy()->local_devices().front().str());
 }
 
 void CheckSameGlobalStep(distribute::Strategy& strategy, int64_t global_step, const char* what) {

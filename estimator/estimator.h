@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "estimator/eval_result.h"
 #include "estimator/hooks/session_run_hook.h"
 #include "estimator/input_fn.h"
 #include "estimator/model_context.h"
@@ -56,9 +57,6 @@ struct PredictOptions {
   /// Predictions are destroyed. A stop takes effect after the current batch's predictions.
   TORCH_ARG(std::vector<HookPtr>, hooks);
 };
-
-/// Evaluation results: every metric, "loss" and "global_step".
-using EvalResult = std::map<std::string, double>;
 
 /// The Estimator of tf.estimator for LibTorch. It calls model_fn eagerly every step;
 /// the state model_fn creates through its ModelContext is checkpointed in model_dir. A

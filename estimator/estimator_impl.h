@@ -44,7 +44,8 @@ struct Estimator::Impl {
   std::string eval_dir(const std::string& name) const;
   /// The strategy of training: config.train_distribute, or one CPU replica.
   std::shared_ptr<distribute::Strategy> train_strategy() const;
-  /// The strategy of evaluation and prediction: eval_distribute, else train_strategy().
+  /// The strategy of evaluation and prediction: eval_distribute, else one replica on the first
+  /// device of train_strategy() (evaluation not distributed, as TensorFlow's).
   std::shared_ptr<distribute::Strategy> eval_strategy() const;
 };
 

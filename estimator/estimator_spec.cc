@@ -46,8 +46,8 @@ void EstimatorSpec::validate(Mode expected_mode) const {
               "loss must be a floating-point tensor, got ", loss.scalar_type());
   }
   if (mode == Mode::kTrain) {
-    EST_CHECK(optimizer != nullptr, ModelError,
-              "EstimatorSpec for mode 'train' needs an optimizer (EstimatorSpec::Train(loss, optimizer)), but it has none");
+    EST_CHECK(optimizer != nullptr, ModelError, "EstimatorSpec for mode '", ModeName(Mode::kTrain),
+              "' needs an optimizer (EstimatorSpec::Train(loss, optimizer)), but it has none");
     EST_CHECK(loss.requires_grad(), ModelError,
               "the training loss does not require grad: it is not connected to any trainable variable");
     EST_CHECK(loss.grad_fn() != nullptr, ModelError,
@@ -57,7 +57,8 @@ void EstimatorSpec::validate(Mode expected_mode) const {
   for (const auto& [name, metric] : eval_metric_ops)
     EST_CHECK(metric != nullptr, ModelError, "eval metric '", name, "' is null");
   if (mode == Mode::kPredict) {
-    EST_CHECK(!predictions.empty(), ModelError, "EstimatorSpec for mode 'infer' needs predictions");
+    EST_CHECK(!predictions.empty(), ModelError, "EstimatorSpec for mode '", ModeName(Mode::kPredict),
+              "' needs predictions");
     for (const auto& [name, tensor] : predictions)
       EST_CHECK(tensor.defined() && tensor.dim() >= 1, ModelError, "prediction '", name,
                 "' must have a batch dimension, got ", tensor.defined() ? tensor.dim() : -1,

@@ -66,9 +66,10 @@ EvalResult Estimator::Impl::evaluate(const InputFn& input_fn, const EvalOptions&
   CheckSameGlobalStep(*strategy, global_step, "evaluates");
   ReplicaSet replicas(*strategy, params, reader, /*restore_optimizers=*/true, /*initialize_from_training=*/nullptr,
                       config.channels_last);
-  // The first worker of the evaluating group writes: the chief when the training group
-  // evaluates together, the evaluator task on its own.
-  const bool writes_results = strategy->worker_index() == 0;
+  // One process writes: the first worker of a group that evaluates together (eval_distribute),
+  // else the training chief or the evaluator task; other workers evaluating alone do not.
+  const bool writes_results = config.eval_distribute ? strategy->worker_index() == 0
+                                                     : train_strategy()->is_chief() || config.cluster.is_evaluator();
   FixedStepSession session(Mode::kEval, model_dir, global_step, writes_results);
   HookRunner hooks(options.hooks(), session);
 
@@ -86,7 +87,7 @@ EvalResult Estimator::Impl::evaluate(const InputFn& input_fn, const EvalOptions&
     hooks.before_step();
     bool exhausted = false;
     for (auto& element : elements) {
-      std::optional<data::Element> next = iterator->next();
+      std::optional<data::Element> next = NextInput(*iterator, Mode::kEval, global_step);
       if (!next) {
         exhausted = true;
         break;
@@ -119,11 +120,11 @@ EvalResult Estimator::Impl::evaluate(const InputFn& input_fn, const EvalOptions&
   for (auto& [name, metric] : totals) sums.push_back(metric->mutable_state());
   strategy->sum_across_workers(sums);
   EvalResult results;
-  for (const auto& [name, metric] : totals) results[name] = metric->result();
-  results["loss"] = sums[0][0].item<double>() / sums[0][1].item<double>();
+  for (const auto& [name, metric] : totals) results.insert_or_assign(name, metric->result());
+  results.insert_or_assign("loss", sums[0][0].item<double>() / sums[0][1].item<double>());
   Log().info("Finished evaluation at {}", Now());
   std::map<std::string, double> summaries = results;
-  results[kGlobalStepName] = static_cast<double>(global_step);
+  results.insert_or_assign(kGlobalStepName, static_cast<double>(global_step));
   Log().info("Saving dict for global step {}: {}", global_step, FormatResults(results));
   if (writes_results) {
     auto writer = SummaryWriterFor(results_dir);

@@ -1,7 +1,9 @@
 #pragma once
 /// InputFn: the user's input_fn, in any of the forms TensorFlow accepts.
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -22,7 +24,8 @@ class InputFn {
   template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, InputFn>>>
   InputFn(F&& fn) : fn_(Wrap(std::forward<F>(fn))) {}  // NOLINT: implicit on purpose
 
-  /// The dataset for `mode` and this input pipeline.
+  /// The dataset for `mode` and this input pipeline. What the function throws, other than an
+  /// est::Error, becomes a DataError naming the mode and the input pipeline.
   data::Dataset operator()(Mode mode, const distribute::InputContext& context) const;
   /// True when a function is set.
   explicit operator bool() const { return static_cast<bool>(fn_); }
@@ -44,5 +47,10 @@ class InputFn {
 
   Function fn_;
 };
+
+/// The next element of `iterator` over input_fn's dataset in `mode` at global step `step`, or
+/// std::nullopt at its end. What the dataset throws (a user's map function's exception, say),
+/// other than an est::Error, becomes a DataError naming the mode and the step.
+std::optional<data::Element> NextInput(data::Iterator& iterator, Mode mode, int64_t step);
 
 }  // namespace est

@@ -6,14 +6,15 @@ namespace est {
 /// The three modes of an Estimator, as tf.estimator.ModeKeys.
 enum class Mode { kTrain, kEval, kPredict };
 
-/// TensorFlow's name of a mode: "train", "eval" or "infer".
+/// A mode's name as the API spells it, for messages: "Mode::kTrain", "Mode::kEval" or
+/// "Mode::kPredict".
 inline const char* ModeName(Mode mode) {
   switch (mode) {
-    case Mode::kTrain: return "train";
-    case Mode::kEval: return "eval";
-    case Mode::kPredict: return "infer";
+    case Mode::kTrain: return "Mode::kTrain";
+    case Mode::kEval: return "Mode::kEval";
+    case Mode::kPredict: return "Mode::kPredict";
   }
-  return "unknown";
+  return "an unknown mode";
 }
 
 }  // namespace est

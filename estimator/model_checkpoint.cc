@@ -31,15 +31,21 @@ std::string ListSome(const std::vector<std::string>& names) {
   return out.empty() ? "<nothing>" : out;
 }
 
+// The fix where a checkpoint is another model's.
+constexpr const char* kAnotherModel =
+    ". If it is another model's checkpoint, train this model into a new model_dir (Estimator's warm_start_from "
+    "starts one from a checkpoint whose variables match this model's)";
+
 void RestoreVariable(const checkpoint::CheckpointReader& reader, const std::string& name, at::Tensor& variable) {
   EST_CHECK(reader.has_tensor(name), CheckpointError, "variable '", name, "' is not in checkpoint ",
-            reader.prefix(), "; the checkpoint has: ", ListSome(reader.tensor_names()));
+            reader.prefix(), "; the checkpoint has: ", ListSome(reader.tensor_names()), kAnotherModel);
   const std::vector<int64_t> saved_shape = reader.shape(name);
   EST_CHECK(variable.sizes().vec() == saved_shape, CheckpointError, "variable '", name, "' has shape ",
             variable.sizes(), " in the model but ", at::IntArrayRef(saved_shape), " in checkpoint ",
-            reader.prefix());
+            reader.prefix(), kAnotherModel);
   EST_CHECK(variable.scalar_type() == reader.dtype(name), CheckpointError, "variable '", name, "' has dtype ",
-            variable.scalar_type(), " in the model but ", reader.dtype(name), " in checkpoint ", reader.prefix());
+            variable.scalar_type(), " in the model but ", reader.dtype(name), " in checkpoint ", reader.prefix(),
+            kAnotherModel);
   torch::NoGradGuard no_grad;
   variable.copy_(reader.tensor(name));
 }

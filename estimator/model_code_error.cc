@@ -1,10 +1,15 @@
 #include "estimator/model_code_error.h"
 
 #include <ATen/core/Tensor.h>
+#include <c10/util/Exception.h>
+#include <cxxabi.h>
 
+#include <cstdlib>
+#include <exception>
+#include <memory>
 #include <sstream>
+#include <typeinfo>
 
-#include "common/error.h"
 #include "common/logging.h"
 
 namespace est {
@@ -18,12 +23,31 @@ void DescribeTensor(std::ostringstream& out, const at::Tensor& tensor) {
   out << tensor.scalar_type() << " " << tensor.sizes();
 }
 
-// The message without LibTorch's backtrace, on one line.
-std::string OneLine(const c10::Error& error) {
-  std::string text = error.what_without_backtrace();
+// `text` on one line, without trailing blanks.
+std::string OneLine(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at)) text.replace(at, 1, "; ");
   return text;
+}
+
+// "std::out_of_range" for the type of `error`.
+std::string TypeName(const std::exception& error) {
+  const char* mangled = typeid(error).name();
+  int status = 0;
+  const std::unique_ptr<char, decltype(&std::free)> readable(abi::__cxa_demangle(mangled, nullptr, nullptr, &status),
+                                                             &std::free);
+  return status == 0 && readable ? readable.get() : mangled;
+}
+
+// LibTorch's full message (with its backtrace) of the exception in flight, or "".
+std::string LibTorchBacktrace() {
+  try {
+    throw;
+  } catch (const c10::Error& error) {
+    return error.what();
+  } catch (...) {
+    return "";
+  }
 }
 
 }  // namespace
@@ -45,11 +69,32 @@ std::string DescribeBatch(const data::Element& batch) {
   return out.str();
 }
 
-void ThrowModelCodeError(const char* what, Mode mode, int64_t step, const data::Element& batch,
-                         const c10::Error& error) {
-  Log().debug("{} failed at global step {} ({}); LibTorch's error: {}", what, step, ModeName(mode), error.what());
-  EST_THROW(ModelError, what, " failed at global step ", step, " (mode ", ModeName(mode), ") on a batch of ",
-            DescribeBatch(batch), ": ", OneLine(error));
+std::string DescribeCurrentException() {
+  try {
+    throw;
+  } catch (const c10::Error& error) {
+    return OneLine(error.what_without_backtrace());
+  } catch (const std::exception& error) {
+    return OneLine(TypeName(error) + ": " + error.what());
+  } catch (...) {
+    return "an exception that is not a std::exception";
+  }
+}
+
+void ThrowModelCodeError(const char* what, Mode mode, int64_t step, const data::Element& batch) {
+  const std::string cause = DescribeCurrentException();
+  if (const std::string backtrace = LibTorchBacktrace(); !backtrace.empty())
+    Log().debug("{} failed at global step {} ({}); LibTorch's error: {}", what, step, ModeName(mode), backtrace);
+  const char* no_labels = mode == Mode::kPredict && !batch.labels.defined()
+                              ? " (labels are undefined in Mode::kPredict: return EstimatorSpec::Predict before "
+                                "using them)"
+                              : "";
+  EST_THROW(ModelError, what, " failed at global step ", step, " (", ModeName(mode), ") on a batch of ",
+            DescribeBatch(batch), no_labels, ": ", cause);
+}
+
+void ThrowInputCodeError(const std::string& where) {
+  EST_THROW(DataError, where, " failed: ", DescribeCurrentException());
 }
 
 }  // namespace est

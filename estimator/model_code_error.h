@@ -1,15 +1,17 @@
 #pragma once
-/// Errors of model code: a LibTorch error thrown inside model_fn (labels outside the
-/// model's classes, images of another shape than its layers take) or inside backward of its
-/// loss becomes one ModelError line naming the step, the mode and the batch, instead of a
-/// LibTorch backtrace. Internal to the estimator.
-
-#include <c10/util/Exception.h>
+/// Errors of user code: an exception thrown inside model_fn (LibTorch's on labels outside the
+/// model's classes or images of another shape than its layers take, std::out_of_range of a
+/// feature that is not there, any other) or inside backward of its loss becomes one
+/// ModelError line naming the step, the mode and the batch, instead of a LibTorch backtrace
+/// or "terminate called"; one thrown by input_fn or its dataset becomes a DataError naming
+/// the mode and the step. est::Error (already a user error) and InternalError (a bug of
+/// ours) pass unchanged. Internal to the estimator.
 
 #include <cstdint>
 #include <string>
 #include <utility>
 
+#include "common/error.h"
 #include "data/element.h"
 #include "estimator/mode.h"
 
@@ -18,19 +20,48 @@ namespace est {
 /// "{'image': Byte [64, 28, 28]}, labels Long [64]": a batch's features and labels.
 std::string DescribeBatch(const data::Element& batch);
 
-/// Throws the ModelError for `error`, thrown by `what` ("model_fn", "backward of model_fn's
-/// loss") at global step `step` in `mode` on `batch`; logs the error's backtrace at debug level.
-[[noreturn]] void ThrowModelCodeError(const char* what, Mode mode, int64_t step, const data::Element& batch,
-                                      const c10::Error& error);
+/// The exception in flight, on one line: LibTorch's message without its backtrace, another
+/// exception's type and message ("std::out_of_range: map::at"). Call it inside a catch block.
+std::string DescribeCurrentException();
 
-/// Runs `body`, a call into model code, turning a c10::Error it throws into a ModelError
-/// (ThrowModelCodeError). Other exceptions pass unchanged.
+/// Throws the ModelError for the exception in flight, thrown by `what` ("model_fn", "backward
+/// of model_fn's loss") at global step `step` in `mode` on `batch`; logs LibTorch's backtrace
+/// at debug level. Call it inside a catch block.
+[[noreturn]] void ThrowModelCodeError(const char* what, Mode mode, int64_t step, const data::Element& batch);
+
+/// Throws the DataError "<where> failed: <the exception in flight>", `where` naming the call
+/// into input code ("input_fn's dataset at global step 12 (Mode::kTrain)"). Call it inside a
+/// catch block.
+[[noreturn]] void ThrowInputCodeError(const std::string& where);
+
+/// Runs `body`, a call into model code, turning what it throws into a ModelError
+/// (ThrowModelCodeError); est::Error and InternalError pass unchanged.
 template <typename Body>
 decltype(auto) RunModelCode(const char* what, Mode mode, int64_t step, const data::Element& batch, Body&& body) {
   try {
     return std::forward<Body>(body)();
-  } catch (const c10::Error& error) {
-    ThrowModelCodeError(what, mode, step, batch, error);
+  } catch (const Error&) {
+    throw;
+  } catch (const InternalError&) {
+    throw;
+  } catch (...) {
+    ThrowModelCodeError(what, mode, step, batch);
+  }
+}
+
+/// Runs `body`, a call into input_fn or its dataset, turning what it throws into a DataError
+/// (ThrowInputCodeError) whose message starts with `where()`, called only then; est::Error and
+/// InternalError pass unchanged.
+template <typename Where, typename Body>
+decltype(auto) RunInputCode(Where&& where, Body&& body) {
+  try {
+    return std::forward<Body>(body)();
+  } catch (const Error&) {
+    throw;
+  } catch (const InternalError&) {
+    throw;
+  } catch (...) {
+    ThrowInputCodeError(std::forward<Where>(where)());
   }
 }
 

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unordered_set>
+
 #include "distribute/strategy.h"
 #include "estimator/channels_last.h"
 
@@ -83,8 +85,25 @@ ModelContext::ModuleEntry& ModelContext::add_module(const std::string& name,
   return entry;
 }
 
+void ModelContext::check_owned_parameters(const std::string& name, const torch::optim::Optimizer& optimizer) const {
+  std::unordered_set<const c10::TensorImpl*> owned;
+  for (const auto& [key, tensor] : variables()) owned.insert(tensor.unsafeGetTensorImpl());
+  const auto& groups = optimizer.param_groups();
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const auto& params = groups[g].params();
+    for (size_t i = 0; i < params.size(); ++i) {
+      EST_CHECK(owned.count(params[i].unsafeGetTensorImpl()) > 0, ModelError, "optimizer '", name,
+                "' was given a tensor of shape ", params[i].sizes(), " (parameter ", i, " of param group ", g,
+                ") that no module or buffer of the ModelContext owns: it would be left out of every checkpoint "
+                "and shared by every replica. Create the module inside model_fn with ctx.module(\"name\", "
+                "[] { return ...; }) and hand that module's parameters() to the optimizer");
+    }
+  }
+}
+
 void ModelContext::add_optimizer(const std::string& name, std::unique_ptr<torch::optim::Optimizer> optimizer) {
   check_new_name(name);
+  check_owned_parameters(name, *optimizer);
   optimizers_.push_back(OptimizerEntry{name, std::move(optimizer)});
   if (initializers_.optimizer) initializers_.optimizer(name, *optimizers_.back().optimizer);
 }

@@ -114,6 +114,8 @@ class ModelContext {
   torch::optim::Optimizer* find_optimizer(const std::string& name);
   ModuleEntry& add_module(const std::string& name, std::shared_ptr<torch::nn::Module> module, std::any holder);
   void add_optimizer(const std::string& name, std::unique_ptr<torch::optim::Optimizer> optimizer);
+  /// Throws a ModelError where `optimizer` steps a tensor that no module or buffer here owns.
+  void check_owned_parameters(const std::string& name, const torch::optim::Optimizer& optimizer) const;
   void apply_mode(ModuleEntry& entry);
   void check_new_name(const std::string& name) const;
 

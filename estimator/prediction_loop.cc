@@ -81,7 +81,7 @@ struct PredictionState {
   // Runs model_fn on the next batch into `pending`; false at the end of the input.
   bool predict_batch() {
     hooks->before_step();
-    std::optional<data::Element> element = iterator->next();
+    std::optional<data::Element> element = NextInput(*iterator, Mode::kPredict, global_step);
     if (!element) return false;
     element->labels = at::Tensor();
     torch::NoGradGuard no_grad;

@@ -74,7 +74,10 @@ struct RunConfig {
   bool stop_on_signals = true;
   /// How training is distributed; one replica on the CPU when null.
   std::shared_ptr<distribute::Strategy> train_distribute;
-  /// How evaluation is distributed; train_distribute's strategy when null.
+  /// How evaluation and prediction are distributed. When null they are not, as in TensorFlow:
+  /// the calling process evaluates alone, on the first device of train_distribute (every
+  /// worker that calls evaluate() evaluates the whole input). Set it to train_distribute's
+  /// strategy for the workers to evaluate together, each on its shard, every one calling evaluate().
   std::shared_ptr<distribute::Strategy> eval_distribute;
 
   /// Throws ConfigError for an invalid field.

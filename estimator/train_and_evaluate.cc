@@ -70,17 +70,25 @@ class EvaluateOnCheckpointListener : public CheckpointSaverListener {
   EvalResult last_result_;
 };
 
+// Why a task of a cluster other than the evaluator has no metrics.
+std::string NotEvaluatedBecause(const Estimator& estimator, const EvalSpec& eval_spec) {
+  const auto& cluster = estimator.config().cluster;
+  return detail::Concat("task ", cluster.task_type, " ", cluster.task_id,
+                        " of a cluster does not evaluate; a task of type 'evaluator' does, and writes its results to ",
+                        estimator.eval_dir(eval_spec.name()));
+}
+
 // Trains on the chief or a worker of a cluster.
-EvalResult RunWorker(Estimator& estimator, const TrainSpec& train_spec) {
+EvalResult RunWorker(Estimator& estimator, const TrainSpec& train_spec, const EvalSpec& eval_spec) {
   const auto& cluster = estimator.config().cluster;
   Log().info("Running training in distributed mode as task {} {} of {} training tasks ({}).", cluster.task_type,
              cluster.task_id, cluster.num_worker_replicas, cluster.source);
   estimator.train(train_spec.input_fn(), TrainOptions().max_steps(train_spec.max_steps()).hooks(train_spec.hooks()));
-  return {};
+  return EvalResult::NotEvaluated(NotEvaluatedBecause(estimator, eval_spec));
 }
 
 // A ps task: serves the training tasks until the chief finishes the job.
-EvalResult RunPs(Estimator& estimator) {
+EvalResult RunPs(Estimator& estimator, const EvalSpec& eval_spec) {
   const auto& cluster = estimator.config().cluster;
   EST_CHECK(estimator.config().train_distribute != nullptr, ConfigError, "task type 'ps' needs ParameterServerStrategy: ",
             "set RunConfig::train_distribute (est-train --strategy parameter_server)");
@@ -90,7 +98,7 @@ EvalResult RunPs(Estimator& estimator) {
   const bool fuse = estimator.config().fused_optimizer_step;
   estimator.config().train_distribute->serve(
       [fuse](torch::optim::Optimizer& optimizer) { ops::StepOptimizer(optimizer, fuse); });
-  return {};
+  return EvalResult::NotEvaluated(NotEvaluatedBecause(estimator, eval_spec));
 }
 
 // Sleeps `seconds`; throws Interrupted as soon as a stop signal is pending.
@@ -201,8 +209,8 @@ EvalResult train_and_evaluate(Estimator& estimator, const TrainSpec& train_spec,
   const auto& cluster = estimator.config().cluster;
   if (cluster.is_local()) return RunLocal(estimator, train_spec, eval_spec);
   if (cluster.is_evaluator()) return RunEvaluator(estimator, train_spec, eval_spec);
-  if (cluster.task_type == "ps") return RunPs(estimator);
-  return RunWorker(estimator, train_spec);
+  if (cluster.task_type == "ps") return RunPs(estimator, eval_spec);
+  return RunWorker(estimator, train_spec, eval_spec);
 }
 
 }  // namespace est

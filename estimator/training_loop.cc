@@ -173,8 +173,9 @@ class TrainingSession : public Session {
 
   // `saved_batch_examples`: the examples per batch of the run that wrote the checkpoint
   // whose input position `skip_batches` is, when it recorded them.
-  void run(const InputFn& input_fn, std::vector<HookPtr> hooks, int64_t start_step, int64_t skip_batches,
-           std::optional<int64_t> saved_batch_examples) {
+  // Trains from `start_step` until `last_step` (steps or max_steps; unset: until the input ends).
+  void run(const InputFn& input_fn, std::vector<HookPtr> hooks, int64_t start_step, std::optional<int64_t> last_step,
+           int64_t skip_batches, std::optional<int64_t> saved_batch_examples) {
     global_step_ = start_step;
     distribute::StepSyncOptions sync_options;
     sync_options.micro_batches = accumulation_steps_;
@@ -199,6 +200,9 @@ class TrainingSession : public Session {
     DevicePrefetcher prefetcher(strategy_.local_devices(), estimator_.config.channels_last);
     distribute::StepFlags stop;
     stop.input_ended = sync_->any_worker(!read_batches(*iterator, current));
+    EST_CHECK(!stop.input_ended || skip_batches > 0, DataError, "the training input_fn's dataset gave ",
+              strategy_.num_workers() > 1 ? "a worker " : "", "fewer than the ", batches_per_step,
+              " batch(es) of one step: check its files (an empty file list or empty files) and filters");
     batch_examples_ = BatchExamples(current.front());
     if (skip_batches > 0 && saved_batch_examples && *saved_batch_examples != batch_examples_) {
       Log().warn("Resuming at global step {} with batches of {} examples, but the checkpoint was written with "
@@ -232,6 +236,10 @@ class TrainingSession : public Session {
       Log().warn("Stopping at global step {}: {}", global_step_,
                  local_signal != 0 ? std::string("received ") + StopSignalName(local_signal)
                                    : std::string("another worker received a stop signal"));
+    } else if (stop.input_ended && last_step && global_step_ < *last_step) {
+      Log().warn("The input ended at global step {}, before the {} steps asked for (max_steps {}): training stopped "
+                 "early. To train until max_steps, repeat the training dataset in input_fn (Dataset::repeat())",
+                 global_step_, *last_step - start_step, *last_step);
     } else if (stop.input_ended) {
       Log().info("Input exhausted at global step {}: stopping training", global_step_);
     } else if (stop.job_finished) {
@@ -266,9 +274,9 @@ class TrainingSession : public Session {
   }
 
   // Fills `batches` from the input; false when it ends first.
-  static bool read_batches(data::Iterator& iterator, std::vector<data::Element>& batches) {
+  bool read_batches(data::Iterator& iterator, std::vector<data::Element>& batches) const {
     for (auto& batch : batches) {
-      std::optional<data::Element> next = iterator.next();
+      std::optional<data::Element> next = NextInput(iterator, Mode::kTrain, global_step_);
       if (!next) return false;
       batch = std::move(*next);
     }
@@ -485,7 +493,10 @@ void Estimator::Impl::train(const InputFn& input_fn, const TrainOptions& options
                           /*complete_saves=*/!options.saving_listeners().empty());
   std::vector<HookPtr> hooks = options.hooks();
   for (auto& hook : DefaultTrainingHooks(config, model_dir, options, session.is_chief())) hooks.push_back(hook);
-  session.run(input_fn, std::move(hooks), start_step, skip_batches, saved_batch_examples);
+  const std::optional<int64_t> last_step =
+      options.max_steps() ? options.max_steps()
+                          : options.steps() ? std::optional<int64_t>(start_step + *options.steps()) : std::nullopt;
+  session.run(input_fn, std::move(hooks), start_step, last_step, skip_batches, saved_batch_examples);
   if (session.last_loss().defined())
     Log().info("Loss for final step: {}.", FormatTensorValue(session.last_loss()));
   if (const int signal_number = session.stopped_by_signal())

@@ -29,12 +29,16 @@ est::data::Dataset input_fn(est::Mode mode, const est::distribute::InputContext&
   return dataset.batch(input.per_replica_batch_size(32));
 }
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   est::RunConfig config;
   config.save_checkpoints_steps = 100;
   est::Estimator estimator(model_fn, argc > 1 ? argv[1] : "/tmp/est-quickstart", config);
   auto result = est::train_and_evaluate(estimator, est::TrainSpec(input_fn).max_steps(300),
                                         est::EvalSpec(input_fn).steps(std::nullopt).throttle_secs(0));
+  if (!result.evaluated()) return 0;  // a training task of a cluster: the evaluator task evaluates
   std::printf("global_step = %.0f, mse = %.6f\n", result["global_step"], result["mse"]);
   return result["global_step"] == 300 && result["mse"] < 1e-3 ? 0 : 1;
+} catch (const est::Error& error) {  // a ConfigError, DataError, ModelError, ...: one line that says what to fix
+  std::fprintf(stderr, "error: %s\n", error.what());
+  return 2;
 }

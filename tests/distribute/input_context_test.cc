@@ -18,7 +18,11 @@ TEST_CASE("InputContext defaults to one pipeline and one replica", "[distribute]
 TEST_CASE("per_replica_batch_size divides the global batch", "[distribute]") {
   InputContext ctx(2, 1, 4);
   CHECK(ctx.per_replica_batch_size(64) == 16);
-  CHECK_THROWS_WITH(ctx.per_replica_batch_size(66), Catch::Contains("66") && Catch::Contains("4"));
+  CHECK_THROWS_WITH(ctx.per_replica_batch_size(66),
+                    Catch::Contains("global batch size 66 (the value input_fn passed; est-train's --batch-size) is "
+                                    "not divisible by the 4 replicas in sync") &&
+                        Catch::EndsWith("use a multiple of 4, such as 64 or 68"));
+  CHECK_THROWS_WITH(ctx.per_replica_batch_size(3), Catch::EndsWith("use a multiple of 4, such as 4"));
   CHECK_THROWS_AS(ctx.per_replica_batch_size(0), ConfigError);
 }
 

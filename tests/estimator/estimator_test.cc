@@ -182,7 +182,7 @@ TEST_CASE("a model_fn that returns an invalid spec stops train, evaluate and pre
   };
   Estimator estimator(predict_always, dir, TestConfig());
   CHECK_THROWS_MATCHES(estimator.train(TrainInput(), TrainOptions().max_steps(2)), ModelError,
-                       est::testing::MessageMatches(Catch::Contains("mode 'train'") && Catch::Contains("'infer'")));
+                       est::testing::MessageMatches(Catch::Contains("mode 'Mode::kTrain'") && Catch::Contains("'Mode::kPredict'")));
   auto no_predictions = [](const Features& features, const at::Tensor& labels, Mode mode, ModelContext& ctx) {
     EstimatorSpec spec = est::testing::RegressionModelFn(features, labels, mode, ctx);
     spec.predictions.clear();
@@ -192,7 +192,7 @@ TEST_CASE("a model_fn that returns an invalid spec stops train, evaluate and pre
   Estimator predictor(no_predictions, dir, TestConfig());
   auto first_prediction = [&] { return *predictor.predict(EvalInput()).begin(); };
   CHECK_THROWS_MATCHES(first_prediction(), ModelError,
-                       est::testing::MessageMatches(Catch::Contains("'infer'") &&
+                       est::testing::MessageMatches(Catch::Contains("'Mode::kPredict'") &&
                                                     Catch::Contains("needs predictions")));
 }
 
@@ -318,16 +318,99 @@ TEST_CASE("a LibTorch error inside model_fn is one ModelError line naming the st
     return std::string("no ModelError");
   };
   const std::string label = error_of(2);
-  CHECK_THAT(label, Catch::StartsWith("model_fn failed at global step 0 (mode train) on a batch of {'x': Float [4, 2]}, "
+  CHECK_THAT(label, Catch::StartsWith("model_fn failed at global step 0 (Mode::kTrain) on a batch of {'x': Float [4, 2]}, "
                                       "labels Long [4]: ") &&
                         Catch::Contains("Target 7 is out of bounds"));
   const std::string shapes = error_of(3);
-  CHECK_THAT(shapes, Catch::StartsWith("model_fn failed at global step 0 (mode train) on a batch of ") &&
+  CHECK_THAT(shapes, Catch::StartsWith("model_fn failed at global step 0 (Mode::kTrain) on a batch of ") &&
                          Catch::Contains("(4x2 and 3x3)"));
   for (const std::string& message : {label, shapes}) {
     CHECK(message.find('\n') == std::string::npos);
     CHECK(message.find("frame #") == std::string::npos);
   }
+}
+
+TEST_CASE("any exception out of model_fn is one ModelError line, a missing feature naming the key and those present",
+          "[estimator]") {
+  const std::string dir = FreshTempDir("estimator_std_error").string();
+  const auto error_of = [&](ModelFn model_fn, Mode mode) {
+    try {
+      Estimator estimator(std::move(model_fn), dir, TestConfig());
+      if (mode == Mode::kTrain) estimator.train(TrainInput(4), TrainOptions().max_steps(1));
+      if (mode == Mode::kPredict) *estimator.predict(EvalInput()).begin();
+    } catch (const ModelError& error) {
+      return std::string(error.what());
+    }
+    return std::string("no ModelError");
+  };
+  // The regression data's feature is "x".
+  auto wrong_feature = [](const Features& features, const at::Tensor& labels, Mode mode, ModelContext& ctx) {
+    return RegressionModelFn({{"features", features.at("features")}}, labels, mode, ctx);
+  };
+  const std::string missing = error_of(wrong_feature, Mode::kTrain);
+  CHECK_THAT(missing, Catch::StartsWith("model_fn failed at global step 0 (Mode::kTrain) on a batch of {'x': Float ") &&
+                          Catch::EndsWith("std::out_of_range: no feature 'features'; this element has 'x'"));
+  auto throws_runtime_error = [](const Features&, const at::Tensor&, Mode, ModelContext&) -> EstimatorSpec {
+    throw std::runtime_error("a user's own error");
+  };
+  CHECK_THAT(error_of(throws_runtime_error, Mode::kTrain), Catch::EndsWith("std::runtime_error: a user's own error"));
+  // Labels are undefined in predict: the message says so.
+  Estimator(RegressionModelFn, dir, TestConfig()).train(TrainInput(4), TrainOptions().max_steps(1));
+  auto uses_labels = [](const Features& features, const at::Tensor& labels, Mode mode, ModelContext& ctx) {
+    auto linear = ctx.module("linear", [] { return torch::nn::Linear(2, 1); });
+    auto error = linear->forward(features.at("x")).squeeze(1) - labels;
+    return EstimatorSpec::Predict({{"error", error}});
+  };
+  CHECK_THAT(error_of(uses_labels, Mode::kPredict),
+             Catch::StartsWith("model_fn failed at global step 1 (Mode::kPredict)") &&
+                 Catch::Contains("labels are undefined in Mode::kPredict"));
+}
+
+TEST_CASE("any exception out of input_fn or its dataset is a DataError naming the mode and the step",
+          "[estimator]") {
+  const std::string dir = FreshTempDir("estimator_input_error").string();
+  Estimator estimator(RegressionModelFn, dir, TestConfig());
+  const InputFn throws = []() -> data::Dataset { throw std::invalid_argument("no such file: train.csv"); };
+  CHECK_THROWS_MATCHES(estimator.train(throws, TrainOptions().max_steps(1)), DataError,
+                       est::testing::MessageMatches(Catch::Equals(
+                           "input_fn (Mode::kTrain, input pipeline 0 of 1) failed: std::invalid_argument: no such "
+                           "file: train.csv")));
+  // A map function that looks up a feature that is not there, on the third batch.
+  const InputFn bad_map = [] {
+    return RegressionData(4, /*repeat=*/true).map([count = 0](data::Element batch) mutable {
+      if (++count == 3) batch.features.at("y");
+      return batch;
+    });
+  };
+  CHECK_THROWS_MATCHES(estimator.train(bad_map, TrainOptions().max_steps(5)), DataError,
+                       est::testing::MessageMatches(Catch::Equals(
+                           "input_fn's dataset at global step 1 (Mode::kTrain) failed: std::out_of_range: no "
+                           "feature 'y'; this element has 'x'")));
+}
+
+TEST_CASE("an input that ends before max_steps is a warning naming max_steps and repeat()", "[estimator]") {
+  // 64 examples in batches of 16: 4 steps.
+  const InputFn once = [] { return RegressionData(16, /*repeat=*/false); };
+  {
+    est::testing::LogCapture log;
+    Estimator estimator(RegressionModelFn, FreshTempDir("estimator_input_ends").string(), TestConfig());
+    estimator.train(once, TrainOptions().max_steps(10));
+    CHECK(estimator.get_variable_value("global_step").item<int64_t>() == 4);
+    CHECK_THAT(log.text(), Catch::Contains("warning: The input ended at global step 4, before the 10 steps asked for "
+                                           "(max_steps 10): training stopped early. To train until max_steps, repeat "
+                                           "the training dataset in input_fn (Dataset::repeat())"));
+  }
+  est::testing::LogCapture log;
+  Estimator(RegressionModelFn, FreshTempDir("estimator_input_ends_unbounded").string(), TestConfig()).train(once);
+  CHECK_THAT(log.text(), Catch::Contains("info: Input exhausted at global step 4") &&
+                             !Catch::Contains("before the"));
+  // An input without a single batch (an empty list of files, say) is an error, not 0 steps.
+  const InputFn empty = [] { return RegressionData(16, /*repeat=*/false).take(0); };
+  Estimator nothing(RegressionModelFn, FreshTempDir("estimator_input_empty").string(), TestConfig());
+  CHECK_THROWS_MATCHES(nothing.train(empty, TrainOptions().max_steps(10)), DataError,
+                       est::testing::MessageMatches(Catch::Equals(
+                           "the training input_fn's dataset gave fewer than the 1 batch(es) of one step: check its "
+                           "files (an empty file list or empty files) and filters")));
 }
 
 TEST_CASE("warm_start_from initialises variables of a new model_dir", "[estimator]") {

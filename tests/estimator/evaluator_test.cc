@@ -121,6 +121,24 @@ TEST_CASE("the evaluator says that it waits once, not at every poll", "[estimato
   CHECK(lines == 1);
 }
 
+TEST_CASE("train_and_evaluate on a training task of a cluster returns a result that names the evaluator",
+          "[estimator]") {
+  const std::string dir = est::testing::FreshTempDir("chief_result").string();
+  RunConfig config;
+  config.cluster = distribute::ParseTfConfig(
+      R"({"cluster": {"chief": ["localhost:1"], "evaluator": ["localhost:2"]}, "task": {"type": "chief", "index": 0}})");
+  Estimator chief(RegressionModelFn, dir, config);
+  const EvalResult result = train_and_evaluate(chief, TrainSpec(Input()).max_steps(5), EvalSpec(Input()));
+  CHECK(chief.get_variable_value("global_step").item<int64_t>() == 5);
+  CHECK_FALSE(result.evaluated());
+  CHECK_THROWS_MATCHES(result["mse"], ModelError,
+                       est::testing::MessageMatches(Catch::StartsWith("no metric 'mse' in the result of "
+                                                                      "train_and_evaluate: task chief 0 of a cluster "
+                                                                      "does not evaluate; a task of type 'evaluator' "
+                                                                      "does, and writes its results to " +
+                                                                      chief.eval_dir())));
+}
+
 TEST_CASE("a ps task needs ParameterServerStrategy", "[estimator]") {
   RunConfig config;
   config.cluster = distribute::ParseTfConfig(

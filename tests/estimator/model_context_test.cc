@@ -96,3 +96,23 @@ TEST_CASE("a buffer's reference stays valid while more buffers are created", "[e
   CHECK(at::equal(ctx.buffers().front(), torch::full({2}, 7.0f)));
   CHECK(&first == &ctx.buffer("first", [] { return torch::ones({2}); }));
 }
+
+TEST_CASE("an optimizer of a tensor that no module of the context owns is a ModelError naming it and the fix",
+          "[estimator]") {
+  ModelContext ctx(nullptr, c10::Device(c10::kCPU), {});
+  auto owned = ctx.module("dense", [] { return torch::nn::Linear(2, 1); });
+  auto& counter = ctx.buffer("counter", [] { return torch::zeros({1}); });
+  CHECK_NOTHROW(ctx.optimizer("sgd", [&] {
+    auto parameters = owned->parameters();
+    parameters.push_back(counter);
+    return torch::optim::SGD(parameters, 0.1);
+  }));
+  // A module made outside ModelContext (a static one, say): its parameters are in no
+  // checkpoint and every replica would step the same tensor.
+  torch::nn::Linear outside(3, 4);
+  CHECK_THROWS_WITH(ctx.optimizer("adam", [&] { return torch::optim::Adam(outside->parameters(), 0.1); }),
+                    Catch::Contains("optimizer 'adam'") && Catch::Contains("shape [4, 3]") &&
+                        Catch::Contains("no module or buffer of the ModelContext owns") &&
+                        Catch::Contains("ctx.module("));
+  CHECK(ctx.optimizers().size() == 1);
+}

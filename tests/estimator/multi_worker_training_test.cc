@@ -43,11 +43,17 @@ TEST_CASE("2 workers x batch B train like 1 worker x batch 2B, only the chief wr
 
   const std::string shared_dir = est::testing::FreshTempDir("mwms_shared").string();
   std::vector<EvalResult> evaluations(2);
+  EvalResult chief_alone;
   est::testing::RunMultiWorkerThreads(2, [&](int rank, std::shared_ptr<distribute::Strategy> strategy) {
     REQUIRE(strategy->num_replicas_in_sync() == 2);
-    Estimator estimator(SgdRegression, shared_dir, Config(strategy));
+    RunConfig config = Config(strategy);
+    config.eval_distribute = strategy;
+    Estimator estimator(SgdRegression, shared_dir, config);
     estimator.train(Input, TrainOptions().max_steps(30));
     evaluations[static_cast<size_t>(rank)] = estimator.evaluate(Input);  // distributed evaluation
+    // Without eval_distribute evaluation is not distributed (as TensorFlow's): the chief may
+    // evaluate alone.
+    if (rank == 0) chief_alone = Estimator(SgdRegression, shared_dir, Config(strategy)).evaluate(Input);
   });
 
   Estimator trained(SgdRegression, shared_dir, Config(nullptr));
@@ -66,6 +72,8 @@ TEST_CASE("2 workers x batch B train like 1 worker x batch 2B, only the chief wr
     CHECK(result.at("mse") == Approx(whole.at("mse")).epsilon(1e-4));
     CHECK(result.at("global_step") == 30);
   }
+  CHECK(chief_alone.at("mse") == Approx(whole.at("mse")).epsilon(1e-4));
+  CHECK(chief_alone.at("global_step") == 30);
 }
 
 TEST_CASE("with gradient compression 2 workers train like 1 worker x batch 2B within the type's rounding",

@@ -1,0 +1,25 @@
+#include "estimator/eval_result.h"
+
+#include "common/error.h"
+
+namespace est {
+
+EvalResult EvalResult::NotEvaluated(std::string why) {
+  EvalResult result;
+  result.not_evaluated_because_ = std::move(why);
+  return result;
+}
+
+double EvalResult::at(const std::string& name) const {
+  const auto found = find(name);
+  if (found != end()) return found->second;
+  EST_CHECK(evaluated(), ModelError, "no metric '", name, "' in the result of train_and_evaluate: ",
+            not_evaluated_because_, ". Check result.evaluated() before reading a metric");
+  std::string present;
+  for (const auto& [metric, value] : *this) present += (present.empty() ? "'" : ", '") + metric + "'";
+  EST_THROW(ModelError, "no metric '", name, "' in this evaluation's results; they hold ",
+            present.empty() ? std::string("none") : present,
+            " (model_fn's EstimatorSpec::Eval metrics, 'loss' and 'global_step')");
+}
+
+}  // namespace est
