@@ -130,10 +130,19 @@ void ParameterServerStrategy::serve(const OptimizerStep& step_optimizer) {
   service.step_optimizer = step_optimizer;
   auto server = VariableServer::Start(service);
   Log().info("ps task {} serving job '{}' at {}", cluster_.task_id, options_.job_id(), cluster_.task_address);
+  const auto started = std::chrono::steady_clock::now();
   while (!server->wait_finished(std::chrono::milliseconds(100))) {
     if (const int signal_number = StopSignalGuard::pending())
       throw Interrupted(est::detail::Concat("ps task ", cluster_.task_id, " stopped by ", StopSignalName(signal_number)),
                         signal_number);
+    // Variables come from the chief as soon as it starts: a ps task that never gets them
+    // would otherwise wait for ever.
+    EST_CHECK(server->initialized() ||
+                  std::chrono::steady_clock::now() - started < std::chrono::duration<double>(options_.timeout_secs()),
+              TimeoutError, "ps task ", cluster_.task_id, " of job '", options_.job_id(), "' at ",
+              cluster_.task_address, ": the chief did not give it the job's variables within ",
+              options_.timeout_secs(), " s (ParameterServerOptions.timeout_secs, est-train --timeout-secs): no "
+              "training task of this job reached it; check that the chief runs, with the same cluster and job id");
   }
   Log().info("ps task {}: the chief finished the job; exiting", cluster_.task_id);
 }

@@ -47,9 +47,10 @@ task is bound.
 
 When a task exits with a non-zero status or is killed by a signal, every task's process
 group gets SIGTERM; when est-launch gets SIGINT, SIGTERM or SIGHUP, it gets that signal.
-SIGKILL follows after --grace-secs; a second signal sends it at once. est-launch ends when
-every task's process group is empty: processes a task leaves running are stopped the same
-way once all tasks have exited.
+With --ps, the ps tasks get it only once every other task has exited, so that the chief's
+last pushes and checkpoint still reach them. SIGKILL follows after --grace-secs; a second
+signal sends it at once. est-launch ends when every task's process group is empty:
+processes a task leaves running are stopped the same way once all tasks have exited.
 
 With --max-restarts N, a failed task (non-zero status or killed by a signal) makes
 est-launch stop every task as above and then start them all again, up to N times, after
@@ -62,8 +63,9 @@ continues its own input, and a restarted ps task is restored by the chief.
 Every task gets SIGHUP when est-launch exits or is killed (SIGKILL included); est-train
 stops on it as on SIGTERM (a checkpoint first) and exits with 129: no task trains on alone.
 
-Exit status: 0 when every task exited with status 0; 1 when a task failed; 2 for bad flags;
-126/127 when the command cannot be executed / is not found; 128+N after signal N.)";
+Exit status: 0 when every task exited with status 0; 1 when a task failed, or did not stop
+cleanly on a forwarded signal (an exit status other than 0 or 128+N, or SIGKILL); 2 for bad
+flags; 126/127 when the command cannot be executed / is not found; 128+N after signal N.)";
 
 struct Flags {
   int workers = 0;

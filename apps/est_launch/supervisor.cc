@@ -186,6 +186,7 @@ class Supervisor {
     while (true) {
       Reap();
       StartDueRestarts();
+      if (ps_stop_signal_ != 0 && TrainingTasksExited()) StopPsTasks();
       if (phase_ == Phase::kRunning && AllExited()) BeginStop(SIGTERM, /*leftovers_only=*/true);
       if (Finished()) return;
       if (phase_ != Phase::kRunning && Clock::now() >= deadline_) {
@@ -251,6 +252,42 @@ class Supervisor {
       BeginStop(SIGTERM, /*leftovers_only=*/false);
     } else {
       Log(task.id.label() + " " + DescribeWaitStatus(status));
+      // A stop that a task did not take as a stop: its checkpoint may be missing.
+      if (interrupt_ != 0 && stop_failure_.empty() && !StoppedBy(status, interrupt_))
+        stop_failure_ = task.id.label() + " " + DescribeWaitStatus(status) + " while stopping on " +
+                        SignalName(interrupt_);
+    }
+  }
+
+  // Whether `status` is a task's answer to stop signal `signal_number`: it finished (0),
+  // stopped on the signal (exit status 128 + it) or was ended by it.
+  static bool StoppedBy(int status, int signal_number) {
+    if (WIFEXITED(status)) return WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 128 + signal_number;
+    return WIFSIGNALED(status) && WTERMSIG(status) == signal_number;
+  }
+
+  static bool IsPs(const Task& task) { return task.id.type == "ps"; }
+
+  // True when every task but the ps tasks has exited.
+  bool TrainingTasksExited() const {
+    for (const Task& task : tasks_)
+      if (!IsPs(task) && !task.exited && !task.restart_at) return false;
+    return true;
+  }
+
+  // The second stage of a stop with ps tasks: the training tasks are gone (their last pushes
+  // and the chief's last checkpoint done), so the ps tasks get the signal, with a grace of
+  // their own.
+  void StopPsTasks() {
+    const int signal_number = ps_stop_signal_;
+    ps_stop_signal_ = 0;
+    if (phase_ != Phase::kStopping) return;
+    deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(options_.grace_secs));
+    for (const Task& task : tasks_) {
+      if (!IsPs(task) || !GroupAlive(task)) continue;
+      ::killpg(task.pid, signal_number);
+      ::killpg(task.pid, SIGCONT);
     }
   }
 
@@ -269,14 +306,18 @@ class Supervisor {
 
   bool GroupAlive(const Task& task) const { return ::killpg(task.pid, 0) == 0 || errno == EPERM; }
 
-  // Sends `signal_number` to every task's process group. With leftovers_only (all tasks
-  // have exited) it only reaches groups that still hold processes, and names them.
+  // Sends `signal_number` to every task's process group; in a cluster with ps tasks, to the
+  // ps tasks only once every other task has exited (StopPsTasks), so that the chief's last
+  // pull, push and checkpoint still reach them. With leftovers_only (all tasks have exited)
+  // it only reaches groups that still hold processes, and names them.
   void BeginStop(int signal_number, bool leftovers_only) {
     phase_ = Phase::kStopping;
     deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                    std::chrono::duration<double>(options_.grace_secs));
+    const bool ps_last = !leftovers_only && cluster_.has_ps() && !TrainingTasksExited();
+    if (ps_last) ps_stop_signal_ = signal_number;
     for (const Task& task : tasks_) {
-      if (!GroupAlive(task)) continue;
+      if (!GroupAlive(task) || (ps_last && IsPs(task))) continue;
       if (leftovers_only)
         Log("stopping processes that " + task.id.label() + " left running (" + SignalName(signal_number) + ")");
       ::killpg(task.pid, signal_number);
@@ -289,6 +330,7 @@ class Supervisor {
   void KillAll(const std::string& reason) {
     Reap();
     phase_ = Phase::kKilling;
+    ps_stop_signal_ = 0;
     deadline_ = Clock::now() + kAfterKill;
     for (const Task& task : tasks_) {
       if (!GroupAlive(task)) continue;
@@ -376,6 +418,9 @@ class Supervisor {
   LaunchResult Result() const {
     const std::string stopped = tasks_.empty() ? "" : "; stopped the other tasks";
     if (!failure_.empty()) return {failure_exit_code_, failure_ + stopped};
+    if (interrupt_ != 0 && !stop_failure_.empty())
+      return {1, "interrupted by " + SignalName(interrupt_) + ", but " + stop_failure_ +
+                     ": the job may not have saved its last checkpoint"};
     if (interrupt_ != 0) return {128 + interrupt_, "interrupted by " + SignalName(interrupt_) + "; stopped the tasks"};
     if (gave_up_) return {1, "processes survived SIGKILL (see above)"};
     return {0, ""};
@@ -395,6 +440,8 @@ class Supervisor {
   std::string failure_;
   int failure_exit_code_ = 0;
   int interrupt_ = 0;
+  std::string stop_failure_;  // the first task that did not stop cleanly on interrupt_
+  int ps_stop_signal_ = 0;    // the signal the ps tasks get once the other tasks have exited
   bool gave_up_ = false;
   bool task_failed_ = false;  // a running task exited with a failure (not a failure to start one)
   int single_restarts_ = 0;   // tasks started again alone (clusters with ps tasks)

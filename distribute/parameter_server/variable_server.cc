@@ -75,6 +75,7 @@ class VariableServiceImpl final : public VariableServiceBase {
 
   void set_port(uint16_t port) { admission_.set_port(port); }
   uint64_t incarnation() const { return incarnation_; }
+  bool initialized() const { return shards_.initialized(); }
 
   bool wait_finished(std::chrono::milliseconds timeout, std::chrono::milliseconds grace) {
     std::unique_lock<std::mutex> lock(finish_mutex_);
@@ -267,6 +268,7 @@ class VariableServerImpl final : public VariableServer {
 
   uint16_t port() const override { return port_; }
   uint64_t incarnation() const override { return service_.incarnation(); }
+  bool initialized() const override { return service_.initialized(); }
   bool wait_finished(std::chrono::milliseconds timeout, std::chrono::milliseconds grace) override {
     return service_.wait_finished(timeout, grace);
   }

@@ -53,6 +53,8 @@ class VariableServer {
   virtual uint16_t port() const = 0;
   /// Chosen at random when it started; a client that sees another one knows the task restarted.
   virtual uint64_t incarnation() const = 0;
+  /// Whether the chief has given it its variables (a worker pulls only then).
+  virtual bool initialized() const = 0;
   /// Waits until the chief says the job is finished (true) or `timeout` passes (false); once
   /// finished, serves up to `grace` longer while a worker of the job (or another that was
   /// training here) has not yet left or been told.

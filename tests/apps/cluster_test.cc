@@ -239,6 +239,18 @@ TEST_CASE("a worker whose peer never arrives fails within the timeout naming the
   CHECK(std::regex_search(run.output, std::regex("rank[s]? 1 .*never arrived")));
 }
 
+TEST_CASE("a ps task whose chief never comes gives up after --timeout-secs", "[apps][cluster]") {
+  const std::string dir = est::testing::FreshTempDir("cluster_lone_ps").string();
+  const std::string tf_config = R"({"cluster": {"worker": ["127.0.0.1:1"], "ps": ["127.0.0.1:)" +
+                                std::to_string(est::testing::FreePort()) + R"("]}, "task": {"type": "ps", "index": 0}})";
+  RunResult run = RunCommand("TF_CONFIG='" + tf_config + "' timeout 60 " + EstTrain() +
+                             " --model linear --strategy parameter_server --model-dir " + dir + " --timeout-secs 2");
+  INFO(run.output);
+  CHECK(run.exit_code == 1);
+  CHECK(Contains(run.output, "est-train: error: ps task 0 of job '"));
+  CHECK(Contains(run.output, "the chief did not give it the job's variables within 2 s"));
+}
+
 TEST_CASE("every malformed TF_CONFIG is one clear error line", "[apps][cluster]") {
   const std::string dir = est::testing::FreshTempDir("cluster_bad_config").string();
   const std::vector<std::pair<std::string, std::string>> cases = {

@@ -415,6 +415,38 @@ TEST_CASE("est-launch stops every task when one fails or when interrupted", "[la
     CHECK(Lines(run.err).back() == "est-launch: error: interrupted by SIGINT; stopped the tasks");
     for (pid_t pid : pids) CHECK_FALSE(ProcessExists(pid));
   }
+  SECTION("with ps tasks, a forwarded SIGTERM reaches the ps tasks after every other task has exited") {
+    // The chief's last pull, push and checkpoint need the ps tasks: they stop last.
+    const fs::path dir = est::testing::FreshTempDir("launch_ps_last");
+    const std::string script =
+        R"(case "$TF_CONFIG" in *'"type":"ps"'*) trap 'echo ps >> "$1/order"; exit 143' TERM;; )"
+        R"(*) trap 'sleep 0.3; echo training >> "$1/order"; exit 143' TERM;; esac; )"
+        R"(echo $$ > "$1/tmp.$$"; mv "$1/tmp.$$" "$1/pid.$$"; while true; do sleep 0.05; done)";
+    const Launch launch =
+        Start({"--workers", "2", "--ps", "1", "--", "sh", "-c", script, "sh", dir.string()}, dir);
+    REQUIRE(WaitForPidFiles(dir, 3).size() == 3);
+    ::kill(launch.pid, SIGTERM);
+    LaunchRun run = Finish(launch);
+    INFO(run.out << run.err);
+    CHECK(run.exit_code == 143);
+    CHECK(ReadFile(dir / "order") == "training\ntraining\nps\n");
+    CHECK(Lines(run.err).back() == "est-launch: error: interrupted by SIGTERM; stopped the tasks");
+  }
+  SECTION("a task that fails while it stops makes the stop an error that names it") {
+    const fs::path dir = est::testing::FreshTempDir("launch_failed_stop");
+    const std::string script =
+        R"(case "$TF_CONFIG" in *'"index":1,"type":"worker"'*) trap 'exit 1' TERM;; *) trap 'exit 143' TERM;; esac; )"
+        R"(echo $$ > "$1/tmp.$$"; mv "$1/tmp.$$" "$1/pid.$$"; while true; do sleep 0.05; done)";
+    const Launch launch = Start({"--workers", "2", "--", "sh", "-c", script, "sh", dir.string()}, dir);
+    REQUIRE(WaitForPidFiles(dir, 2).size() == 2);
+    ::kill(launch.pid, SIGTERM);
+    LaunchRun run = Finish(launch);
+    INFO(run.out << run.err);
+    CHECK(run.exit_code == 1);
+    CHECK(Lines(run.err).back() ==
+          "est-launch: error: interrupted by SIGTERM, but worker 1 exited with status 1 while stopping on SIGTERM: the "
+          "job may not have saved its last checkpoint");
+  }
 }
 
 TEST_CASE("RestartBackoffSecs doubles from the first wait up to the longest", "[launch]") {
