@@ -247,12 +247,19 @@ TEST_CASE("a gRPC store whose server goes away is named within seconds", "[distr
 TEST_CASE("the gRPC store names where it cannot serve or connect", "[distribute]") {
   auto server = GrpcStoreServer::Start(Options());
   CHECK_THROWS_MATCHES(GrpcStoreServer::Start(Options(server->port())), est::CommunicationError,
-                       MessageMatches(Catch::Contains("cannot serve the job's store at 127.0.0.1:" +
-                                                      std::to_string(server->port()))));
+                       MessageMatches(Catch::Equals("cannot serve the job's store at 127.0.0.1:" +
+                                                    std::to_string(server->port()) + ": port " +
+                                                    std::to_string(server->port()) +
+                                                    " is taken: another process listens there")));
   GrpcStoreOptions elsewhere = Options();
   elsewhere.host = "192.0.2.1";  // TEST-NET-1: no interface of this machine has it
   CHECK_THROWS_MATCHES(GrpcStoreServer::Start(elsewhere), est::CommunicationError,
-                       MessageMatches(Catch::Contains("192.0.2.1")));
+                       MessageMatches(Catch::EndsWith("'192.0.2.1' is not an address of this machine; use one of "
+                                                      "its own")));
+  GrpcStoreOptions unresolved = Options();
+  unresolved.host = "no-such-host.invalid";
+  CHECK_THROWS_MATCHES(GrpcStoreServer::Start(unresolved), est::CommunicationError,
+                       MessageMatches(Catch::Contains("the host 'no-such-host.invalid' does not resolve")));
   GrpcStoreOptions unknown = Options(1234);
   unknown.host = "no-such-host.invalid";
   unknown.timeout = 300ms;
