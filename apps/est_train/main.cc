@@ -1,10 +1,15 @@
 // est-train: trains and evaluates a built-in model with train_and_evaluate.
 
 #include <CLI/CLI.hpp>
+#include <c10/util/Exception.h>
 
+#include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <new>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "apps/common/fashion_mnist_cnn.h"
@@ -53,6 +58,7 @@ struct Flags {
   int64_t powersgd_rank = 1;
   int64_t powersgd_warmup_steps = 0;
   bool powersgd_options_given = false;  ///< --powersgd-rank or --powersgd-warmup-steps was on the command line
+  std::set<std::string> data_flags_given;  ///< the flags of the input (--data-*) on the command line
   std::string mixed_precision = "none";
   std::string channels_last = "auto";
   bool ignore_invalid_checkpoints = false;
@@ -291,14 +297,19 @@ void CheckDataDir(const std::string& data_dir) {
 est_train::FashionMnistInput FashionMnistInputOf(const Flags& flags, bool reads_data) {
   est_train::FashionMnistInput input;
   input.data_dir = flags.data_dir;
+  const auto given = [&](const char* name) { return flags.data_flags_given.count(name) > 0; };
   if (flags.data_format == "idx") {
     EST_CHECK(flags.data_files.empty() && flags.eval_data_files.empty(), est::ConfigError,
               "--data-files and --eval-data-files need --data-format tfrecord");
+    EST_CHECK(!given("--data-compression"), est::ConfigError,
+              "--data-compression applies to --data-format tfrecord; IDX files (--data-format idx) are read as they are");
     if (reads_data) CheckDataDir(flags.data_dir);
     return input;
   }
   EST_CHECK(!flags.data_files.empty() && !flags.eval_data_files.empty(), est::ConfigError,
             "--data-format tfrecord needs --data-files and --eval-data-files (globs of TFRecord shards)");
+  EST_CHECK(!given("--data-dir"), est::ConfigError,
+            "--data-dir applies to --data-format idx; --data-format tfrecord reads --data-files and --eval-data-files");
   input.compression = est::data::ParseTFRecordCompression(flags.data_compression);
   if (!reads_data) return input;  // a ps task builds no input pipeline
   input.train_files = est::data::ListFiles(flags.data_files, /*shuffle=*/false);
@@ -313,6 +324,8 @@ int Run(const Flags& flags) {
   nlohmann::json params = nlohmann::json::object();
   if (flags.learning_rate > 0) params["learning_rate"] = flags.learning_rate;
   if (flags.model == "linear") {
+    EST_CHECK(flags.data_flags_given.empty(), est::ConfigError, *flags.data_flags_given.begin(),
+              " applies to --model fashion_mnist_cnn; --model linear makes its own data");
     recipe = est_train::Linear(flags.batch_size);
   } else {
     recipe = est_train::FashionMnistCnn(FashionMnistInputOf(flags, config.cluster.task_type != "ps"),
@@ -335,6 +348,17 @@ int Run(const Flags& flags) {
   return 0;
 }
 
+constexpr const char* kOutOfMemory =
+    "out of memory: the model and its batches need more than this process may use (ulimit -v, the machine's or "
+    "its cgroup's memory); use a smaller --batch-size";
+
+// `text` on one line.
+std::string OneLine(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return text;
+}
+
 }  // namespace
 
 // LeakSanitizer (sanitizer builds): allocations of OpenSSL are left out of leak reports, as in
@@ -350,11 +374,17 @@ int main(int argc, char** argv) {
   AddFlags(app, flags);
   if (auto exit_status = est_apps::ParseFlags(app, argc, argv, "est-train")) return *exit_status;
   flags.powersgd_options_given = app.count("--powersgd-rank") + app.count("--powersgd-warmup-steps") > 0;
+  for (const char* name : {"--data-dir", "--data-format", "--data-files", "--eval-data-files", "--data-compression"})
+    if (app.count(name) > 0) flags.data_flags_given.insert(name);
   // Stop signals are recorded for the whole run, not only inside train(): one that comes
   // while a failure unwinds (est-launch stops every task when one fails) must not cut off
   // the error line. Training and evaluation act on it between steps; a second one ends
   // the process at once.
   est::StopSignalGuard stop_signals;
+  // A file size limit (ulimit -f) fails a write with EFBIG, which a save reports as it does a
+  // full disk (the temporary file removed, the last checkpoint kept), instead of SIGXFSZ
+  // ending the process in the middle of it.
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
     return Run(flags);
   } catch (const est::Interrupted& e) {
@@ -363,6 +393,17 @@ int main(int argc, char** argv) {
   } catch (const est::Error& e) {
     std::fprintf(stderr, "est-train: error: %s\n", e.what());
     return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "est-train: error: %s\n", kOutOfMemory);
+    return 1;
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    if (what.find("can't allocate memory") != std::string::npos) {
+      std::fprintf(stderr, "est-train: error: %s (%s)\n", kOutOfMemory, OneLine(what).c_str());
+      return 1;
+    }
+    std::fprintf(stderr, "est-train: internal error: %s\n", OneLine(what).c_str());
+    return 70;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "est-train: internal error: %s\n", e.what());
     return 70;

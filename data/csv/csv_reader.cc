@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/quoted_text.h"
 
 namespace est::data {
 namespace {
@@ -32,7 +33,7 @@ bool IsLineEnd(char c) { return c == '\n' || c == '\r'; }
 
 std::string CsvPlace(const std::string& path, int64_t line, size_t column, const std::vector<std::string>& names) {
   std::string place = detail::Concat("file '", path, "', line ", line, ", column ", column + 1);
-  if (column < names.size()) place += detail::Concat(" ('", names[column], "')");
+  if (column < names.size()) place += " (" + QuotedText(names[column]) + ")";
   return place;
 }
 
@@ -133,8 +134,8 @@ struct CsvReader::Impl {
                           ": a quote inside an unquoted field; a field holding quotes must be quoted as a whole, "
                           "each of its quotes doubled (RFC 4180)"));
     }
-    fail(detail::Concat("CsvDataset: ", place, ": '", at,
-                        "' after the closing quote of a quoted field; expected a delimiter or the end of the row "
+    fail(detail::Concat("CsvDataset: ", place, ": ", QuotedText(std::string_view(&at, 1)),
+                        " after the closing quote of a quoted field; expected a delimiter or the end of the row "
                         "(a quote inside a quoted field is doubled)"));
   }
 

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/quoted_text.h"
 
 namespace est::data {
 namespace {
@@ -30,7 +31,7 @@ T ParseNumber(std::string_view text, const char* type_name) {
   const auto [stop, error] = std::from_chars(number.data(), end, value);
   if (number.empty() || error != std::errc() || stop != end) {
     EST_THROW(DataError, "expected ", type_name == std::string_view("int64") ? "an " : "a ", type_name,
-              ", found '", text, "'", error == std::errc::result_out_of_range ? " (out of range)" : "");
+              ", found ", QuotedText(text), error == std::errc::result_out_of_range ? " (out of range)" : "");
   }
   return value;
 }
@@ -40,7 +41,7 @@ at::Tensor FieldValue(const CsvColumn& column, std::string_view text, const std:
   const bool na = !na_value.empty() && text == na_value;
   if (!text.empty() && !na) return ParseCsvField(column, text);
   EST_CHECK(column.default_value().has_value(), DataError, "the field is ",
-            na ? "the NA value '" + na_value + "'" : std::string("empty"), " and the column has no default_value");
+            na ? "the NA value " + QuotedText(na_value) : std::string("empty"), " and the column has no default_value");
   return ParseCsvField(column, *column.default_value());
 }
 

@@ -5,9 +5,12 @@
 #include <ATen/ops/empty.h>
 
 #include <algorithm>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include "common/error.h"
+#include "common/quoted_text.h"
 #include "data/csv/csv_row_parser.h"
 
 namespace est::data {
@@ -20,12 +23,8 @@ at::Tensor BytesAsUint8(std::string_view bytes) {
   return tensor;
 }
 
-/// "a, b, c".
-std::string Joined(const std::vector<std::string>& names) {
-  std::string joined;
-  for (const std::string& name : names) joined += (joined.empty() ? "'" : ", '") + name + "'";
-  return joined;
-}
+/// "'a', 'b', 'c'" (the first ten, then how many more).
+std::string Joined(const std::vector<std::string>& names) { return QuotedList(names); }
 
 /// Where the columns' names come from, for messages.
 std::string NamesSource(const CsvSchema& schema) {
@@ -37,11 +36,11 @@ std::string NamesSource(const CsvSchema& schema) {
 size_t ColumnNamed(const CsvSchema& schema, const std::string& name, const char* option) {
   const auto& names = schema.names;
   const auto found = std::find(names.begin(), names.end(), name);
-  EST_CHECK(found != names.end(), ConfigError, "CsvDataset: ", option, " names column '", name, "', which ",
+  EST_CHECK(found != names.end(), ConfigError, "CsvDataset: ", option, " names column ", QuotedText(name), ", which ",
             NamesSource(schema), " lacks; its columns: ", Joined(names));
   const auto index = static_cast<size_t>(found - names.begin());
   const auto again = std::find(found + 1, names.end(), name);
-  EST_CHECK(again == names.end(), DataError, "CsvDataset: ", option, " names column '", name, "', but ",
+  EST_CHECK(again == names.end(), DataError, "CsvDataset: ", option, " names column ", QuotedText(name), ", but ",
             NamesSource(schema), " has two: columns ", index + 1, " and ", again - names.begin() + 1);
   return index;
 }
@@ -102,16 +101,17 @@ void AssignRoles(const CsvDatasetOptions& options, CsvSchema& schema) {
     }
     return;
   }
+  std::unordered_map<std::string_view, size_t> first_of_name;  // linear in the columns: a header may have millions
+  for (size_t i = 0; i < schema.columns.size(); ++i) first_of_name.emplace(schema.names[i], i);
   for (size_t i = 0; i < schema.columns.size(); ++i) {
     CsvColumnPlan& plan = schema.columns[i];
     if (plan.role != CsvColumnRole::kUnused) continue;
     const std::string& name = schema.names[i];
     EST_CHECK(!name.empty(), DataError, "CsvDataset: column ", i + 1, " has no name in ", NamesSource(schema),
               "; leave it out with select_columns");
-    const auto first = std::find(schema.names.begin(), schema.names.end(), name) - schema.names.begin();
-    EST_CHECK(static_cast<size_t>(first) == i, DataError, "CsvDataset: columns ", first + 1, " and ", i + 1, " of ",
-              NamesSource(schema), " are both named '", name,
-              "'; features need distinct names (leave one out with select_columns)");
+    const size_t first = first_of_name.at(name);
+    EST_CHECK(first == i, DataError, "CsvDataset: columns ", first + 1, " and ", i + 1, " of ", NamesSource(schema),
+              " are both named ", QuotedText(name), "; features need distinct names (leave one out with select_columns)");
     plan.role = CsvColumnRole::kFeature;
   }
 }

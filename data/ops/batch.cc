@@ -116,18 +116,28 @@ Element Stack(const std::vector<Element>& elements, bool padded) {
   return batch;
 }
 
+/// What a gathered element costs beside its values, at least: an Element, and for each tensor
+/// its TensorImpl, StorageImpl and allocation (and a node of the features' map). Small
+/// elements (a scalar feature and label) cost far more than their values while gathered.
+constexpr double kElementOverheadBytes = 64;
+constexpr double kTensorOverheadBytes = 320;
+
 /// Fails with a DataError before a batch of `batch_size` elements like `first` is gathered
-/// when it could not fit: it needs the elements and their stacked copy.
+/// when it could not fit: it needs the elements (their values and their tensors' overhead)
+/// and their stacked copy.
 void CheckBatchFits(const Element& first, size_t batch_size) {
   double element_bytes = first.labels.defined() ? static_cast<double>(first.labels.nbytes()) : 0;
+  double gathered_bytes = kElementOverheadBytes + (first.labels.defined() ? kTensorOverheadBytes : 0);
   for (const auto& entry : first.features) {
     if (entry.second.defined()) element_bytes += static_cast<double>(entry.second.nbytes());
+    gathered_bytes += kTensorOverheadBytes;
   }
-  const double needed = 2 * element_bytes * static_cast<double>(batch_size);
+  gathered_bytes += element_bytes;
+  const double needed = (gathered_bytes + element_bytes) * static_cast<double>(batch_size);
   const auto limit = static_cast<double>(MemoryLimitBytes());
   EST_CHECK(needed <= limit, DataError, "Dataset::batch: a batch of ", batch_size, " elements of ",
             DescribeBytes(element_bytes), " each needs about ", DescribeBytes(needed),
-            " (the elements and their stacked copy), more than the ", DescribeBytes(limit),
+            " (the elements, their tensors and their stacked copy), more than the ", DescribeBytes(limit),
             " this process may use (the machine's memory, or its cgroup's limit); use a smaller batch_size");
 }
 

@@ -122,9 +122,44 @@ TEST_CASE("est-train rejects bad flags with one clear line", "[apps]") {
   CHECK(rank.exit_code == 1);
   CHECK(rank.output.find("--powersgd-rank and --powersgd-warmup-steps apply to --gradient-compression powersgd, "
                          "not fp16") != std::string::npos);
+  // Input flags that the chosen model or data format would not read.
+  const std::vector<std::pair<std::string, std::string>> unread = {
+      {"--model linear --data-dir /tmp", "--data-dir applies to --model fashion_mnist_cnn; --model linear makes its "
+                                         "own data"},
+      {"--data-compression gzip", "--data-compression applies to --data-format tfrecord; IDX files (--data-format "
+                                  "idx) are read as they are"},
+      {"--data-format tfrecord --data-files 'a*' --eval-data-files 'b*' --data-dir /tmp",
+       "--data-dir applies to --data-format idx; --data-format tfrecord reads --data-files and --eval-data-files"},
+  };
+  for (const auto& [args, message] : unread) {
+    RunResult result = RunEstTrain(args + " --model-dir " + dir);
+    INFO(args << " -> " << result.output);
+    CHECK(result.exit_code == 1);
+    CHECK(result.output == "est-train: error: " + message + "\n");
+  }
   RunResult help = RunEstTrain("--help");
   CHECK(help.exit_code == 0);
   CHECK(help.output.find("--save-checkpoints-steps") != std::string::npos);
+}
+
+TEST_CASE("est-train under a file size limit fails its save as on a full disk, and a batch too big to hold is an "
+          "error", "[apps]") {
+  const auto dir = est::testing::FreshTempDir("est_train_limits");
+  // ulimit -f 200: 100 KiB (dash counts 512-byte blocks), less than the CNN's checkpoint.
+  const std::string model_dir = (dir / "small_disk").string();
+  RunResult limited = RunCommand("sh -c 'ulimit -f 200 && exec " + std::string(EST_TRAIN_PATH) +
+                                 " --model-dir " + model_dir + " --max-steps 2 --save-checkpoints-steps 1'");
+  INFO(limited.output);
+  CHECK(limited.exit_code == 1);
+  CHECK_THAT(limited.output, Catch::Contains("est-train: error: ") && Catch::Contains(model_dir + "/model.ckpt-"));
+  for (const auto& entry : fs::directory_iterator(model_dir))
+    CHECK(entry.path().filename().string().find(".tmp-") == std::string::npos);
+  // est-train's linear model has elements of two scalars: a billion of them cannot be held.
+  RunResult huge = RunEstTrain("--model linear --batch-size 1000000000 --model-dir " + (dir / "huge").string());
+  CHECK(huge.exit_code == 1);
+  CHECK_THAT(huge.output, Catch::Contains("est-train: error: ") &&
+                              Catch::Contains("Dataset::batch: a batch of 1000000000 elements of 8 bytes each") &&
+                              Catch::Contains("use a smaller batch_size"));
 }
 
 TEST_CASE("est-train reports a missing data directory and an unwritable model_dir", "[apps]") {

@@ -413,3 +413,40 @@ TEST_CASE("CsvDataset refuses options that do not fit its files", "[data][csv]")
   CHECK_THROWS_AS(CsvDataset({path}, CsvDatasetOptions().field_delim('"')), est::ConfigError);
   CHECK_THROWS_AS(CsvDataset({path}, CsvDatasetOptions().buffer_bytes(0)), est::ConfigError);
 }
+
+TEST_CASE("CsvDataset's errors stay short and whole: huge headers, huge fields, control bytes", "[data][csv]") {
+  const auto dir = FreshTempDir("csv_hostile");
+  SECTION("a header of 300 000 columns is checked in linear time") {
+    std::string header;
+    for (int i = 0; i < 300000; ++i) header += "c" + std::to_string(i) + ",";
+    header += "c7\n";  // the last column repeats column 8's name
+    const auto wide = WriteCsv(dir / "wide.csv", header);
+    CHECK_THROWS_MATCHES(CsvDataset({wide}), est::DataError,
+                         MessageMatches(Catch::Equals("CsvDataset: columns 8 and 300001 of the header of '" + wide +
+                                                      "' are both named 'c7'; features need distinct names (leave "
+                                                      "one out with select_columns)")));
+    CHECK_THROWS_MATCHES(CsvDataset({wide}, CsvDatasetOptions().select_columns({"z"})), est::ConfigError,
+                         MessageMatches(Catch::EndsWith("its columns: 'c0', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6', "
+                                                        "'c7', 'c8', 'c9' and 299991 more")));
+  }
+  SECTION("a field of a megabyte is quoted by its start and its size") {
+    const std::string field(1 << 20, 'a');
+    const auto big = WriteCsv(dir / "big.csv", "x\n" + field + "\n");
+    std::string message;
+    try {
+      ReadAll(big, CsvDatasetOptions().columns({CsvColumn("x", FeatureType::kInt64)}));
+    } catch (const est::DataError& error) {
+      message = error.what();
+    }
+    CHECK_THAT(message, Catch::EndsWith("expected an int64, found '" + std::string(64, 'a') + "…' (1048576 bytes)"));
+    CHECK(message.size() < 400);
+  }
+  SECTION("a NUL byte or a newline in a field is escaped, not the end of the message") {
+    const auto nul = WriteCsv(dir / "nul.csv", std::string("x\n1\0002\n", 6));
+    CHECK_THROWS_MATCHES(ReadAll(nul, CsvDatasetOptions().columns({CsvColumn("x", FeatureType::kInt64)})),
+                         est::DataError, MessageMatches(Catch::EndsWith("expected an int64, found '1\\x002'")));
+    const auto newline = WriteCsv(dir / "newline.csv", "x\n\"1\n2\"\n");
+    CHECK_THROWS_MATCHES(ReadAll(newline, CsvDatasetOptions().columns({CsvColumn("x", FeatureType::kInt64)})),
+                         est::DataError, MessageMatches(Catch::EndsWith("expected an int64, found '1\\x0A2'")));
+  }
+}

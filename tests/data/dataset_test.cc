@@ -1,6 +1,7 @@
 #include "data/dataset.h"
 
 #include "common/error.h"
+#include "common/memory_limit.h"
 
 #include "tests/data/test_datasets.h"
 #include "tests/test_util.h"
@@ -79,10 +80,19 @@ TEST_CASE("batch fails at its first element, naming the sizes, when the batch co
       iterator->next(), est::DataError,
       est::testing::MessageMatches(
           Catch::StartsWith("Dataset::batch: a batch of 1000000000000000 elements of 256 bytes each needs about "
-                            "454.7 PiB (the elements and their stacked copy), more than the ") &&
+                            "795.8 PiB (the elements, their tensors and their stacked copy), more than the ") &&
           Catch::EndsWith(" this process may use (the machine's memory, or its cgroup's limit); use a smaller "
                           "batch_size")));
   // A batch that fits is unaffected.
   auto fits = kilobytes.batch(1000).make_iterator();
   CHECK(fits->next()->features.at("x").sizes() == at::IntArrayRef({1000, 64}));
+  // Scalar elements (est-train's linear model): their values and stacked copy alone would just
+  // fit, but each gathered tensor costs far more than its 4 bytes.
+  const auto just_fits = static_cast<int64_t>(est::MemoryLimitBytes() / 16);
+  Dataset scalars = Dataset::FromTensors({{"x", at::ones({4})}}, at::ones({4}))
+                        .map([](Element element) { return element; })
+                        .repeat();
+  CHECK_THROWS_MATCHES(scalars.batch(just_fits).make_iterator()->next(), est::DataError,
+                       est::testing::MessageMatches(Catch::Contains(
+                           "elements of 8 bytes each needs about")));
 }
