@@ -106,6 +106,12 @@ class ParameterServerStepSync final : public StepSync {
     } catch (const PsJobFinished&) {
       flags.job_finished = true;
       return global_step;
+    } catch (const Interrupted& stopped) {
+      // A stop signal cut a push or pull that waited for other workers: the step is not
+      // applied here, and the run stops after it (the chief saves what the ps tasks hold).
+      Log().warn("{}; stopping at global step {}", stopped.what(), global_step);
+      flags.stop_signal = true;
+      return global_step;
     }
   }
 

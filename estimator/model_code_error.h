@@ -34,10 +34,11 @@ std::string DescribeCurrentException();
 /// catch block.
 [[noreturn]] void ThrowInputCodeError(const std::string& where);
 
-/// Runs `body`, a call into model code, turning what it throws into a ModelError
-/// (ThrowModelCodeError); est::Error and InternalError pass unchanged.
-template <typename Body>
-decltype(auto) RunModelCode(const char* what, Mode mode, int64_t step, const data::Element& batch, Body&& body) {
+/// Runs `body`, a call into user code. What it throws, other than an est::Error (already a
+/// user error) or an InternalError (a bug of ours), goes to `on_error`, called inside the catch
+/// block, which throws the error that replaces it.
+template <typename Body, typename OnError>
+decltype(auto) RunUserCode(Body&& body, OnError&& on_error) {
   try {
     return std::forward<Body>(body)();
   } catch (const Error&) {
@@ -45,24 +46,23 @@ decltype(auto) RunModelCode(const char* what, Mode mode, int64_t step, const dat
   } catch (const InternalError&) {
     throw;
   } catch (...) {
-    ThrowModelCodeError(what, mode, step, batch);
+    std::forward<OnError>(on_error)();
+    throw;  // not reached: on_error throws
   }
 }
 
+/// Runs `body`, a call into model code, turning what it throws into a ModelError
+/// (ThrowModelCodeError).
+template <typename Body>
+decltype(auto) RunModelCode(const char* what, Mode mode, int64_t step, const data::Element& batch, Body&& body) {
+  return RunUserCode(std::forward<Body>(body), [&] { ThrowModelCodeError(what, mode, step, batch); });
+}
+
 /// Runs `body`, a call into input_fn or its dataset, turning what it throws into a DataError
-/// (ThrowInputCodeError) whose message starts with `where()`, called only then; est::Error and
-/// InternalError pass unchanged.
+/// (ThrowInputCodeError) whose message starts with `where()`, called only then.
 template <typename Where, typename Body>
 decltype(auto) RunInputCode(Where&& where, Body&& body) {
-  try {
-    return std::forward<Body>(body)();
-  } catch (const Error&) {
-    throw;
-  } catch (const InternalError&) {
-    throw;
-  } catch (...) {
-    ThrowInputCodeError(std::forward<Where>(where)());
-  }
+  return RunUserCode(std::forward<Body>(body), [&] { ThrowInputCodeError(where()); });
 }
 
 }  // namespace est

@@ -5,10 +5,14 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "common/error.h"
+#include "common/stop_signals.h"
 #include "distribute/parameter_server/variable_server.h"
 #include "distribute/parameter_server/variable_service_rpc.h"
 #include "distribute/rendezvous/call_admission.h"
@@ -26,12 +30,60 @@ constexpr std::chrono::milliseconds kLongestRetry(200);
 /// The least time one connection attempt gets (gRPC's default), so a slow handshake connects.
 constexpr std::chrono::milliseconds kConnectTimeout(20000);
 
+/// How often the calls that wait for other workers look for a pending stop signal.
+constexpr std::chrono::milliseconds kStopSignalCheck(50);
+
+/// Cancels the calls registered with it once a stop signal is pending (StopSignalGuard): a
+/// push or pull that waits for other workers (sync and bounded modes, a dead worker not yet
+/// left out) never outlasts a SIGTERM. One thread, from the first call registered on.
+class StopSignalCanceller {
+ public:
+  ~StopSignalCanceller() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ending_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  void add(grpc::ClientContext* context) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    contexts_.insert(context);
+    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+  }
+
+  void remove(grpc::ClientContext* context) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    contexts_.erase(context);
+  }
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!wake_.wait_for(lock, kStopSignalCheck, [&] { return ending_; })) {
+      if (StopSignalGuard::pending() == 0) continue;
+      for (grpc::ClientContext* context : contexts_) context->TryCancel();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::set<grpc::ClientContext*> contexts_;
+  bool ending_ = false;
+  std::thread thread_;
+};
+
+/// Whether a call may wait for other workers, and so ends on a stop signal (Interrupted).
+enum class Waits { kNo, kForWorkers };
+
 }  // namespace
 
 struct VariableClient::Impl {
   VariableServiceOptions options;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<VariableServiceStub> stub;
+  StopSignalCanceller canceller;
 
   std::string describe() const {
     return "ps " + std::to_string(options.task) + " at " + detail::GrpcAddress(options.host, options.port);
@@ -39,8 +91,10 @@ struct VariableClient::Impl {
 
   /// Runs `attempt` (with a fresh context) until it reaches the task or the timeout passes;
   /// throws for anything but OK.
+  /// With Waits::kForWorkers a pending stop signal cancels the call, which throws Interrupted.
   template <typename Attempt>
-  void call(const std::string& what, Attempt&& attempt, std::optional<std::chrono::milliseconds> limit = std::nullopt) {
+  void call(const std::string& what, Attempt&& attempt, std::optional<std::chrono::milliseconds> limit = std::nullopt,
+            Waits waits = Waits::kNo) {
     const std::chrono::milliseconds timeout = limit ? std::min(*limit, options.timeout) : options.timeout;
     const auto deadline = Clock::now() + timeout;
     std::chrono::milliseconds retry = kFirstRetry;
@@ -49,10 +103,17 @@ struct VariableClient::Impl {
       context.set_deadline(deadline);
       context.set_wait_for_ready(true);
       detail::AddJobMetadata(context, options.job_id, options.token);
+      if (waits == Waits::kForWorkers) canceller.add(&context);
       const grpc::Status status = attempt(context);
+      if (waits == Waits::kForWorkers) canceller.remove(&context);
       switch (status.error_code()) {
         case grpc::StatusCode::OK:
           return;
+        case grpc::StatusCode::CANCELLED:
+          if (const int signal_number = StopSignalGuard::pending())
+            throw Interrupted(est::detail::Concat(describe(), ": ", what, " stopped by ", StopSignalName(signal_number)),
+                              signal_number);
+          EST_THROW(CommunicationError, describe(), ": ", what, " was cancelled: ", status.error_message());
         case grpc::StatusCode::ABORTED:
           EST_THROW(PsJobFinished, describe(), ": ", what, ": ", status.error_message());
         case grpc::StatusCode::PERMISSION_DENIED:
@@ -136,6 +197,9 @@ PulledValues VariableClient::pull(uint32_t worker, bool with_state, const Tensor
   request.set_worker(worker);
   request.set_with_state(with_state);
   PulledValues values;
+  // A pull for a step may wait for slower workers (bounded mode); one for a checkpoint, with
+  // the optimizer state, must go through even while the job stops.
+  const Waits waits = with_state ? Waits::kNo : Waits::kForWorkers;
   impl_->call(with_state ? "pull with optimizer state" : "pull", [&](grpc::ClientContext& context) {
     values = PulledValues();
     TensorAssembler assembler(destination);
@@ -157,7 +221,7 @@ PulledValues VariableClient::pull(uint32_t worker, bool with_state, const Tensor
     EST_CHECK(!status.ok() || error.empty(), CommunicationError, impl_->describe(), ": pull: ", error);
     values.tensors = assembler.take();
     return status;
-  });
+  }, std::nullopt, waits);
   return values;
 }
 
@@ -169,7 +233,7 @@ ps::PushReply VariableClient::push(const ps::PushRequest& header, const std::vec
     WriteChunked<ps::PushRequest>(gradients, request, [&](PushFrame& frame) { return writer->Write(frame); });
     writer->WritesDone();
     return writer->Finish();
-  });
+  }, std::nullopt, Waits::kForWorkers);  // a push waits for the step's other pushes in sync mode
   return reply;
 }
 

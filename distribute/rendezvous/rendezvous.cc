@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/stop_signals.h"
 #include "distribute/rendezvous/error_text.h"
 #include "distribute/rendezvous/poll.h"
 #include "distribute/rendezvous/store.h"
@@ -45,6 +46,15 @@ constexpr std::chrono::milliseconds kWaitSlice(50);
 std::chrono::milliseconds Remaining(std::chrono::steady_clock::time_point deadline) {
   const auto left = deadline - std::chrono::steady_clock::now();
   return std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(left));
+}
+
+// Ends the wait for the other ranks at once when a stop signal is pending (est-launch stops
+// the job, Ctrl-C): a rank never waits out its timeout after it was asked to stop.
+void StopIfSignalled(const RendezvousOptions& options) {
+  if (const int signal_number = StopSignalGuard::pending())
+    throw Interrupted(detail::Concat("rendezvous of job '", options.job_id, "' (rank ", options.rank,
+                                     ") stopped by ", StopSignalName(signal_number), " before every rank arrived"),
+                      signal_number);
 }
 
 // Records the job id in a store that has none, or checks it against the one recorded.
@@ -139,6 +149,7 @@ std::shared_ptr<Store> Rendezvous(std::shared_ptr<Store> store, const Rendezvous
     if (round.Join(*store, options.rank)) {
       // Waits in slices, to notice a round closed by a timed-out or restarted rank.
       const bool settled = PollUntil(deadline, [&] {
+        StopIfSignalled(options);
         return round.WaitComplete(*store, std::min(kWaitSlice, Remaining(deadline))) || round.Closed(*store);
       });
       if (round.Complete(*store)) {
@@ -156,6 +167,7 @@ std::shared_ptr<Store> Rendezvous(std::shared_ptr<Store> store, const Rendezvous
     }
     // The round closed without completing: join the next one once it opens.
     const bool opened = PollUntil(deadline, [&] {
+      StopIfSignalled(options);
       generation = store->add(generation_key, 0);
       return generation > round.generation();
     });

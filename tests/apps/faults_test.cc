@@ -295,3 +295,23 @@ TEST_CASE("parameter servers: a ps task killed mid-run is restored by the chief 
   CHECK(LatestStep(dir) >= 200);
   CheckEveryCheckpointValid(dir);
 }
+
+TEST_CASE("parameter servers, sync mode: with a worker dead, the chief still stops on SIGTERM and saves",
+          "[apps][faults]") {
+  // The chief's sync push waits for the dead worker's (for up to --timeout-secs); est-launch's
+  // SIGTERM must end that wait, not its SIGKILL --grace-secs later.
+  const fs::path crash_points = est::testing::FreshTempDir("faults_ps_sync_points");
+  std::ofstream(crash_points / "worker-0@after_step@30+").put('\n');
+  const std::string dir = est::testing::FreshTempDir("faults_ps_sync").string();
+  RunResult run = RunCommand("EST_CRASH_POINTS_DIR=" + crash_points.string() + " " + EST_LAUNCH_PATH +
+                             " --chief --workers 1 --ps 1 --grace-secs 60 -- " + EST_TRAIN_PATH +
+                             " --model linear --strategy parameter_server --ps-mode sync --model-dir " + dir +
+                             " --max-steps 1000000 --save-checkpoints-steps 100000 --timeout-secs 300");
+  INFO(run.output);
+  CHECK(run.exit_code == 1);
+  CHECK(run.output.find("est-launch: worker 0 was killed by SIGKILL; stopping the other tasks") != std::string::npos);
+  CHECK(run.output.find("est-launch: chief 0 exited with status 143") != std::string::npos);
+  CHECK(run.output.find("did not stop within") == std::string::npos);
+  CHECK(LatestStep(dir) >= 30);
+  CheckEveryCheckpointValid(dir);
+}

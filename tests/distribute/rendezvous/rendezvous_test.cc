@@ -1,9 +1,13 @@
+#include <signal.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <string>
 #include <thread>
 
 #include "common/error.h"
+#include "common/stop_signals.h"
 #include "distribute/rendezvous/rendezvous.h"
 #include "distribute/rendezvous/store.h"
 #include "tests/distribute/rank_threads.h"
@@ -117,4 +121,19 @@ TEST_CASE("A rank of another job is refused without touching the owner's keys", 
   CHECK(store->add("alpha/rendezvous/0/rank/1", 0) == 1);
   views[0]->set("from/0", "0");
   CHECK(views[1]->get("from/0", 1s) == "0");
+}
+
+TEST_CASE("A stop signal ends a rank's wait for the others at once", "[distribute]") {
+  auto store = CreateInMemoryStore();
+  const est::StopSignalGuard stop_signals;
+  std::thread signaller([] {
+    std::this_thread::sleep_for(200ms);
+    ::kill(::getpid(), SIGTERM);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_MATCHES(Rendezvous(store, Options("stopped-job", 0, 2, 60s)), est::Interrupted,
+                       MessageMatches(Catch::Equals("rendezvous of job 'stopped-job' (rank 0) stopped by SIGTERM "
+                                                    "before every rank arrived")));
+  signaller.join();
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
 }
