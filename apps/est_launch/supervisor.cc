@@ -284,11 +284,15 @@ class Supervisor {
     if (phase_ != Phase::kStopping) return;
     deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                    std::chrono::duration<double>(options_.grace_secs));
-    for (const Task& task : tasks_) {
-      if (!IsPs(task) || !GroupAlive(task)) continue;
-      ::killpg(task.pid, signal_number);
-      ::killpg(task.pid, SIGCONT);
-    }
+    for (const Task& task : tasks_)
+      if (IsPs(task) && GroupAlive(task)) SignalGroup(task, signal_number);
+  }
+
+  // Sends `signal_number` to `task`'s process group, and SIGCONT: a stopped process acts on
+  // the signal only once continued.
+  static void SignalGroup(const Task& task, int signal_number) {
+    ::killpg(task.pid, signal_number);
+    ::killpg(task.pid, SIGCONT);
   }
 
   void OnSignal(int signal_number) {
@@ -320,8 +324,7 @@ class Supervisor {
       if (!GroupAlive(task) || (ps_last && IsPs(task))) continue;
       if (leftovers_only)
         Log("stopping processes that " + task.id.label() + " left running (" + SignalName(signal_number) + ")");
-      ::killpg(task.pid, signal_number);
-      ::killpg(task.pid, SIGCONT);  // a stopped process acts on the signal only once continued
+      SignalGroup(task, signal_number);
     }
   }
 

@@ -32,6 +32,11 @@ std::string LinesOf(const std::string& output, const std::string& prefix) {
 
 bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+// One est-train task of `tf_config` with `args`, alone (its peers never start), for at most 60 s.
+RunResult RunLoneTask(const std::string& tf_config, const std::string& args) {
+  return RunCommand("TF_CONFIG='" + tf_config + "' timeout 60 " + EstTrain() + " " + args);
+}
+
 /// The accuracy of the evaluator's last evaluation in `output`, at global step >= `steps`.
 double LastEvaluatorAccuracy(const std::string& output, int64_t steps) {
   const std::string evaluator = LinesOf(output, "[evaluator 0] ");
@@ -230,8 +235,7 @@ TEST_CASE("a worker whose peer never arrives fails within the timeout naming the
   const std::string tf_config =
       R"({"cluster": {"worker": ["127.0.0.1:)" + std::to_string(est::testing::FreePort()) +
       R"(", "127.0.0.1:1"]}, "task": {"type": "worker", "index": 0}})";
-  RunResult run = RunCommand("TF_CONFIG='" + tf_config + "' " + EstTrain() +
-                             " --model linear --strategy multi_worker --model-dir " + dir + " --timeout-secs 2");
+  RunResult run = RunLoneTask(tf_config, "--model linear --strategy multi_worker --model-dir " + dir + " --timeout-secs 2");
   INFO(run.output);
   CHECK(run.exit_code == 1);
   CHECK(Contains(run.output, "est-train: error: "));
@@ -243,8 +247,8 @@ TEST_CASE("a ps task whose chief never comes gives up after --timeout-secs", "[a
   const std::string dir = est::testing::FreshTempDir("cluster_lone_ps").string();
   const std::string tf_config = R"({"cluster": {"worker": ["127.0.0.1:1"], "ps": ["127.0.0.1:)" +
                                 std::to_string(est::testing::FreePort()) + R"("]}, "task": {"type": "ps", "index": 0}})";
-  RunResult run = RunCommand("TF_CONFIG='" + tf_config + "' timeout 60 " + EstTrain() +
-                             " --model linear --strategy parameter_server --model-dir " + dir + " --timeout-secs 2");
+  RunResult run =
+      RunLoneTask(tf_config, "--model linear --strategy parameter_server --model-dir " + dir + " --timeout-secs 2");
   INFO(run.output);
   CHECK(run.exit_code == 1);
   CHECK(Contains(run.output, "est-train: error: ps task 0 of job '"));
