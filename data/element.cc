@@ -1,23 +1,18 @@
 #include "data/element.h"
 
 #include <stdexcept>
+#include <vector>
+
+#include "common/quoted_text.h"
 
 namespace est {
 namespace {
 
 [[noreturn]] void ThrowMissingFeature(const std::string& name, const Features& features) {
-  std::string message = "no feature '" + name + "'; ";
-  if (features.empty()) {
-    message += "this element has no features";
-  } else {
-    message += "this element has ";
-    const char* separator = "";
-    for (const auto& [present, tensor] : features) {
-      message += separator + ("'" + present + "'");
-      separator = ", ";
-    }
-  }
-  throw std::out_of_range(message);
+  std::vector<std::string> present;
+  for (const auto& entry : features) present.push_back(entry.first);
+  throw std::out_of_range("no feature " + QuotedText(name) + "; this element has " +
+                          (present.empty() ? std::string("no features") : QuotedList(present)));
 }
 
 }  // namespace
