@@ -5,14 +5,17 @@
 namespace est {
 
 spdlog::logger& Log() {
-  static const std::shared_ptr<spdlog::logger> logger = [] {
-    auto existing = spdlog::get("est");
-    if (existing) return existing;
-    auto created = spdlog::stderr_color_mt("est");
-    created->set_pattern("%^[%Y-%m-%d %H:%M:%S.%e] [%l]%$ %v");
-    return created;
+  // Never destroyed: threads of libraries (gRPC's, Gloo's) may log while the process exits,
+  // after the destructors of function-local statics have run.
+  static const std::shared_ptr<spdlog::logger>* const logger = [] {
+    std::shared_ptr<spdlog::logger> found = spdlog::get("est");
+    if (!found) {
+      found = spdlog::stderr_color_mt("est");
+      found->set_pattern("%^[%Y-%m-%d %H:%M:%S.%e] [%l]%$ %v");
+    }
+    return new std::shared_ptr<spdlog::logger>(std::move(found));
   }();
-  return *logger;
+  return **logger;
 }
 
 }  // namespace est

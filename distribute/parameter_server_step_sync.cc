@@ -96,7 +96,8 @@ class ParameterServerStepSync final : public StepSync {
         std::vector<at::Tensor> gradients;
         for (const at::Tensor& variable : variables_) gradients.push_back(variable.grad());
         recovering([&] {
-          connection_->push(gradients, describe_optimizers(*step.optimizer), input_position, pulled_step_);
+          connection_->push(gradients, describe_optimizers(*step.optimizer), input_position, pulled_step_,
+                            global_step);
         });
       }
       const PsValues values = recovering([&] { return connection_->pull(/*with_state=*/false, variables_); });

@@ -180,7 +180,7 @@ nlohmann::json RunTransfer(const Flags& flags) {
   double push_seconds = 0;
   auto ours_step = [&] {
     const auto push_start = Clock::now();
-    connection.push(gradients, optimizers, 0, 0);
+    connection.push(gradients, optimizers, 0, 0, 0);
     push_seconds += std::chrono::duration<double>(Clock::now() - push_start).count();
     connection.pull(false, values);  // into the variables, as a worker's step does
   };

@@ -232,7 +232,7 @@ PsValues PsConnection::pull(bool with_state, const std::vector<at::Tensor>& into
 
 ps::PushReply PsConnection::push(const std::vector<at::Tensor>& gradients,
                                  const std::vector<std::optional<ps::OptimizerConfig>>& optimizers,
-                                 int64_t input_position, int64_t step) {
+                                 int64_t input_position, int64_t step, int64_t options_step) {
   const Placement& plan = placement();
   EST_ASSERT(gradients.size() == plan.variables().size() && optimizers.size() == gradients.size(),
              "one gradient and optimizer per variable of the plan");
@@ -245,6 +245,7 @@ ps::PushReply PsConnection::push(const std::vector<at::Tensor>& gradients,
     header.set_input_position(input_position);
     header.set_incarnation(incarnations_[static_cast<size_t>(task)]);
     header.set_step(step);
+    header.set_options_step(options_step);
     std::vector<TensorToSend> tensors;
     for (int id : plan.shards_on_ps(task)) {
       const Shard& shard = plan.shards()[static_cast<size_t>(id)];

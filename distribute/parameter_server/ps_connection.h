@@ -89,12 +89,13 @@ class PsConnection {
 
   /// Pushes one step's gradients (one per variable, any device; undefined: none) with the
   /// optimizer options of each variable and this worker's input position, to every task in
-  /// parallel. `step`: SYNC, the global step of the values the gradients come from. Returns
+  /// parallel. `step`: SYNC, the global step of the values the gradients come from;
+  /// `options_step`: the global step the worker's model_fn saw (its options'). Returns
   /// ps 0's answer (the global step after it; whether it was dropped as stale).
   /// PsJobFinished when the chief finished the job.
   ps::PushReply push(const std::vector<at::Tensor>& gradients,
                      const std::vector<std::optional<ps::OptimizerConfig>>& optimizers, int64_t input_position,
-                     int64_t step);
+                     int64_t step, int64_t options_step);
 
   /// Tells every task that the job is finished (the chief) or that this worker leaves;
   /// failures are logged, not thrown (a task may have exited).

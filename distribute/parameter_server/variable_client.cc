@@ -5,10 +5,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
-#include <condition_variable>
-#include <mutex>
 #include <optional>
-#include <set>
 #include <thread>
 
 #include "common/error.h"
@@ -19,6 +16,7 @@
 #include "distribute/rendezvous/error_text.h"
 #include "distribute/rendezvous/grpc_credentials.h"
 #include "distribute/rendezvous/grpc_logging.h"
+#include "distribute/rendezvous/stop_signal_canceller.h"
 
 namespace est::distribute {
 namespace {
@@ -30,50 +28,6 @@ constexpr std::chrono::milliseconds kLongestRetry(200);
 /// The least time one connection attempt gets (gRPC's default), so a slow handshake connects.
 constexpr std::chrono::milliseconds kConnectTimeout(20000);
 
-/// How often the calls that wait for other workers look for a pending stop signal.
-constexpr std::chrono::milliseconds kStopSignalCheck(50);
-
-/// Cancels the calls registered with it once a stop signal is pending (StopSignalGuard): a
-/// push or pull that waits for other workers (sync and bounded modes, a dead worker not yet
-/// left out) never outlasts a SIGTERM. One thread, from the first call registered on.
-class StopSignalCanceller {
- public:
-  ~StopSignalCanceller() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      ending_ = true;
-    }
-    wake_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-
-  void add(grpc::ClientContext* context) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    contexts_.insert(context);
-    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
-  }
-
-  void remove(grpc::ClientContext* context) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    contexts_.erase(context);
-  }
-
- private:
-  void run() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    while (!wake_.wait_for(lock, kStopSignalCheck, [&] { return ending_; })) {
-      if (StopSignalGuard::pending() == 0) continue;
-      for (grpc::ClientContext* context : contexts_) context->TryCancel();
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::set<grpc::ClientContext*> contexts_;
-  bool ending_ = false;
-  std::thread thread_;
-};
-
 /// Whether a call may wait for other workers, and so ends on a stop signal (Interrupted).
 enum class Waits { kNo, kForWorkers };
 
@@ -83,7 +37,7 @@ struct VariableClient::Impl {
   VariableServiceOptions options;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<VariableServiceStub> stub;
-  StopSignalCanceller canceller;
+  detail::StopSignalCanceller canceller;
 
   std::string describe() const {
     return "ps " + std::to_string(options.task) + " at " + detail::GrpcAddress(options.host, options.port);
@@ -103,9 +57,10 @@ struct VariableClient::Impl {
       context.set_deadline(deadline);
       context.set_wait_for_ready(true);
       detail::AddJobMetadata(context, options.job_id, options.token);
-      if (waits == Waits::kForWorkers) canceller.add(&context);
+      std::optional<detail::CancelOnStopSignal> cancellable;
+      if (waits == Waits::kForWorkers) cancellable.emplace(canceller, context);
       const grpc::Status status = attempt(context);
-      if (waits == Waits::kForWorkers) canceller.remove(&context);
+      cancellable.reset();
       switch (status.error_code()) {
         case grpc::StatusCode::OK:
           return;
@@ -119,6 +74,8 @@ struct VariableClient::Impl {
         case grpc::StatusCode::PERMISSION_DENIED:
           EST_THROW(ConfigError, describe(), ": ", what, ": ", status.error_message());
         case grpc::StatusCode::FAILED_PRECONDITION:
+          if (status.error_details() == kConfigMismatch)
+            EST_THROW(ConfigError, describe(), ": ", what, ": ", status.error_message());
           if (status.error_message().find("restarted") != std::string::npos ||
               status.error_message().find("holds no variables") != std::string::npos)
             EST_THROW(PsRestarted, describe(), ": ", what, ": ", status.error_message());

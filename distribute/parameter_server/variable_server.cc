@@ -191,6 +191,7 @@ class VariableServiceImpl final : public VariableServiceBase {
     push.optimizers.insert(header.optimizers().begin(), header.optimizers().end());
     push.input_position = header.input_position();
     push.step = header.step();
+    push.options_step = header.options_step();
     for (auto& [key, tensor] : assembler.take()) push.gradients.emplace(key.first, std::move(tensor));
     PushOutcome outcome;
     std::string error;
@@ -199,6 +200,7 @@ class VariableServiceImpl final : public VariableServiceBase {
     } catch (const Error& e) {
       error = e.what();
     }
+    if (outcome.optimizers_differ) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, error, kConfigMismatch);
     if (!error.empty()) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, error);
     if (outcome.job_finished) return JobFinished();
     CrashPoint("push", outcome.global_step);  // the fault-injection tests kill ps tasks here

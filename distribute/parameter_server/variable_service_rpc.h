@@ -26,6 +26,10 @@ using PullFrame = TensorFrame<ps::PullReply>;
 /// Messages of the Push stream: one step's gradients.
 using PushFrame = TensorFrame<ps::PushRequest>;
 
+/// The error details of a FAILED_PRECONDITION status that refuses a call for the caller's
+/// configuration (its optimizer differs from another worker's): a ConfigError on the worker.
+inline constexpr char kConfigMismatch[] = "est-config-mismatch";
+
 /// The server side: a service implements the five calls.
 class VariableServiceBase : public grpc::Service {
  public:

@@ -199,6 +199,14 @@ std::string VariableShards::apply(const ShardPush& push, const CallLimit& limit,
       return "the gradient of '" + shard->second->spec.variable() + "' part " + std::to_string(shard->second->spec.part()) +
              " has shape " + ShapeText(gradient.sizes()) + ", its shard " + ShapeText(shard->second->value.sizes());
   }
+  const std::string differ = optimizer_agreement_.check(push.worker, push.options_step, push.optimizers, [&](uint32_t id) {
+    const ps::ShardSpec& spec = shards_.at(id)->spec;
+    return spec.parts() > 1 ? spec.variable() + "' part '" + std::to_string(spec.part()) : spec.variable();
+  });
+  if (!differ.empty()) {
+    outcome.optimizers_differ = true;
+    return differ;
+  }
   last_sequence_[push.worker] = push.sequence;
   input_positions_[push.worker] = push.input_position;
   ++workers_[push.worker].pushes;

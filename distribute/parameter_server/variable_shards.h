@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "distribute/parameter_server/optimizer_agreement.h"
 #include "distribute/parameter_server/tensor_chunks.h"
 #include "distribute/parameter_server/variable_service.pb.h"
 
@@ -35,6 +36,8 @@ struct ShardPush {
   int64_t input_position = 0;
   /// SYNC: the global step of the values the gradients were computed on.
   int64_t step = 0;
+  /// The global step the worker's model_fn saw when it set the optimizer options.
+  int64_t options_step = 0;
 };
 
 /// What a push did.
@@ -45,6 +48,9 @@ struct PushOutcome {
   bool dropped = false;
   /// SYNC: the chief finished the job while the push waited for its step; nothing was applied.
   bool job_finished = false;
+  /// Nothing was applied: the push's optimizer options differ from another worker's at the
+  /// same step (the error text says how).
+  bool optimizers_differ = false;
 };
 
 /// What a pull returns besides the tensors.
@@ -104,8 +110,9 @@ class VariableShards {
 
   /// Applies `push` under the rule: at once (ASYNC, BOUNDED), or (SYNC) added to its step's
   /// sum, waiting until the step is applied. Returns an error text for an unknown shard, a
-  /// gradient of another shape, or a wait cut off by `limit`, before anything of it is
-  /// applied; "" on success.
+  /// gradient of another shape, optimizer options that differ from another worker's at the
+  /// same step (outcome.optimizers_differ), or a wait cut off by `limit`, before anything of
+  /// it is applied; "" on success.
   std::string apply(const ShardPush& push, const CallLimit& limit, PushOutcome& outcome);
 
   /// Hands `visit` every shard's value, each under its shard's lock; `with_state`: also
@@ -163,6 +170,7 @@ class VariableShards {
   int64_t dropped_pushes_ = 0;
   std::map<uint32_t, uint64_t> last_sequence_;
   std::map<uint32_t, int64_t> input_positions_;
+  OptimizerAgreement optimizer_agreement_;  ///< the options pushed for recent steps
   std::map<uint32_t, Worker> workers_;
   std::map<uint32_t, std::unique_ptr<Shard>> shards_;
   std::vector<ps::VariableSpec> variables_;

@@ -3,6 +3,7 @@
 #include <grpcpp/client_context.h>
 
 #include "common/logging.h"
+#include "distribute/rendezvous/connection_gate.h"
 #include "distribute/rendezvous/grpc_credentials.h"
 
 namespace est::distribute::detail {
@@ -54,7 +55,7 @@ grpc::Status CallAdmission::admit(const grpc::ServerContext& context) {
 }
 
 grpc::Status CallAdmission::refuse(const grpc::ServerContext& context, const std::string& why) {
-  const std::string peer = context.peer();
+  const std::string peer = gate_ != nullptr ? gate_->peer_of(context.peer()) : context.peer();
   {
     std::lock_guard<std::mutex> lock(refused_mutex_);
     if (refused_peers_.size() < kRefusedPeersLogged && refused_peers_.insert(peer).second) {

@@ -15,6 +15,8 @@
 
 namespace est::distribute::detail {
 
+class ConnectionGate;
+
 /// Admits the calls of one job to one service.
 class CallAdmission {
  public:
@@ -22,6 +24,9 @@ class CallAdmission {
   CallAdmission(std::string service, std::string job_id, std::string token, std::string host);
   /// The port the server listens on, for the log.
   void set_port(uint16_t port) { port_ = port; }
+  /// The gate in front of the server, which names the peers of the calls it passed on; set
+  /// before the gate opens.
+  void set_gate(const ConnectionGate* gate) { gate_ = gate; }
   /// OK for a call of this job with the job's token; otherwise PERMISSION_DENIED saying why,
   /// and a warning the first time this peer is refused.
   grpc::Status admit(const grpc::ServerContext& context);
@@ -34,6 +39,7 @@ class CallAdmission {
   const std::string token_;
   const std::string host_;
   std::atomic<uint16_t> port_{0};
+  const ConnectionGate* gate_ = nullptr;
   std::mutex refused_mutex_;
   std::set<std::string> refused_peers_;
 };

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/file_util.h"
 #include "distribute/rendezvous/grpc_logging.h"
+#include "distribute/rendezvous/listen_socket.h"
 #include "distribute/rendezvous/tls_files.h"
 
 namespace est::distribute::detail {
@@ -31,34 +32,18 @@ void CheckFiles(const GrpcStoreTls& tls) {
   if (!tls.cert_file.empty() && !tls.key_file.empty()) CheckKeyOfCertificate(tls.key_file, tls.cert_file);
 }
 
-// Why a server cannot listen at host:port, found by binding a plain socket there as gRPC
-// would: the host does not resolve, is not this machine's, or the port is taken.
-std::string WhyCannotListen(const std::string& host, uint16_t port) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  addrinfo* found = nullptr;
-  const std::string bare = host.size() > 2 && host.front() == '[' ? host.substr(1, host.size() - 2) : host;
-  if (const int error = ::getaddrinfo(bare.c_str(), std::to_string(port).c_str(), &hints, &found); error != 0)
-    return "the host '" + bare + "' does not resolve (" + ::gai_strerror(error) + "); use a name or address of this machine";
-  std::string why = "gRPC could not listen there";
-  for (addrinfo* candidate = found; candidate != nullptr; candidate = candidate->ai_next) {
-    const int fd = ::socket(candidate->ai_family, candidate->ai_socktype, candidate->ai_protocol);
-    if (fd < 0) continue;
-    const int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));  // as gRPC sets it
-    const int bound = ::bind(fd, candidate->ai_addr, candidate->ai_addrlen);
-    const int error = errno;
-    ::close(fd);
-    if (bound == 0) continue;
-    if (error == EADDRINUSE) why = "port " + std::to_string(port) + " is taken: another process listens there";
-    else if (error == EADDRNOTAVAIL) why = "'" + bare + "' is not an address of this machine; use one of its own";
-    else if (error == EACCES) why = "port " + std::to_string(port) + " needs privileges (ports below 1024)";
-    else why = std::string("binding it fails: ") + std::strerror(error);
-    break;
-  }
-  ::freeaddrinfo(found);
-  return why;
+// A server of `service` with `tls` and messages up to max_message_bytes, listening at
+// `address` (gRPC's form); `picked` receives the port gRPC bound.
+std::unique_ptr<grpc::Server> BuildServer(grpc::Service& service, const std::string& address, const GrpcStoreTls& tls,
+                                          int max_message_bytes, int* picked) {
+  RouteGrpcLogs();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(address, ServerCredentials(tls), picked);
+  builder.RegisterService(&service);
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.SetMaxReceiveMessageSize(max_message_bytes);
+  builder.SetMaxSendMessageSize(max_message_bytes);
+  return builder.BuildAndStart();
 }
 
 }  // namespace
@@ -112,21 +97,24 @@ std::string GrpcAddress(const std::string& host, uint16_t port) {
 
 StartedServer StartGrpcServer(grpc::Service& service, const std::string& host, uint16_t port, const GrpcStoreTls& tls,
                               int max_message_bytes, const std::string& what) {
-  RouteGrpcLogs();
   const std::string address = GrpcAddress(host, port);
-  grpc::ServerBuilder builder;
   int picked = 0;
-  builder.AddListeningPort(address, ServerCredentials(tls), &picked);
-  builder.RegisterService(&service);
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.SetMaxReceiveMessageSize(max_message_bytes);
-  builder.SetMaxSendMessageSize(max_message_bytes);
   StartedServer started;
-  started.server = builder.BuildAndStart();
+  started.server = BuildServer(service, address, tls, max_message_bytes, &picked);
   EST_CHECK(started.server != nullptr && picked > 0, CommunicationError, "cannot serve ", what, " at ", address,
             ": ", WhyCannotListen(host, port));
   started.port = static_cast<uint16_t>(picked);
   return started;
+}
+
+std::unique_ptr<grpc::Server> StartGrpcServerBehind(ConnectionGate& gate, grpc::Service& service, const GrpcStoreTls& tls,
+                                                    int max_message_bytes, const std::string& what) {
+  int picked = 0;
+  std::unique_ptr<grpc::Server> server = BuildServer(service, gate.server_address(), tls, max_message_bytes, &picked);
+  EST_CHECK(server != nullptr && picked != 0, CommunicationError, "cannot serve ", what, " at ", gate.server_address(),
+            " behind its port ", gate.port(), ": gRPC could not listen there");
+  gate.open();
+  return server;
 }
 
 std::string UnreachableHint(const std::string& server, const std::string& host, const GrpcStoreTls& tls) {

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "distribute/rendezvous/connection_gate.h"
 #include "distribute/rendezvous/grpc_store.h"
 
 namespace est::distribute::detail {
@@ -44,5 +45,11 @@ struct StartedServer {
 /// <address>" when it cannot listen.
 StartedServer StartGrpcServer(grpc::Service& service, const std::string& host, uint16_t port, const GrpcStoreTls& tls,
                               int max_message_bytes, const std::string& what);
+
+/// Serves `service` as StartGrpcServer does, but at the Unix socket behind `gate`, and then
+/// opens the gate: the server takes the connections the gate lets through.
+/// CommunicationError when gRPC cannot listen there.
+std::unique_ptr<grpc::Server> StartGrpcServerBehind(ConnectionGate& gate, grpc::Service& service, const GrpcStoreTls& tls,
+                                                    int max_message_bytes, const std::string& what);
 
 }  // namespace est::distribute::detail

@@ -20,6 +20,7 @@ void RouteGrpcLogs() {
   static std::once_flag once;
   std::call_once(once, [] {
     if (std::getenv("GRPC_VERBOSITY") != nullptr || std::getenv("GRPC_TRACE") != nullptr) return;
+    Log();  // made here, not by a gRPC thread that logs first while the process exits
     gpr_set_log_function(LogGrpcLine);
   });
 }

@@ -9,11 +9,13 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/stop_signals.h"
 #include "distribute/rendezvous/call_admission.h"
 #include "distribute/rendezvous/error_text.h"
 #include "distribute/rendezvous/grpc_credentials.h"
 #include "distribute/rendezvous/grpc_logging.h"
 #include "distribute/rendezvous/grpc_store.h"
+#include "distribute/rendezvous/stop_signal_canceller.h"
 #include "distribute/rendezvous/store_service.grpc.pb.h"
 
 namespace est::distribute {
@@ -138,7 +140,9 @@ class GrpcStore final : public Store {
   }
 
   /// Runs `attempt` until it reaches the server or `timeout` passes. Returns its status when
-  /// OK, or DEADLINE_EXCEEDED for a call that `waits` for keys; throws for the rest.
+  /// OK, or DEADLINE_EXCEEDED for a call that `waits` for keys; throws for the rest. A stop
+  /// signal (StopSignalGuard) ends a call that waits for keys, or for the server to be
+  /// reached, within 50 ms: Interrupted.
   template <typename Attempt>
   grpc::Status call(const std::string& what, std::chrono::milliseconds timeout, Attempt&& attempt, bool waits = false) {
     const auto deadline = Clock::now() + timeout;
@@ -153,12 +157,18 @@ class GrpcStore final : public Store {
       // fails at once when the server is gone, and is retried below for kLostServerPatience.
       context.set_wait_for_ready(!reached);
       detail::AddJobMetadata(context, options_.job_id, options_.token);
+      std::optional<detail::CancelOnStopSignal> cancellable;
+      if (waits || !reached) cancellable.emplace(canceller_, context);
       const grpc::Status status = attempt(&context);
+      cancellable.reset();
       if (status.error_code() != grpc::StatusCode::UNAVAILABLE && status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED)
         reached_ = true;
       switch (status.error_code()) {
         case grpc::StatusCode::OK:
           return status;
+        case grpc::StatusCode::CANCELLED:
+          StopIfSignalled(what);
+          EST_THROW(CommunicationError, describe(), ": ", what, " was cancelled: ", status.error_message());
         case grpc::StatusCode::DEADLINE_EXCEEDED:
           if (channel_->GetState(false) != GRPC_CHANNEL_READY)
             EST_THROW(CommunicationError, describe(), ": ", what, ": the store was unreachable for ",
@@ -171,6 +181,7 @@ class GrpcStore final : public Store {
           if (reached && !lost_since) lost_since = Clock::now();
           const auto give_up = lost_since ? std::min(deadline, *lost_since + kLostServerPatience) : deadline;
           if (Clock::now() + retry < give_up) {
+            StopIfSignalled(what);
             std::this_thread::sleep_for(retry);
             retry = std::min(retry * 2, kLongestRetry);
             continue;
@@ -188,6 +199,13 @@ class GrpcStore final : public Store {
     }
   }
 
+  /// Interrupted when a stop signal is pending.
+  void StopIfSignalled(const std::string& what) const {
+    if (const int signal_number = StopSignalGuard::pending())
+      throw Interrupted(est::detail::Concat(describe(), ": ", what, " stopped by ", StopSignalName(signal_number)),
+                        signal_number);
+  }
+
   /// What to check when the chief's store cannot be reached at all.
   std::string Hint() const { return detail::UnreachableHint("chief", options_.host, options_.tls); }
 
@@ -195,6 +213,7 @@ class GrpcStore final : public Store {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<pb::StoreService::Stub> stub_;
   std::atomic<bool> reached_{false};  ///< the server has answered a call
+  detail::StopSignalCanceller canceller_;
 };
 
 }  // namespace

@@ -21,8 +21,12 @@ class StoreServiceImpl final : public pb::StoreService::Service {
  public:
   explicit StoreServiceImpl(GrpcStoreOptions options)
       : options_(std::move(options)), admission_("store", options_.job_id, options_.token, options_.host) {}
-  /// The port the server listens on, for the log (the options may say 0).
-  void set_port(uint16_t port) { admission_.set_port(port); }
+  /// The gate in front of the server: its port, for the log (the options may say 0), and
+  /// the peers of calls.
+  void set_gate(const detail::ConnectionGate& gate) {
+    admission_.set_port(gate.port());
+    admission_.set_gate(&gate);
+  }
 
   grpc::Status Set(grpc::ServerContext* context, const pb::SetRequest* request, pb::SetReply*) override {
     if (grpc::Status refused = admit(*context, {request->key()}); !refused.ok()) return refused;
@@ -99,23 +103,23 @@ class StoreServiceImpl final : public pb::StoreService::Service {
 
 class GrpcStoreServerImpl final : public GrpcStoreServer {
  public:
-  explicit GrpcStoreServerImpl(const GrpcStoreOptions& options) : service_(options) {
-    detail::StartedServer started =
-        detail::StartGrpcServer(service_, options.host, options.port, options.tls,
-                                options.max_value_bytes + options.max_key_bytes + 1024, "the job's store");
-    server_ = std::move(started.server);
-    port_ = started.port;
-    service_.set_port(port_);
+  explicit GrpcStoreServerImpl(const GrpcStoreOptions& options)
+      : service_(options),
+        gate_(detail::ConnectionGate::Listen(options.host, options.port, "the job's store",
+                                             detail::ConnectionGateOptions().with_tls(!options.tls.cert_file.empty()))) {
+    service_.set_gate(*gate_);
+    server_ = detail::StartGrpcServerBehind(*gate_, service_, options.tls,
+                                            options.max_value_bytes + options.max_key_bytes + 1024, "the job's store");
   }
   ~GrpcStoreServerImpl() override {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
   }
-  uint16_t port() const override { return port_; }
+  uint16_t port() const override { return gate_->port(); }
 
  private:
   StoreServiceImpl service_;
+  std::unique_ptr<detail::ConnectionGate> gate_;  ///< outlives the server, which it feeds
   std::unique_ptr<grpc::Server> server_;
-  uint16_t port_ = 0;
 };
 
 }  // namespace

@@ -147,6 +147,36 @@ TEST_CASE("a ps task refuses other jobs, stale pushes and gradients of the wrong
   CHECK(torch::equal(client.pull(0, false).tensors.at({0, ""}), w));  // nothing was applied
 }
 
+TEST_CASE("a ps task refuses a worker whose optimizer differs from another's at the same step", "[distribute][ps]") {
+  auto server = VariableServer::Start(Options());
+  VariableClient client(Options(0, server->port()));
+  const at::Tensor w = torch::zeros({4, 2});
+  const ps::ShardSpec spec = Spec(0, "net/w", w);
+  REQUIRE(client.initialize(5, {spec}, {{0, "", w}}, 0, {}));
+  const at::Tensor grad = torch::ones({4, 2});
+  auto push = [&](uint32_t worker, uint64_t sequence, int64_t step, double lr, double momentum) {
+    ps::PushRequest header = PushHeader(worker, sequence, server->incarnation());
+    header.set_options_step(step);
+    ps::OptimizerConfig& options = (*header.mutable_optimizers())[0];
+    options = spec.optimizer();
+    options.set_lr(lr);
+    options.set_momentum(momentum);
+    return client.push(header, {{0, "grad", grad}});
+  };
+  push(0, 1, 0, 0.5, 0);
+  // Worker 1 computed on the same values with another learning rate and momentum.
+  CHECK_THROWS_MATCHES(push(1, 1, 0, 0.05, 0.9), est::ConfigError,
+                       est::testing::MessageMatches(Catch::Contains(
+                           "the optimizers of the workers differ: at global step 0, 'net/w' is stepped by worker 0 "
+                           "and worker 1 with lr 0.5 and 0.05, momentum 0 and 0.9. Every worker's model_fn must "
+                           "build the same optimizer")));
+  CHECK(torch::equal(client.pull(0, false).tensors.at({0, ""}), w - 0.5));  // worker 1's push was not applied
+  // A schedule changes the options with the global step, alike on every worker.
+  push(0, 2, 1, 0.25, 0);
+  push(1, 2, 1, 0.25, 0);
+  CHECK(torch::equal(client.pull(0, false).tensors.at({0, ""}), w - 1.0));
+}
+
 TEST_CASE("an unreachable ps task is named within the timeout, and Finish ends a task's wait", "[distribute][ps]") {
   uint16_t port = 0;
   {

@@ -4,9 +4,17 @@
 
 #include "distribute/rendezvous/grpc_store.h"
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <array>
+#include <filesystem>
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -17,6 +25,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/stop_signals.h"
 #include "tests/log_capture.h"
 #include "tests/test_util.h"
 
@@ -207,6 +216,120 @@ TEST_CASE("clients that stall or send garbage do not delay the others", "[distri
   CHECK(std::chrono::steady_clock::now() - fresh_start < 1s);
 }
 
+namespace {
+
+// A process that connects from 127.0.0.2 to 127.0.0.1:port for `duration`, as fast as it can:
+// closing each connection at once (`hold` 0), or keeping the last `hold` open without sending
+// a byte. After fork() it makes system calls only.
+pid_t Flood(uint16_t port, std::chrono::milliseconds duration, size_t hold) {
+  sockaddr_in server{};
+  server.sin_family = AF_INET;
+  server.sin_port = htons(port);
+  server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in source{};
+  source.sin_family = AF_INET;
+  ::inet_pton(AF_INET, "127.0.0.2", &source.sin_addr);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid > 0) return pid;
+  rlimit files{};
+  ::getrlimit(RLIMIT_NOFILE, &files);
+  files.rlim_cur = files.rlim_max;  // the flood holds what it can, not what the server may
+  ::setrlimit(RLIMIT_NOFILE, &files);
+  std::array<int, 4096> held;
+  held.fill(-1);
+  size_t next = 0;
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  const int64_t end_ms = now.tv_sec * 1000 + now.tv_nsec / 1000000 + duration.count();
+  const timeval connect_limit{0, 200000};
+  while (now.tv_sec * 1000 + now.tv_nsec / 1000000 < end_ms) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd >= 0) {
+      ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &connect_limit, sizeof(connect_limit));
+      ::bind(fd, reinterpret_cast<sockaddr*>(&source), sizeof(source));
+      ::connect(fd, reinterpret_cast<sockaddr*>(&server), sizeof(server));
+      if (hold == 0) {
+        ::close(fd);
+      } else {
+        if (held[next] >= 0) ::close(held[next]);
+        held[next] = fd;
+        next = (next + 1) % std::min(hold, held.size());
+      }
+    }
+    ::clock_gettime(CLOCK_MONOTONIC, &now);
+  }
+  ::_exit(0);
+}
+
+// Flood processes, killed and reaped when the test ends.
+class Floods {
+ public:
+  explicit Floods(std::vector<pid_t> pids) : pids_(std::move(pids)) {}
+  ~Floods() {
+    for (pid_t pid : pids_) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
+// Lowers this process's soft limit on open files while it lives.
+class FileLimit {
+ public:
+  explicit FileLimit(rlim_t files) {
+    REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved_) == 0);
+    rlimit lowered = saved_;
+    lowered.rlim_cur = std::min(files, saved_.rlim_cur);
+    REQUIRE(::setrlimit(RLIMIT_NOFILE, &lowered) == 0);
+  }
+  ~FileLimit() { ::setrlimit(RLIMIT_NOFILE, &saved_); }
+  FileLimit(const FileLimit&) = delete;
+  FileLimit& operator=(const FileLimit&) = delete;
+
+ private:
+  rlimit saved_{};
+};
+
+size_t OpenFiles() {
+  return static_cast<size_t>(std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
+                                           std::filesystem::directory_iterator()));
+}
+
+}  // namespace
+
+TEST_CASE("the gRPC store serves its job under a connection flood from one address", "[distribute]") {
+  FileLimit limit(1024);  // a common default
+  auto server = GrpcStoreServer::Start(Options());
+  const uint16_t port = server->port();
+  auto store = CreateGrpcStore(Options(port));
+  store->set("warm", "1");
+  // One process connects and closes as fast as it can; another holds all it can open, silent.
+  Floods floods({Flood(port, 6s, 0), Flood(port, 6s, 4096)});
+  std::this_thread::sleep_for(500ms);
+  // Meanwhile tasks of the job join: a new client's calls, and the first client's, are answered.
+  const auto end = std::chrono::steady_clock::now() + 4s;
+  std::chrono::steady_clock::duration worst{};
+  size_t most_files = 0;
+  int rounds = 0;
+  for (; std::chrono::steady_clock::now() < end; ++rounds) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::string value = std::to_string(rounds);
+    REQUIRE_NOTHROW(CreateGrpcStore(Options(port))->set("joined", value));
+    REQUIRE(store->get("joined", 1s) == value);
+    worst = std::max(worst, std::chrono::steady_clock::now() - start);
+    most_files = std::max(most_files, OpenFiles());
+    std::this_thread::sleep_for(50ms);
+  }
+  INFO("slowest of " << rounds << " joins: " << std::chrono::duration_cast<std::chrono::milliseconds>(worst).count()
+                     << " ms; most files open: " << most_files);
+  CHECK(worst < 2s);
+  CHECK(most_files < 1024 / 2);  // the flood's connections were closed, not held
+}
+
 TEST_CASE("refused requests cost the server no memory that stays", "[distribute]") {
   est::testing::LogCapture log(1000);
   auto server = GrpcStoreServer::Start(Options());
@@ -242,6 +365,34 @@ TEST_CASE("a gRPC store whose server goes away is named within seconds", "[distr
                        MessageMatches(Catch::Contains("store 127.0.0.1:" + std::to_string(options.port)) &&
                                       Catch::Contains("add to 'n'") && Catch::Contains("stopped answering")));
   CHECK(std::chrono::steady_clock::now() - start < 5s);
+}
+
+TEST_CASE("a stop signal ends a gRPC store call that waits for a key or for the chief", "[distribute]") {
+  auto server = GrpcStoreServer::Start(Options());
+  GrpcStoreOptions options = Options(server->port());
+  options.timeout = 60s;
+  auto store = CreateGrpcStore(options);
+  store->set("warm", "1");
+  auto guard = std::make_unique<est::StopSignalGuard>();
+  std::thread signaller([] {
+    std::this_thread::sleep_for(300ms);
+    ::kill(::getpid(), SIGTERM);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_MATCHES(store->get("never", 60s), est::Interrupted,
+                       MessageMatches(Catch::Contains("store 127.0.0.1:" + std::to_string(options.port) +
+                                                      ": get 'never' stopped by SIGTERM")));
+  signaller.join();
+  CHECK(std::chrono::steady_clock::now() - start < 2s);
+  // A task whose chief is not there (yet) stops too.
+  GrpcStoreOptions absent = options;
+  absent.port = GrpcStoreServer::Start(Options())->port();  // listened, and closed again
+  const auto absent_start = std::chrono::steady_clock::now();
+  CHECK_THROWS_MATCHES(CreateGrpcStore(absent)->add("rendezvous/job_claims", 1), est::Interrupted,
+                       MessageMatches(Catch::Contains("add to 'rendezvous/job_claims' stopped by SIGTERM")));
+  CHECK(std::chrono::steady_clock::now() - absent_start < 2s);
+  guard.reset();
+  est::StopSignalGuard{};  // a new outermost guard clears the signal for the tests after this one
 }
 
 TEST_CASE("the gRPC store names where it cannot serve or connect", "[distribute]") {
