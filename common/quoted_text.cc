@@ -28,4 +28,10 @@ std::string QuotedList(const std::vector<std::string>& items, size_t max_items) 
   return joined;
 }
 
+std::string OneLine(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at)) text.replace(at, 1, "; ");
+  return text;
+}
+
 }  // namespace est

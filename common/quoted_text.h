@@ -1,6 +1,7 @@
 #pragma once
-/// Text from a user's file inside an error message: quoted, its control bytes escaped so that
-/// a NUL or a newline cannot cut the message short, and long text shortened.
+/// Text inside an error message: from a user's file, quoted, its control bytes escaped so that
+/// a NUL or a newline cannot cut the message short, and long text shortened; from another
+/// library's error, put on one line.
 
 #include <cstddef>
 #include <string>
@@ -17,5 +18,8 @@ std::string QuotedText(std::string_view text, size_t max_bytes = 64);
 /// The first `max_items` of `items`, each QuotedText, joined by ", ", then "and N more"
 /// where there are more: "'a', 'b', 'c' and 999997 more".
 std::string QuotedList(const std::vector<std::string>& items, size_t max_items = 10);
+
+/// `text` on one line: trailing blanks and newlines dropped, the others replaced by "; ".
+std::string OneLine(std::string text);
 
 }  // namespace est

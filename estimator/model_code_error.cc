@@ -11,6 +11,7 @@
 #include <typeinfo>
 
 #include "common/logging.h"
+#include "common/quoted_text.h"
 
 namespace est {
 namespace {
@@ -21,13 +22,6 @@ void DescribeTensor(std::ostringstream& out, const at::Tensor& tensor) {
     return;
   }
   out << tensor.scalar_type() << " " << tensor.sizes();
-}
-
-// `text` on one line, without trailing blanks.
-std::string OneLine(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at)) text.replace(at, 1, "; ");
-  return text;
 }
 
 // "std::out_of_range" for the type of `error`.

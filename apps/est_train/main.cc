@@ -20,6 +20,7 @@
 #include "common/error.h"
 #include "common/file_util.h"
 #include "common/logging.h"
+#include "common/quoted_text.h"
 #include "common/stop_signals.h"
 #include "data/list_files.h"
 #include "data/mnist.h"
@@ -352,13 +353,6 @@ constexpr const char* kOutOfMemory =
     "out of memory: the model and its batches need more than this process may use (ulimit -v, the machine's or "
     "its cgroup's memory); use a smaller --batch-size";
 
-// `text` on one line.
-std::string OneLine(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  std::replace(text.begin(), text.end(), '\n', ' ');
-  return text;
-}
-
 }  // namespace
 
 // LeakSanitizer (sanitizer builds): allocations of OpenSSL are left out of leak reports, as in
@@ -399,10 +393,10 @@ int main(int argc, char** argv) {
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
     if (what.find("can't allocate memory") != std::string::npos) {
-      std::fprintf(stderr, "est-train: error: %s (%s)\n", kOutOfMemory, OneLine(what).c_str());
+      std::fprintf(stderr, "est-train: error: %s (%s)\n", kOutOfMemory, est::OneLine(what).c_str());
       return 1;
     }
-    std::fprintf(stderr, "est-train: internal error: %s\n", OneLine(what).c_str());
+    std::fprintf(stderr, "est-train: internal error: %s\n", est::OneLine(what).c_str());
     return 70;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "est-train: internal error: %s\n", e.what());

@@ -164,8 +164,7 @@ class ConnectionGateImpl final : public ConnectionGate {
               ", max_connections_per_peer ", options.max_connections_per_peer, ")");
     listeners_ = ListenTcp(host, port, what_);
     port_ = BoundPort(listeners_.front());
-    address_ = (BareHost(host).find(':') != std::string::npos ? "[" + BareHost(host) + "]" : BareHost(host)) + ":" +
-               std::to_string(port_);
+    address_ = HostPort(host, port_);
     try {
       directory_ = MakePrivateDirectory();
       socket_path_ = directory_ + "/grpc.sock";

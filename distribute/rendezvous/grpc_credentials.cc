@@ -90,10 +90,7 @@ std::shared_ptr<grpc::ChannelCredentials> ClientCredentials(const GrpcStoreTls& 
   return grpc::SslCredentials(options);
 }
 
-std::string GrpcAddress(const std::string& host, uint16_t port) {
-  const bool ipv6 = host.find(':') != std::string::npos && host.front() != '[';
-  return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
+std::string GrpcAddress(const std::string& host, uint16_t port) { return HostPort(host, port); }
 
 StartedServer StartGrpcServer(grpc::Service& service, const std::string& host, uint16_t port, const GrpcStoreTls& tls,
                               int max_message_bytes, const std::string& what) {

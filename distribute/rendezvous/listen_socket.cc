@@ -30,6 +30,11 @@ std::string BareHost(const std::string& host) {
   return host.size() > 2 && host.front() == '[' && host.back() == ']' ? host.substr(1, host.size() - 2) : host;
 }
 
+std::string HostPort(const std::string& host, uint16_t port) {
+  const std::string bare = BareHost(host);
+  return (bare.find(':') != std::string::npos ? "[" + bare + "]" : bare) + ":" + std::to_string(port);
+}
+
 std::string BindFailure(int error, const std::string& host, uint16_t port) {
   if (error == EADDRINUSE) return "port " + std::to_string(port) + " is taken: another process listens there";
   if (error == EADDRNOTAVAIL) return "'" + BareHost(host) + "' is not an address of this machine; use one of its own";
@@ -95,9 +100,8 @@ Listening TryListen(const std::string& host, uint16_t port) {
 
 std::vector<int> ListenTcp(const std::string& host, uint16_t port, const std::string& what) {
   Listening listening = TryListen(host, port);
-  const std::string bare = BareHost(host);
-  EST_CHECK(!listening.fds.empty(), CommunicationError, "cannot serve ", what, " at ",
-            (bare.find(':') != std::string::npos ? "[" + bare + "]" : bare), ":", port, ": ", listening.why);
+  EST_CHECK(!listening.fds.empty(), CommunicationError, "cannot serve ", what, " at ", HostPort(host, port), ": ",
+            listening.why);
   return std::move(listening.fds);
 }
 

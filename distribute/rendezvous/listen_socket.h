@@ -28,4 +28,7 @@ std::string BindFailure(int error, const std::string& host, uint16_t port);
 /// The host as getaddrinfo takes it: an IPv6 literal without its brackets.
 std::string BareHost(const std::string& host);
 
+/// "host:port", an IPv6 literal in brackets ("[::1]:29500"): the form logs and gRPC take.
+std::string HostPort(const std::string& host, uint16_t port);
+
 }  // namespace est::distribute::detail

@@ -19,6 +19,7 @@
 #include "checkpoint/checkpoint_state.h"
 #include "tests/apps/run_command.h"
 #include "tests/test_util.h"
+#include "tests/tls_certificates.h"
 
 namespace fs = std::filesystem;
 using est::testing::RunCommand;
@@ -314,4 +315,32 @@ TEST_CASE("parameter servers, sync mode: with a worker dead, the chief still sto
   CHECK(run.output.find("did not stop within") == std::string::npos);
   CHECK(LatestStep(dir) >= 30);
   CheckEveryCheckpointValid(dir);
+}
+
+TEST_CASE("a parameter-server job over mutual TLS that fails ends every task by its own exit, never a crash",
+          "[apps][faults]") {
+  // Once seen under load: a task crashing at exit (gRPC's and OpenSSL's teardown racing a
+  // connection attempt) after a job over TLS failed. The same exit path, three times over.
+  const fs::path certificates = est::testing::FreshTempDir("faults_tls_certificates");
+  est::testing::MakeCertificate(certificates, "ca");
+  est::testing::MakeCertificate(certificates, "task", "ca");
+  const std::string c = certificates.string() + "/";
+  for (int run_index = 0; run_index < 3; ++run_index) {
+    const fs::path crash_points = est::testing::FreshTempDir("faults_tls_points_" + std::to_string(run_index));
+    std::ofstream(crash_points / ("worker-0@after_step@" + std::to_string(3 + 4 * run_index) + "+")).put('\n');
+    const std::string dir = est::testing::FreshTempDir("faults_tls_" + std::to_string(run_index)).string();
+    RunResult run = RunCommand("EST_CRASH_POINTS_DIR=" + crash_points.string() + " " + EST_LAUNCH_PATH +
+                               " --chief --workers 1 --ps 2 --grace-secs 60 --tls-ca-file " + c +
+                               "ca.pem --tls-cert-file " + c + "task.pem --tls-key-file " + c +
+                               "task.key --tls-require-client-cert -- " + EST_TRAIN_PATH +
+                               " --model linear --strategy parameter_server --model-dir " + dir +
+                               " --max-steps 1000000 --save-checkpoints-steps 100000 --timeout-secs 60");
+    INFO("run " << run_index << ":\n" << run.output);
+    CHECK(run.exit_code == 1);
+    CHECK(run.output.find("est-launch: worker 0 was killed by SIGKILL; stopping the other tasks") != std::string::npos);
+    // Every other task exits by itself, none by a crash: the chief with SIGTERM's status.
+    for (const char* crash : {"SIGSEGV", "SIGABRT", "SIGBUS", "AddressSanitizer", "runtime error:", "did not stop within"})
+      CHECK(run.output.find(crash) == std::string::npos);
+    CHECK(run.output.find("est-launch: chief 0 exited with status 143") != std::string::npos);
+  }
 }
