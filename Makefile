@@ -5,7 +5,7 @@ SANITIZE_DIR := build-sanitize
 DEMO_DIR  ?= $(BUILD_DIR)/demo-model
 JOBS      ?= $(shell nproc)
 
-.PHONY: demo test sanitize fuzz installed-example bench deps configure build programs tensorboard \
+.PHONY: demo test sanitize fuzz installed-example release-checks bench deps configure build programs tensorboard \
   tensorflow sanitize-build clean
 
 # Builds only est-train and the libraries it links, so the first step comes soonest.
@@ -20,7 +20,12 @@ demo: configure
 # compiled too, installed into a temporary prefix, and the standalone quick start project
 # (examples/quickstart/) is built and run against that install alone.
 # `make build && cd build && ctest` runs the same tests on the gcc build.
-test: sanitize fuzz installed-example
+test: sanitize fuzz installed-example release-checks
+
+# What cannot run under AddressSanitizer, on the optimized programs: est-train under an
+# address-space limit (ulimit -v) too small to load LibTorch.
+release-checks: programs
+	@bash tests/apps/address_space_limit_test.sh $(BUILD_DIR)/bin/est-train
 
 # The user's view: examples/quickstart/ against an installed copy (public headers only).
 installed-example: programs

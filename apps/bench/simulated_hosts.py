@@ -106,6 +106,11 @@ class SimulatedHosts:
         """`argv` run inside host `index` (prefix for subprocess)."""
         return ["ip", "netns", "exec", self.namespace(index)] + list(argv)
 
+    def cut(self, index):
+        """Takes host `index`'s link down at the switch: from then on its packets are dropped,
+        and no connection is reset, as when a cable or a switch port fails."""
+        _run(["ip", "-n", f"{self.tag}sw", "link", "set", f"port{index}", "down"])
+
     def __enter__(self):
         check_available()
         for signum in (signal.SIGTERM, signal.SIGINT):

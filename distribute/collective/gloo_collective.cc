@@ -204,11 +204,13 @@ class GlooCollective final : public Collective {
     if (IsTimeout(message)) {
       // Which peers are behind it: those that did not time out in this operation too.
       std::string who;
-      if (const auto report = peers_ ? peers_->ReportTimeout(number, kTimeoutReportPatience) : std::nullopt) {
-        if (!report->silent.empty()) {
-          who = ": " + peers_->Describe(report->silent) + " did not arrive (stuck, or slower than the timeout)";
-          if (!report->waiting.empty()) who += "; " + peers_->Describe(report->waiting) + " waited too";
-        }
+      const auto report = peers_ ? peers_->ReportTimeout(number, kTimeoutReportPatience) : std::nullopt;
+      if (report && !report->silent.empty()) {
+        who = ": " + peers_->Describe(report->silent) + " did not arrive (stuck, or slower than the timeout)";
+        if (!report->waiting.empty()) who += "; " + peers_->Describe(report->waiting) + " waited too";
+      } else if (peers_ && !report) {
+        who = ": the job's store is unreachable from this rank too, so this rank's own link may be cut (or the "
+              "chief is gone)";
       }
       EST_THROW(TimeoutError, "Gloo ", operation, " on rank ", rank_, " of ", world_size_, " did not complete within ",
                 DescribeDuration(timeout_), who, " (a peer stopped or is stuck; the collective cannot be used again): ",

@@ -41,6 +41,9 @@ std::unique_ptr<grpc::Server> BuildServer(grpc::Service& service, const std::str
   builder.AddListeningPort(address, ServerCredentials(tls), picked);
   builder.RegisterService(&service);
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Clients ping while a call waits (grpc_store_client.cc): every few seconds, with no data.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   builder.SetMaxReceiveMessageSize(max_message_bytes);
   builder.SetMaxSendMessageSize(max_message_bytes);
   return builder.BuildAndStart();

@@ -35,6 +35,13 @@ constexpr std::chrono::milliseconds kConnectTimeout(20000);
 /// How long a client that has reached the server waits for it to come back: a chief that
 /// went away is soon named, while a chief that starts late is waited for the whole timeout.
 constexpr std::chrono::milliseconds kLostServerPatience(2000);
+/// While a call is in flight, the connection is pinged this often (the server permits it,
+/// grpc_credentials.cc), and given up when a ping goes unanswered for kKeepaliveTimeout: a
+/// cut link drops packets without a reset, and a call on it would otherwise wait out its
+/// whole timeout. The timeout leaves room for a ping queued behind a large value on a slow
+/// link.
+constexpr std::chrono::milliseconds kKeepaliveInterval(5000);
+constexpr std::chrono::milliseconds kKeepaliveTimeout(10000);
 
 class GrpcStore final : public Store {
  public:
@@ -49,6 +56,10 @@ class GrpcStore final : public Store {
     arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(kLongestRetry.count()));
     // A connection of its own per client, not one shared by every channel to the address.
     arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    arguments.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(kKeepaliveInterval.count()));
+    arguments.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, static_cast<int>(kKeepaliveTimeout.count()));
+    arguments.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
+    arguments.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);  // a wait for a key sends no data
     channel_ = grpc::CreateCustomChannel(address(), detail::ClientCredentials(options_.tls), arguments);
     stub_ = pb::StoreService::NewStub(channel_);
   }
@@ -150,9 +161,12 @@ class GrpcStore final : public Store {
     std::chrono::milliseconds retry = kFirstRetry;
     for (;;) {
       const bool reached = reached_.load();
+      // Once a server that answered is lost, every attempt ends within kLostServerPatience of
+      // the loss: a reconnect whose packets are dropped would otherwise take the whole timeout.
+      const auto give_up = lost_since ? std::min(deadline, *lost_since + kLostServerPatience) : deadline;
       grpc::ClientContext context;
       // A waiting call gets a little longer than its wait, so that the server answers it.
-      context.set_deadline(waits ? deadline + std::chrono::seconds(1) : deadline);
+      context.set_deadline(waits && !lost_since ? deadline + std::chrono::seconds(1) : give_up);
       // Until the server first answers, a call waits for it to listen; after that, a call
       // fails at once when the server is gone, and is retried below for kLostServerPatience.
       context.set_wait_for_ready(!reached);
@@ -170,6 +184,7 @@ class GrpcStore final : public Store {
           StopIfSignalled(what);
           EST_THROW(CommunicationError, describe(), ": ", what, " was cancelled: ", status.error_message());
         case grpc::StatusCode::DEADLINE_EXCEEDED:
+          if (lost_since) ThrowLost(what, *lost_since, status);
           if (channel_->GetState(false) != GRPC_CHANNEL_READY)
             EST_THROW(CommunicationError, describe(), ": ", what, ": the store was unreachable for ",
                       DescribeDuration(timeout), Hint());
@@ -179,17 +194,14 @@ class GrpcStore final : public Store {
           EST_THROW(ConfigError, describe(), ": ", what, ": ", status.error_message());
         case grpc::StatusCode::UNAVAILABLE: {
           if (reached && !lost_since) lost_since = Clock::now();
-          const auto give_up = lost_since ? std::min(deadline, *lost_since + kLostServerPatience) : deadline;
-          if (Clock::now() + retry < give_up) {
+          const auto retry_until = lost_since ? std::min(deadline, *lost_since + kLostServerPatience) : deadline;
+          if (Clock::now() + retry < retry_until) {
             StopIfSignalled(what);
             std::this_thread::sleep_for(retry);
             retry = std::min(retry * 2, kLongestRetry);
             continue;
           }
-          if (lost_since)
-            EST_THROW(CommunicationError, describe(), ": ", what, ": the store stopped answering (unreachable for ",
-                      DescribeDuration(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - *lost_since)),
-                      " after it had answered; did the chief exit?): ", status.error_message());
+          if (lost_since) ThrowLost(what, *lost_since, status);
           EST_THROW(CommunicationError, describe(), ": ", what, ": unreachable for ", DescribeDuration(timeout), ": ",
                     status.error_message(), Hint());
         }
@@ -197,6 +209,14 @@ class GrpcStore final : public Store {
           EST_THROW(CommunicationError, describe(), ": ", what, " failed: ", status.error_message());
       }
     }
+  }
+
+  /// The error of a call whose server answered before and has not since `lost_since`.
+  [[noreturn]] void ThrowLost(const std::string& what, Clock::time_point lost_since, const grpc::Status& status) const {
+    EST_THROW(CommunicationError, describe(), ": ", what, ": the store stopped answering (unreachable for ",
+              DescribeDuration(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - lost_since)),
+              " after it had answered; did the chief exit, or is the network between them cut?): ",
+              status.error_message());
   }
 
   /// Interrupted when a stop signal is pending.

@@ -2,15 +2,17 @@
 // runs the Gloo collectives on known inputs and checks the results itself.
 //
 //   collective_worker --host H --port P --rank R --world N [--job ID] [--timeout-ms T] [--bind ADDRESS]
-//                     [--mode collectives|rendezvous|gloo|peer_exits|peer_killed|peer_stopped|hierarchy]
-//                     [--victim V] [--serve] [--gate DIR]
+//                     [--mode collectives|rendezvous|gloo|peer_exits|peer_killed|peer_stopped|hierarchy|
+//                     link_cut] [--victim V] [--serve] [--gate DIR] [--store-timeout-ms T] [--cut-gate DIR]
 //
 // Modes: "collectives" (rendezvous, Gloo collective, every operation checked), "rendezvous"
 // (the rendezvous only), "gloo" (the Gloo collective straight over the store, without a
 // rendezvous of its own), "peer_exits" (rank 1 exits after connecting, the others
 // all-reduce), "hierarchy" (ranks on several hosts, some sharing one: the collective must
 // be hierarchical, every operation checked, and its all-reduce matches a flat one over TCP:
-// integers exactly, floats within rounding, the same bits on every rank). With --serve
+// integers exactly, floats within rounding, the same bits on every rank), "link_cut" (one
+// all-reduce, then --cut-gate is passed while the test cuts a link, then an all-reduce that
+// must fail, printed with the seconds it took). With --serve
 // this rank hosts the store on port P, as a chief does; --bind is the address its Gloo
 // transport binds (its host's). With --gate, the worker starts its work only once all of
 // them have loaded: it creates DIR/ready.<pid>, then waits for DIR/go (made by the test).
@@ -52,6 +54,8 @@ struct Arguments {
   int victim = 1;
   std::string bind = "127.0.0.1";
   std::string gate;  ///< the start gate's folder, or empty
+  int store_timeout_ms = 0;  ///< the store client's timeout; 0: timeout_ms
+  std::string cut_gate;  ///< link_cut: the gate passed after the first all-reduce
 };
 
 bool Parse(int argc, char** argv, Arguments& arguments) {
@@ -77,6 +81,8 @@ bool Parse(int argc, char** argv, Arguments& arguments) {
     else if (name == "victim") arguments.victim = std::atoi(value.c_str());
     else if (name == "bind") arguments.bind = value;
     else if (name == "gate") arguments.gate = value;
+    else if (name == "store-timeout-ms") arguments.store_timeout_ms = std::atoi(value.c_str());
+    else if (name == "cut-gate") arguments.cut_gate = value;
     else return false;
   }
   return arguments.port > 0;
@@ -160,7 +166,8 @@ int Run(const Arguments& arguments) {
   store_options.host = arguments.host;
   store_options.port = static_cast<uint16_t>(arguments.port);
   store_options.job_id = arguments.job;
-  store_options.timeout = std::chrono::milliseconds(arguments.timeout_ms);
+  store_options.timeout =
+      std::chrono::milliseconds(arguments.store_timeout_ms > 0 ? arguments.store_timeout_ms : arguments.timeout_ms);
   std::shared_ptr<Store> store;
   if (arguments.serve)
     store = ServeGrpcStore(store_options);
@@ -204,6 +211,23 @@ int Run(const Arguments& arguments) {
     std::printf("the all-reduce succeeded without rank %d\n", arguments.victim);
     return 1;
   }
+  if (arguments.mode == "link_cut") {
+    // One all-reduce, then the test cuts a link (at the cut gate), then one more: it must
+    // fail, saying how long it took.
+    at::Tensor first = at::ones({1 << 16});
+    collective->allreduce(first, ReduceOp::kSum);
+    PassGate(arguments.cut_gate);
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      at::Tensor second = at::ones({1 << 16});
+      collective->allreduce(second, ReduceOp::kSum);
+    } catch (const est::Error&) {
+      std::printf("after %.1f s: ", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      throw;
+    }
+    std::printf("the all-reduce succeeded across the cut link\n");
+    return 1;
+  }
   Checker checker;
   if (arguments.mode == "hierarchy") {
     checker.Expect(collective->name() == "gloo+hierarchy", "a hierarchical collective, got " + collective->name());
@@ -223,7 +247,7 @@ int main(int argc, char** argv) {
   if (!Parse(argc, argv, arguments)) {
     std::printf("usage: collective_worker --port P [--host H] [--rank R] [--world N] [--job ID] "
                 "[--timeout-ms T] [--bind ADDRESS] [--mode collectives|rendezvous|gloo|peer_exits|peer_killed|peer_stopped|"
-                "hierarchy] [--victim V] [--serve] [--gate DIR]\n");
+                "hierarchy|link_cut] [--victim V] [--serve] [--gate DIR] [--store-timeout-ms T] [--cut-gate DIR]\n");
     return 1;
   }
   try {
