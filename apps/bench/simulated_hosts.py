@@ -62,6 +62,21 @@ def check_available():
     _run(["ip", "netns", "del", probe], check=False)
 
 
+def program_argument_or_exit(usage):
+    """For a test that runs one program across simulated hosts: that program (the only
+    argument) as an absolute path. Exits 2 printing `usage` without exactly one argument, and
+    77 (CTest's SKIP_RETURN_CODE) saying why where namespaces cannot be made."""
+    if len(sys.argv) != 2:
+        print(usage)
+        sys.exit(2)
+    try:
+        check_available()
+    except Unavailable as why:
+        print(f"skipped: {why}")
+        sys.exit(77)
+    return os.path.abspath(sys.argv[1])
+
+
 def cleanup_leftovers():
     """Removes the namespaces of runs whose process is gone; returns their names."""
     removed = []

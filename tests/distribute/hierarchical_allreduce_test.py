@@ -41,15 +41,7 @@ def run_host(worker, host, store_address, own_address):
 def main():
     if len(sys.argv) == 6 and sys.argv[1] == "--host":
         return run_host(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5])
-    if len(sys.argv) != 2:
-        print(__doc__)
-        return 2
-    worker = os.path.abspath(sys.argv[1])
-    try:
-        simulated_hosts.check_available()
-    except simulated_hosts.Unavailable as why:
-        print(f"skipped: {why}")
-        return 77
+    worker = simulated_hosts.program_argument_or_exit(__doc__)
     with simulated_hosts.SimulatedHosts(HOSTS, 10000) as net:
         hosts = [subprocess.Popen(net.command(h, [sys.executable, os.path.abspath(__file__), "--host", worker, str(h),
                                                   net.address(0), net.address(h)]))

@@ -31,15 +31,7 @@ MOST_PAST_TIMEOUT_S = {0: 6, 1: 22}
 
 
 def main():
-    if len(sys.argv) != 2:
-        print(__doc__)
-        return 2
-    worker = os.path.abspath(sys.argv[1])
-    try:
-        simulated_hosts.check_available()
-    except simulated_hosts.Unavailable as why:
-        print(f"skipped: {why}")
-        return 77
+    worker = simulated_hosts.program_argument_or_exit(__doc__)
     gate = tempfile.mkdtemp(prefix="link_cut_")
     try:
         with simulated_hosts.SimulatedHosts(2, 1000) as net:
