@@ -173,8 +173,10 @@ class ConnectionGateImpl final : public ConnectionGate {
       spare_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
       EST_CHECK(epoll_ >= 0 && wake_ >= 0 && spare_ >= 0, CommunicationError, "cannot serve ", what_, " at ",
                 address_, ": ", std::strerror(errno));
-      Watch(wake_, kWakeTag, EPOLLIN);
-      for (size_t i = 0; i < listeners_.size(); ++i) Watch(listeners_[i], 1 + i, EPOLLIN);
+      bool watched = Watch(wake_, kWakeTag, EPOLLIN);
+      for (size_t i = 0; i < listeners_.size(); ++i) watched = watched && Watch(listeners_[i], 1 + i, EPOLLIN);
+      EST_CHECK(watched, CommunicationError, "cannot serve ", what_, " at ", address_, ": cannot watch its sockets: ",
+                std::strerror(errno));
     } catch (...) {
       Release();
       throw;
@@ -312,7 +314,9 @@ class ConnectionGateImpl final : public ConnectionGate {
     if (!accepting_paused_until_ || Clock::now() < *accepting_paused_until_) return;
     accepting_paused_until_.reset();
     if (spare_ < 0) spare_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    for (size_t i = 0; i < listeners_.size(); ++i) Watch(listeners_[i], 1 + i, EPOLLIN);
+    bool watched = true;
+    for (size_t i = 0; i < listeners_.size(); ++i) watched = Watch(listeners_[i], 1 + i, EPOLLIN) && watched;
+    if (!watched) PauseAccepting();  // tried again after the pause
   }
 
   void Admit(int fd, const sockaddr_storage& address) {
@@ -333,8 +337,8 @@ class ConnectionGateImpl final : public ConnectionGate {
     unopened_.insert(id);
     Connection& held = connections_.emplace(id, std::move(connection)).first->second;
     held.client_events = EPOLLIN;
-    Watch(fd, id * 2, held.client_events);
     ++open_;
+    if (!Watch(fd, id * 2, held.client_events)) Close(id);
   }
 
   // Room for one more connection of `host`: under both limits, or made by closing the oldest
@@ -468,8 +472,7 @@ class ConnectionGateImpl final : public ConnectionGate {
     }
     ++forwarded_;
     connection.server_events = EPOLLIN;
-    Watch(fd, id * 2 + 1, connection.server_events);
-    return Flush(fd, connection.to_server);
+    return Watch(fd, id * 2 + 1, connection.server_events) && Flush(fd, connection.to_server);
   }
 
   // Watches what each side can do now: read while the other side's buffer has room, write
@@ -496,12 +499,12 @@ class ConnectionGateImpl final : public ConnectionGate {
     registered = wanted;
   }
 
-  void Watch(int fd, uint64_t tag, uint32_t events) {
+  // Adds `fd` to the epoll set; false when the kernel refuses (the loop never throws).
+  bool Watch(int fd, uint64_t tag, uint32_t events) {
     epoll_event event{};
     event.events = events;
     event.data.u64 = tag;
-    EST_CHECK(::epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &event) == 0, CommunicationError, what_, " at ", address_,
-              ": cannot watch a socket: ", std::strerror(errno));
+    return ::epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &event) == 0;
   }
 
   // ---- closing ----
