@@ -177,7 +177,8 @@ TEST_CASE("a connection gate relays both ways what a connection that opens as gR
 }
 
 TEST_CASE("a connection gate closes connections that stay silent or do not open as gRPC does", "[distribute]") {
-  auto gate = Gate(ConnectionGateOptions().with_opening_timeout(300ms));
+  const auto start = std::chrono::steady_clock::now();
+  auto gate = Gate(ConnectionGateOptions().with_opening_timeout(1s));
   EchoServer server(gate->server_address());
   gate->open();
   Client silent(gate->port());
@@ -186,12 +187,12 @@ TEST_CASE("a connection gate closes connections that stay silent or do not open 
   Client garbage(gate->port());
   garbage.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
   Client also_silent(gate->port());
-  CHECK(garbage.closed_within(200ms));  // at once, not at the timeout
+  CHECK(garbage.closed_within(500ms));  // at once, not at the timeout
   { Client gone(gate->port()); }
-  CHECK_FALSE(silent.closed_within(100ms));
-  CHECK(silent.closed_within(2s));
-  CHECK(cut_short.closed_within(2s));
-  for (int i = 0; i < 100 && gate->counts().open > 1; ++i) std::this_thread::sleep_for(10ms);
+  if (std::chrono::steady_clock::now() - start < 800ms) CHECK_FALSE(silent.closed_within(100ms));
+  CHECK(silent.closed_within(3s));
+  CHECK(cut_short.closed_within(3s));
+  for (int i = 0; i < 200 && gate->counts().open > 0; ++i) std::this_thread::sleep_for(10ms);
   ConnectionGateCounts counts = gate->counts();
   CHECK(counts.garbage == 1);
   CHECK(counts.not_opened == 4);  // three silent (one cut short), and the one its client closed at once
