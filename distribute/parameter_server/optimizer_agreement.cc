@@ -52,8 +52,8 @@ std::string OptimizerAgreement::check(uint32_t worker, int64_t step,
     if (earlier == pushed.end() || earlier->second.worker == worker) continue;
     const std::string difference = OptimizerDifference(earlier->second.options, options);
     if (difference.empty()) continue;
-    return "the optimizers of the workers differ: at global step " + std::to_string(step) + ", '" + shard_name(shard) +
-           "' is stepped by worker " + std::to_string(earlier->second.worker) + " and worker " +
+    return "the optimizers of the workers differ: at global step " + std::to_string(step) + ", " + shard_name(shard) +
+           " is stepped by worker " + std::to_string(earlier->second.worker) + " and worker " +
            std::to_string(worker) + " with " + difference +
            ". Every worker's model_fn must build the same optimizer (a learning-rate schedule must depend on the "
            "global step alone)";

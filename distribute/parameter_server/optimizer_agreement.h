@@ -19,8 +19,9 @@ namespace est::distribute {
 class OptimizerAgreement {
  public:
   /// "" when `optimizers` (by shard id), pushed by `worker` for global step `step`, agree with
-  /// what other workers pushed for that step; otherwise what differs: the variable (through
-  /// `shard_name`), both workers, the step, each option with both values, and the fix.
+  /// what other workers pushed for that step; otherwise what differs: the shard (as
+  /// `shard_name` describes it: "'dense/w' part 1"), both workers, the step, each option with
+  /// both values, and the fix.
   /// Remembers them when they agree.
   std::string check(uint32_t worker, int64_t step, const std::map<uint32_t, ps::OptimizerConfig>& optimizers,
                     const std::function<std::string(uint32_t shard)>& shard_name);

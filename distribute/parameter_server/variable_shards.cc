@@ -201,7 +201,8 @@ std::string VariableShards::apply(const ShardPush& push, const CallLimit& limit,
   }
   const std::string differ = optimizer_agreement_.check(push.worker, push.options_step, push.optimizers, [&](uint32_t id) {
     const ps::ShardSpec& spec = shards_.at(id)->spec;
-    return spec.parts() > 1 ? spec.variable() + "' part '" + std::to_string(spec.part()) : spec.variable();
+    const std::string variable = "'" + spec.variable() + "'";
+    return spec.parts() > 1 ? variable + " part " + std::to_string(spec.part()) : variable;
   });
   if (!differ.empty()) {
     outcome.optimizers_differ = true;
