@@ -9,7 +9,6 @@
 #include <thread>
 
 #include "common/error.h"
-#include "common/stop_signals.h"
 #include "distribute/parameter_server/variable_server.h"
 #include "distribute/parameter_server/variable_service_rpc.h"
 #include "distribute/rendezvous/call_admission.h"
@@ -65,9 +64,7 @@ struct VariableClient::Impl {
         case grpc::StatusCode::OK:
           return;
         case grpc::StatusCode::CANCELLED:
-          if (const int signal_number = StopSignalGuard::pending())
-            throw Interrupted(est::detail::Concat(describe(), ": ", what, " stopped by ", StopSignalName(signal_number)),
-                              signal_number);
+          detail::ThrowIfStopSignalled(describe() + ": " + what);
           EST_THROW(CommunicationError, describe(), ": ", what, " was cancelled: ", status.error_message());
         case grpc::StatusCode::ABORTED:
           EST_THROW(PsJobFinished, describe(), ": ", what, ": ", status.error_message());

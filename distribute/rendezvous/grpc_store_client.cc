@@ -9,7 +9,6 @@
 #include <thread>
 
 #include "common/error.h"
-#include "common/stop_signals.h"
 #include "distribute/rendezvous/call_admission.h"
 #include "distribute/rendezvous/error_text.h"
 #include "distribute/rendezvous/grpc_credentials.h"
@@ -163,10 +162,10 @@ class GrpcStore final : public Store {
       const bool reached = reached_.load();
       // Once a server that answered is lost, every attempt ends within kLostServerPatience of
       // the loss: a reconnect whose packets are dropped would otherwise take the whole timeout.
-      const auto give_up = lost_since ? std::min(deadline, *lost_since + kLostServerPatience) : deadline;
+      const auto give_up = [&] { return lost_since ? std::min(deadline, *lost_since + kLostServerPatience) : deadline; };
       grpc::ClientContext context;
       // A waiting call gets a little longer than its wait, so that the server answers it.
-      context.set_deadline(waits && !lost_since ? deadline + std::chrono::seconds(1) : give_up);
+      context.set_deadline(waits && !lost_since ? deadline + std::chrono::seconds(1) : give_up());
       // Until the server first answers, a call waits for it to listen; after that, a call
       // fails at once when the server is gone, and is retried below for kLostServerPatience.
       context.set_wait_for_ready(!reached);
@@ -181,7 +180,7 @@ class GrpcStore final : public Store {
         case grpc::StatusCode::OK:
           return status;
         case grpc::StatusCode::CANCELLED:
-          StopIfSignalled(what);
+          detail::ThrowIfStopSignalled(describe() + ": " + what);
           EST_THROW(CommunicationError, describe(), ": ", what, " was cancelled: ", status.error_message());
         case grpc::StatusCode::DEADLINE_EXCEEDED:
           if (lost_since) ThrowLost(what, *lost_since, status);
@@ -194,9 +193,8 @@ class GrpcStore final : public Store {
           EST_THROW(ConfigError, describe(), ": ", what, ": ", status.error_message());
         case grpc::StatusCode::UNAVAILABLE: {
           if (reached && !lost_since) lost_since = Clock::now();
-          const auto retry_until = lost_since ? std::min(deadline, *lost_since + kLostServerPatience) : deadline;
-          if (Clock::now() + retry < retry_until) {
-            StopIfSignalled(what);
+          if (Clock::now() + retry < give_up()) {
+            detail::ThrowIfStopSignalled(describe() + ": " + what);
             std::this_thread::sleep_for(retry);
             retry = std::min(retry * 2, kLongestRetry);
             continue;
@@ -217,13 +215,6 @@ class GrpcStore final : public Store {
               DescribeDuration(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - lost_since)),
               " after it had answered; did the chief exit, or is the network between them cut?): ",
               status.error_message());
-  }
-
-  /// Interrupted when a stop signal is pending.
-  void StopIfSignalled(const std::string& what) const {
-    if (const int signal_number = StopSignalGuard::pending())
-      throw Interrupted(est::detail::Concat(describe(), ": ", what, " stopped by ", StopSignalName(signal_number)),
-                        signal_number);
   }
 
   /// What to check when the chief's store cannot be reached at all.

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "common/error.h"
 #include "common/stop_signals.h"
 
 namespace est::distribute::detail {
@@ -33,6 +34,11 @@ void StopSignalCanceller::add(grpc::ClientContext* context) {
 void StopSignalCanceller::remove(grpc::ClientContext* context) {
   std::lock_guard<std::mutex> lock(mutex_);
   contexts_.erase(context);
+}
+
+void ThrowIfStopSignalled(const std::string& call) {
+  if (const int signal_number = StopSignalGuard::pending())
+    throw Interrupted(call + " stopped by " + StopSignalName(signal_number), signal_number);
 }
 
 void StopSignalCanceller::run() {

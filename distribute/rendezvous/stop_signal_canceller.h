@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 
 namespace est::distribute::detail {
@@ -35,6 +36,9 @@ class StopSignalCanceller {
   bool ending_ = false;
   std::thread thread_;
 };
+
+/// Throws Interrupted "<call> stopped by SIGTERM" when a stop signal is pending.
+void ThrowIfStopSignalled(const std::string& call);
 
 /// Registers a call with a canceller while it lives.
 class CancelOnStopSignal {

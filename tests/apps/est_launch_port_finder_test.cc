@@ -10,16 +10,14 @@
 #include <catch2/catch.hpp>
 
 #include "common/error.h"
+#include "tests/loopback.h"
 
 namespace {
 
 // Binds a TCP socket to 127.0.0.1:port; returns its fd or -1.
 int BindLoopback(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const sockaddr_in address = est::testing::LoopbackAddress(static_cast<uint16_t>(port));
   if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0) return fd;
   ::close(fd);
   return -1;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "distribute/rendezvous/grpc_store.h"
+#include "tests/loopback.h"
 #include "tests/test_util.h"
 
 extern char** environ;
@@ -115,20 +116,6 @@ std::vector<std::string> RankArguments(uint16_t port, int rank, int world, const
           "--mode", mode, "--timeout-ms", std::to_string(timeout_ms), "--job", job};
 }
 
-// A port no one listens on now, found by binding port 0.
-uint16_t FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
-  socklen_t length = sizeof(address);
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
 // The chief's store server of job `job`, on a port it picks.
 std::unique_ptr<est::distribute::GrpcStoreServer> Server(const std::string& job = "test") {
   est::distribute::GrpcStoreOptions options;
@@ -140,7 +127,7 @@ std::unique_ptr<est::distribute::GrpcStoreServer> Server(const std::string& job 
 
 TEST_CASE("Gloo collectives across 4 processes over a TCP store", "[distribute][multiprocess]") {
   SECTION("rank 0 serves the store, started after the other ranks") {
-    const uint16_t port = FreePort();
+    const uint16_t port = est::testing::FreePort();
     std::vector<std::vector<std::string>> runs;
     for (int rank = 3; rank >= 0; --rank) runs.push_back(RankArguments(port, rank, 4, "collectives"));
     runs.back().push_back("--serve");
@@ -180,7 +167,7 @@ TEST_CASE("Gloo collectives across 4 processes over a TCP store", "[distribute][
   }
 
   SECTION("a peer process that exits fails the others' shared-memory all-reduce at once, naming it") {
-    const uint16_t port = FreePort();
+    const uint16_t port = est::testing::FreePort();
     std::vector<std::vector<std::string>> runs;
     for (int rank = 0; rank < 3; ++rank) runs.push_back(RankArguments(port, rank, 3, "peer_exits", 20000));
     runs.front().push_back("--serve");
@@ -228,7 +215,7 @@ TEST_CASE("Gloo collectives across 4 processes over a TCP store", "[distribute][
   }
 
   SECTION("a killed chief, which takes the store with it, is named by the TCP all-reduce") {
-    const uint16_t port = FreePort();
+    const uint16_t port = est::testing::FreePort();
     std::vector<std::vector<std::string>> runs;
     for (int rank = 0; rank < 2; ++rank) {
       runs.push_back(RankArguments(port, rank, 2, "peer_killed", 30000));

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tests/log_capture.h"
+#include "tests/loopback.h"
 
 using namespace est::distribute::detail;
 using namespace std::chrono_literals;
@@ -33,14 +34,7 @@ const std::string kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 // A blocking TCP connection to 127.0.0.1:port, closed when destroyed.
 class Client {
  public:
-  explicit Client(uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
-    REQUIRE(fd_ >= 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(port);
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
-  }
+  explicit Client(uint16_t port) : fd_(est::testing::ConnectToLoopback(port)) {}
   ~Client() { ::close(fd_); }
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
@@ -267,11 +261,8 @@ TEST_CASE("a connection gate refuses connections, not queues them, while the pro
   while (filled < fillers.size() && (fillers[filled] = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0) ++filled;
   ::close(fillers[--filled]);
   const int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(gate->port());
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool connected = ::connect(client, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  const sockaddr_in address = est::testing::LoopbackAddress(gate->port());
+  const bool connected = ::connect(client, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0;
   pollfd watched{client, POLLIN, 0};
   char byte = 0;
   const bool refused = ::poll(&watched, 1, 2000) == 1 && ::recv(client, &byte, 1, MSG_DONTWAIT) <= 0;

@@ -27,6 +27,7 @@
 #include "common/error.h"
 #include "common/stop_signals.h"
 #include "tests/log_capture.h"
+#include "tests/loopback.h"
 #include "tests/test_util.h"
 
 #if EST_UNDER_ASAN
@@ -153,14 +154,7 @@ namespace {
 // A raw TCP connection to the server that sends what it is given and reads nothing.
 class RawConnection {
  public:
-  explicit RawConnection(uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
-    REQUIRE(fd_ >= 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(port);
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
-  }
+  explicit RawConnection(uint16_t port) : fd_(est::testing::ConnectToLoopback(port)) {}
   ~RawConnection() { ::close(fd_); }
   RawConnection(const RawConnection&) = delete;
   RawConnection& operator=(const RawConnection&) = delete;
@@ -222,10 +216,7 @@ namespace {
 // closing each connection at once (`hold` 0), or keeping the last `hold` open without sending
 // a byte. After fork() it makes system calls only.
 pid_t Flood(uint16_t port, std::chrono::milliseconds duration, size_t hold) {
-  sockaddr_in server{};
-  server.sin_family = AF_INET;
-  server.sin_port = htons(port);
-  server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const sockaddr_in server = est::testing::LoopbackAddress(port);
   sockaddr_in source{};
   source.sin_family = AF_INET;
   ::inet_pton(AF_INET, "127.0.0.2", &source.sin_addr);
@@ -248,7 +239,7 @@ pid_t Flood(uint16_t port, std::chrono::milliseconds duration, size_t hold) {
     if (fd >= 0) {
       ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &connect_limit, sizeof(connect_limit));
       ::bind(fd, reinterpret_cast<sockaddr*>(&source), sizeof(source));
-      ::connect(fd, reinterpret_cast<sockaddr*>(&server), sizeof(server));
+      ::connect(fd, reinterpret_cast<const sockaddr*>(&server), sizeof(server));
       if (hold == 0) {
         ::close(fd);
       } else {
