@@ -107,6 +107,13 @@ void RestoreLossScale(const checkpoint::CheckpointReader& reader, DynamicLossSca
 
 // One training run: owns the replicas' state, the input iterator and the hooks.
 //
+// Appends to `kept` each of `variables` that autograd does not train (buffers), with a copy
+// of its value.
+void KeepInitialValues(const NamedTensors& variables, std::vector<std::pair<at::Tensor, at::Tensor>>& kept) {
+  for (const auto& [name, variable] : variables)
+    if (!variable.requires_grad()) kept.emplace_back(variable, variable.detach().clone());
+}
+
 // The chief writes checkpoints asynchronously: save_checkpoint() copies the variables and
 // returns while a background thread writes the files. When `complete_saves` is set (the
 // run has CheckpointSaverListeners, whose after_save may read the checkpoint, as
@@ -123,7 +130,10 @@ class TrainingSession : public Session {
         // Replica 0's new variables become the training's current values through the
         // StepSync, which run() makes before model_fn first runs.
         replicas_(strategy, estimator.params, restore_from, restore_optimizers,
-                  [this](const NamedTensors& variables) { sync_->initialize_variables(variables); },
+                  [this](const NamedTensors& variables) {
+                    sync_->initialize_variables(variables);
+                    if (initial_values_) KeepInitialValues(variables, *initial_values_);
+                  },
                   estimator.config.channels_last),
         complete_saves_(complete_saves),
         accumulation_steps_(estimator.config.gradient_accumulation_steps) {
@@ -185,8 +195,10 @@ class TrainingSession : public Session {
     data::Dataset dataset = input_fn(Mode::kTrain, strategy_.input_context());
     auto iterator = dataset.make_iterator();
     if (skip_batches > 0) {
+      std::optional<data::Element> first = NextInput(*iterator, Mode::kTrain, global_step_);
+      if (first) create_variables(*first);
       const auto started = std::chrono::steady_clock::now();
-      input_position_ = iterator->skip(skip_batches);
+      if (first) input_position_ = 1 + iterator->skip(skip_batches - 1);
       Log().info("Continued the input where checkpoint step {} left it: skipped {} batches in {:.3f} s", start_step,
                  input_position_, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     }
@@ -271,6 +283,20 @@ class TrainingSession : public Session {
         progress.input_positions[worker] = ParseCountBlob(*position, blob.c_str(), *reader);
     }
     return progress;
+  }
+
+  // Resuming, before the input moves past the batches consumed: runs replica 0's model_fn
+  // on the input's first batch (which the move passes over anyway), so that its variables
+  // are created, and checked against the checkpoint, before a skip that may read the whole
+  // input. What the call changed in them (a batch norm's statistics) is put back.
+  void create_variables(const data::Element& batch) {
+    ModelContext& ctx = replicas_.replica(0);
+    initial_values_.emplace();
+    CallModelFn(estimator_.model_fn, ToDevice(batch, ctx), Mode::kTrain, ctx, global_step_,
+                estimator_.config.mixed_precision);
+    torch::NoGradGuard no_grad;
+    for (auto& [variable, value] : *initial_values_) variable.copy_(value);
+    initial_values_.reset();
   }
 
   // Fills `batches` from the input; false when it ends first.
@@ -430,6 +456,9 @@ class TrainingSession : public Session {
   int64_t global_step_ = 0;
   int64_t input_position_ = 0;
   int64_t batch_examples_ = 0;  ///< examples per batch of this run (the first batch's), 0 before it
+  /// While create_variables() runs: the variables it creates that no optimizer steps, each
+  /// with a copy of its value before model_fn used it.
+  std::optional<std::vector<std::pair<at::Tensor, at::Tensor>>> initial_values_;
   at::Tensor last_loss_;
   int stopped_by_signal_ = 0;
 };

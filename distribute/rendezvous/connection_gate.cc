@@ -25,6 +25,7 @@
 
 #include "common/error.h"
 #include "common/logging.h"
+#include "distribute/rendezvous/gate_socket_directory.h"
 #include "distribute/rendezvous/listen_socket.h"
 
 namespace est::distribute::detail {
@@ -111,18 +112,6 @@ std::string PeerText(const sockaddr_storage& address, std::string* host) {
   return "ipv6:[" + *host + "]:" + std::to_string(ntohs(v6.sin6_port));
 }
 
-/// A directory only this user can enter, for the server's Unix socket: under TMPDIR when its
-/// path leaves room for a socket's name (108 bytes in all), else under /tmp.
-std::string MakePrivateDirectory() {
-  const char* tmpdir = std::getenv("TMPDIR");
-  const std::string base = tmpdir != nullptr && *tmpdir != '\0' && std::strlen(tmpdir) < 64 ? tmpdir : "/tmp";
-  std::string path = base + "/est-gate-XXXXXX";
-  if (::mkdtemp(path.data()) == nullptr)
-    EST_THROW(IoError, "cannot make a directory for the server's Unix socket under ", base, ": ", std::strerror(errno),
-              " (set TMPDIR to a writable directory)");
-  return path;
-}
-
 /// A quarter of the process's file limit: the most connections a gate holds.
 size_t ConnectionsTheFileLimitAllows() {
   rlimit limit{};
@@ -166,7 +155,7 @@ class ConnectionGateImpl final : public ConnectionGate {
     port_ = BoundPort(listeners_.front());
     address_ = HostPort(host, port_);
     try {
-      directory_ = MakePrivateDirectory();
+      directory_ = MakeGateSocketDirectory(GateDirectoryBase());
       socket_path_ = directory_ + "/grpc.sock";
       epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
       wake_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
