@@ -23,7 +23,7 @@ demo: configure
 test: sanitize fuzz installed-example release-checks
 
 # What cannot run under AddressSanitizer, on the optimized programs: est-train under an
-# address-space limit (ulimit -v) too small to load LibTorch.
+# address-space limit (ulimit -v) too small to load LibTorch, or to train.
 release-checks: programs
 	@bash tests/apps/address_space_limit_test.sh $(BUILD_DIR)/bin/est-train
 

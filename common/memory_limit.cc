@@ -1,5 +1,6 @@
 #include "common/memory_limit.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,6 +42,20 @@ uint64_t MemoryLimitBytes() {
     if (auto cgroup = ReadCgroupLimit(path)) limit = std::min(limit, *cgroup);
   }
   return limit;
+}
+
+std::optional<uint64_t> AddressSpaceLimitBytes() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return std::nullopt;
+  return static_cast<uint64_t>(limit.rlim_cur);
+}
+
+uint64_t AddressSpaceInUseBytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t pages = 0;
+  const long page_size = ::sysconf(_SC_PAGE_SIZE);
+  if (!(statm >> pages) || page_size <= 0) return 0;
+  return pages * static_cast<uint64_t>(page_size);
 }
 
 std::string DescribeBytes(double bytes) {

@@ -15,6 +15,12 @@ uint64_t MemoryLimitBytes();
 /// none).
 std::optional<uint64_t> ParseCgroupMemoryLimit(const std::string& text);
 
+/// This process's address-space limit (ulimit -v) in bytes, nullopt when it has none.
+std::optional<uint64_t> AddressSpaceLimitBytes();
+
+/// The address space this process has mapped now (/proc/self/statm), 0 when unknown.
+uint64_t AddressSpaceInUseBytes();
+
 /// "3.1 TiB", "512 MiB", "17 bytes": a byte count for messages.
 std::string DescribeBytes(double bytes);
 

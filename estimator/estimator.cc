@@ -15,6 +15,7 @@
 #include "common/logging.h"
 #include "common/malloc_tuning.h"
 #include "distribute/strategy.h"
+#include "estimator/address_space_check.h"
 #include "estimator/autocast_scope.h"
 #include "estimator/caching_cpu_allocator.h"
 #include "estimator/channels_last.h"
@@ -70,6 +71,7 @@ Estimator::Estimator(ModelFn model_fn, std::string model_dir, RunConfig config, 
     : impl_(std::make_unique<Impl>(std::move(config))) {
   EST_CHECK(static_cast<bool>(model_fn), ConfigError, "Estimator needs a model_fn");
   impl_->config.validate();
+  CheckAddressSpaceForTraining();
   TuneMallocForTraining();
   InstallCachingCpuAllocator();
   EST_CHECK(params.is_null() || params.is_object(), ConfigError, "Estimator params must be a JSON object, got ",

@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <system_error>
 
 #include "apps/common/fashion_mnist_cnn.h"
 #include "apps/common/number_checks.h"
@@ -27,6 +28,7 @@
 #include "distribute/multi_worker_mirrored_strategy.h"
 #include "distribute/parameter_server_strategy.h"
 #include "distribute/strategy.h"
+#include "estimator/address_space_check.h"
 #include "estimator/estimator.h"
 #include "estimator/train_and_evaluate.h"
 
@@ -319,6 +321,9 @@ est_train::FashionMnistInput FashionMnistInputOf(const Flags& flags, bool reads_
 }
 
 int Run(const Flags& flags) {
+  // Before any thread of a strategy or a store starts: under a ulimit -v too small to train,
+  // OpenBLAS would spin for ever at the first matrix product.
+  est::CheckAddressSpaceForTraining();
   est::RunConfig config;  // reads TF_CONFIG (or torchrun / Slurm variables)
   if (config.cluster.is_local() || config.cluster.is_chief) CheckWritableModelDir(flags.model_dir);
   est_train::ModelRecipe recipe;
@@ -352,6 +357,10 @@ int Run(const Flags& flags) {
 constexpr const char* kOutOfMemory =
     "out of memory: the model and its batches need more than this process may use (ulimit -v, the machine's or "
     "its cgroup's memory); use a smaller --batch-size";
+
+constexpr const char* kCannotStartThread =
+    "the system refused a new thread (Resource temporarily unavailable): this user's process limit (ulimit -u), "
+    "the cgroup's pids.max, or the address-space limit (ulimit -v) is too small for this job";
 
 }  // namespace
 
@@ -397,6 +406,13 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::fprintf(stderr, "est-train: internal error: %s\n", est::OneLine(what).c_str());
+    return 70;
+  } catch (const std::system_error& e) {
+    if (e.code() == std::errc::resource_unavailable_try_again) {
+      std::fprintf(stderr, "est-train: error: %s\n", kCannotStartThread);
+      return 1;
+    }
+    std::fprintf(stderr, "est-train: internal error: %s\n", e.what());
     return 70;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "est-train: internal error: %s\n", e.what());

@@ -7,9 +7,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <string>
 
 #include "common/error.h"
 #include "common/file_util.h"
+#include "common/memory_limit.h"
 #include "distribute/rendezvous/grpc_logging.h"
 #include "distribute/rendezvous/listen_socket.h"
 #include "distribute/rendezvous/tls_files.h"
@@ -129,6 +132,9 @@ std::string UnreachableHint(const std::string& server, const std::string& host, 
   else
     hint += " Over TLS: the " + server + "'s certificate must be signed by " + tls.ca_file + " and name '" + host +
             "', and under mutual TLS this task needs a certificate of its own.";
+  if (const std::optional<uint64_t> limit = AddressSpaceLimitBytes())
+    hint += " This process runs under an address-space limit (ulimit -v " + std::to_string(*limit / 1024) +
+            "): gRPC cannot connect when its threads and buffers do not fit in it.";
   return hint + ")";
 }
 
