@@ -16,8 +16,8 @@ enum class MallocTuning {
 /// it) with a fresh mmap and unmaps it on free, so each step pays a page fault for every
 /// page it touches: on a small CNN that halves the steps/s. This raises glibc's mmap and
 /// trim thresholds to 1 GiB, so freed memory stays in the heap for the next step (the
-/// process keeps its peak heap size, as a caching allocator does). Every Estimator calls
-/// it; calling it again is harmless. It leaves malloc alone when the environment already
+/// process keeps its peak heap size, as a caching allocator does). TuneProcessForTraining
+/// calls it (the library never does by itself); calling it again is harmless. It leaves malloc alone when the environment already
 /// tunes it (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_, GLIBC_TUNABLES) or sets
 /// EST_MALLOC_TUNING=0.
 MallocTuning TuneMallocForTraining();

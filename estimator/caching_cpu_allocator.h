@@ -92,7 +92,8 @@ enum class CpuAllocatorInstall {
 
 /// Makes one process-wide CachingCpuAllocator LibTorch's CPU allocator: the default options,
 /// keeping at most 256 MiB, or a sixteenth of the memory the process may use where that is
-/// less. Every Estimator calls it; calling it again is harmless. Tensors allocated before
+/// less. TuneProcessForTraining calls it (the library never does by itself); calling it
+/// again is harmless. Tensors allocated before
 /// keep their allocator. Leaves LibTorch's allocator alone where EST_CACHING_CPU_ALLOCATOR=0
 /// or where the CPU allocator is neither LibTorch's default nor this one (the application's
 /// choice).

@@ -13,11 +13,9 @@
 #include "common/error.h"
 #include "common/file_util.h"
 #include "common/logging.h"
-#include "common/malloc_tuning.h"
 #include "distribute/strategy.h"
 #include "estimator/address_space_check.h"
 #include "estimator/autocast_scope.h"
-#include "estimator/caching_cpu_allocator.h"
 #include "estimator/channels_last.h"
 #include "estimator/estimator_impl.h"
 #include "estimator/model_code_error.h"
@@ -72,8 +70,6 @@ Estimator::Estimator(ModelFn model_fn, std::string model_dir, RunConfig config, 
   EST_CHECK(static_cast<bool>(model_fn), ConfigError, "Estimator needs a model_fn");
   impl_->config.validate();
   CheckAddressSpaceForTraining();
-  TuneMallocForTraining();
-  InstallCachingCpuAllocator();
   EST_CHECK(params.is_null() || params.is_object(), ConfigError, "Estimator params must be a JSON object, got ",
             params.type_name());
   impl_->model_fn = std::move(model_fn);

@@ -292,7 +292,7 @@ void Print(const std::vector<Figure>& figures, const Flags& flags, int64_t bytes
 }  // namespace
 
 int main(int argc, char** argv) {
-  est::TuneMallocForTraining();  // as every Estimator does: the loops here train like one
+  est::TuneMallocForTraining();  // as est-train does: the loops here train like it
   Flags flags;
   CLI::App app{"Checkpoint save/restore throughput and step time during an asynchronous save"};
   app.add_option("--megabytes", flags.megabytes, "Size of the model")

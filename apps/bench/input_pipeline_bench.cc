@@ -271,7 +271,7 @@ int Run(BenchOptions options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  est::TuneMallocForTraining();  // as every Estimator does: the loops here train like one
+  est::TuneMallocForTraining();  // as est-train does: the loops here train like it
   BenchOptions options;
   CLI::App app{"Input pipeline benchmark: the Fashion-MNIST pipeline alone, and training fed "
                "by it versus training on pre-built batches"};

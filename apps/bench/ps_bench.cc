@@ -34,6 +34,7 @@
 #include "distribute/parameter_server_strategy.h"
 #include "estimator/estimator.h"
 #include "estimator/ops/fused_adam.h"
+#include "estimator/process_tuning.h"
 #include "estimator/train_and_evaluate.h"
 
 namespace {
@@ -80,6 +81,7 @@ class LocalStepTimer : public est::SessionRunHook {
 };
 
 nlohmann::json RunTrain(const Flags& flags) {
+  est::TuneProcessForTraining();  // as est-train does in every task
   est::RunConfig config;  // TF_CONFIG from est-launch
   config.save_summary_steps = 0;
   config.save_checkpoints_steps = 1'000'000'000;
@@ -152,7 +154,7 @@ class RawTransferService final : public est::bench::RawTransfer::Service {
 };
 
 nlohmann::json RunTransfer(const Flags& flags) {
-  est::TuneMallocForTraining();  // as every Estimator process (a ps task's included) does
+  est::TuneMallocForTraining();  // as est-train does in every task (a ps task's included)
   auto net = est_bench::MakeModel(flags.model);
   std::vector<est::distribute::VariableInfo> infos;
   std::vector<at::Tensor> values, gradients;

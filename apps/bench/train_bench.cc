@@ -30,6 +30,7 @@
 #include "distribute/rendezvous/rendezvous.h"
 #include "distribute/strategy.h"
 #include "estimator/caching_cpu_allocator.h"
+#include "estimator/process_tuning.h"
 #include "estimator/estimator.h"
 
 namespace {
@@ -54,7 +55,7 @@ struct Flags {
   std::string overlap = "auto";  ///< multi_worker: GradientReducerOptions::overlap
   bool fused_optimizer_step = true;  ///< estimator: RunConfig::fused_optimizer_step
   std::string channels_last = "auto";  ///< estimator: RunConfig::channels_last
-  /// handwritten: "caching" installs the Estimator's CachingCpuAllocator (every Estimator does)
+  /// handwritten: "caching" installs the CachingCpuAllocator (as est-train and this bench's Estimator loop do)
   std::string cpu_allocator = "default";
 };
 
@@ -147,6 +148,7 @@ nlohmann::json RunEstimator(const Flags& flags) {
   const std::string model_dir = "/tmp/train_bench_" + std::to_string(::getpid());
   std::filesystem::remove_all(model_dir);
   auto timer = std::make_shared<StepTimer>(flags.warmup, flags.warmup + flags.steps, torch::Device(flags.device));
+  est::TuneProcessForTraining();  // as est-train does
   est::Estimator estimator(model_fn, model_dir, config);
   if (collective) collective->reset();
   estimator.train(input_fn, est::TrainOptions().max_steps(flags.warmup + flags.steps).hooks({timer}));

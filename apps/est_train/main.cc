@@ -30,6 +30,7 @@
 #include "distribute/strategy.h"
 #include "estimator/address_space_check.h"
 #include "estimator/estimator.h"
+#include "estimator/process_tuning.h"
 #include "estimator/train_and_evaluate.h"
 
 namespace {
@@ -346,6 +347,7 @@ int Run(const Flags& flags) {
   config.mixed_precision = est::ParseMixedPrecision(flags.mixed_precision);
   config.channels_last = est::ParseChannelsLast(flags.channels_last);
   config.ignore_invalid_checkpoints = flags.ignore_invalid_checkpoints;
+  est::TuneProcessForTraining();  // once the flags, the cluster and the data are known good
   est::Estimator estimator(recipe.model_fn, flags.model_dir, config, params);
   auto eval_spec =
       est::EvalSpec(recipe.input_fn).throttle_secs(flags.throttle_secs).start_delay_secs(flags.start_delay_secs);
