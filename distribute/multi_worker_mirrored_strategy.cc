@@ -1,6 +1,7 @@
 #include "distribute/multi_worker_mirrored_strategy.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 
 #include "common/config.h"
@@ -41,8 +42,13 @@ CommunicationImplementation ChooseCommunication(CommunicationImplementation requ
   const auto not_cuda =
       std::find_if(devices.begin(), devices.end(), [](const c10::Device& device) { return !device.is_cuda(); });
   if (requested == CommunicationImplementation::kAuto) {
-    return kBuildHasNccl && !devices.empty() && not_cuda == devices.end() ? CommunicationImplementation::kNccl
-                                                                          : CommunicationImplementation::kRing;
+    const bool all_cuda = !devices.empty() && not_cuda == devices.end();
+    if (all_cuda && !kBuildHasNccl)
+      Log().warn("MultiWorkerMirroredStrategy: communication AUTO chose RING (Gloo, through host memory) for CUDA "
+                 "devices: this build has no NCCL (EST_WITH_NCCL={}, EST_WITH_CUDA={}; see docs/cuda.md, \"Building "
+                 "with CUDA\"). Ask for RING to silence this",
+                 EST_WITH_NCCL, EST_WITH_CUDA);
+    return all_cuda && kBuildHasNccl ? CommunicationImplementation::kNccl : CommunicationImplementation::kRing;
   }
   if (requested == CommunicationImplementation::kNccl) {
     EST_CHECK(not_cuda == devices.end(), ConfigError, "MultiWorkerMirroredStrategy: communication NCCL needs CUDA ",
@@ -53,6 +59,15 @@ CommunicationImplementation ChooseCommunication(CommunicationImplementation requ
               "CUDA toolkit and NCCL: see docs/cuda.md, \"Building with CUDA\"); use RING (Gloo)");
   }
   return requested;
+}
+
+CommunicationImplementation ParseCommunication(const std::string& name, const std::string& what) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (lower == "auto") return CommunicationImplementation::kAuto;
+  if (lower == "ring") return CommunicationImplementation::kRing;
+  if (lower == "nccl") return CommunicationImplementation::kNccl;
+  EST_THROW(ConfigError, what, ": unknown communication '", name, "'; expected auto, ring or nccl");
 }
 
 const char* CommunicationName(CommunicationImplementation communication) {
@@ -76,7 +91,7 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(MultiWorkerOptions opti
             " has a 'ps' job (", ps->second.size(), " task", ps->second.size() == 1 ? "" : "s",
             "), which it would not use: parameter servers need ParameterServerStrategy (est-train --strategy "
             "parameter_server); otherwise remove the ps job");
-  if (cluster_.is_evaluator() || cluster_.task_type == "ps") {
+  if (cluster_.is_evaluator() || cluster_.is_ps()) {
     // Not part of the training group: local replicas only.
     num_workers_ = 1;
     worker_index_ = 0;

@@ -29,8 +29,13 @@ enum class CommunicationImplementation {
 /// "AUTO", "RING" or "NCCL", as TensorFlow names them.
 const char* CommunicationName(CommunicationImplementation communication);
 
+/// The CommunicationImplementation named "auto", "ring" or "nccl" (any case); ConfigError
+/// naming `what` (a flag, say) and the names otherwise.
+CommunicationImplementation ParseCommunication(const std::string& name, const std::string& what);
+
 /// What `requested` means on `devices`: AUTO is NCCL when every device is a CUDA device and
-/// this build has the NCCL collective (EST_WITH_NCCL and EST_WITH_CUDA), RING otherwise.
+/// this build has the NCCL collective (EST_WITH_NCCL and EST_WITH_CUDA), RING otherwise; where
+/// the devices are CUDA devices but the build has no NCCL, AUTO warns that it chose RING, and why.
 /// Throws ConfigError for NCCL with a device that is not CUDA, or in a build without NCCL.
 CommunicationImplementation ChooseCommunication(CommunicationImplementation requested,
                                                 const std::vector<c10::Device>& devices);

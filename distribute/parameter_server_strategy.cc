@@ -53,7 +53,7 @@ ParameterServerStrategy::ParameterServerStrategy(ParameterServerOptions options)
   EST_CHECK(options_.staleness() >= 0, ConfigError, "ParameterServerStrategy: staleness must be >= 0, got ",
             options_.staleness());
   num_workers_ = cluster_.num_worker_replicas;
-  if (cluster_.is_evaluator() || cluster_.task_type == "ps") {
+  if (cluster_.is_evaluator() || cluster_.is_ps()) {
     num_workers_ = 1;
     worker_index_ = 0;
     is_chief_ = false;
@@ -83,7 +83,7 @@ std::shared_ptr<ParameterServerStrategy> ParameterServerStrategy::Create(Paramet
 }
 
 int ParameterServerStrategy::num_replicas_in_sync() const {
-  const bool trains = !cluster_.is_evaluator() && cluster_.task_type != "ps";
+  const bool trains = !cluster_.is_evaluator() && !cluster_.is_ps();
   return trains && options_.mode() == ParameterServerMode::kSync ? options_.replicas_to_aggregate() : 1;
 }
 
@@ -116,8 +116,8 @@ std::unique_ptr<StepSync> ParameterServerStrategy::make_step_sync(const StepSync
 }
 
 void ParameterServerStrategy::serve(const OptimizerStep& step_optimizer) {
-  EST_CHECK(cluster_.task_type == "ps", ConfigError, "ParameterServerStrategy::serve runs a ps task; this task is ",
-            cluster_.task_type.empty() ? std::string("a local run") : "'" + cluster_.task_type + "'");
+  EST_CHECK(cluster_.is_ps(), ConfigError, "ParameterServerStrategy::serve runs a ps task; this task is ",
+            cluster_.is_local() ? std::string("a local run") : "'" + cluster_.job() + "'");
   const HostPort address = ParseHostPort(cluster_.task_address, "this ps task's address");
   VariableServiceOptions service;
   service.task = cluster_.task_id;

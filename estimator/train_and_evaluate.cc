@@ -73,7 +73,7 @@ class EvaluateOnCheckpointListener : public CheckpointSaverListener {
 // Why a task of a cluster other than the evaluator has no metrics.
 std::string NotEvaluatedBecause(const Estimator& estimator, const EvalSpec& eval_spec) {
   const auto& cluster = estimator.config().cluster;
-  return detail::Concat("task ", cluster.task_type, " ", cluster.task_id,
+  return detail::Concat("task ", cluster.job(), " ", cluster.task_id,
                         " of a cluster does not evaluate; a task of type 'evaluator' does, and writes its results to ",
                         estimator.eval_dir(eval_spec.name()));
 }
@@ -81,7 +81,7 @@ std::string NotEvaluatedBecause(const Estimator& estimator, const EvalSpec& eval
 // Trains on the chief or a worker of a cluster.
 EvalResult RunWorker(Estimator& estimator, const TrainSpec& train_spec, const EvalSpec& eval_spec) {
   const auto& cluster = estimator.config().cluster;
-  Log().info("Running training in distributed mode as task {} {} of {} training tasks ({}).", cluster.task_type,
+  Log().info("Running training in distributed mode as task {} {} of {} training tasks ({}).", cluster.job(),
              cluster.task_id, cluster.num_worker_replicas, cluster.source);
   estimator.train(train_spec.input_fn(), TrainOptions().max_steps(train_spec.max_steps()).hooks(train_spec.hooks()));
   return EvalResult::NotEvaluated(NotEvaluatedBecause(estimator, eval_spec));
@@ -209,7 +209,7 @@ EvalResult train_and_evaluate(Estimator& estimator, const TrainSpec& train_spec,
   const auto& cluster = estimator.config().cluster;
   if (cluster.is_local()) return RunLocal(estimator, train_spec, eval_spec);
   if (cluster.is_evaluator()) return RunEvaluator(estimator, train_spec, eval_spec);
-  if (cluster.task_type == "ps") return RunPs(estimator, eval_spec);
+  if (cluster.is_ps()) return RunPs(estimator, eval_spec);
   return RunWorker(estimator, train_spec, eval_spec);
 }
 

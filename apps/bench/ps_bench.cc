@@ -92,7 +92,7 @@ nlohmann::json RunTrain(const Flags& flags) {
     config.train_distribute = est::distribute::ParameterServerStrategy::Create(
         est::distribute::ParameterServerOptions().mode(est::distribute::ParseParameterServerMode(flags.mode)));
   }
-  if (config.cluster.task_type == "ps") {
+  if (config.cluster.is_ps()) {
     // As est-train's ps tasks step the optimizers they rebuild (train_and_evaluate's RunPs).
     config.train_distribute->serve([](torch::optim::Optimizer& optimizer) { est::ops::StepOptimizer(optimizer, true); });
     return {{"task", "ps"}};
@@ -120,7 +120,7 @@ nlohmann::json RunTrain(const Flags& flags) {
   const int64_t max_steps = flags.mode == "async" || flags.mode == "bounded" ? 2 * total_steps : total_steps;
   estimator.train(input_fn, est::TrainOptions().max_steps(max_steps).hooks({timer}));
   if (config.cluster.is_chief) std::filesystem::remove_all(model_dir);
-  nlohmann::json result = {{"task", config.cluster.task_type},
+  nlohmann::json result = {{"task", config.cluster.job()},
                            {"worker", config.train_distribute->worker_index()},
                            {"straggler", straggle},
                            {"steps", timer->timed_steps()},

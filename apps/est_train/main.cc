@@ -59,6 +59,7 @@ struct Flags {
   double bucket_cap_mb = 25;
   std::string gradient_compression = "none";
   std::string gradient_overlap = "auto";
+  std::string communication = "auto";
   int64_t powersgd_rank = 1;
   int64_t powersgd_warmup_steps = 0;
   bool powersgd_options_given = false;  ///< --powersgd-rank or --powersgd-warmup-steps was on the command line
@@ -148,6 +149,12 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "multi_worker: gradient all-reduce buckets close at this many MiB (the first at 1 MiB)")
       ->check(est_apps::NumberIn(0.001, 1 << 20, "a number of MiB"))
       ->capture_default_str();
+  app.add_option("--communication", flags.communication,
+                 "multi_worker: how gradients travel between workers: nccl (CUDA devices, a build with NCCL), "
+                 "ring (Gloo over TCP, or shared memory between the workers of one host), or auto (nccl where "
+                 "every device is a CUDA device and the build has NCCL, else ring)")
+      ->check(CLI::IsMember({"auto", "ring", "nccl"}))
+      ->capture_default_str();
   app.add_option("--gradient-overlap", flags.gradient_overlap,
                  "multi_worker: all-reduce each full bucket while backward runs (always), after backward (never), "
                  "or decide (auto: after backward only where a shared-memory all-reduce has no core to spare)")
@@ -225,11 +232,14 @@ std::optional<est::distribute::GrpcStoreTls> TlsOf(const Flags& flags) {
 // The strategy of --strategy; a cluster in the environment needs multi_worker or parameter_server.
 std::shared_ptr<est::distribute::Strategy> MakeStrategy(const Flags& flags, const est::distribute::ClusterConfig& cluster) {
   EST_CHECK(cluster.is_local() || flags.strategy == "multi_worker" || flags.strategy == "parameter_server",
-            est::ConfigError, cluster.source, " describes a cluster (task ", cluster.task_type, " ", cluster.task_id,
+            est::ConfigError, cluster.source, " describes a cluster (task ", cluster.job(), " ", cluster.task_id,
             "); train it with --strategy multi_worker (or parameter_server, with a ps job)");
   EST_CHECK(flags.gradient_compression == "none" || flags.strategy == "multi_worker", est::ConfigError,
             "--gradient-compression ", flags.gradient_compression, " compresses the all-reduce between workers: it "
             "needs --strategy multi_worker, not ", flags.strategy);
+  EST_CHECK(flags.communication == "auto" || flags.strategy == "multi_worker", est::ConfigError,
+            "--communication ", flags.communication, " chooses the all-reduce between workers: it needs "
+            "--strategy multi_worker, not ", flags.strategy);
   EST_CHECK(flags.gradient_overlap == "auto" || flags.strategy == "multi_worker", est::ConfigError,
             "--gradient-overlap ", flags.gradient_overlap, " times the all-reduce between workers: it needs "
             "--strategy multi_worker, not ", flags.strategy);
@@ -259,6 +269,7 @@ std::shared_ptr<est::distribute::Strategy> MakeStrategy(const Flags& flags, cons
   if (flags.strategy == "mirrored") return est::distribute::MirroredStrategy::Create(devices);
   if (flags.strategy != "multi_worker") return nullptr;
   auto options = est::distribute::MultiWorkerOptions()
+                     .communication(est::distribute::ParseCommunication(flags.communication, "--communication"))
                      .devices(devices)
                      .cluster(cluster)
                      .timeout_secs(flags.timeout_secs)
@@ -335,7 +346,7 @@ int Run(const Flags& flags) {
               " applies to --model fashion_mnist_cnn; --model linear makes its own data");
     recipe = est_train::Linear(flags.batch_size);
   } else {
-    recipe = est_train::FashionMnistCnn(FashionMnistInputOf(flags, config.cluster.task_type != "ps"),
+    recipe = est_train::FashionMnistCnn(FashionMnistInputOf(flags, !config.cluster.is_ps()),
                                         flags.batch_size, flags.seed);
   }
 

@@ -113,6 +113,28 @@ int LocalRank(const std::vector<std::string>& training, int rank) {
 
 }  // namespace
 
+const char* TaskTypeName(TaskType type) {
+  switch (type) {
+    case TaskType::kLocal:
+      return "";
+    case TaskType::kChief:
+      return "chief";
+    case TaskType::kWorker:
+      return "worker";
+    case TaskType::kPs:
+      return "ps";
+    case TaskType::kEvaluator:
+      return "evaluator";
+  }
+  return "";
+}
+
+std::optional<TaskType> ParseTaskType(const std::string& name) {
+  for (TaskType type : {TaskType::kLocal, TaskType::kChief, TaskType::kWorker, TaskType::kPs, TaskType::kEvaluator})
+    if (name == TaskTypeName(type)) return type;
+  return std::nullopt;
+}
+
 ClusterConfig MakeClusterConfig(const ClusterSpec& cluster, const std::string& task_type, int task_id,
                                 const std::string& source) {
   ClusterConfig config;
@@ -127,7 +149,7 @@ ClusterConfig MakeClusterConfig(const ClusterSpec& cluster, const std::string& t
 
   const int num_chiefs = TaskCount(cluster, "chief");
   config.cluster = cluster;
-  config.task_type = task_type;
+  config.task_type = *ParseTaskType(task_type);
   config.task_id = task_id;
   config.num_worker_replicas = num_chiefs + TaskCount(cluster, "worker");
   config.is_chief = task_type == "chief" || (task_type == "worker" && task_id == 0 && num_chiefs == 0);

@@ -3,10 +3,20 @@
 /// derives it from TF_CONFIG.
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace est::distribute {
+
+/// A task's role: the jobs of TensorFlow's TF_CONFIG, or none for a local run.
+enum class TaskType { kLocal, kChief, kWorker, kPs, kEvaluator };
+
+/// The job name of `type`: "chief", "worker", "ps", "evaluator"; "" for kLocal.
+const char* TaskTypeName(TaskType type);
+
+/// The TaskType of job name `name` ("" is kLocal); nullopt for a name that is none.
+std::optional<TaskType> ParseTaskType(const std::string& name);
 
 /// Job name -> task addresses ("host:port") in task-index order.
 using ClusterSpec = std::map<std::string, std::vector<std::string>>;
@@ -19,8 +29,8 @@ struct ClusterConfig {
   /// address is "" where the source does not tell it (torchrun and Slurm give only the
   /// chief's). Empty for a local run.
   ClusterSpec cluster;
-  /// "chief", "worker", "ps" or "evaluator"; empty for a local run.
-  std::string task_type;
+  /// This task's job; kLocal for a local run.
+  TaskType task_type = TaskType::kLocal;
   /// Index of this task within its job.
   int task_id = 0;
   /// True for the chief task, or worker 0 when there is no chief job; true for a local run,
@@ -51,10 +61,14 @@ struct ClusterConfig {
   /// "explicit".
   std::string source = "local";
 
+  /// This task's job name ("chief", "worker", "ps", "evaluator"; "" for a local run).
+  std::string job() const { return TaskTypeName(task_type); }
   /// True for a local (non-distributed) run.
-  bool is_local() const { return task_type.empty(); }
+  bool is_local() const { return task_type == TaskType::kLocal; }
   /// True for the evaluator task, which follows the training group's checkpoints.
-  bool is_evaluator() const { return task_type == "evaluator"; }
+  bool is_evaluator() const { return task_type == TaskType::kEvaluator; }
+  /// True for a parameter-server task, which holds variables and trains nothing.
+  bool is_ps() const { return task_type == TaskType::kPs; }
   /// The address this task's transport binds: the host of task_address; when that is unknown,
   /// the chief's host if it is a loopback address (every task on this machine), else this
   /// machine's address on the route to the chief; "127.0.0.1" for a local run or when no

@@ -26,7 +26,7 @@ class TfConfigResolver : public ClusterResolver {
 
 /// One line for the log: which task this is and where its chief is.
 std::string Describe(const ClusterConfig& config) {
-  std::string text = "task " + config.task_type + ":" + std::to_string(config.task_id);
+  std::string text = "task " + config.job() + ":" + std::to_string(config.task_id);
   if (config.rank >= 0) {
     text += ", rank " + std::to_string(config.rank) + " of " + std::to_string(config.num_worker_replicas);
   } else {

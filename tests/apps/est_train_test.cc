@@ -94,6 +94,7 @@ TEST_CASE("est-train rejects bad flags with one clear line", "[apps]") {
       {"--mixed-precision half", {"--mixed-precision", "half", "none,bfloat16,float16"}},
       {"--gradient-compression int8", {"--gradient-compression", "int8", "none,fp16,bf16,powersgd"}},
       {"--gradient-overlap sometimes", {"--gradient-overlap", "sometimes", "auto,always,never"}},
+      {"--communication mpi", {"--communication", "mpi", "auto,ring,nccl"}},
       {"--powersgd-rank 0", {"--powersgd-rank: expected an integer from 1 to 64, got '0'"}},
       {"--powersgd-warmup-steps -1",
        {"--powersgd-warmup-steps: expected an integer from 0 to 9223372036854775807, got '-1'"}},
@@ -118,6 +119,10 @@ TEST_CASE("est-train rejects bad flags with one clear line", "[apps]") {
   CHECK(overlap.exit_code == 1);
   CHECK(overlap.output.find("--gradient-overlap never times the all-reduce between workers: it needs "
                             "--strategy multi_worker, not mirrored") != std::string::npos);
+  RunResult communication = RunEstTrain("--communication ring --strategy mirrored --model-dir " + dir);
+  CHECK(communication.exit_code == 1);
+  CHECK(communication.output.find("--communication ring chooses the all-reduce between workers: it needs "
+                                  "--strategy multi_worker, not mirrored") != std::string::npos);
   RunResult rank = RunEstTrain("--powersgd-rank 4 --gradient-compression fp16 --strategy multi_worker --model-dir " + dir);
   CHECK(rank.exit_code == 1);
   CHECK(rank.output.find("--powersgd-rank and --powersgd-warmup-steps apply to --gradient-compression powersgd, "

@@ -11,6 +11,8 @@
 
 #include "common/config.h"
 #include "common/error.h"
+#include "tests/log_capture.h"
+#include "tests/test_util.h"
 
 namespace est::distribute {
 namespace {
@@ -28,6 +30,29 @@ MultiWorkerOptions TwoWorkers(Communication communication, std::vector<std::stri
       .communication(communication)
       .devices(std::move(devices))
       .cluster(MakeRankedClusterConfig(2, 0, 0, "127.0.0.1:9", "explicit"));
+}
+
+TEST_CASE("AUTO on CUDA devices in a build without NCCL warns that it chose RING, and why", "[distribute]") {
+  testing::LogCapture log;
+  ChooseCommunication(Communication::kAuto, kCpus);
+  CHECK(log.text().find("chose RING") == std::string::npos);  // CPU devices: nothing to say
+  ChooseCommunication(Communication::kAuto, kGpus);
+  if (kBuildHasNccl) {
+    CHECK(log.text().find("chose RING") == std::string::npos);
+  } else {
+    CHECK_THAT(log.text(), Catch::Contains("communication AUTO chose RING (Gloo, through host memory) for CUDA "
+                                           "devices: this build has no NCCL") &&
+                               Catch::Contains("docs/cuda.md"));
+  }
+}
+
+TEST_CASE("the communication is named auto, ring or nccl, in any case", "[distribute]") {
+  CHECK(ParseCommunication("auto", "--communication") == Communication::kAuto);
+  CHECK(ParseCommunication("RING", "--communication") == Communication::kRing);
+  CHECK(ParseCommunication("Nccl", "--communication") == Communication::kNccl);
+  CHECK_THROWS_MATCHES(ParseCommunication("mpi", "--communication"), ConfigError,
+                       testing::MessageMatches(Catch::Contains("--communication: unknown communication 'mpi'; "
+                                                               "expected auto, ring or nccl")));
 }
 
 TEST_CASE("AUTO chooses Gloo for CPU devices, NCCL for CUDA devices where the build has it", "[distribute]") {

@@ -22,11 +22,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   if (config.is_local()) return 0;
   // The parser's promise: a task of a job the cluster has, at an index inside that job
   // (an evaluator may be missing from the cluster, as in TensorFlow).
-  const auto job = config.cluster.find(config.task_type);
+  const auto job = config.cluster.find(config.job());
   const bool known_task =
       job != config.cluster.end() ? config.task_id >= 0 && static_cast<size_t>(config.task_id) < job->second.size()
-                                  : config.task_type == "evaluator";
-  const bool in_training_group = config.task_type == "chief" || config.task_type == "worker";
+                                  : config.is_evaluator();
+  const bool in_training_group = config.task_type == est::distribute::TaskType::kChief ||
+                                 config.task_type == est::distribute::TaskType::kWorker;
   const bool rank_fits = in_training_group ? config.rank >= 0 && config.rank < config.num_worker_replicas
                                            : config.rank == -1;
   if (!known_task || !rank_fits || config.num_worker_replicas < 1) std::abort();

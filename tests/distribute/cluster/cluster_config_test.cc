@@ -31,7 +31,7 @@ void CheckTasks(const ClusterSpec& cluster, int num_worker_replicas, const std::
     CAPTURE(task.task_type, task.task_id);
     ClusterConfig config = MakeClusterConfig(cluster, task.task_type, task.task_id, "TF_CONFIG");
     CHECK(config.cluster == cluster);
-    CHECK(config.task_type == task.task_type);
+    CHECK(config.job() == task.task_type);
     CHECK(config.task_id == task.task_id);
     CHECK(config.is_chief == task.is_chief);
     CHECK(config.num_worker_replicas == num_worker_replicas);
@@ -148,7 +148,7 @@ TEST_CASE("MakeRankedClusterConfig and task_host", "[distribute]") {
   SECTION("a training group known by its size and its chief") {
     ClusterConfig chief = MakeRankedClusterConfig(3, 0, 0, "10.0.0.5:29500", "torchrun");
     CHECK(chief.cluster == ClusterSpec{{"worker", {"10.0.0.5:29500", "", ""}}});
-    CHECK(chief.task_type == "worker");
+    CHECK(chief.task_type == TaskType::kWorker);
     CHECK(chief.is_chief);
     CHECK(chief.rank == 0);
     CHECK(chief.task_address == "10.0.0.5:29500");

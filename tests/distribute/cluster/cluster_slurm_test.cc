@@ -33,7 +33,7 @@ TEST_CASE("SlurmClusterResolver reads a Slurm task's variables", "[distribute]")
     std::optional<ClusterConfig> config = Resolve(slurm);
     REQUIRE(config.has_value());
     CHECK(config->source == "slurm");
-    CHECK(config->task_type == "worker");
+    CHECK(config->task_type == TaskType::kWorker);
     CHECK(config->task_id == 5);
     CHECK(config->rank == 5);
     CHECK(config->local_rank == 1);

@@ -14,7 +14,7 @@ TEST_CASE("ParseTfConfig derives the issue's examples as TensorFlow does", "[dis
   SECTION("worker 0 of a cluster without a chief is the chief") {
     ClusterConfig config = ParseTfConfig("{" + workers + R"(, "task": {"type": "worker", "index": 0}})");
     CHECK(config.cluster == ClusterSpec{{"worker", {"localhost:12345", "localhost:23456"}}});
-    CHECK(config.task_type == "worker");
+    CHECK(config.task_type == TaskType::kWorker);
     CHECK(config.task_id == 0);
     CHECK(config.is_chief);
     CHECK(config.num_worker_replicas == 2);

@@ -32,7 +32,7 @@ TEST_CASE("TorchrunClusterResolver reads torchrun's variables", "[distribute]") 
     std::optional<ClusterConfig> config = Resolve(torchrun);
     REQUIRE(config.has_value());
     CHECK(config->source == "torchrun");
-    CHECK(config->task_type == "worker");
+    CHECK(config->task_type == TaskType::kWorker);
     CHECK(config->task_id == 1);
     CHECK(config->rank == 1);
     CHECK(config->global_id_in_cluster == 1);
