@@ -223,9 +223,7 @@ TEST_CASE("resuming another model's model_dir fails before the input moves past 
   // A filter hides the input's length, so moving past a batch means making its examples.
   std::atomic<int64_t> made{0};
   auto counted_input = [&made] {
-    auto x = torch::linspace(-1, 1, 128).reshape({64, 2});
-    auto y = 3 * x.select(1, 0) - 2 * x.select(1, 1) + 0.5;
-    return data::Dataset::FromTensors({{"x", x}}, y)
+    return est::testing::RegressionExamples()
         .repeat()
         .filter([&made](const data::Element&) {
           ++made;
@@ -514,9 +512,7 @@ TEST_CASE("a resumed train() returns to its input position without remaking the 
   // 64 examples through a counting map, shuffled, repeated: 300 steps of 16 consume 75 passes.
   std::atomic<int64_t> made{0};
   auto counted_input = [&made] {
-    auto x = torch::linspace(-1, 1, 128).reshape({64, 2});
-    auto y = 3 * x.select(1, 0) - 2 * x.select(1, 1) + 0.5;
-    return data::Dataset::FromTensors({{"x", x}}, y)
+    return est::testing::RegressionExamples()
         .map([&made](data::Element element) {
           ++made;
           return element;

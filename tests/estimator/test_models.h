@@ -27,11 +27,16 @@ inline double MaxRelativeDifference(const Estimator& a, const Estimator& b) {
   return worst;
 }
 
-/// y = 3·x0 − 2·x1 + 0.5 + noise-free, 64 examples with fixed x.
-inline data::Dataset RegressionData(int64_t batch_size, bool repeat, std::optional<uint64_t> shuffle_seed = 7) {
+/// y = 3·x0 − 2·x1 + 0.5, noise-free: 64 examples with fixed x, one element each.
+inline data::Dataset RegressionExamples() {
   auto x = torch::linspace(-1, 1, 128).reshape({64, 2});
   auto y = 3 * x.select(1, 0) - 2 * x.select(1, 1) + 0.5;
-  auto dataset = data::Dataset::FromTensors({{"x", x}}, y);
+  return data::Dataset::FromTensors({{"x", x}}, y);
+}
+
+/// RegressionExamples in batches, shuffled (unless `shuffle_seed` is unset) and repeated as asked.
+inline data::Dataset RegressionData(int64_t batch_size, bool repeat, std::optional<uint64_t> shuffle_seed = 7) {
+  auto dataset = RegressionExamples();
   if (shuffle_seed) dataset = dataset.shuffle(64, shuffle_seed);
   if (repeat) dataset = dataset.repeat();
   return dataset.batch(batch_size);
