@@ -105,8 +105,6 @@ void RestoreLossScale(const checkpoint::CheckpointReader& reader, DynamicLossSca
   scaler.restore(scale_value, good_steps_value);
 }
 
-// One training run: owns the replicas' state, the input iterator and the hooks.
-//
 // Appends to `kept` each of `variables` that autograd does not train (buffers), with a copy
 // of its value.
 void KeepInitialValues(const NamedTensors& variables, std::vector<std::pair<at::Tensor, at::Tensor>>& kept) {
@@ -114,6 +112,8 @@ void KeepInitialValues(const NamedTensors& variables, std::vector<std::pair<at::
     if (!variable.requires_grad()) kept.emplace_back(variable, variable.detach().clone());
 }
 
+// One training run: owns the replicas' state, the input iterator and the hooks.
+//
 // The chief writes checkpoints asynchronously: save_checkpoint() copies the variables and
 // returns while a background thread writes the files. When `complete_saves` is set (the
 // run has CheckpointSaverListeners, whose after_save may read the checkpoint, as
