@@ -1,18 +1,47 @@
 #!/usr/bin/env python3
 """The README and docs/ keep their shape: the README is at most 200 lines, no line of either
 is longer than 100 characters outside tables and code blocks, every relative link points to
-a file that exists, and the README's quick start is examples/quickstart/quickstart.cc, byte
-for byte. Usage: docs_shape_test.py <repository root>. Exits 1 naming each violation."""
+a file that exists (and a #section of a page to one of its headings), every source path in
+backquotes names a file or folder that exists (or its `.in` template), every `est-train
+--flag` and `est-launch --flag` in backquotes is a flag of that program, and the README's
+quick start is examples/quickstart/quickstart.cc, byte for byte. Usage: docs_shape_test.py
+<repository root>. Exits 1 naming each violation."""
 
 import pathlib
 import re
 import sys
 
 LINK = re.compile(r"\]\(([^)\s]+)\)")
+SOURCE_FOLDERS = ("apps", "checkpoint", "cmake", "common", "data", "distribute", "estimator", "examples", "tests")
+SOURCE_PATH = re.compile(r"`((?:%s)/[A-Za-z0-9_./-]*)`" % "|".join(SOURCE_FOLDERS))
+PROGRAM_FLAGS = re.compile(r"`(est-train|est-launch)((?: [^`]*)?)`")
+PROGRAM_SOURCES = {"est-train": "apps/est_train", "est-launch": "apps/est_launch"}
+
+
+def anchor(heading: str) -> str:
+    """The #fragment GitHub gives a heading: lower case, spaces to dashes, punctuation dropped."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def anchors(page: pathlib.Path) -> set:
+    found, in_code = set(), False
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+        elif not in_code and line.startswith("#"):
+            found.add(anchor(line.lstrip("#")))
+    return found
+
+
+def program_flags(root: pathlib.Path, program: str) -> set:
+    text = "".join(path.read_text(encoding="utf-8") for path in (root / PROGRAM_SOURCES[program]).glob("*.cc"))
+    return set(re.findall(r'"(--[a-z0-9-]+)', text))
 
 
 def check_page(page: pathlib.Path, root: pathlib.Path, errors: list) -> None:
     name = page.relative_to(root)
+    flags = {program: program_flags(root, program) for program in PROGRAM_SOURCES}
     in_code = False
     for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), start=1):
         if line.startswith("```"):
@@ -25,9 +54,19 @@ def check_page(page: pathlib.Path, root: pathlib.Path, errors: list) -> None:
         for target in LINK.findall(line):
             if re.match(r"^[a-z]+:", target) or target.startswith("#"):
                 continue
-            path = target.split("#", 1)[0]
+            path, _, section = target.partition("#")
             if not (page.parent / path).exists():
                 errors.append(f"{name}:{number} links to {target}, which does not exist")
+            elif section and path.endswith(".md") and section not in anchors(page.parent / path):
+                errors.append(f"{name}:{number} links to {target}, but {path} has no heading #{section}")
+        for source in SOURCE_PATH.findall(line):
+            source = source.rstrip(".")
+            if not (root / source).exists() and not (root / (source + ".in")).exists():
+                errors.append(f"{name}:{number} names {source}, which does not exist")
+        for program, arguments in PROGRAM_FLAGS.findall(line):
+            for flag in re.findall(r"(?<![\w-])(--[a-z0-9-]+)", arguments):
+                if flag not in flags[program]:
+                    errors.append(f"{name}:{number} names {program} {flag}, which {program} does not take")
 
 
 def main() -> int:
