@@ -1,7 +1,6 @@
 #include "distribute/cluster/cluster_config.h"
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <map>
 #include <utility>
@@ -12,12 +11,10 @@
 namespace est::distribute {
 namespace {
 
-constexpr std::array<const char*, 4> kTaskTypes = {"chief", "worker", "ps", "evaluator"};
 constexpr const char* kTaskTypesText = "\"chief\", \"worker\", \"ps\", \"evaluator\"";
 
-bool IsTaskType(const std::string& name) {
-  return std::find(kTaskTypes.begin(), kTaskTypes.end(), name) != kTaskTypes.end();
-}
+/// True for the job name of a task type ("" names none).
+bool IsTaskType(const std::string& name) { return !name.empty() && ParseTaskType(name).has_value(); }
 
 int TaskCount(const ClusterSpec& cluster, const std::string& job) {
   auto found = cluster.find(job);
