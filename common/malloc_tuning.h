@@ -17,9 +17,9 @@ enum class MallocTuning {
 /// page it touches: on a small CNN that halves the steps/s. This raises glibc's mmap and
 /// trim thresholds to 1 GiB, so freed memory stays in the heap for the next step (the
 /// process keeps its peak heap size, as a caching allocator does). TuneProcessForTraining
-/// calls it (the library never does by itself); calling it again is harmless. It leaves malloc alone when the environment already
-/// tunes it (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_, GLIBC_TUNABLES) or sets
-/// EST_MALLOC_TUNING=0.
+/// calls it (the library never does by itself); calling it again is harmless. It leaves
+/// malloc alone when the environment already tunes it (MALLOC_MMAP_THRESHOLD_,
+/// MALLOC_TRIM_THRESHOLD_, GLIBC_TUNABLES) or sets EST_MALLOC_TUNING=0.
 MallocTuning TuneMallocForTraining();
 
 }  // namespace est

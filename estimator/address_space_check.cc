@@ -10,9 +10,6 @@
 namespace est {
 namespace {
 
-/// OpenBLAS 0.3's buffer for one thread's matrix products (BUFFER_SIZE), with its guard
-/// pages and alignment, as it asks malloc for it.
-constexpr uint64_t kOpenBlasBufferBytes = 135266304;
 constexpr uint64_t kMarginBytes = uint64_t{256} << 20;
 
 /// OpenBLAS's thread count where OpenBLAS is this process's BLAS, else nullopt.

@@ -9,6 +9,10 @@
 
 namespace est {
 
+/// OpenBLAS 0.3's buffer for one thread's matrix products (BUFFER_SIZE), with its guard
+/// pages and alignment, as it asks malloc for it; its initializer takes one before main().
+inline constexpr uint64_t kOpenBlasBufferBytes = 135266304;
+
 /// The address space training needs beyond what the process has mapped when it starts.
 struct AddressSpaceNeed {
   uint64_t blas_buffer_bytes = 0;  ///< one BLAS thread's buffer (OpenBLAS's: 129 MiB)

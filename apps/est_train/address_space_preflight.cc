@@ -14,12 +14,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "estimator/address_space_check.h"
+
 namespace {
 
-/// What OpenBLAS's initializer asks malloc for (its buffer and guard pages), and a margin for
-/// what the libraries' other initializers allocate (measured: LibTorch's and its
-/// dependencies' take about 190 MiB more; short of that they abort with std::bad_alloc).
-constexpr size_t kOpenBlasBufferBytes = 135266304;
+/// Beyond OpenBLAS's buffer (est::kOpenBlasBufferBytes), a margin for what the libraries'
+/// other initializers allocate (measured: LibTorch's and its dependencies' take about
+/// 190 MiB more; short of that they abort with std::bad_alloc).
 constexpr size_t kMarginBytes = size_t{256} << 20;
 
 /// Writes `text` to stderr.
@@ -58,7 +59,7 @@ uint64_t AddressSpaceInUse() {
 void CheckAddressSpaceLimit(int, char**, char**) {
   rlimit limit{};
   if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return;
-  const size_t wanted = kOpenBlasBufferBytes + kMarginBytes;
+  const size_t wanted = est::kOpenBlasBufferBytes + kMarginBytes;
   void* reserved = ::mmap(nullptr, wanted, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (reserved != MAP_FAILED) {
     ::munmap(reserved, wanted);
