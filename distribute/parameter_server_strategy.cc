@@ -108,6 +108,7 @@ std::unique_ptr<StepSync> ParameterServerStrategy::make_step_sync(const StepSync
     connection.rule.set_num_workers(cluster_.num_worker_replicas);
     // Half the call timeout: a step that waits for a dead worker still answers within it.
     connection.rule.set_liveness_ms(static_cast<int64_t>(options_.timeout_secs() * 500));
+    connection.rule.set_fused_optimizer_step(options.fused_optimizer_step);
     connection_ = std::make_shared<PsConnection>(std::move(connection));
     Log().info("ParameterServerStrategy: worker {} of {} ({} mode) with {} ps task(s), job '{}'", worker_index_,
                num_workers_, ParameterServerModeName(options_.mode()), connection_->num_ps(), options_.job_id());
@@ -115,7 +116,7 @@ std::unique_ptr<StepSync> ParameterServerStrategy::make_step_sync(const StepSync
   return CreateParameterServerStepSync(connection_, is_chief_, options);
 }
 
-void ParameterServerStrategy::serve(const OptimizerStep& step_optimizer) {
+void ParameterServerStrategy::serve() {
   EST_CHECK(cluster_.is_ps(), ConfigError, "ParameterServerStrategy::serve runs a ps task; this task is ",
             cluster_.is_local() ? std::string("a local run") : "'" + cluster_.job() + "'");
   const HostPort address = ParseHostPort(cluster_.task_address, "this ps task's address");
@@ -127,7 +128,6 @@ void ParameterServerStrategy::serve(const OptimizerStep& step_optimizer) {
   service.token = options_.job_token();
   service.tls = *options_.tls();
   service.timeout = Milliseconds(options_.timeout_secs());
-  service.step_optimizer = step_optimizer;
   auto server = VariableServer::Start(service);
   Log().info("ps task {} serving job '{}' at {}", cluster_.task_id, options_.job_id(), cluster_.task_address);
   const auto started = std::chrono::steady_clock::now();

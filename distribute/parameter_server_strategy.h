@@ -93,7 +93,7 @@ class ParameterServerStrategy : public Strategy {
   std::unique_ptr<StepSync> make_step_sync(const StepSyncOptions& options) override;
   /// On a ps task: serves its variables at its cluster address until the chief finishes the
   /// job (then returns) or a stop signal arrives (Interrupted).
-  void serve(const OptimizerStep& step_optimizer = {}) override;
+  void serve() override;
 
   /// The options, with the defaults filled in from the cluster and the environment.
   const ParameterServerOptions& options() const { return options_; }

@@ -67,6 +67,9 @@ struct TrainingProgress {
 struct StepSyncOptions {
   /// Micro-batches whose gradients each replica sums per step (gradient accumulation).
   int64_t micro_batches = 1;
+  /// Whether optimizers step in the kernels' fused pass where it applies
+  /// (RunConfig::fused_optimizer_step); a StepSync that steps them elsewhere (ps tasks) says so there.
+  bool fused_optimizer_step = true;
   /// On the chief: loads the latest checkpoint of model_dir into replica 0's variables and
   /// optimizers and returns its progress; nullopt when there is none. A StepSync whose
   /// state lives elsewhere restores it from there when it was lost (a ps task restarted).

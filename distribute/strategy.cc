@@ -29,7 +29,7 @@ void CheckDeviceAvailable(c10::Device device) {
             " CUDA device(s), cuda:0 to cuda:", count - 1);
 }
 
-void Strategy::serve(const OptimizerStep&) {
+void Strategy::serve() {
   EST_THROW(ConfigError, name(), " has no tasks that serve others: task type 'ps' needs ParameterServerStrategy");
 }
 

@@ -17,14 +17,7 @@
 #include "distribute/input_context.h"
 #include "distribute/step_sync.h"
 
-namespace torch::optim {
-class Optimizer;
-}
-
 namespace est::distribute {
-
-/// How an optimizer takes its step (the Estimator's fused step, or the optimizer's own step()).
-using OptimizerStep = std::function<void(torch::optim::Optimizer& optimizer)>;
 
 /// How the replicas of a strategy keep their buffers (the state training changes without
 /// gradients: BatchNorm's running statistics, register_buffer, ModelContext::buffer) equal.
@@ -76,10 +69,9 @@ class Strategy {
   }
 
   /// Runs this process's task when it serves the training tasks instead of training (a ps
-  /// task holding variables), until the job is finished; the optimizers it rebuilds step
-  /// through `step_optimizer` (their own step() when it is empty). ConfigError for a strategy
-  /// without such tasks.
-  virtual void serve(const OptimizerStep& step_optimizer = {});
+  /// task holding variables), until the job is finished. ConfigError for a strategy without
+  /// such tasks.
+  virtual void serve();
 
   /// Local replicas of this process.
   int num_local_replicas() const { return static_cast<int>(local_devices().size()); }

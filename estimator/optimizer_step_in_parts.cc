@@ -4,7 +4,7 @@
 
 #include <utility>
 
-#include "estimator/ops/fused_adam.h"
+#include "distribute/optimizer/optimizer_step.h"
 
 namespace est {
 
@@ -15,7 +15,7 @@ void OptimizerStepInParts::part(const std::vector<at::Tensor>& parameters) {
     if (!stepped_.count(parameter.unsafeGetTensorImpl())) now.insert(parameter.unsafeGetTensorImpl());
   if (now.empty()) return;
   const auto in_part = [&](const at::Tensor& parameter) { return now.count(parameter.unsafeGetTensorImpl()) > 0; };
-  if (ops::FusedAdamStep(optimizer_, in_part)) {
+  if (distribute::StepOptimizerFused(optimizer_, in_part)) {
     stepped_.insert(now.begin(), now.end());
   } else if (stepped_.empty()) {
     in_parts_ = false;  // not an optimizer that steps fused: rest() takes the whole step
@@ -23,11 +23,11 @@ void OptimizerStepInParts::part(const std::vector<at::Tensor>& parameters) {
 }
 
 void OptimizerStepInParts::rest() {
-  if (stepped_.empty()) return ops::StepOptimizer(optimizer_, fuse_);
+  if (stepped_.empty()) return distribute::StepOptimizer(optimizer_, fuse_);
   const auto not_stepped = [&](const at::Tensor& parameter) {
     return stepped_.count(parameter.unsafeGetTensorImpl()) == 0;
   };
-  if (ops::FusedAdamStep(optimizer_, not_stepped)) return;
+  if (distribute::StepOptimizerFused(optimizer_, not_stepped)) return;
   // Some parameter's layout changed since the first part: LibTorch's own Adam or AdamW step
   // (per-parameter state, parameters without a gradient skipped) on the others, the
   // gradients of those already updated hidden from it.

@@ -14,9 +14,9 @@ class Optimizer;
 namespace est {
 
 /// One step of `optimizer`, where `fuse` (RunConfig::fused_optimizer_step) and it steps fused
-/// (ops::FusedAdamStep): part() updates some parameters at once, rest() the others. Each
+/// (distribute::StepOptimizerFused): part() updates some parameters at once, rest() the others. Each
 /// parameter is updated once, by the same arithmetic as a whole step, so the results are those
-/// of ops::StepOptimizer to the bit. Where it cannot step fused, part() does nothing and rest()
+/// of distribute::StepOptimizer to the bit. Where it cannot step fused, part() does nothing and rest()
 /// takes the whole step. Make one per training step.
 class OptimizerStepInParts {
  public:

@@ -58,8 +58,9 @@ struct RunConfig {
   /// raises DataLossError there).
   bool ignore_invalid_checkpoints = false;
   /// Steps a torch::optim::Adam or AdamW that model_fn returns in one fused pass over each
-  /// float32 CPU parameter instead of LibTorch's eight (est::ops::FusedAdamStep): the same
-  /// results to the bit, checked once against LibTorch's own step. false calls step().
+  /// float32 CPU parameter instead of LibTorch's eight (est::kernels::FusedAdamStep, where the
+  /// kernels are built: EST_WITH_KERNELS): the same results to the bit, checked once against
+  /// LibTorch's own step. false calls step(). The chief's setting holds on its ps tasks too.
   bool fused_optimizer_step = true;
   /// Channels-last (NHWC) memory format for each replica's 4-D parameters and buffers and
   /// the 4-D floating tensors of its batches (images): kAuto uses it on CUDA replicas, whose

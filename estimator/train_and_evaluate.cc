@@ -13,7 +13,6 @@
 #include "common/logging.h"
 #include "common/stop_signals.h"
 #include "distribute/strategy.h"
-#include "estimator/ops/fused_adam.h"
 
 namespace est {
 namespace {
@@ -95,9 +94,7 @@ EvalResult RunPs(Estimator& estimator, const EvalSpec& eval_spec) {
   std::optional<StopSignalGuard> stop_signals;
   if (estimator.config().stop_on_signals) stop_signals.emplace();
   Log().info("Running ps task {} of {} ({}).", cluster.task_id, cluster.cluster.at("ps").size(), cluster.source);
-  const bool fuse = estimator.config().fused_optimizer_step;
-  estimator.config().train_distribute->serve(
-      [fuse](torch::optim::Optimizer& optimizer) { ops::StepOptimizer(optimizer, fuse); });
+  estimator.config().train_distribute->serve();
   return EvalResult::NotEvaluated(NotEvaluatedBecause(estimator, eval_spec));
 }
 

@@ -21,6 +21,7 @@
 #include "common/file_util.h"
 #include "common/logging.h"
 #include "common/stop_signals.h"
+#include "distribute/optimizer/optimizer_step.h"
 #include "distribute/step_sync.h"
 #include "distribute/strategy.h"
 #include "estimator/async_host_copy.h"
@@ -38,7 +39,6 @@
 #include "estimator/model_checkpoint.h"
 #include "estimator/model_code_error.h"
 #include "estimator/model_dir_lock.h"
-#include "estimator/ops/fused_adam.h"
 #include "estimator/optimizer_step_in_parts.h"
 #include "estimator/replica_set.h"
 
@@ -189,6 +189,7 @@ class TrainingSession : public Session {
     global_step_ = start_step;
     distribute::StepSyncOptions sync_options;
     sync_options.micro_batches = accumulation_steps_;
+    sync_options.fused_optimizer_step = estimator_.config.fused_optimizer_step;
     if (strategy_.is_chief()) sync_options.restore_latest_checkpoint = [this] { return restore_latest_checkpoint(); };
     sync_ = strategy_.make_step_sync(sync_options);
     if (std::optional<int64_t> position = sync_->resume_position()) skip_batches = *position;
@@ -439,7 +440,7 @@ class TrainingSession : public Session {
     const int64_t position_after = input_position_ + static_cast<int64_t>(steps.size() * accumulation_steps_);
     global_step_ = sync_->apply(steps, unscale_gradients(), global_step_, position_after, [&] {
       if (in_parts) return in_parts->rest();
-      for (auto& spec : specs) ops::StepOptimizer(*spec.optimizer, estimator_.config.fused_optimizer_step);
+      for (auto& spec : specs) distribute::StepOptimizer(*spec.optimizer, estimator_.config.fused_optimizer_step);
     }, stop);
     return std::move(first);
   }

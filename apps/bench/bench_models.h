@@ -13,37 +13,52 @@
 
 #include "apps/common/fashion_mnist_cnn.h"
 #include "data/idx.h"
-#include "estimator/ops/linear.h"
+#if EST_WITH_KERNELS
+#include "kernels/linear.h"
+#endif
 
 namespace est_bench {
 
-/// est-train's Fashion-MNIST CNN (Conv 32×3×3, max-pool, dense 64, dense 10).
-inline torch::nn::Sequential MakeCnn() { return torch::nn::Sequential(est_apps::FashionMnistCnn()); }
+/// est-train's Fashion-MNIST CNN (Conv 32×3×3, max-pool, dense 64, dense 10), on the kernels
+/// or on LibTorch's layers.
+inline torch::nn::Sequential MakeCnn(bool kernels) { return torch::nn::Sequential(est_apps::FashionMnistCnn(kernels)); }
 
-/// A communication-heavy MLP of about 21 M parameters: 1024 → 4096 → 4096 → 10, relu between,
-/// its dense layers est::ops::Linear (whose weight gradient is ready before its input's, so
-/// that the 4096 × 4096 weight's 67 MB can go on the wire a matrix product earlier). Its
-/// submodules are torch::nn::Linear, made in order from the seed as Python's are.
+/// A communication-heavy MLP of about 21 M parameters: 1024 → 4096 → 4096 → 10, relu between.
+/// Its submodules are torch::nn::Linear, made in order from the seed as Python's are. On the
+/// kernels its dense layers run as est::kernels::Linear, whose weight gradient is ready before
+/// its input's (so that the 4096 × 4096 weight's 67 MB can go on the wire a matrix product
+/// earlier).
 struct MlpImpl : torch::nn::Module {
-  MlpImpl()
+  explicit MlpImpl(bool kernels)
       : hidden1(register_module("hidden1", torch::nn::Linear(1024, 4096))),
         hidden2(register_module("hidden2", torch::nn::Linear(4096, 4096))),
-        logits(register_module("logits", torch::nn::Linear(4096, 10))) {}
+        logits(register_module("logits", torch::nn::Linear(4096, 10))),
+        kernels_(kernels) {
+    est_apps::CheckKernelsBuilt(kernels, "the MLP on kernels");
+  }
 
   /// Logits [N, 10] of inputs [N, 1024].
   torch::Tensor forward(const torch::Tensor& x) {
-    auto h = torch::relu(est::ops::Linear(x, hidden1->weight, hidden1->bias));
-    h = torch::relu(est::ops::Linear(h, hidden2->weight, hidden2->bias));
-    return est::ops::Linear(h, logits->weight, logits->bias);
+#if EST_WITH_KERNELS
+    if (kernels_) {
+      auto h = torch::relu(est::kernels::Linear(x, hidden1->weight, hidden1->bias));
+      h = torch::relu(est::kernels::Linear(h, hidden2->weight, hidden2->bias));
+      return est::kernels::Linear(h, logits->weight, logits->bias);
+    }
+#endif
+    return logits(torch::relu(hidden2(torch::relu(hidden1(x)))));
   }
 
   torch::nn::Linear hidden1, hidden2, logits;
+
+ private:
+  bool kernels_;
 };
 /// The module holder (shared pointer) of MlpImpl.
 TORCH_MODULE(Mlp);
 
 /// The MLP as a Sequential, as the benchmarks take every model.
-inline torch::nn::Sequential MakeMlp() { return torch::nn::Sequential(Mlp()); }
+inline torch::nn::Sequential MakeMlp(bool kernels) { return torch::nn::Sequential(Mlp(kernels)); }
 
 /// A ResNet basic block: two 3×3 convolutions with batch norm, plus the input (through a
 /// strided 1×1 convolution when the shape changes).
@@ -91,11 +106,12 @@ inline torch::nn::Sequential MakeResNet18() {
 }
 
 /// The model named "cnn", "mlp" or "resnet", initialised from a fixed seed, so that every
-/// loop trains the same weights on the same data and does the same arithmetic.
-inline torch::nn::Sequential MakeModel(const std::string& name) {
+/// loop trains the same weights on the same data and does the same arithmetic; `kernels`: the
+/// CNN's and the MLP's layers on est::kernels (the ResNet has none there).
+inline torch::nn::Sequential MakeModel(const std::string& name, bool kernels) {
   torch::manual_seed(1);
-  if (name == "cnn") return MakeCnn();
-  return name == "resnet" ? MakeResNet18() : MakeMlp();
+  if (name == "cnn") return MakeCnn(kernels);
+  return name == "resnet" ? MakeResNet18() : MakeMlp(kernels);
 }
 
 /// Up to `count` batches of `batch_size` examples, stacked: inputs [n, batch_size, ...] and

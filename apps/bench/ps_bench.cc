@@ -33,7 +33,6 @@
 #include "distribute/parameter_server/variable_server.h"
 #include "distribute/parameter_server_strategy.h"
 #include "estimator/estimator.h"
-#include "estimator/ops/fused_adam.h"
 #include "estimator/process_tuning.h"
 #include "estimator/train_and_evaluate.h"
 
@@ -93,15 +92,15 @@ nlohmann::json RunTrain(const Flags& flags) {
         est::distribute::ParameterServerOptions().mode(est::distribute::ParseParameterServerMode(flags.mode)));
   }
   if (config.cluster.is_ps()) {
-    // As est-train's ps tasks step the optimizers they rebuild (train_and_evaluate's RunPs).
-    config.train_distribute->serve([](torch::optim::Optimizer& optimizer) { est::ops::StepOptimizer(optimizer, true); });
+    // As est-train's ps tasks: the chief's RunConfig::fused_optimizer_step says how they step.
+    config.train_distribute->serve();
     return {{"task", "ps"}};
   }
   const int64_t total_steps = flags.warmup + flags.steps;
   const auto [inputs, labels] = est_bench::MakeBatches(flags.model, flags.batch_size, 32);
   auto model_fn = [model = flags.model](const est::Features& features, const torch::Tensor& y, est::Mode,
                                         est::ModelContext& ctx) {
-    auto net = ctx.module("net", [&] { return est_bench::MakeModel(model); });
+    auto net = ctx.module("net", [&] { return est_bench::MakeModel(model, /*kernels=*/false); });
     auto loss = torch::nn::functional::cross_entropy(net->forward(features.at("x")), y);
     auto& adam = ctx.optimizer("adam", [&] { return torch::optim::Adam(net->parameters(), 1e-3); });
     return est::EstimatorSpec::Train(loss, adam);
@@ -155,7 +154,7 @@ class RawTransferService final : public est::bench::RawTransfer::Service {
 
 nlohmann::json RunTransfer(const Flags& flags) {
   est::TuneMallocForTraining();  // as est-train does in every task (a ps task's included)
-  auto net = est_bench::MakeModel(flags.model);
+  auto net = est_bench::MakeModel(flags.model, /*kernels=*/false);
   std::vector<est::distribute::VariableInfo> infos;
   std::vector<at::Tensor> values, gradients;
   std::vector<std::optional<est::ps::OptimizerConfig>> optimizers;

@@ -3,21 +3,27 @@ repetitions interleaved, and prints a table of medians plus one JSON line per fi
 
 usage: run_benchmarks.py --build BUILD_DIR [--repetitions 5] [--quick] [--only GROUP,...]
 
-Groups (for --only): overhead (overhead, overhead_same_allocator, vs_glibc_malloc, memory), estimator
-(estimator_vs_tf: the TensorFlow peer in BUILD_DIR/tf-venv, as the input group's), scaling (scaling_*, allreduce*),
+Groups (for --only): overhead (overhead*, vs_glibc_malloc, memory, fused_adam_*), estimator
+(estimator_vs_tf*: the TensorFlow peer in BUILD_DIR/tf-venv, as the input group's), scaling (scaling_*, allreduce*),
 efficiency (efficiency_cnn, ceiling_cnn), gpu (gpu_*; skipped with a line where the build or the
 machine has no CUDA device), extras (input_pipeline_bench, checkpoint_bench), ps (ps_*), input (input_*:
 TFRecord shards made once into BUILD_DIR/bench-data/fashion-tfrecord; the tf.data peer runs in
 BUILD_DIR/tf-venv, installed once by cmake/install_venv.sh, or is skipped with a line saying why),
 hosts (hosts_*: needs root and network namespaces; skipped with a line saying why where it cannot run).
 
-Figures (see the README's Performance section):
-  overhead       est-train's Estimator loop vs a hand-written LibTorch loop (Fashion-MNIST CNN, batch 64), both
-                 stepping LibTorch's Adam (RunConfig::fused_optimizer_step off): the loop's own cost
-  overhead_same_allocator  the same, the hand-written loop also on the Estimator's CachingCpuAllocator
-  fused_adam_{cnn,mlp}  the Estimator with its fused Adam step (the default) vs with LibTorch's Adam::step
-  estimator_vs_tf  est-train's steps/s (Fashion-MNIST CNN, batch 64, IDX files, one thread) vs TensorFlow
-                 2.15's tf.estimator on the same model, data, batch and threads (tf_estimator_peer.py)
+Every model runs on LibTorch's own layers (stock) unless a figure says "kernels": then on the CPU
+kernels of kernels/ (est::kernels), in ours and in the peer alike where the peer is ours too.
+
+Figures (see docs/performance.md):
+  overhead       est-train's Estimator loop vs a hand-written LibTorch loop (Fashion-MNIST CNN, batch 64, stock
+                 layers), both stepping LibTorch's Adam (RunConfig::fused_optimizer_step off): the loop's own cost
+  overhead_kernels  the same, both loops running the CNN's layers on the kernels
+  overhead_same_allocator  overhead, the hand-written loop also on the Estimator's CachingCpuAllocator
+  fused_adam_{cnn,mlp}  the Estimator with the kernels' fused Adam step (the default) vs with LibTorch's Adam::step
+  estimator_vs_tf  est-train --kernels off (stock layers, LibTorch's Adam; Fashion-MNIST CNN, batch 64, IDX files,
+                 one thread), steps/s, vs TensorFlow 2.15's tf.estimator on the same model, data, batch and threads
+                 (tf_estimator_peer.py)
+  estimator_vs_tf_kernels  the same with est-train --kernels on (its default where the kernels are built)
   scaling_cnn    2 workers: our MultiWorkerMirroredStrategy (Gloo) vs PyTorch DDP (gloo), examples/s
   scaling_mlp    the same on a 21 M-parameter MLP
   scaling_*_pinned_ddp  the same against DDP workers bound to CPUs as est-launch binds ours
@@ -128,6 +134,9 @@ class Runner:
         self.build = build
         self.bin = os.path.join(build, "bin")
         self.quick = quick
+        # Whether the build has the kernels of kernels/ (EST_WITH_KERNELS), from its config header.
+        with open(os.path.join(build, "include", "common", "config.h"), encoding="utf-8") as config:
+            self.kernels_built = "#define EST_WITH_KERNELS 1" in config.read()
         self.single_thread = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
         self.peer_env = dict(os.environ, **TUNED_MALLOC)
         self.peer_single_thread = dict(self.single_thread, **TUNED_MALLOC)
@@ -363,16 +372,16 @@ class Runner:
                    "--threads", str(threads), "--min-seconds", "0.01" if self.quick else "1"]
         return {line["figure"]: line for line in json_lines(run(command))}
 
-    def est_train_steps_per_sec(self, data_format, dirs, env=None):
-        """est-train's steps/s (Fashion-MNIST CNN, batch 64) after its first 200 steps, from its
-        global_step/sec lines, fed from the IDX files or the plain TFRecord shards."""
+    def est_train_steps_per_sec(self, data_format, dirs, env=None, kernels="on"):
+        """est-train's steps/s (Fashion-MNIST CNN, batch 64, --kernels as given) after its first 200
+        steps, from its global_step/sec lines, fed from the IDX files or the plain TFRecord shards."""
         steps = 30 if self.quick else 1200
         log_every = 10 if self.quick else 100
         model_dir = f"/tmp/input_training_{os.getpid()}_{data_format}"
         shutil.rmtree(model_dir, ignore_errors=True)
         command = [os.path.join(self.bin, "est-train"), "--model", "fashion_mnist_cnn", "--model-dir", model_dir,
                    "--max-steps", str(steps), "--save-checkpoints-steps", str(steps), "--log-step-count-steps",
-                   str(log_every), "--eval-steps", "1", "--batch-size", "64"]
+                   str(log_every), "--eval-steps", "1", "--batch-size", "64", "--kernels", kernels]
         if data_format == "tfrecord":
             command += ["--data-format", "tfrecord", "--data-files", os.path.join(dirs["plain"], "train-*"),
                         "--eval-data-files", os.path.join(dirs["plain"], "t10k-*")]
@@ -445,6 +454,12 @@ def main():
             same_allocator = runner.train_bench("handwritten", "cnn", env=runner.peer_env,
                                                 extra=["--cpu-allocator", "caching"])
             record("overhead", estimator["examples_per_sec"], handwritten["examples_per_sec"], "examples/s")
+            if runner.kernels_built:
+                on_kernels = ["--kernels", "on"]
+                record("overhead_kernels",
+                       runner.train_bench("estimator", "cnn", fused=False, extra=on_kernels)["examples_per_sec"],
+                       runner.train_bench("handwritten", "cnn", env=runner.peer_env, extra=on_kernels)["examples_per_sec"],
+                       "examples/s")
             record("overhead_same_allocator", estimator["examples_per_sec"], same_allocator["examples_per_sec"],
                    "examples/s")
             record("vs_glibc_malloc", estimator["examples_per_sec"], untuned["examples_per_sec"], "examples/s")
@@ -454,8 +469,12 @@ def main():
             record("fused_adam_mlp", runner.train_bench("estimator", "mlp")["examples_per_sec"],
                    runner.train_bench("estimator", "mlp", fused=False)["examples_per_sec"], "examples/s")
         if "estimator" in only and tf_python:
-            record("estimator_vs_tf", runner.est_train_steps_per_sec("idx", {}, runner.single_thread),
-                   runner.tf_estimator(tf_python), "steps/s")
+            peer = runner.tf_estimator(tf_python)
+            record("estimator_vs_tf", runner.est_train_steps_per_sec("idx", {}, runner.single_thread, kernels="off"),
+                   peer, "steps/s")
+            if runner.kernels_built:
+                record("estimator_vs_tf_kernels", runner.est_train_steps_per_sec("idx", {}, runner.single_thread),
+                       peer, "steps/s")
         for model in ("cnn", "mlp") if "scaling" in only else ():
             ours = runner.ours_workers(model, 2)
             peer = runner.ddp(model, 2)
@@ -584,6 +603,7 @@ def main():
                                "examples/s")
 
     peers = {"overhead": "hand-written LibTorch loop", "memory": "hand-written LibTorch loop",
+             "overhead_kernels": "hand-written LibTorch loop, both on the kernels",
              "overhead_same_allocator": "hand-written LibTorch loop on the Estimator's CachingCpuAllocator",
              "vs_glibc_malloc": "hand-written loop, glibc's default malloc thresholds",
              "fused_adam_cnn": "the Estimator stepping LibTorch's Adam (ours: the fused Adam step, the default)",
@@ -613,7 +633,10 @@ def main():
              "input_parse_gzip": f"tf.data, batch then parse_example, {input_threads} threads, GZIP",
              "input_memory": "ours after 10% of the stream",
              "input_training": "est-train fed from the IDX files (in memory)",
-             "estimator_vs_tf": "TensorFlow 2.15 tf.estimator, same CNN, data and batch, 1 thread (ours: est-train)"}
+             "estimator_vs_tf": "TensorFlow 2.15 tf.estimator, same CNN, data and batch, 1 thread (ours: est-train, "
+                                "stock layers)",
+             "estimator_vs_tf_kernels": "TensorFlow 2.15 tf.estimator, same CNN, data and batch, 1 thread (ours: "
+                                        "est-train on the kernels)"}
     for rate in HOST_LINK_RATES:
         for model in ("cnn", "mlp"):
             figure, link = f"hosts_{model}_{rate // 1000}g", f"2 hosts x 1 worker, {rate // 1000} Gbit/s links"

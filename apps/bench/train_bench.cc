@@ -5,7 +5,7 @@
 //               --steps N --warmup W [--strategy none|multi_worker] [--device cpu|cuda:N]
 //               [--bytes X] [--transport auto|tcp] [--compression none|fp16|bf16|powersgd]
 //               [--powersgd-rank R] [--bucket-cap-mb X] [--overlap auto|always|never]
-//               [--fused-optimizer-step true|false] [--channels-last auto|on|off]
+//               [--fused-optimizer-step true|false] [--kernels on|off] [--channels-last auto|on|off]
 //               [--cpu-allocator default|caching]
 
 #include <sys/resource.h>
@@ -54,6 +54,7 @@ struct Flags {
   double bucket_cap_mb = 25;  ///< multi_worker: GradientReducerOptions::bucket_cap_bytes, in MiB
   std::string overlap = "auto";  ///< multi_worker: GradientReducerOptions::overlap
   bool fused_optimizer_step = true;  ///< estimator: RunConfig::fused_optimizer_step
+  std::string kernels = "off";  ///< "on": the CNN's and the MLP's layers on est::kernels, in every loop
   std::string channels_last = "auto";  ///< estimator: RunConfig::channels_last
   /// handwritten: "caching" installs the CachingCpuAllocator (as est-train and this bench's Estimator loop do)
   std::string cpu_allocator = "default";
@@ -115,9 +116,9 @@ std::shared_ptr<est_bench::TimingCollective> ConnectWorkers(const est::distribut
 
 nlohmann::json RunEstimator(const Flags& flags) {
   const auto [inputs, labels] = est_bench::MakeBatches(flags.model, flags.batch_size, flags.warmup + flags.steps);
-  auto model_fn = [model = flags.model](const est::Features& features, const torch::Tensor& y, est::Mode mode,
-                                        est::ModelContext& ctx) {
-    auto net = ctx.module("net", [&] { return est_bench::MakeModel(model); });
+  auto model_fn = [model = flags.model, kernels = flags.kernels == "on"](
+                      const est::Features& features, const torch::Tensor& y, est::Mode mode, est::ModelContext& ctx) {
+    auto net = ctx.module("net", [&] { return est_bench::MakeModel(model, kernels); });
     auto loss = torch::nn::functional::cross_entropy(net->forward(features.at("x")), y);
     auto& adam = ctx.optimizer("adam", [&] { return torch::optim::Adam(net->parameters(), 1e-3); });
     return est::EstimatorSpec::Train(loss, adam);
@@ -173,7 +174,7 @@ nlohmann::json RunHandwritten(const Flags& flags) {
     inputs = inputs.pin_memory();
     labels = labels.pin_memory();
   }
-  auto net = est_bench::MakeModel(flags.model);
+  auto net = est_bench::MakeModel(flags.model, flags.kernels == "on");
   net->to(device);
   torch::optim::Adam adam(net->parameters(), 1e-3);
   auto step = [&, inputs = inputs, labels = labels](int64_t i) {
@@ -222,6 +223,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "always", "never"}));
   app.add_option("--fused-optimizer-step", flags.fused_optimizer_step,
                  "estimator: step Adam fused (RunConfig::fused_optimizer_step)");
+  app.add_option("--kernels", flags.kernels, "the CNN's and the MLP's layers on est::kernels, in every loop")
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--channels-last", flags.channels_last, "estimator: RunConfig::channels_last")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   app.add_option("--cpu-allocator", flags.cpu_allocator, "handwritten: LibTorch's CPU allocator, or ours")

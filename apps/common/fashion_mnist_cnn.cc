@@ -4,23 +4,40 @@
 
 #include <torch/torch.h>
 
+#include "common/error.h"
 #include "data/tfrecord_dataset.h"
-#include "estimator/ops/conv2d_relu_max_pool.h"
-#include "estimator/ops/linear.h"
+#if EST_WITH_KERNELS
+#include "kernels/conv2d_relu_max_pool.h"
+#include "kernels/linear.h"
+#endif
 
 namespace est_apps {
 
-FashionMnistCnnImpl::FashionMnistCnnImpl()
+void CheckKernelsBuilt(bool kernels, const char* flag) {
+  EST_CHECK(!kernels || kKernelsBuilt, est::ConfigError, flag, " asks for the kernels of kernels/, but this build "
+            "left them out (EST_WITH_KERNELS=OFF); run the stock LibTorch layers, or build with EST_WITH_KERNELS=ON");
+}
+
+FashionMnistCnnImpl::FashionMnistCnnImpl(bool kernels)
     : conv(register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3)))),
       hidden(register_module("hidden", torch::nn::Linear(32 * 13 * 13, 64))),
-      logits(register_module("logits", torch::nn::Linear(64, 10))) {}
+      logits(register_module("logits", torch::nn::Linear(64, 10))),
+      kernels_(kernels) {
+  CheckKernelsBuilt(kernels, "FashionMnistCnn(kernels = true)");
+}
 
 torch::Tensor FashionMnistCnnImpl::forward(torch::Tensor images) {
-  // conv(images), relu and max-pool with the same parameters, by kernels of ours on a CPU
-  // (docs/performance.md).
-  auto x = est::ops::Conv2dReluMaxPool2x2(images, conv->weight, conv->bias);
-  auto h = torch::relu(est::ops::Linear(x.flatten(1), hidden->weight, hidden->bias));
-  return est::ops::Linear(h, logits->weight, logits->bias);
+#if EST_WITH_KERNELS
+  if (kernels_) {
+    // The same layers on kernels of ours: the convolution, relu and max-pool in one op.
+    auto x = est::kernels::Conv2dReluMaxPool2x2(images, conv->weight, conv->bias);
+    auto h = torch::relu(est::kernels::Linear(x.flatten(1), hidden->weight, hidden->bias));
+    return est::kernels::Linear(h, logits->weight, logits->bias);
+  }
+#endif
+  auto x = torch::max_pool2d(torch::relu(conv->forward(images)), 2);
+  auto h = torch::relu(hidden->forward(x.flatten(1)));
+  return logits->forward(h);
 }
 
 est::data::Element Scale(est::data::Element example) {

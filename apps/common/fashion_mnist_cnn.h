@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/config.h"
 #include "data/dataset.h"
 #include "data/element.h"
 #include "data/example.h"
@@ -22,12 +23,18 @@ namespace est_apps {
 /// Where Debian's dataset-fashion-mnist package installs the IDX files.
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 
-/// Conv 32×3×3 → relu → max-pool 2 (fused: est::ops::Conv2dReluMaxPool2x2) → dense 64 → relu →
-/// dense 10, on float [N, 1, 28, 28]
+/// Whether the kernels of kernels/ are built (EST_WITH_KERNELS): the default of the models'
+/// `kernels` arguments.
+inline constexpr bool kKernelsBuilt = EST_WITH_KERNELS;
+
+/// Conv 32×3×3 → relu → max-pool 2 → dense 64 → relu → dense 10, on float [N, 1, 28, 28]
 /// images; returns logits [N, 10]. Its submodules are named "conv", "hidden" and "logits"
 /// (checkpoint keys: keep them).
 struct FashionMnistCnnImpl : torch::nn::Module {
-  FashionMnistCnnImpl();
+  /// `kernels`: the layers run on est::kernels (Conv2dReluMaxPool2x2, Linear); otherwise on
+  /// LibTorch's own ops. The parameters, their initial values and the checkpoints are the same
+  /// either way. ConfigError for kernels where they are not built.
+  explicit FashionMnistCnnImpl(bool kernels = kKernelsBuilt);
 
   /// Logits [N, 10] of float images [N, 1, 28, 28].
   torch::Tensor forward(torch::Tensor images);
@@ -35,7 +42,13 @@ struct FashionMnistCnnImpl : torch::nn::Module {
   torch::nn::Conv2d conv;    ///< 1 → 32 channels, 3×3
   torch::nn::Linear hidden;  ///< 32·13·13 → 64
   torch::nn::Linear logits;  ///< 64 → 10
+
+ private:
+  bool kernels_;
 };
+
+/// ConfigError naming `flag` where `kernels` asks for the kernels of a build without them.
+void CheckKernelsBuilt(bool kernels, const char* flag);
 /// The module holder (shared pointer) of FashionMnistCnnImpl.
 TORCH_MODULE(FashionMnistCnn);
 

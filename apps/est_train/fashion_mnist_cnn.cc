@@ -12,9 +12,9 @@
 namespace est_train {
 namespace {
 
-est::EstimatorSpec ModelFn(const est::Features& features, const torch::Tensor& labels, est::Mode mode,
+est::EstimatorSpec ModelFn(bool kernels, const est::Features& features, const torch::Tensor& labels, est::Mode mode,
                            est::ModelContext& ctx) {
-  auto net = ctx.module("cnn", [] { return est_apps::FashionMnistCnn(); });
+  auto net = ctx.module("cnn", [kernels] { return est_apps::FashionMnistCnn(kernels); });
   auto logits = net->forward(features.at("image"));
   auto classes = logits.argmax(1);
   if (mode == est::Mode::kPredict)
@@ -29,7 +29,7 @@ est::EstimatorSpec ModelFn(const est::Features& features, const torch::Tensor& l
 
 }  // namespace
 
-ModelRecipe FashionMnistCnn(const FashionMnistInput& data, int64_t batch_size, uint64_t shuffle_seed) {
+ModelRecipe FashionMnistCnn(const FashionMnistInput& data, int64_t batch_size, uint64_t shuffle_seed, bool kernels) {
   auto input_fn = [=](est::Mode mode, const est::distribute::InputContext& input) {
     const bool training = mode == est::Mode::kTrain;
     est_apps::FashionMnistPipelineOptions options;
@@ -51,7 +51,9 @@ ModelRecipe FashionMnistCnn(const FashionMnistInput& data, int64_t batch_size, u
     options.shard_index = input.input_pipeline_id();
     return est_apps::FashionMnistPipeline(source, options);
   };
-  return ModelRecipe{ModelFn, input_fn};
+  auto model_fn = [kernels](const est::Features& features, const torch::Tensor& labels, est::Mode mode,
+                            est::ModelContext& ctx) { return ModelFn(kernels, features, labels, mode, ctx); };
+  return ModelRecipe{model_fn, input_fn};
 }
 
 }  // namespace est_train

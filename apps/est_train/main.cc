@@ -66,6 +66,7 @@ struct Flags {
   std::set<std::string> data_flags_given;  ///< the flags of the input (--data-*) on the command line
   std::string mixed_precision = "none";
   std::string channels_last = "auto";
+  std::string kernels = est_apps::kKernelsBuilt ? "on" : "off";
   bool ignore_invalid_checkpoints = false;
   std::string job_token_file;
   est_apps::TlsFlags tls;
@@ -180,6 +181,11 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--channels-last", flags.channels_last,
                  "Lay out 4-D parameters and images channels-last (NHWC) on the devices (auto: on CUDA devices)")
       ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
+  app.add_option("--kernels", flags.kernels,
+                 "Run the CNN's layers and the Adam step on the CPU kernels of kernels/ (the same parameters and "
+                 "checkpoints; Adam's results to the bit), or on LibTorch's own layers and Adam::step (off)")
+      ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   app.footer(
       "SIGTERM, SIGINT or SIGHUP (preemption, Ctrl-C, a launcher that died) during training: every worker stops\n"
@@ -336,6 +342,8 @@ int Run(const Flags& flags) {
   // Before any thread of a strategy or a store starts: under a ulimit -v too small to train,
   // OpenBLAS would spin for ever at the first matrix product.
   est::CheckAddressSpaceForTraining();
+  const bool kernels = flags.kernels == "on";
+  est_apps::CheckKernelsBuilt(kernels, "--kernels on");
   est::RunConfig config;  // reads TF_CONFIG (or torchrun / Slurm variables)
   if (config.cluster.is_local() || config.cluster.is_chief) CheckWritableModelDir(flags.model_dir);
   est_train::ModelRecipe recipe;
@@ -347,7 +355,7 @@ int Run(const Flags& flags) {
     recipe = est_train::Linear(flags.batch_size);
   } else {
     recipe = est_train::FashionMnistCnn(FashionMnistInputOf(flags, !config.cluster.is_ps()),
-                                        flags.batch_size, flags.seed);
+                                        flags.batch_size, flags.seed, kernels);
   }
 
   config.train_distribute = MakeStrategy(flags, config.cluster);
@@ -358,6 +366,7 @@ int Run(const Flags& flags) {
   config.mixed_precision = est::ParseMixedPrecision(flags.mixed_precision);
   config.channels_last = est::ParseChannelsLast(flags.channels_last);
   config.ignore_invalid_checkpoints = flags.ignore_invalid_checkpoints;
+  config.fused_optimizer_step = kernels;
   est::TuneProcessForTraining();  // once the flags, the cluster and the data are known good
   est::Estimator estimator(recipe.model_fn, flags.model_dir, config, params);
   auto eval_spec =

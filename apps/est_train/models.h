@@ -31,8 +31,8 @@ struct FashionMnistInput {
 /// The Conv 32×3×3 → max-pool → dense 64 → dense 10 classifier of TensorFlow's
 /// multi-worker tutorial, on Fashion-MNIST. IDX examples are sharded by element and cached;
 /// TFRecord shards are sharded by file and streamed. Adam with params["learning_rate"];
-/// reports accuracy.
-ModelRecipe FashionMnistCnn(const FashionMnistInput& input, int64_t batch_size, uint64_t shuffle_seed);
+/// reports accuracy. `kernels`: its layers on est::kernels, else on LibTorch's.
+ModelRecipe FashionMnistCnn(const FashionMnistInput& input, int64_t batch_size, uint64_t shuffle_seed, bool kernels);
 
 /// The one-unit dense model of TensorFlow's MirroredStrategy README: learns y = 1 from
 /// x = 1 with SGD at params["learning_rate"]; 100 examples an epoch.

@@ -68,7 +68,7 @@ grpc::Status ReadChunked(grpc::ServerReader<TensorFrame<Header>>& reader, const 
 class VariableServiceImpl final : public VariableServiceBase {
  public:
   explicit VariableServiceImpl(const VariableServiceOptions& options)
-      : shards_(options.task, options.step_optimizer),
+      : shards_(options.task),
         task_(options.task),
         incarnation_(RandomIncarnation()),
         admission_("ps " + std::to_string(options.task), options.job_id, options.token, options.host) {}

@@ -18,10 +18,6 @@
 #include "distribute/parameter_server/variable_service.pb.h"
 #include "distribute/rendezvous/grpc_store.h"
 
-namespace torch::optim {
-class Optimizer;
-}
-
 namespace est::distribute {
 
 /// Where a ps task serves and what a call must carry (as the chief's store).
@@ -39,8 +35,6 @@ struct VariableServiceOptions {
   GrpcStoreTls tls;
   /// Limit on a client's calls, reconnecting included.
   std::chrono::milliseconds timeout = std::chrono::minutes(5);
-  /// How the shards' optimizers step; their own step() when empty.
-  std::function<void(torch::optim::Optimizer&)> step_optimizer;
 };
 
 /// A ps task's server. Stops when destroyed.

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/logging.h"
+#include "distribute/optimizer/optimizer_step.h"
 #include "distribute/parameter_server/shard_optimizer.h"
 
 namespace est::distribute {
@@ -119,16 +120,13 @@ std::string VariableShards::initialize(uint64_t plan, const std::vector<ps::Shar
   return "";
 }
 
-void VariableShards::step_shard(Shard& shard, const at::Tensor& gradient, const ps::OptimizerConfig* optimizer) const {
+void VariableShards::step_shard(Shard& shard, const at::Tensor& gradient, const ps::OptimizerConfig* optimizer,
+                                bool fuse) const {
   if (!shard.optimizer) return;
   std::lock_guard<std::mutex> lock(shard.mutex);
   if (optimizer != nullptr) SetShardOptimizerOptions(*shard.optimizer, *optimizer);
   shard.value.mutable_grad() = gradient;
-  if (step_optimizer_) {
-    step_optimizer_(*shard.optimizer);
-  } else {
-    shard.optimizer->step();
-  }
+  StepOptimizer(*shard.optimizer, fuse);
   shard.value.mutable_grad() = at::Tensor();
 }
 
@@ -169,7 +167,8 @@ void VariableShards::apply_round() {
   const double count = static_cast<double>(round_pushes_);
   for (auto& [id, sum] : round_sums_) {
     auto options = round_optimizers_.find(id);
-    step_shard(*shards_.at(id), sum.div_(count), options == round_optimizers_.end() ? nullptr : &options->second);
+    step_shard(*shards_.at(id), sum.div_(count), options == round_optimizers_.end() ? nullptr : &options->second,
+               rule_.fused_optimizer_step());
   }
   round_sums_.clear();
   round_optimizers_.clear();
@@ -213,10 +212,11 @@ std::string VariableShards::apply(const ShardPush& push, const CallLimit& limit,
   ++workers_[push.worker].pushes;
 
   if (rule_.mode() != ps::UpdateRule::SYNC) {
+    const bool fuse = rule_.fused_optimizer_step();
     lock.unlock();
     for (const auto& [id, gradient] : push.gradients) {
       auto options = push.optimizers.find(id);
-      step_shard(*shards_.at(id), gradient, options == push.optimizers.end() ? nullptr : &options->second);
+      step_shard(*shards_.at(id), gradient, options == push.optimizers.end() ? nullptr : &options->second, fuse);
     }
     lock.lock();
     outcome.global_step = ++global_step_;

@@ -74,10 +74,9 @@ struct CallLimit {
 class VariableShards {
  public:
   /// `task`: this ps task's index; the global step counts on task 0 (every task counts, task
-  /// 0's is the job's). A shard's optimizer steps through `step_optimizer` (its own step()
-  /// when empty).
-  explicit VariableShards(int task, std::function<void(torch::optim::Optimizer&)> step_optimizer = {})
-      : task_(task), step_optimizer_(std::move(step_optimizer)) {}
+  /// 0's is the job's). A shard's optimizer steps fused where the chief's update rule says so
+  /// (UpdateRule.fused_optimizer_step, RunConfig::fused_optimizer_step on the chief).
+  explicit VariableShards(int task) : task_(task) {}
 
   /// True once initialize() succeeded.
   bool initialized() const;
@@ -140,8 +139,9 @@ class VariableShards {
     bool excluded = false;  ///< warned of as not live
   };
 
-  /// Steps `shard`'s optimizer with `gradient` (options from `optimizer` when given).
-  void step_shard(Shard& shard, const at::Tensor& gradient, const ps::OptimizerConfig* optimizer) const;
+  /// Steps `shard`'s optimizer with `gradient` (options from `optimizer` when given), fused
+  /// where `fuse` (the rule's fused_optimizer_step).
+  void step_shard(Shard& shard, const at::Tensor& gradient, const ps::OptimizerConfig* optimizer, bool fuse) const;
   /// Marks `worker` as heard from now. Needs mutex_.
   void seen(uint32_t worker);
   /// Whether `worker` counts in waits for the slowest; warns once of one that stopped
@@ -156,7 +156,6 @@ class VariableShards {
   void apply_round();
 
   const int task_;
-  const std::function<void(torch::optim::Optimizer&)> step_optimizer_;
   /// Held shared by each update, exclusively by a pull with state: that pull sees no update
   /// half applied.
   mutable std::shared_mutex version_mutex_;

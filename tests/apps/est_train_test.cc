@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "checkpoint/checkpoint_state.h"
+#include "common/config.h"
 #include "estimator/summary/event_reader.h"
 #include "tests/apps/run_command.h"
 #include "tests/test_util.h"
@@ -250,4 +251,27 @@ TEST_CASE("est-train reaches 0.80 Fashion-MNIST accuracy in 400 steps", "[apps][
   CHECK(run.output.find("loss = ") != std::string::npos);
   CHECK(run.output.find("global_step/sec: ") != std::string::npos);
   CHECK(FinalMetric(run.output, "accuracy") >= 0.80);
+}
+
+TEST_CASE("est-train --kernels off trains the CNN on LibTorch's layers, and --kernels on continues its checkpoint",
+          "[apps][slow]") {
+  const std::string dir = est::testing::FreshTempDir("est_train_kernels").string();
+  const std::string flags = "--model fashion_mnist_cnn --model-dir " + dir + " --save-checkpoints-steps 200 --eval-steps 40";
+  RunResult stock = RunEstTrain(flags + " --max-steps 200 --kernels off");
+  INFO(stock.output);
+  REQUIRE(stock.exit_code == 0);
+  CHECK(FinalMetric(stock.output, "accuracy") >= 0.75);
+  if (!EST_WITH_KERNELS) {
+    RunResult refused = RunEstTrain(flags + " --max-steps 400 --kernels on");
+    CHECK(refused.exit_code == 1);
+    CHECK(refused.output.find("est-train: error: --kernels on asks for the kernels of kernels/, but this build left "
+                              "them out (EST_WITH_KERNELS=OFF)") != std::string::npos);
+    return;
+  }
+  // The same parameters under the same keys: the kernels' run restores the stock run's checkpoint.
+  RunResult kernels = RunEstTrain(flags + " --max-steps 400 --kernels on");
+  INFO(kernels.output);
+  REQUIRE(kernels.exit_code == 0);
+  CHECK(kernels.output.find("Restoring parameters from " + dir + "/model.ckpt-200") != std::string::npos);
+  CHECK(FinalMetric(kernels.output, "accuracy") >= 0.80);
 }

@@ -12,7 +12,8 @@ import re
 import sys
 
 LINK = re.compile(r"\]\(([^)\s]+)\)")
-SOURCE_FOLDERS = ("apps", "checkpoint", "cmake", "common", "data", "distribute", "estimator", "examples", "tests")
+SOURCE_FOLDERS = ("apps", "checkpoint", "cmake", "common", "data", "distribute", "estimator", "examples", "kernels",
+                  "tests")
 SOURCE_PATH = re.compile(r"`((?:%s)/[A-Za-z0-9_./-]*)`" % "|".join(SOURCE_FOLDERS))
 PROGRAM_FLAGS = re.compile(r"`(est-train|est-launch)((?: [^`]*)?)`")
 PROGRAM_SOURCES = {"est-train": "apps/est_train", "est-launch": "apps/est_launch"}

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The folders' dependencies point one way (docs/architecture.md): every `#include "..."` of
-a library folder names only itself or a folder it may depend on, and the training loop
-includes no collective, reducer or store. Usage: layering_test.py <repository root>."""
+a library folder names only itself or a folder it may depend on, the training loop includes
+no collective, reducer or store, the kernels (kernels/, optional) are included only under
+`#if EST_WITH_KERNELS`, and no vector intrinsics live outside kernels/ and the few low-level
+files listed. Usage: layering_test.py <repository root>."""
 
 import pathlib
 import re
@@ -10,11 +12,13 @@ import sys
 # Each folder (most specific first) and the folders its sources may include.
 ALLOWED = [
     ("common/", {"common/"}),
+    ("kernels/", {"kernels/", "common/"}),
     ("data/", {"data/", "common/"}),
     ("checkpoint/", {"checkpoint/", "common/"}),
     ("distribute/cluster/", {"distribute/cluster/", "common/"}),
     ("distribute/rendezvous/", {"distribute/rendezvous/", "common/"}),
     ("distribute/collective/", {"distribute/collective/", "distribute/rendezvous/", "common/"}),
+    ("distribute/optimizer/", {"distribute/optimizer/", "kernels/", "common/"}),
     ("distribute/", {"distribute/", "common/"}),
     ("estimator/", {"estimator/", "distribute/", "checkpoint/", "data/", "common/"}),
 ]
@@ -24,6 +28,26 @@ FORBIDDEN = {
                                    "distribute/gradient_reducer.h"),
 }
 INCLUDE = re.compile(r'^#include "([^"]+)"', re.M)
+# Vector intrinsics: the kernels' own, and the checksums' and 16-bit conversions' below them.
+INTRINSICS = re.compile(r"<immintrin\.h>|\b_mm(256|512)?_[a-z0-9_]+\(")
+INTRINSICS_ALLOWED = ("kernels/", "common/crc32c.cc", "distribute/collective/kernels_16_bit.cc")
+KERNELS_GUARD = "#if EST_WITH_KERNELS"
+
+
+def kernels_includes_outside_guard(text: str) -> list:
+    """The kernels/ headers `text` includes outside an `#if EST_WITH_KERNELS` block."""
+    outside, depth, guarded = [], 0, []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#if"):
+            depth += 1
+            guarded.append(stripped.startswith(KERNELS_GUARD))
+        elif stripped.startswith("#endif") and depth:
+            depth -= 1
+            guarded.pop()
+        elif stripped.startswith('#include "kernels/') and not any(guarded):
+            outside.append(stripped.split('"')[1])
+    return outside
 
 
 def main() -> int:
@@ -34,12 +58,18 @@ def main() -> int:
         if path.suffix not in (".h", ".cc", ".cu") or not path.is_file():
             continue
         name = path.relative_to(root).as_posix()
-        if name.startswith(("build", "tests/", "apps/", "examples/")):
+        if name.startswith(("build", "tests/", "examples/")):
             continue
+        text = path.read_text(encoding="utf-8")
+        if not name.startswith(INTRINSICS_ALLOWED) and INTRINSICS.search(text):
+            errors.append(f"{name} uses vector intrinsics: they belong in kernels/ (optional, EST_WITH_KERNELS)")
+        if not name.startswith("kernels/"):
+            for included in kernels_includes_outside_guard(text):
+                errors.append(f"{name} includes {included} outside #if EST_WITH_KERNELS: the kernels are optional")
         folder = next((entry for entry in ALLOWED if name.startswith(entry[0])), None)
         if folder is None:
             continue
-        for included in INCLUDE.findall(path.read_text(encoding="utf-8")):
+        for included in INCLUDE.findall(text):
             checked += 1
             if not any(included.startswith(allowed) for allowed in folder[1]):
                 errors.append(f"{name} includes {included}: {folder[0]} may include only "

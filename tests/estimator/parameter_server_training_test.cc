@@ -17,7 +17,6 @@
 #include "distribute/parameter_server_strategy.h"
 #include "estimator/estimator.h"
 #include "estimator/hooks/session_run_hook.h"
-#include "estimator/ops/fused_adam.h"
 #include "tests/estimator/test_models.h"
 #include "tests/estimator/worker_threads.h"
 #include "tests/log_capture.h"
@@ -53,11 +52,6 @@ struct InProcessPs {
       distribute::VariableServiceOptions options;
       options.task = task;
       options.job_id = "ps-equivalence";
-      // As a ps task under train_and_evaluate steps its optimizers: the Estimator's way.
-      options.step_optimizer = [steps = optimizer_steps](torch::optim::Optimizer& optimizer) {
-        ++*steps;
-        ops::StepOptimizer(optimizer, /*fuse=*/true);
-      };
       servers.push_back(distribute::VariableServer::Start(options));
       addresses += std::string(task == 0 ? "" : ", ") + "\"127.0.0.1:" + std::to_string(servers.back()->port()) + "\"";
     }
@@ -88,7 +82,6 @@ struct InProcessPs {
     options.job_id = "ps-equivalence";
     return distribute::VariableClient(options).describe_task();
   }
-  std::shared_ptr<std::atomic<int64_t>> optimizer_steps = std::make_shared<std::atomic<int64_t>>(0);
   std::vector<std::unique_ptr<distribute::VariableServer>> servers;
   std::string cluster_spec;
 };
@@ -154,7 +147,8 @@ TEST_CASE("one worker with ps tasks trains exactly as local training", "[estimat
         remote.train(testing::SineInput, TrainOptions().max_steps(30));
         local.train(testing::SineInput, TrainOptions().max_steps(30));
         CHECK(remote.get_variable_value("global_step").item<int64_t>() == 30);
-        CHECK(*ps.optimizer_steps >= 30 * 6);  // every shard stepped through the Estimator's step
+        // The ps tasks step as the chief's RunConfig says: fused where it applies (the default).
+        for (int task = 0; task < num_ps; ++task) CHECK(ps.describe(task).rule().fused_optimizer_step());
         // Six variables; with two ps tasks seven shards, balanced by bytes.
         CHECK_THAT(log.text(), Catch::Contains(num_ps == 1 ? "ps 0: 6 shards" : "ps 0: 3 shards, 8.75 KiB; ps 1: 4 shards, 8.5 KiB"));
         {
@@ -175,6 +169,19 @@ TEST_CASE("one worker with ps tasks trains exactly as local training", "[estimat
       }
     }
   }
+}
+
+TEST_CASE("ps tasks step Adam as the chief's RunConfig::fused_optimizer_step says", "[estimator][ps]") {
+  const InProcessPs ps(1);
+  RunConfig config = SeededConfig(ps.strategy(), 11, 10);
+  config.fused_optimizer_step = false;
+  Estimator remote(MlpModelFn, testing::FreshTempDir("ps_unfused").string(), config,
+                   nlohmann::json{{"optimizer", "adam"}});
+  Estimator local = MakeEstimator(testing::FreshTempDir("ps_unfused_local").string(), "adam", nullptr);
+  remote.train(testing::SineInput, TrainOptions().max_steps(5));
+  local.train(testing::SineInput, TrainOptions().max_steps(5));
+  CHECK_FALSE(ps.describe(0).rule().fused_optimizer_step());
+  CheckBitEqual(remote, local);  // LibTorch's Adam::step there, the fused step here: the same bits
 }
 
 TEST_CASE("synchronous ps training of 2 workers equals MultiWorkerMirroredStrategy with 2 workers", "[estimator][ps]") {

@@ -4,7 +4,7 @@
 
 #include <ATen/core/Tensor.h>
 
-namespace est::ops {
+namespace est::kernels {
 
 /// `torch::conv2d(input, weight, bias)` with stride 1 and no padding, for images with one
 /// channel: input [N, 1, H, W], weight [C, 1, K, K], bias [C] or undefined; returns
@@ -21,4 +21,4 @@ namespace est::ops {
 /// (create_graph) is an error.
 at::Tensor Conv2dOneInputChannel(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias);
 
-}  // namespace est::ops
+}  // namespace est::kernels

@@ -1,11 +1,11 @@
 // Conv2dOneInputChannel agrees with LibTorch's conv2d, values and gradients, within float32
 // rounding; its results do not depend on the thread count; other inputs get LibTorch's.
 
-#include "estimator/ops/conv2d_one_input_channel.h"
+#include "kernels/conv2d_one_input_channel.h"
 
 #include "estimator/autocast_scope.h"
-#include "tests/estimator/ops/op_results.h"
-#include "tests/estimator/ops/vector_bits.h"
+#include "tests/kernels/op_results.h"
+#include "tests/kernels/vector_bits.h"
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
@@ -20,7 +20,7 @@ using est_test::OpResult;
 using est_test::SameResult;
 
 OpResult Ours(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias, bool input_grad) {
-  return est_test::RunOp(input, weight, bias, est::ops::Conv2dOneInputChannel, input_grad);
+  return est_test::RunOp(input, weight, bias, est::kernels::Conv2dOneInputChannel, input_grad);
 }
 
 OpResult Reference(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias,
@@ -40,7 +40,7 @@ bool Near(const torch::Tensor& ours, const torch::Tensor& reference) {
 
 }  // namespace
 
-TEST_CASE("Conv2dOneInputChannel equals conv2d within float32 rounding, values and gradients", "[ops]") {
+TEST_CASE("Conv2dOneInputChannel equals conv2d within float32 rounding, values and gradients", "[kernels]") {
   const int vector_bits = GENERATE(512, 0);  // its AVX-512 kernels, then LibTorch's convolution
   CAPTURE(vector_bits);
   EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
@@ -71,7 +71,7 @@ TEST_CASE("Conv2dOneInputChannel equals conv2d within float32 rounding, values a
   }
 }
 
-TEST_CASE("Conv2dOneInputChannel gives the same bits at any thread count", "[ops]") {
+TEST_CASE("Conv2dOneInputChannel gives the same bits at any thread count", "[kernels]") {
   EST_RUN_WITH_VECTOR_BITS_OR_SKIP(512);
   torch::manual_seed(5);
   const auto input = torch::rand({16, 1, 28, 28});
@@ -86,7 +86,7 @@ TEST_CASE("Conv2dOneInputChannel gives the same bits at any thread count", "[ops
   CHECK(SameResult(one, four));
 }
 
-TEST_CASE("Conv2dOneInputChannel runs LibTorch's convolution for other inputs and CPUs", "[ops]") {
+TEST_CASE("Conv2dOneInputChannel runs LibTorch's convolution for other inputs and CPUs", "[kernels]") {
   torch::manual_seed(7);
   auto native = [](const auto& x, const auto& w, const auto& b) {
     return torch::thnn_conv2d(x, w, {w.size(2), w.size(3)}, b, {1, 1}, {0, 0});
@@ -103,16 +103,16 @@ TEST_CASE("Conv2dOneInputChannel runs LibTorch's convolution for other inputs an
   CHECK(same_as_native(torch::rand({2, 1, 9, 9}), torch::randn({3, 1, 3, 3}), torch::randn({3})));
 }
 
-TEST_CASE("Conv2dOneInputChannel's gradient cannot be differentiated again", "[ops]") {
+TEST_CASE("Conv2dOneInputChannel's gradient cannot be differentiated again", "[kernels]") {
   EST_RUN_WITH_VECTOR_BITS_OR_SKIP(512);  // LibTorch's convolution can be
   auto x = torch::rand({2, 1, 6, 6});
   auto w = torch::randn({2, 1, 3, 3}).requires_grad_();
-  auto y = est::ops::Conv2dOneInputChannel(x, w, torch::Tensor()).sum();
+  auto y = est::kernels::Conv2dOneInputChannel(x, w, torch::Tensor()).sum();
   CHECK_THROWS_WITH(torch::autograd::grad({y}, {w}, {}, /*retain_graph=*/true, /*create_graph=*/true),
                     Catch::Contains("cannot be differentiated again"));
 }
 
-TEST_CASE("Conv2dOneInputChannel under CPU autocast is LibTorch's conv2d in bfloat16", "[ops]") {
+TEST_CASE("Conv2dOneInputChannel under CPU autocast is LibTorch's conv2d in bfloat16", "[kernels]") {
   torch::manual_seed(11);
   const auto x = torch::rand({2, 1, 9, 9});
   const auto w = torch::randn({4, 1, 3, 3});
@@ -120,7 +120,7 @@ TEST_CASE("Conv2dOneInputChannel under CPU autocast is LibTorch's conv2d in bflo
   torch::Tensor ours, expected;
   {
     const est::AutocastScope autocast(est::MixedPrecision::kBFloat16, c10::Device("cpu"));
-    ours = est::ops::Conv2dOneInputChannel(x, w, b);
+    ours = est::kernels::Conv2dOneInputChannel(x, w, b);
     expected = torch::conv2d(x, w, b);
   }
   CHECK(ours.scalar_type() == at::kBFloat16);

@@ -2,7 +2,7 @@
 /// Tests of one kernel path: the cap on the kernels' vectors, and the skip where the CPU's
 /// vectors are narrower than the path needs.
 
-#include "estimator/ops/cpu_vectors.h"
+#include "kernels/cpu_vectors.h"
 
 #include <catch2/catch.hpp>
 
@@ -13,7 +13,7 @@ inline const char* VectorIsa(int bits) { return bits >= 512 ? "AVX-512" : bits >
 
 /// Whether the CPU has `bits`-wide vectors; where it has not, says "skipped: needs …".
 inline bool CpuHasVectorBits(int bits) {
-  const int cpu = est::ops::detail::CpuVectorBits();
+  const int cpu = est::kernels::detail::CpuVectorBits();
   if (cpu >= bits) return true;
   WARN("skipped: needs " << VectorIsa(bits) << ", this CPU has " << VectorIsa(cpu));
   return false;
@@ -22,8 +22,8 @@ inline bool CpuHasVectorBits(int bits) {
 /// Caps the kernels at `bits`-wide vectors while it lives, then lifts the cap.
 class VectorBitsCap {
  public:
-  explicit VectorBitsCap(int bits) { est::ops::detail::AllowVectorBits(bits); }
-  ~VectorBitsCap() { est::ops::detail::AllowVectorBits(512); }
+  explicit VectorBitsCap(int bits) { est::kernels::detail::AllowVectorBits(bits); }
+  ~VectorBitsCap() { est::kernels::detail::AllowVectorBits(512); }
   VectorBitsCap(const VectorBitsCap&) = delete;
   VectorBitsCap& operator=(const VectorBitsCap&) = delete;
 };

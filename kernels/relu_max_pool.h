@@ -3,7 +3,7 @@
 
 #include <ATen/core/Tensor.h>
 
-namespace est::ops {
+namespace est::kernels {
 
 /// `torch::max_pool2d(torch::relu(input), 2)`, with the same values and the same gradient
 /// (NaN and ties included: the first maximum of a window wins, a NaN wins over numbers), for a
@@ -16,4 +16,4 @@ namespace est::ops {
 /// is first-order: differentiating it again (create_graph) is an error.
 at::Tensor ReluMaxPool2x2(const at::Tensor& input);
 
-}  // namespace est::ops
+}  // namespace est::kernels

@@ -1,4 +1,4 @@
-#include "estimator/ops/conv2d_relu_max_pool.h"
+#include "kernels/conv2d_relu_max_pool.h"
 
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
@@ -8,13 +8,13 @@
 #include <cstdint>
 #include <vector>
 
-#include "estimator/ops/conv2d_one_input_channel.h"
-#include "estimator/ops/conv2d_one_input_channel_internal.h"
-#include "estimator/ops/cpu_vectors.h"
-#include "estimator/ops/relu_max_pool.h"
-#include "estimator/ops/relu_max_pool_internal.h"
+#include "kernels/conv2d_one_input_channel.h"
+#include "kernels/conv2d_one_input_channel_internal.h"
+#include "kernels/cpu_vectors.h"
+#include "kernels/relu_max_pool.h"
+#include "kernels/relu_max_pool_internal.h"
 
-namespace est::ops {
+namespace est::kernels {
 namespace {
 
 struct Conv2dReluMaxPoolFunction : torch::autograd::Function<Conv2dReluMaxPoolFunction> {
@@ -70,4 +70,4 @@ at::Tensor Conv2dReluMaxPool2x2(const at::Tensor& input, const at::Tensor& weigh
   return Conv2dReluMaxPoolFunction::apply(input, weight, detail::BiasOrEmpty(bias, weight));
 }
 
-}  // namespace est::ops
+}  // namespace est::kernels

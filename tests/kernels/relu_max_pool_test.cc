@@ -1,8 +1,8 @@
 // ReluMaxPool2x2 gives LibTorch's relu + max_pool2d values and gradients to the bit.
 
-#include "estimator/ops/relu_max_pool.h"
+#include "kernels/relu_max_pool.h"
 
-#include "tests/estimator/ops/vector_bits.h"
+#include "tests/kernels/vector_bits.h"
 
 #include <torch/torch.h>
 
@@ -49,7 +49,7 @@ torch::Tensor Reference(const torch::Tensor& x) { return torch::max_pool2d(torch
 
 }  // namespace
 
-TEST_CASE("ReluMaxPool2x2 equals relu then max_pool2d, values and gradients", "[ops]") {
+TEST_CASE("ReluMaxPool2x2 equals relu then max_pool2d, values and gradients", "[kernels]") {
   const int vector_bits = GENERATE(512, 256, 0);
   CAPTURE(vector_bits);
   EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
@@ -64,14 +64,14 @@ TEST_CASE("ReluMaxPool2x2 equals relu then max_pool2d, values and gradients", "[
     const auto pooled = Reference(input);
     const auto upstream = torch::randn(pooled.sizes());
     const auto expected = Run(input, upstream, Reference);
-    const auto actual = Run(input, upstream, est::ops::ReluMaxPool2x2);
+    const auto actual = Run(input, upstream, est::kernels::ReluMaxPool2x2);
     CHECK(SameValues(actual.output, expected.output));
     CHECK(SameValues(actual.grad, expected.grad));
   }
 }
 
 TEST_CASE("ReluMaxPool2x2 routes each window's gradient to its first maximum and none to non-positive ones",
-          "[ops]") {
+          "[kernels]") {
   const int vector_bits = GENERATE(512, 256, 0);
   CAPTURE(vector_bits);
   EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
@@ -89,7 +89,7 @@ TEST_CASE("ReluMaxPool2x2 routes each window's gradient to its first maximum and
     input[0][0][1][2 * j + 1] = windows[j][3];
   }
   const auto upstream = torch::arange(1, count + 1, torch::kFloat32).view({1, 1, 1, count});
-  const auto actual = Run(input, upstream, est::ops::ReluMaxPool2x2);
+  const auto actual = Run(input, upstream, est::kernels::ReluMaxPool2x2);
   const auto out = actual.output.view(-1);
   CHECK(out[0].item<float>() == 4.f);
   CHECK(out[2].item<float>() == 2.f);
@@ -111,41 +111,41 @@ TEST_CASE("ReluMaxPool2x2 routes each window's gradient to its first maximum and
   CHECK(grad.isnan().sum().item<int64_t>() == 0);
 }
 
-TEST_CASE("ReluMaxPool2x2 splits planes across intra-op threads with the same result", "[ops]") {
+TEST_CASE("ReluMaxPool2x2 splits planes across intra-op threads with the same result", "[kernels]") {
   const auto input = Activations({8, 16, 26, 26}, 77);
   const int previous = torch::get_num_threads();
   torch::set_num_threads(1);
-  const auto one = Run(input, {}, est::ops::ReluMaxPool2x2);
+  const auto one = Run(input, {}, est::kernels::ReluMaxPool2x2);
   torch::set_num_threads(2);
-  const auto two = Run(input, {}, est::ops::ReluMaxPool2x2);
+  const auto two = Run(input, {}, est::kernels::ReluMaxPool2x2);
   torch::set_num_threads(previous);
   CHECK(SameValues(one.output, two.output));
   CHECK(SameValues(one.grad, two.grad));
 }
 
-TEST_CASE("ReluMaxPool2x2 runs LibTorch's ops on inputs outside its fast path", "[ops]") {
+TEST_CASE("ReluMaxPool2x2 runs LibTorch's ops on inputs outside its fast path", "[kernels]") {
   SECTION("float64") {
     const auto input = Activations({2, 3, 6, 6}, 5).to(torch::kFloat64);
-    CHECK(SameValues(Run(input, {}, est::ops::ReluMaxPool2x2).grad, Run(input, {}, Reference).grad));
+    CHECK(SameValues(Run(input, {}, est::kernels::ReluMaxPool2x2).grad, Run(input, {}, Reference).grad));
   }
   SECTION("channels-last") {
     const auto input = Activations({2, 3, 6, 6}, 6).contiguous(torch::MemoryFormat::ChannelsLast);
-    CHECK(SameValues(Run(input, {}, est::ops::ReluMaxPool2x2).output, Run(input, {}, Reference).output));
+    CHECK(SameValues(Run(input, {}, est::kernels::ReluMaxPool2x2).output, Run(input, {}, Reference).output));
   }
   SECTION("a 3-D input") {
     const auto input = Activations({3, 6, 6}, 7);
-    CHECK(SameValues(est::ops::ReluMaxPool2x2(input), Reference(input)));
+    CHECK(SameValues(est::kernels::ReluMaxPool2x2(input), Reference(input)));
   }
   SECTION("a twice-differentiated fallback still works") {
     auto x = Activations({1, 1, 4, 4}, 8).to(torch::kFloat64).requires_grad_();
-    auto g = torch::autograd::grad({est::ops::ReluMaxPool2x2(x).sum()}, {x}, {}, true, true)[0];
+    auto g = torch::autograd::grad({est::kernels::ReluMaxPool2x2(x).sum()}, {x}, {}, true, true)[0];
     CHECK(g.requires_grad());
   }
 }
 
-TEST_CASE("ReluMaxPool2x2's gradient refuses to be differentiated again", "[ops]") {
+TEST_CASE("ReluMaxPool2x2's gradient refuses to be differentiated again", "[kernels]") {
   auto x = Activations({1, 1, 4, 4}, 9).requires_grad_();
-  auto y = est::ops::ReluMaxPool2x2(x).sum();
+  auto y = est::kernels::ReluMaxPool2x2(x).sum();
   CHECK_THROWS_WITH(torch::autograd::grad({y}, {x}, {}, true, true),
                     Catch::Contains("ReluMaxPool2x2's gradient cannot be differentiated again"));
 }

@@ -1,13 +1,13 @@
 #pragma once
 // What Conv2dOneInputChannel shares with the fused convolution + relu + max-pool. Internal to
-// the ops.
+// the kernels.
 
 #include <ATen/core/Tensor.h>
 #include <torch/csrc/autograd/function.h>
 
 #include <cstdint>
 
-namespace est::ops::detail {
+namespace est::kernels::detail {
 
 /// The sizes of one convolution: N images [H, W], C filters [K, K], stride 1, no padding.
 struct ConvGeometry {
@@ -34,4 +34,4 @@ void ConvolveRows(const float* image, const float* weight, const float* bias, fl
 torch::autograd::tensor_list Conv2dOneInputChannelGradients(const at::Tensor& input, const at::Tensor& weight,
                                                             bool has_bias, const at::Tensor& grad, bool input_grad);
 
-}  // namespace est::ops::detail
+}  // namespace est::kernels::detail

@@ -1,6 +1,15 @@
 #pragma once
-// Which vector instructions the CPU kernels of est::ops may use, and what their fast paths
-// share. Internal to the ops and their tests.
+// Which vector instructions the CPU kernels of est::kernels may use, and what their fast
+// paths share. Internal to the kernels and their tests.
+//
+// The dispatch is ours (a function per width under __attribute__((target)), chosen once per
+// call from CpuVectorBits) rather than Highway's (Debian's libhwy-dev 1.0.3): FusedAdamStep must
+// round exactly as LibTorch's own vectorized Adam does, one fused multiply-add where LibTorch's
+// makes one and a separate multiply and add elsewhere, on every width. Highway's MulAdd is a
+// fused multiply-add on some targets and two roundings on others, so its bits would change with
+// the target; here each path's instructions are written out and tested bit for bit against
+// LibTorch. Three widths (512, 256, scalar) and a cap for tests (AllowVectorBits) are the
+// whole of the dispatch, and the kernels add no dependency.
 
 #include <ATen/core/Tensor.h>
 
@@ -11,7 +20,7 @@
 #include <immintrin.h>
 #endif
 
-namespace est::ops::detail {
+namespace est::kernels::detail {
 
 /// The widest vectors this CPU has: 512 (AVX-512 F, BW and VL), 256 (AVX2 with FMA) or 0
 /// (none of these, or not x86-64).
@@ -23,6 +32,10 @@ int UsableVectorBits();
 /// Caps UsableVectorBits at `bits` (512, the default, 256 or 0), so that tests cover each
 /// kernel on a machine that has AVX-512.
 void AllowVectorBits(int bits);
+
+/// Whether LibTorch's CPU autocast is on in this thread: the kernels, which autocast does not
+/// know, defer to LibTorch's ops then, which it does.
+bool CpuAutocastEnabled();
 
 /// Whether `tensor` is a contiguous float32 tensor on the CPU: what the kernels read.
 inline bool IsContiguousFloatCpu(const at::Tensor& tensor) {
@@ -72,4 +85,4 @@ EST_TARGET_AVX512 inline __mmask16 FirstLanes16(int64_t count) {
 }
 #endif
 
-}  // namespace est::ops::detail
+}  // namespace est::kernels::detail

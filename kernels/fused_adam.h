@@ -10,7 +10,7 @@ namespace torch::optim {
 class Optimizer;
 }
 
-namespace est::ops {
+namespace est::kernels {
 
 /// Which of an optimizer's parameters a step updates; empty: all of them.
 using ParameterFilter = std::function<bool(const at::Tensor& parameter)>;
@@ -18,13 +18,13 @@ using ParameterFilter = std::function<bool(const at::Tensor& parameter)>;
 /// Steps `optimizer` as `optimizer.step()` would and returns true, when it is exactly a
 /// torch::optim::Adam or torch::optim::AdamW (not a subclass) with amsgrad off whose
 /// parameters that have a gradient are dense float32 CPU tensors (contiguous, channels-last
-/// or another layout without gaps), their gradients and the optimizer's state laid out alike. Each parameter is updated in one vectorized
-/// pass that reads the parameter, its gradient and both moments once and writes each once;
-/// LibTorch's step makes eight passes and two temporaries. On the 21 M parameters of `make
-/// bench`'s MLP, at one thread: 11 ms against 36 ms (91 ms where glibc maps and unmaps each
-/// temporary, which the Estimator's malloc settings prevent). The state (step count,
-/// moments) is LibTorch's own, under its own keys, so checkpoints and a later plain step()
-/// see no difference.
+/// or another layout without gaps), their gradients and the optimizer's state laid out alike.
+/// Each parameter is updated in one vectorized pass that reads the parameter, its gradient and
+/// both moments once and writes each once; LibTorch's step makes eight passes and two
+/// temporaries. On the 21 M parameters of `make bench`'s MLP, at one thread: 11 ms against
+/// 36 ms (91 ms where glibc maps and unmaps each temporary, which est::TuneProcessForTraining's
+/// malloc settings prevent). The state (step count, moments) is LibTorch's own, under its own
+/// keys, so checkpoints and a later plain step() see no difference.
 ///
 /// The results are LibTorch's to the bit. That depends on how LibTorch's CPU kernels round
 /// (its addcmul, for one, fuses a multiply and an add; a pip LibTorch's sqrt is MKL's, not
@@ -41,8 +41,4 @@ using ParameterFilter = std::function<bool(const at::Tensor& parameter)>;
 /// applies is decided on the whole optimizer, so each part of one step gets the same answer.
 bool FusedAdamStep(torch::optim::Optimizer& optimizer, const ParameterFilter& include = {});
 
-/// How the Estimator steps an optimizer, model_fn's and its ps tasks' alike: FusedAdamStep
-/// where `fuse` (RunConfig::fused_optimizer_step) and it applies, else optimizer.step().
-void StepOptimizer(torch::optim::Optimizer& optimizer, bool fuse);
-
-}  // namespace est::ops
+}  // namespace est::kernels

@@ -1,6 +1,6 @@
-// Compiled with -ffp-contract=off (estimator/CMakeLists.txt): every fused multiply-add below
+// Compiled with -ffp-contract=off (kernels/CMakeLists.txt): every fused multiply-add below
 // is written out, so that the compiler adds none of its own and the rounding is LibTorch's.
-#include "estimator/ops/fused_adam.h"
+#include "kernels/fused_adam.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -24,14 +24,14 @@
 
 #include "common/logging.h"
 #include "common/optimizer_state_key.h"
-#include "estimator/ops/cpu_vectors.h"
-#include "estimator/ops/fused_adam_internal.h"
+#include "kernels/cpu_vectors.h"
+#include "kernels/fused_adam_internal.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
-namespace est::ops {
+namespace est::kernels {
 namespace {
 
 // The per-step scalars, rounded to float as LibTorch's kernels round them.
@@ -381,8 +381,4 @@ bool FusedAdamStep(torch::optim::Optimizer& optimizer, const ParameterFilter& in
   return false;
 }
 
-void StepOptimizer(torch::optim::Optimizer& optimizer, bool fuse) {
-  if (!fuse || !FusedAdamStep(optimizer)) optimizer.step();
-}
-
-}  // namespace est::ops
+}  // namespace est::kernels

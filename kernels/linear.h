@@ -4,7 +4,7 @@
 
 #include <ATen/core/Tensor.h>
 
-namespace est::ops {
+namespace est::kernels {
 
 /// `torch::linear(input, weight, bias)`: input [M, K], weight [N, K], bias [N] or undefined;
 /// returns [M, N]. For float32 CPU tensors (2-D, contiguous, not under CPU autocast) it is two
@@ -24,4 +24,4 @@ namespace est::ops {
 /// first-order: differentiating it again (create_graph) is an error.
 at::Tensor Linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias);
 
-}  // namespace est::ops
+}  // namespace est::kernels

@@ -1,7 +1,7 @@
 #pragma once
 // What the tests of FusedAdamStep reach inside it.
 
-namespace est::ops::detail {
+namespace est::kernels::detail {
 
 /// Whether FusedAdamStep must take its square roots from LibTorch's at::sqrt_out between two
 /// passes (the path it takes where LibTorch's sqrt is MKL's) even where the registers' sqrt
@@ -9,4 +9,4 @@ namespace est::ops::detail {
 /// paths with any LibTorch.
 void SquareRootsFromLibTorch(bool forced);
 
-}  // namespace est::ops::detail
+}  // namespace est::kernels::detail

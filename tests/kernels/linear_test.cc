@@ -1,11 +1,11 @@
-// est::ops::Linear agrees with LibTorch's linear, values and gradients, within float32
+// est::kernels::Linear agrees with LibTorch's linear, values and gradients, within float32
 // rounding; its results do not depend on the thread count; other inputs get LibTorch's.
 
-#include "estimator/ops/linear.h"
+#include "kernels/linear.h"
 
 #include "estimator/autocast_scope.h"
-#include "tests/estimator/ops/op_results.h"
-#include "tests/estimator/ops/vector_bits.h"
+#include "tests/kernels/op_results.h"
+#include "tests/kernels/vector_bits.h"
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
@@ -23,7 +23,7 @@ using est_test::OpResult;
 using est_test::SameResult;
 
 OpResult Ours(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias) {
-  return est_test::RunOp(input, weight, bias, est::ops::Linear);
+  return est_test::RunOp(input, weight, bias, est::kernels::Linear);
 }
 
 // LibTorch's own linear, the op ours stands in for.
@@ -45,7 +45,7 @@ bool Near(const torch::Tensor& ours, const torch::Tensor& reference, int64_t ter
 
 }  // namespace
 
-TEST_CASE("est::ops::Linear equals linear within float32 rounding, values and gradients", "[ops]") {
+TEST_CASE("est::kernels::Linear equals linear within float32 rounding, values and gradients", "[kernels]") {
   const int vector_bits = GENERATE(512, 0);  // its AVX-512 kernels, then LibTorch's products
   CAPTURE(vector_bits);
   EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
@@ -73,7 +73,7 @@ TEST_CASE("est::ops::Linear equals linear within float32 rounding, values and gr
   }
 }
 
-TEST_CASE("est::ops::Linear gives the same bits at any thread count", "[ops]") {
+TEST_CASE("est::kernels::Linear gives the same bits at any thread count", "[kernels]") {
   EST_RUN_WITH_VECTOR_BITS_OR_SKIP(512);  // OpenBLAS's bits depend on the thread count
   torch::manual_seed(5);
   const auto input = torch::randn({64, 5408});
@@ -88,7 +88,7 @@ TEST_CASE("est::ops::Linear gives the same bits at any thread count", "[ops]") {
   CHECK(SameResult(one, four));
 }
 
-TEST_CASE("est::ops::Linear runs LibTorch's products, to linear's bits, for weights over 2^21 values", "[ops]") {
+TEST_CASE("est::kernels::Linear runs LibTorch's products, to linear's bits, for weights over 2^21 values", "[kernels]") {
   torch::manual_seed(13);
   const auto input = torch::randn({5, 2048});
   const auto weight = torch::randn({1025, 2048});  // 2 099 200 values
@@ -96,12 +96,12 @@ TEST_CASE("est::ops::Linear runs LibTorch's products, to linear's bits, for weig
     CAPTURE(with_bias);
     const auto bias = with_bias ? torch::randn({1025}) : torch::Tensor();
     CHECK(SameResult(Ours(input, weight, bias), est_test::RunOp(input, weight, bias, LibTorchLinear)));
-    CHECK(SameResult(est_test::RunOp(input, weight, bias, est::ops::Linear, /*input_grad=*/false),
+    CHECK(SameResult(est_test::RunOp(input, weight, bias, est::kernels::Linear, /*input_grad=*/false),
                      est_test::RunOp(input, weight, bias, LibTorchLinear, /*input_grad=*/false)));
   }
 }
 
-TEST_CASE("est::ops::Linear's weight gradient reaches its hooks before the input's gradient exists", "[ops]") {
+TEST_CASE("est::kernels::Linear's weight gradient reaches its hooks before the input's gradient exists", "[kernels]") {
   // A gradient all-reduce hooked on the weight can start while the input's product runs.
   const int vector_bits = GENERATE(512, 0);  // its AVX-512 kernels, then LibTorch's products
   CAPTURE(vector_bits);
@@ -116,13 +116,13 @@ TEST_CASE("est::ops::Linear's weight gradient reaches its hooks before the input
     w.register_hook([&](const torch::Tensor&) { events.push_back(x.grad().defined() ? "w after x" : "w"); });
     b.register_hook([&](const torch::Tensor&) { events.push_back(x.grad().defined() ? "b after x" : "b"); });
     x.register_hook([&](const torch::Tensor&) { events.push_back("x"); });
-    est::ops::Linear(x, w, b).sum().backward();
+    est::kernels::Linear(x, w, b).sum().backward();
     std::sort(events.begin(), events.end() - 1);
     CHECK(events == std::vector<std::string>{"b", "w", "x"});
   }
 }
 
-TEST_CASE("est::ops::Linear's output can be changed in place, and runs without autograd", "[ops]") {
+TEST_CASE("est::kernels::Linear's output can be changed in place, and runs without autograd", "[kernels]") {
   const int vector_bits = GENERATE(512, 0);  // its AVX-512 kernels, then LibTorch's products
   CAPTURE(vector_bits);
   EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
@@ -133,7 +133,7 @@ TEST_CASE("est::ops::Linear's output can be changed in place, and runs without a
   auto relu_in_place = [](auto linear) {
     return [linear](const auto& x, const auto& w, const auto& b) { return linear(x, w, b).relu_(); };
   };
-  const OpResult ours = est_test::RunOp(input, weight, bias, relu_in_place(est::ops::Linear));
+  const OpResult ours = est_test::RunOp(input, weight, bias, relu_in_place(est::kernels::Linear));
   const OpResult reference =
       est_test::RunOpInDouble(input, weight, bias, relu_in_place(LibTorchLinear));
   CHECK(Near(ours.output, reference.output, 40));
@@ -141,12 +141,12 @@ TEST_CASE("est::ops::Linear's output can be changed in place, and runs without a
   CHECK(Near(ours.grad_weight, reference.grad_weight, 6));
   CHECK(Near(ours.grad_bias, reference.grad_bias, 6));
   torch::NoGradGuard no_grad;
-  const auto output = est::ops::Linear(input, weight.clone().requires_grad_(), bias);
+  const auto output = est::kernels::Linear(input, weight.clone().requires_grad_(), bias);
   CHECK_FALSE(output.requires_grad());
   CHECK(torch::equal(output.relu(), ours.output));
 }
 
-TEST_CASE("est::ops::Linear runs LibTorch's linear for other inputs and CPUs", "[ops]") {
+TEST_CASE("est::kernels::Linear runs LibTorch's linear for other inputs and CPUs", "[kernels]") {
   torch::manual_seed(7);
   auto same_as_libtorch = [&](const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias) {
     return SameResult(Ours(input, weight, bias), est_test::RunOp(input, weight, bias, LibTorchLinear));
@@ -159,15 +159,15 @@ TEST_CASE("est::ops::Linear runs LibTorch's linear for other inputs and CPUs", "
   CHECK(same_as_libtorch(torch::randn({4, 8}), torch::randn({5, 8}), torch::randn({5})));
 }
 
-TEST_CASE("est::ops::Linear's gradient cannot be differentiated again", "[ops]") {
+TEST_CASE("est::kernels::Linear's gradient cannot be differentiated again", "[kernels]") {
   auto x = torch::randn({2, 6});
   auto w = torch::randn({3, 6}).requires_grad_();
-  auto y = est::ops::Linear(x, w, torch::Tensor()).sum();
+  auto y = est::kernels::Linear(x, w, torch::Tensor()).sum();
   CHECK_THROWS_WITH(torch::autograd::grad({y}, {w}, {}, /*retain_graph=*/true, /*create_graph=*/true),
                     Catch::Contains("cannot be differentiated again"));
 }
 
-TEST_CASE("est::ops::Linear under CPU autocast is LibTorch's linear in bfloat16", "[ops]") {
+TEST_CASE("est::kernels::Linear under CPU autocast is LibTorch's linear in bfloat16", "[kernels]") {
   torch::manual_seed(11);
   const auto x = torch::randn({4, 8});
   const auto w = torch::randn({5, 8});
@@ -175,7 +175,7 @@ TEST_CASE("est::ops::Linear under CPU autocast is LibTorch's linear in bfloat16"
   torch::Tensor ours, expected;
   {
     const est::AutocastScope autocast(est::MixedPrecision::kBFloat16, c10::Device("cpu"));
-    ours = est::ops::Linear(x, w, b);
+    ours = est::kernels::Linear(x, w, b);
     expected = torch::linear(x, w, b);
   }
   CHECK(ours.scalar_type() == at::kBFloat16);

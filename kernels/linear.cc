@@ -1,4 +1,4 @@
-#include "estimator/ops/linear.h"
+#include "kernels/linear.h"
 
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
@@ -8,10 +8,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "estimator/autocast_scope.h"
-#include "estimator/ops/cpu_vectors.h"
+#include "kernels/cpu_vectors.h"
 
-namespace est::ops {
+namespace est::kernels {
 namespace {
 
 // C[M, N] = A[M, K] · B[K, N]: A at any strides, B with contiguous rows, C with contiguous rows.
@@ -204,7 +203,7 @@ at::Tensor WeightGradient(const at::Tensor& grad, const at::Tensor& input, bool 
 }
 
 void RefuseSecondOrder() {
-  TORCH_CHECK(!at::GradMode::is_enabled(), "est::ops::Linear's gradient cannot be differentiated again");
+  TORCH_CHECK(!at::GradMode::is_enabled(), "est::kernels::Linear's gradient cannot be differentiated again");
 }
 
 // A dense layer is two autograd nodes, so that its weight's gradient is ready before its
@@ -255,7 +254,7 @@ struct WeightPart : torch::autograd::Function<WeightPart> {
 
 bool HasOwnPath(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
   // Under CPU autocast LibTorch runs this op in bfloat16; so do we, by running LibTorch's.
-  if (AutocastEnabled(c10::DeviceType::CPU)) return false;
+  if (detail::CpuAutocastEnabled()) return false;
   using detail::IsContiguousFloatCpu;
   if (!IsContiguousFloatCpu(input) || !IsContiguousFloatCpu(weight)) return false;
   if (input.dim() != 2 || weight.dim() != 2 || input.size(1) != weight.size(1)) return false;
@@ -273,4 +272,4 @@ at::Tensor Linear(const at::Tensor& input, const at::Tensor& weight, const at::T
   return WeightPart::apply(output, weight, some_bias, input.detach(), own);
 }
 
-}  // namespace est::ops
+}  // namespace est::kernels

@@ -1,11 +1,13 @@
-#include "estimator/ops/cpu_vectors.h"
+#include "kernels/cpu_vectors.h"
 
+#include <ATen/autocast_mode.h>
 #include <ATen/ops/empty.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <atomic>
 
-namespace est::ops::detail {
+namespace est::kernels::detail {
 namespace {
 
 std::atomic<int> allowed_vector_bits{512};
@@ -30,8 +32,17 @@ int UsableVectorBits() { return std::min(CpuVectorBits(), allowed_vector_bits.lo
 
 void AllowVectorBits(int bits) { allowed_vector_bits.store(bits, std::memory_order_relaxed); }
 
+bool CpuAutocastEnabled() {
+// LibTorch 2.4 keys autocast's state by device type; earlier versions have a function per type.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  return at::autocast::is_autocast_enabled(c10::DeviceType::CPU);
+#else
+  return at::autocast::is_cpu_enabled();
+#endif
+}
+
 at::Tensor BiasOrEmpty(const at::Tensor& bias, const at::Tensor& weight) {
   return bias.defined() ? bias : at::empty({0}, weight.options());
 }
 
-}  // namespace est::ops::detail
+}  // namespace est::kernels::detail

@@ -4,7 +4,7 @@
 
 #include <ATen/core/Tensor.h>
 
-namespace est::ops {
+namespace est::kernels {
 
 /// `ReluMaxPool2x2(Conv2dOneInputChannel(input, weight, bias))`, bit for bit, values and
 /// gradients. Where Conv2dOneInputChannel runs its own kernels (see its header), this one
@@ -14,4 +14,4 @@ namespace est::ops {
 /// two ops. The gradient is first-order.
 at::Tensor Conv2dReluMaxPool2x2(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias);
 
-}  // namespace est::ops
+}  // namespace est::kernels

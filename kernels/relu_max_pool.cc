@@ -1,7 +1,7 @@
-#include "estimator/ops/relu_max_pool.h"
+#include "kernels/relu_max_pool.h"
 
-#include "estimator/ops/cpu_vectors.h"
-#include "estimator/ops/relu_max_pool_internal.h"
+#include "kernels/cpu_vectors.h"
+#include "kernels/relu_max_pool_internal.h"
 
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
@@ -16,7 +16,7 @@
 #include <immintrin.h>
 #endif
 
-namespace est::ops {
+namespace est::kernels {
 namespace {
 
 // A window's winner as one byte: bits 0-1 its position (top-left, top-right, bottom-left,
@@ -317,4 +317,4 @@ at::Tensor ReluMaxPool2x2(const at::Tensor& input) {
   return ReluMaxPool2x2Function::apply(input);
 }
 
-}  // namespace est::ops
+}  // namespace est::kernels

@@ -1,7 +1,7 @@
 // FusedAdamStep gives torch::optim::Adam's and AdamW's step() to the bit, keeps their state
 // where their own step() and serialization find it, and leaves every other case alone.
 
-#include "estimator/ops/fused_adam.h"
+#include "kernels/fused_adam.h"
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "common/optimizer_state_key.h"
-#include "estimator/ops/fused_adam_internal.h"
-#include "tests/estimator/ops/vector_bits.h"
+#include "kernels/fused_adam_internal.h"
+#include "tests/kernels/vector_bits.h"
 
 #include <catch2/catch.hpp>
 
@@ -101,7 +101,7 @@ void CompareSteps(Make make, bool interleave, int threads) {
     if (interleave && step % 3 == 2) {
       fused.step();
     } else {
-      REQUIRE(est::ops::FusedAdamStep(fused));
+      REQUIRE(est::kernels::FusedAdamStep(fused));
     }
     RequireSameState<State>(fused, ours, reference, theirs);
   }
@@ -110,13 +110,13 @@ void CompareSteps(Make make, bool interleave, int threads) {
 
 // Forces the square roots from LibTorch's at::sqrt_out while it lives (where `forced`).
 struct SquareRootsFromLibTorch {
-  explicit SquareRootsFromLibTorch(bool forced) { est::ops::detail::SquareRootsFromLibTorch(forced); }
-  ~SquareRootsFromLibTorch() { est::ops::detail::SquareRootsFromLibTorch(false); }
+  explicit SquareRootsFromLibTorch(bool forced) { est::kernels::detail::SquareRootsFromLibTorch(forced); }
+  ~SquareRootsFromLibTorch() { est::kernels::detail::SquareRootsFromLibTorch(false); }
 };
 
 }  // namespace
 
-TEST_CASE("FusedAdamStep equals torch::optim::Adam's step bit for bit", "[ops]") {
+TEST_CASE("FusedAdamStep equals torch::optim::Adam's step bit for bit", "[kernels]") {
   const int vector_bits = GENERATE(256, 0);  // its AVX2 loops, then its scalar ones
   CAPTURE(vector_bits);
   EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
@@ -141,7 +141,7 @@ TEST_CASE("FusedAdamStep equals torch::optim::Adam's step bit for bit", "[ops]")
       interleave, threads);
 }
 
-TEST_CASE("FusedAdamStep equals torch::optim::AdamW's step bit for bit", "[ops]") {
+TEST_CASE("FusedAdamStep equals torch::optim::AdamW's step bit for bit", "[kernels]") {
   const int vector_bits = GENERATE(256, 0);  // its AVX2 loops, then its scalar ones
   CAPTURE(vector_bits);
   EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
@@ -157,7 +157,7 @@ TEST_CASE("FusedAdamStep equals torch::optim::AdamW's step bit for bit", "[ops]"
       interleave, 1);
 }
 
-TEST_CASE("FusedAdamStep's state is what LibTorch saves and loads", "[ops]") {
+TEST_CASE("FusedAdamStep's state is what LibTorch saves and loads", "[kernels]") {
   auto values = Parameters(3);
   auto ours = Leaves(values), theirs = Leaves(values);
   torch::optim::Adam fused(ours, torch::optim::AdamOptions(1e-2));
@@ -165,7 +165,7 @@ TEST_CASE("FusedAdamStep's state is what LibTorch saves and loads", "[ops]") {
   torch::manual_seed(5);
   for (int step = 0; step < 3; ++step) {
     SetGradients(ours, theirs, step, false);
-    REQUIRE(est::ops::FusedAdamStep(fused));
+    REQUIRE(est::kernels::FusedAdamStep(fused));
     reference.step();
   }
   // Save the fused optimizer's state and load it into a fresh one, as a checkpoint restore does.
@@ -183,7 +183,7 @@ TEST_CASE("FusedAdamStep's state is what LibTorch saves and loads", "[ops]") {
   loaded.load(archive);
   for (int step = 3; step < 6; ++step) {
     SetGradients(restored, theirs, step, false);
-    REQUIRE(est::ops::FusedAdamStep(loaded));
+    REQUIRE(est::kernels::FusedAdamStep(loaded));
     reference.step();
   }
   RequireSameState<torch::optim::AdamParamState>(loaded, restored, reference, theirs);
@@ -197,11 +197,11 @@ class CustomAdam : public torch::optim::Adam {
 };
 }  // namespace
 
-TEST_CASE("FusedAdamStep leaves other optimizers and tensors to their own step()", "[ops]") {
+TEST_CASE("FusedAdamStep leaves other optimizers and tensors to their own step()", "[kernels]") {
   auto check_untouched = [](torch::optim::Optimizer& optimizer, const std::vector<torch::Tensor>& params) {
     std::vector<torch::Tensor> before;
     for (const auto& p : params) before.push_back(p.detach().clone());
-    REQUIRE_FALSE(est::ops::FusedAdamStep(optimizer));
+    REQUIRE_FALSE(est::kernels::FusedAdamStep(optimizer));
     REQUIRE(optimizer.state().empty());
     for (size_t k = 0; k < params.size(); ++k) REQUIRE(SameBits(params[k], before[k]));
   };
@@ -244,16 +244,16 @@ TEST_CASE("FusedAdamStep leaves other optimizers and tensors to their own step()
   }
 }
 
-TEST_CASE("FusedAdamStep: a parameter updated in place is seen by autograd", "[ops]") {
+TEST_CASE("FusedAdamStep: a parameter updated in place is seen by autograd", "[kernels]") {
   auto p = torch::ones({5}).requires_grad_(true);
   p.mutable_grad() = torch::ones({5});
   torch::optim::Adam adam({p}, torch::optim::AdamOptions(0.1));
   const auto version = p._version();
-  REQUIRE(est::ops::FusedAdamStep(adam));
+  REQUIRE(est::kernels::FusedAdamStep(adam));
   REQUIRE(p._version() > version);
 }
 
-TEST_CASE("FusedAdamStep steps channels-last parameters, and LibTorch's step where layouts differ", "[ops]") {
+TEST_CASE("FusedAdamStep steps channels-last parameters, and LibTorch's step where layouts differ", "[kernels]") {
   torch::manual_seed(9);
   const auto values = torch::randn({8, 3, 3, 5}).contiguous(torch::MemoryFormat::ChannelsLast);
   auto ours = values.clone().requires_grad_(true);  // clone keeps the layout
@@ -265,12 +265,12 @@ TEST_CASE("FusedAdamStep steps channels-last parameters, and LibTorch's step whe
     const auto grad = torch::randn(values.sizes()).contiguous(torch::MemoryFormat::ChannelsLast);
     ours.mutable_grad() = grad.clone();
     theirs.mutable_grad() = grad.clone();
-    REQUIRE(est::ops::FusedAdamStep(fused));
+    REQUIRE(est::kernels::FusedAdamStep(fused));
     reference.step();
     RequireSameState<torch::optim::AdamParamState>(fused, {ours}, reference, {theirs});
   }
   // A contiguous gradient for a channels-last parameter: element i of the two blocks is not
   // the same element, so the fused step declines.
   ours.mutable_grad() = torch::randn(values.sizes());
-  REQUIRE_FALSE(est::ops::FusedAdamStep(fused));
+  REQUIRE_FALSE(est::kernels::FusedAdamStep(fused));
 }

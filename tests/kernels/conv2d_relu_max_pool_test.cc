@@ -1,12 +1,12 @@
 // Conv2dReluMaxPool2x2 is ReluMaxPool2x2 after Conv2dOneInputChannel, bit for bit, values
 // and gradients, on its own path and on the fallback.
 
-#include "estimator/ops/conv2d_relu_max_pool.h"
+#include "kernels/conv2d_relu_max_pool.h"
 
-#include "estimator/ops/conv2d_one_input_channel.h"
-#include "estimator/ops/relu_max_pool.h"
-#include "tests/estimator/ops/op_results.h"
-#include "tests/estimator/ops/vector_bits.h"
+#include "kernels/conv2d_one_input_channel.h"
+#include "kernels/relu_max_pool.h"
+#include "tests/kernels/op_results.h"
+#include "tests/kernels/vector_bits.h"
 
 #include <torch/torch.h>
 
@@ -17,16 +17,16 @@
 namespace {
 
 bool SameAsTwoOps(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias) {
-  const auto fused = est_test::RunOp(input, weight, bias, est::ops::Conv2dReluMaxPool2x2);
+  const auto fused = est_test::RunOp(input, weight, bias, est::kernels::Conv2dReluMaxPool2x2);
   const auto two = est_test::RunOp(input, weight, bias, [](const auto& x, const auto& w, const auto& b) {
-    return est::ops::ReluMaxPool2x2(est::ops::Conv2dOneInputChannel(x, w, b));
+    return est::kernels::ReluMaxPool2x2(est::kernels::Conv2dOneInputChannel(x, w, b));
   });
   return est_test::SameResult(fused, two);
 }
 
 }  // namespace
 
-TEST_CASE("Conv2dReluMaxPool2x2 equals Conv2dOneInputChannel then ReluMaxPool2x2, to the bit", "[ops]") {
+TEST_CASE("Conv2dReluMaxPool2x2 equals Conv2dOneInputChannel then ReluMaxPool2x2, to the bit", "[kernels]") {
   const int vector_bits = GENERATE(512, 256);  // its own kernels, then the two ops' fallbacks
   CAPTURE(vector_bits);
   EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
@@ -48,11 +48,11 @@ TEST_CASE("Conv2dReluMaxPool2x2 equals Conv2dOneInputChannel then ReluMaxPool2x2
   }
 }
 
-TEST_CASE("Conv2dReluMaxPool2x2 runs the two ops where its kernels do not apply", "[ops]") {
+TEST_CASE("Conv2dReluMaxPool2x2 runs the two ops where its kernels do not apply", "[kernels]") {
   torch::manual_seed(17);
   // A convolution of one row has no 2×2 window: LibTorch's max-pool refuses it, as it does
   // after the two ops.
-  CHECK_THROWS_WITH(est::ops::Conv2dReluMaxPool2x2(torch::randn({2, 1, 3, 9}), torch::randn({2, 1, 3, 3}),
+  CHECK_THROWS_WITH(est::kernels::Conv2dReluMaxPool2x2(torch::randn({2, 1, 3, 9}), torch::randn({2, 1, 3, 3}),
                                                    torch::randn({2})),
                     Catch::Contains("Output size is too small"));
   CHECK(SameAsTwoOps(torch::randn({2, 2, 8, 8}), torch::randn({3, 2, 3, 3}), torch::randn({3})));  // 2 channels
