@@ -10,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "common/config.h"
+
 namespace {
 
 bool SameBits(const torch::Tensor& a, const torch::Tensor& b) {
@@ -60,8 +62,12 @@ TEST_CASE("OptimizerStepInParts: Adam in parts equals its whole step bit for bit
     whole.step();
     est::OptimizerStepInParts parts(in_parts, /*fuse=*/true);
     parts.part({ours[2], outsider});
-    REQUIRE(SameBits(ours[2], theirs[2]));     // updated now
-    REQUIRE_FALSE(SameBits(ours[1], theirs[1]));  // not yet
+    if (EST_WITH_KERNELS) {
+      REQUIRE(SameBits(ours[2], theirs[2]));        // updated now
+      REQUIRE_FALSE(SameBits(ours[1], theirs[1]));  // not yet
+    } else {
+      REQUIRE_FALSE(SameBits(ours[2], theirs[2]));  // without the kernels nothing steps before rest()
+    }
     parts.part({ours[1], ours[2]});  // ours[2] is not updated twice
     parts.rest();
     RequireSame(ours, theirs);
