@@ -372,9 +372,11 @@ class Runner:
                    "--threads", str(threads), "--min-seconds", "0.01" if self.quick else "1"]
         return {line["figure"]: line for line in json_lines(run(command))}
 
-    def est_train_steps_per_sec(self, data_format, dirs, env=None, kernels="on"):
-        """est-train's steps/s (Fashion-MNIST CNN, batch 64, --kernels as given) after its first 200
-        steps, from its global_step/sec lines, fed from the IDX files or the plain TFRecord shards."""
+    def est_train_steps_per_sec(self, data_format, dirs, env=None, kernels=None):
+        """est-train's steps/s (Fashion-MNIST CNN, batch 64, --kernels as given, else on where the
+        build has them) after its first 200 steps, from its global_step/sec lines, fed from the IDX
+        files or the plain TFRecord shards."""
+        kernels = kernels or ("on" if self.kernels_built else "off")
         steps = 30 if self.quick else 1200
         log_every = 10 if self.quick else 100
         model_dir = f"/tmp/input_training_{os.getpid()}_{data_format}"
