@@ -10,7 +10,6 @@
 /// chunks' bytes in the order of the header's chunks.
 
 #include <ATen/core/Tensor.h>
-#include <grpcpp/impl/codegen/serialization_traits.h>
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>
 #include <grpcpp/support/status.h>
@@ -68,20 +67,3 @@ grpc::Status DeserializeFrame(grpc::ByteBuffer* buffer, google::protobuf::Messag
 }  // namespace detail
 
 }  // namespace est::distribute
-
-namespace grpc {
-
-/// How gRPC writes and reads a TensorFrame.
-template <typename Header>
-class SerializationTraits<est::distribute::TensorFrame<Header>, void> {
- public:
-  static Status Serialize(const est::distribute::TensorFrame<Header>& frame, ByteBuffer* buffer, bool* own_buffer) {
-    *own_buffer = true;
-    return est::distribute::detail::SerializeFrame(frame.header, frame.bytes, buffer);
-  }
-  static Status Deserialize(ByteBuffer* buffer, est::distribute::TensorFrame<Header>* frame) {
-    return est::distribute::detail::DeserializeFrame(buffer, frame->header, frame->bytes);
-  }
-};
-
-}  // namespace grpc

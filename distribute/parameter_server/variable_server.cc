@@ -31,7 +31,7 @@ uint64_t RandomIncarnation() {
 grpc::Status Invalid(const std::string& why) { return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, why); }
 
 /// The call's deadline and cancellation, for waits inside VariableShards.
-CallLimit LimitOf(const grpc::ServerContext& context) {
+CallLimit LimitOf(const grpc::ServerContextBase& context) {
   CallLimit limit;
   const auto left = context.deadline() - std::chrono::system_clock::now();
   if (left < std::chrono::hours(24 * 365))
@@ -45,7 +45,7 @@ CallLimit LimitOf(const grpc::ServerContext& context) {
 /// that frame's chunks land. INVALID_ARGUMENT for a stream without frames, a chunk that does not
 /// fit, or an incomplete tensor.
 template <typename Header>
-grpc::Status ReadChunked(grpc::ServerReader<TensorFrame<Header>>& reader, const char* call,
+grpc::Status ReadChunked(MessageReader<TensorFrame<Header>>& reader, const char* call,
                          TensorAssembler& assembler, Header& header,
                          const std::function<bool(const std::string& slot)>& slot_ok,
                          const std::function<void(const Header&)>& on_header = nullptr) {
@@ -95,7 +95,7 @@ class VariableServiceImpl final : public VariableServiceBase {
     return true;
   }
 
-  grpc::Status Describe(grpc::ServerContext* context, const ps::DescribeRequest*, ps::DescribeReply* reply) override {
+  grpc::Status Describe(grpc::ServerContextBase* context, const ps::DescribeRequest*, ps::DescribeReply* reply) override {
     if (grpc::Status refused = admission_.admit(*context); !refused.ok()) return refused;
     reply->set_incarnation(incarnation_);
     reply->set_task(static_cast<uint32_t>(task_));
@@ -111,7 +111,7 @@ class VariableServiceImpl final : public VariableServiceBase {
     return grpc::Status::OK;
   }
 
-  grpc::Status Initialize(grpc::ServerContext* context, grpc::ServerReader<InitializeFrame>* reader,
+  grpc::Status Initialize(grpc::ServerContextBase* context, MessageReader<InitializeFrame>* reader,
                           ps::InitializeReply* reply) override {
     if (grpc::Status refused = admission_.admit(*context); !refused.ok()) return refused;
     ps::InitializeRequest header;
@@ -136,8 +136,8 @@ class VariableServiceImpl final : public VariableServiceBase {
     return grpc::Status::OK;
   }
 
-  grpc::Status Pull(grpc::ServerContext* context, const ps::PullRequest* request,
-                    grpc::ServerWriter<PullFrame>* writer) override {
+  grpc::Status Pull(grpc::ServerContextBase* context, const ps::PullRequest* request,
+                    MessageWriter<PullFrame>* writer) override {
     if (grpc::Status refused = admission_.admit(*context); !refused.ok()) return refused;
     if (grpc::Status finished = check_not_finished(request->worker()); !finished.ok()) return finished;
     if (!shards_.initialized())
@@ -167,7 +167,7 @@ class VariableServiceImpl final : public VariableServiceBase {
     return written ? grpc::Status::OK : grpc::Status(grpc::StatusCode::CANCELLED, "the puller went away");
   }
 
-  grpc::Status Push(grpc::ServerContext* context, grpc::ServerReader<PushFrame>* reader,
+  grpc::Status Push(grpc::ServerContextBase* context, MessageReader<PushFrame>* reader,
                     ps::PushReply* reply) override {
     if (grpc::Status refused = admission_.admit(*context); !refused.ok()) return refused;
     ps::PushRequest header;
@@ -210,7 +210,7 @@ class VariableServiceImpl final : public VariableServiceBase {
     return grpc::Status::OK;
   }
 
-  grpc::Status Finish(grpc::ServerContext* context, const ps::FinishRequest* request, ps::FinishReply*) override {
+  grpc::Status Finish(grpc::ServerContextBase* context, const ps::FinishRequest* request, ps::FinishReply*) override {
     if (grpc::Status refused = admission_.admit(*context); !refused.ok()) return refused;
     {
       std::lock_guard<std::mutex> lock(finish_mutex_);
@@ -259,8 +259,8 @@ class VariableServiceImpl final : public VariableServiceBase {
 
 class VariableServerImpl final : public VariableServer {
  public:
-  explicit VariableServerImpl(const VariableServiceOptions& options) : service_(options) {
-    detail::StartedServer started = detail::StartGrpcServer(service_, options.host, options.port, options.tls,
+  explicit VariableServerImpl(const VariableServiceOptions& options) : service_(options), handler_(service_) {
+    detail::StartedServer started = detail::StartGrpcServer(handler_, options.host, options.port, options.tls,
                                                             kMaxVariableMessageBytes, "ps " + std::to_string(options.task));
     server_ = std::move(started.server);
     port_ = started.port;
@@ -277,6 +277,7 @@ class VariableServerImpl final : public VariableServer {
 
  private:
   VariableServiceImpl service_;
+  VariableServiceHandler handler_;  ///< destroyed after server_, before service_
   std::unique_ptr<grpc::Server> server_;
   uint16_t port_ = 0;
 };

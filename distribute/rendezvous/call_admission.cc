@@ -39,7 +39,7 @@ std::string Printable(const std::string& text) {
 CallAdmission::CallAdmission(std::string service, std::string job_id, std::string token, std::string host)
     : service_(std::move(service)), job_id_(std::move(job_id)), token_(std::move(token)), host_(std::move(host)) {}
 
-grpc::Status CallAdmission::admit(const grpc::ServerContext& context) {
+grpc::Status CallAdmission::admit(const grpc::ServerContextBase& context) {
   const auto& metadata = context.client_metadata();
   auto value_of = [&](const char* name) -> std::string {
     auto it = metadata.find(name);
@@ -54,7 +54,7 @@ grpc::Status CallAdmission::admit(const grpc::ServerContext& context) {
                                            : "the job token is missing or wrong (EST_JOB_TOKEN)");
 }
 
-grpc::Status CallAdmission::refuse(const grpc::ServerContext& context, const std::string& why) {
+grpc::Status CallAdmission::refuse(const grpc::ServerContextBase& context, const std::string& why) {
   const std::string peer = gate_ != nullptr ? gate_->peer_of(context.peer()) : context.peer();
   {
     std::lock_guard<std::mutex> lock(refused_mutex_);

@@ -29,10 +29,10 @@ class CallAdmission {
   void set_gate(const ConnectionGate* gate) { gate_ = gate; }
   /// OK for a call of this job with the job's token; otherwise PERMISSION_DENIED saying why,
   /// and a warning the first time this peer is refused.
-  grpc::Status admit(const grpc::ServerContext& context);
+  grpc::Status admit(const grpc::ServerContextBase& context);
 
  private:
-  grpc::Status refuse(const grpc::ServerContext& context, const std::string& why);
+  grpc::Status refuse(const grpc::ServerContextBase& context, const std::string& why);
 
   const std::string service_;
   const std::string job_id_;

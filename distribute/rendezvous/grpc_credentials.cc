@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -37,12 +38,14 @@ void CheckFiles(const GrpcStoreTls& tls) {
 
 // A server of `service` with `tls` and messages up to max_message_bytes, listening at
 // `address` (gRPC's form); `picked` receives the port gRPC bound.
-std::unique_ptr<grpc::Server> BuildServer(grpc::Service& service, const std::string& address, const GrpcStoreTls& tls,
-                                          int max_message_bytes, int* picked) {
+/// `add_service` registers the service with the builder.
+std::unique_ptr<grpc::Server> BuildServer(const std::function<void(grpc::ServerBuilder&)>& add_service,
+                                          const std::string& address, const GrpcStoreTls& tls, int max_message_bytes,
+                                          int* picked) {
   RouteGrpcLogs();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(address, ServerCredentials(tls), picked);
-  builder.RegisterService(&service);
+  add_service(builder);
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   // Clients ping while a call waits (grpc_store_client.cc): every few seconds, with no data.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
@@ -98,22 +101,41 @@ std::shared_ptr<grpc::ChannelCredentials> ClientCredentials(const GrpcStoreTls& 
 
 std::string GrpcAddress(const std::string& host, uint16_t port) { return HostPort(host, port); }
 
-StartedServer StartGrpcServer(grpc::Service& service, const std::string& host, uint16_t port, const GrpcStoreTls& tls,
-                              int max_message_bytes, const std::string& what) {
+namespace {
+
+/// Serves what `add_service` registers at host:port.
+StartedServer StartServer(const std::function<void(grpc::ServerBuilder&)>& add_service, const std::string& host,
+                          uint16_t port, const GrpcStoreTls& tls, int max_message_bytes, const std::string& what) {
   const std::string address = GrpcAddress(host, port);
   int picked = 0;
   StartedServer started;
-  started.server = BuildServer(service, address, tls, max_message_bytes, &picked);
+  started.server = BuildServer(add_service, address, tls, max_message_bytes, &picked);
   EST_CHECK(started.server != nullptr && picked > 0, CommunicationError, "cannot serve ", what, " at ", address,
             ": ", WhyCannotListen(host, port));
   started.port = static_cast<uint16_t>(picked);
   return started;
 }
 
+}  // namespace
+
+StartedServer StartGrpcServer(grpc::Service& service, const std::string& host, uint16_t port, const GrpcStoreTls& tls,
+                              int max_message_bytes, const std::string& what) {
+  return StartServer([&](grpc::ServerBuilder& builder) { builder.RegisterService(&service); }, host, port, tls,
+                     max_message_bytes, what);
+}
+
+StartedServer StartGrpcServer(grpc::CallbackGenericService& service, const std::string& host, uint16_t port,
+                              const GrpcStoreTls& tls, int max_message_bytes, const std::string& what) {
+  return StartServer([&](grpc::ServerBuilder& builder) { builder.RegisterCallbackGenericService(&service); }, host,
+                     port, tls, max_message_bytes, what);
+}
+
 std::unique_ptr<grpc::Server> StartGrpcServerBehind(ConnectionGate& gate, grpc::Service& service, const GrpcStoreTls& tls,
                                                     int max_message_bytes, const std::string& what) {
   int picked = 0;
-  std::unique_ptr<grpc::Server> server = BuildServer(service, gate.server_address(), tls, max_message_bytes, &picked);
+  std::unique_ptr<grpc::Server> server =
+      BuildServer([&](grpc::ServerBuilder& builder) { builder.RegisterService(&service); }, gate.server_address(), tls,
+                  max_message_bytes, &picked);
   EST_CHECK(server != nullptr && picked != 0, CommunicationError, "cannot serve ", what, " at ", gate.server_address(),
             " behind its port ", gate.port(), ": gRPC could not listen there");
   gate.open();

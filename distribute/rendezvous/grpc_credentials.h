@@ -5,6 +5,7 @@
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server.h>
+#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/impl/service_type.h>
 
 #include <cstdint>
@@ -45,6 +46,9 @@ struct StartedServer {
 /// <address>" when it cannot listen.
 StartedServer StartGrpcServer(grpc::Service& service, const std::string& host, uint16_t port, const GrpcStoreTls& tls,
                               int max_message_bytes, const std::string& what);
+/// The same for a service of gRPC's callback generic API, which takes every method's calls.
+StartedServer StartGrpcServer(grpc::CallbackGenericService& service, const std::string& host, uint16_t port,
+                              const GrpcStoreTls& tls, int max_message_bytes, const std::string& what);
 
 /// Serves `service` as StartGrpcServer does, but at the Unix socket behind `gate`, and then
 /// opens the gate: the server takes the connections the gate lets through.

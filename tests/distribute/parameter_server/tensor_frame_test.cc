@@ -1,5 +1,5 @@
 // Tensor frames of the variable service: chunks written by ChunkWriter travel through gRPC's
-// (de)serialization with their bytes referred to rather than copied, land in the tensors a
+// byte buffers with their bytes referred to rather than copied, land in the tensors a
 // destination gives, and every malformed frame is an error that says what is wrong; the
 // buffer pool hands out only buffers nobody holds.
 
@@ -15,15 +15,13 @@ namespace ps = est::ps;
 
 namespace {
 
-using PushTraits = grpc::SerializationTraits<TensorFrame<ps::PushRequest>>;
-
-/// What a receiver gets for `frame`: serialized as gRPC sends it, then deserialized.
+/// What a receiver gets for `frame`: serialized as the variable service sends it, then
+/// deserialized.
 TensorFrame<ps::PushRequest> Received(const TensorFrame<ps::PushRequest>& frame) {
   grpc::ByteBuffer buffer;
-  bool own = false;
-  REQUIRE(PushTraits::Serialize(frame, &buffer, &own).ok());
+  REQUIRE(est::distribute::detail::SerializeFrame(frame.header, frame.bytes, &buffer).ok());
   TensorFrame<ps::PushRequest> received;
-  REQUIRE(PushTraits::Deserialize(&buffer, &received).ok());
+  REQUIRE(est::distribute::detail::DeserializeFrame(&buffer, received.header, received.bytes).ok());
   return received;
 }
 
@@ -65,8 +63,7 @@ TEST_CASE("tensor frames carry their tensors exactly, in chunks, without copying
   TensorFrame<ps::PushRequest> frame;
   est::distribute::detail::AddChunk(frame, {0, "grad", small}, small, 0, static_cast<int64_t>(small.nbytes()));
   grpc::ByteBuffer buffer;
-  bool own = false;
-  REQUIRE(PushTraits::Serialize(frame, &buffer, &own).ok());
+  REQUIRE(est::distribute::detail::SerializeFrame(frame.header, frame.bytes, &buffer).ok());
   std::vector<grpc::Slice> slices;
   REQUIRE(buffer.Dump(&slices).ok());
   REQUIRE(slices.size() == 2);
@@ -110,7 +107,7 @@ TEST_CASE("a malformed tensor frame is an error naming what is wrong", "[distrib
     grpc::Slice slice(bytes, sizeof bytes);
     grpc::ByteBuffer buffer(&slice, 1);
     TensorFrame<ps::PushRequest> received;
-    const grpc::Status status = PushTraits::Deserialize(&buffer, &received);
+    const grpc::Status status = est::distribute::detail::DeserializeFrame(&buffer, received.header, received.bytes);
     CHECK_FALSE(status.ok());
     CHECK_THAT(status.error_message(), Catch::Contains("header of 200 bytes does not parse"));
   }
