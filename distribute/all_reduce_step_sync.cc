@@ -24,15 +24,8 @@ class StrategyStepSync : public StepSync {
       : strategy_(strategy), micro_batches_(CheckedMicroBatches(options)) {}
   bool any_worker(bool flag) override { return strategy_.any_worker(flag); }
   void barrier() override { strategy_.barrier(); }
-  void initialize_variables(const NamedVariables& variables) override {
-    std::vector<at::Tensor> tensors;
-    for (const auto& [name, tensor] : variables) tensors.push_back(tensor);
-    strategy_.broadcast_from_chief(tensors);
-  }
 
  protected:
-  // Divides gradients summed over the micro-batches by their number.
-  void average_micro_batches(const ReplicaStep& step) const { AverageMicroBatches(step, micro_batches_); }
 
   Strategy& strategy_;
   const int64_t micro_batches_;
@@ -42,10 +35,9 @@ class StrategyStepSync : public StepSync {
 class SingleReplicaStepSync final : public StrategyStepSync {
  public:
   using StrategyStepSync::StrategyStepSync;
-  bool loss_known_before_backward() const override { return true; }
   void before_last_backward(int, const ReplicaStep&, StepFlags) override {}
   StepFlags finish(std::vector<ReplicaStep>& replicas, StepFlags local) override {
-    average_micro_batches(replicas.front());
+    FinishLocalGradients(replicas.front(), micro_batches_);
     return local;
   }
 };
@@ -55,18 +47,14 @@ class SingleReplicaStepSync final : public StrategyStepSync {
 class FlatStepSync final : public StrategyStepSync {
  public:
   using StrategyStepSync::StrategyStepSync;
-  bool defines_every_gradient() const override { return true; }
   void before_last_backward(int, const ReplicaStep&, StepFlags) override {}
   StepFlags finish(std::vector<ReplicaStep>& replicas, StepFlags local) override {
     std::vector<std::vector<at::Tensor>> averaged(replicas.size());
     for (size_t r = 0; r < replicas.size(); ++r) {
       ReplicaStep& step = replicas[r];
-      average_micro_batches(step);
+      FinishLocalGradients(step, micro_batches_);
       auto& values = averaged[r];
-      for (at::Tensor& variable : step.variables) {
-        if (!variable.grad().defined()) variable.mutable_grad() = at::zeros_like(variable);
-        values.push_back(variable.grad());
-      }
+      for (at::Tensor& variable : step.variables) values.push_back(variable.grad());
       values.push_back(step.loss.detach().clone());
       for (const at::Tensor& value : step.summaries) values.push_back(value.detach().to(at::kFloat).clone());
       values.push_back(at::scalar_tensor(local.input_ended ? 1.0 : 0.0, at::kFloat));
@@ -91,15 +79,16 @@ class FlatStepSync final : public StrategyStepSync {
 // bucket's variables are offered to the loop's gradients_final as its averages arrive.
 class BucketedStepSync final : public StrategyStepSync {
  public:
-  BucketedStepSync(Strategy& strategy, const StepSyncOptions& options, Collective& collective)
-      : StrategyStepSync(strategy, options), collective_(collective) {}
-  bool defines_every_gradient() const override { return true; }  // GradientReducer::finish
+  // GradientReducer::finish defines every variable's gradient.
+  BucketedStepSync(Strategy& strategy, const StepSyncOptions& options, Collective& collective,
+                   GradientReducerOptions buckets)
+      : StrategyStepSync(strategy, options), collective_(collective), buckets_(std::move(buckets)) {}
 
   void before_last_backward(int, const ReplicaStep& step, StepFlags local) override {
     if (!reducer_) {
       reducer_ = std::make_unique<GradientReducer>(
           collective_, step.variables, static_cast<int>(strategy_.num_replicas_in_sync() * micro_batches_),
-          strategy_.gradient_reducer_options(), /*extras_numel=*/3);
+          buckets_, /*extras_numel=*/3);
       reducer_variables_ = step.variables.size();
       Log().info("Gradient all-reduce: {} buckets, {}", reducer_->num_buckets(),
                  reducer_->overlaps_backward() ? "each all-reduced while backward runs"
@@ -147,17 +136,19 @@ class BucketedStepSync final : public StrategyStepSync {
 
  private:
   Collective& collective_;
+  const GradientReducerOptions buckets_;
   std::unique_ptr<GradientReducer> reducer_;
   size_t reducer_variables_ = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<StepSync> CreateAllReduceStepSync(Strategy& strategy, const StepSyncOptions& options) {
+std::unique_ptr<StepSync> CreateAllReduceStepSync(Strategy& strategy, const StepSyncOptions& options,
+                                                  const GradientReducerOptions& buckets) {
   if (strategy.num_replicas_in_sync() == 1) return std::make_unique<SingleReplicaStepSync>(strategy, options);
   if (strategy.num_local_replicas() == 1) {
     if (Collective* collective = strategy.collective())
-      return std::make_unique<BucketedStepSync>(strategy, options, *collective);
+      return std::make_unique<BucketedStepSync>(strategy, options, *collective, buckets);
   }
   return std::make_unique<FlatStepSync>(strategy, options);
 }

@@ -12,10 +12,13 @@ int64_t CheckedMicroBatches(const StepSyncOptions& options) {
   return options.micro_batches;
 }
 
-void AverageMicroBatches(const ReplicaStep& step, int64_t micro_batches) {
-  if (micro_batches == 1) return;
-  for (const at::Tensor& variable : step.variables)
-    if (variable.grad().defined()) variable.mutable_grad().div_(static_cast<double>(micro_batches));
+void FinishLocalGradients(const ReplicaStep& step, int64_t micro_batches) {
+  for (const at::Tensor& variable : step.variables) {
+    if (!variable.grad().defined())
+      variable.mutable_grad() = at::zeros_like(variable);
+    else if (micro_batches > 1)
+      variable.mutable_grad().div_(static_cast<double>(micro_batches));
+  }
 }
 
 }  // namespace est::distribute

@@ -1,6 +1,6 @@
 #pragma once
-/// Gradient accumulation's part of a StepSync: the number of micro-batches checked, and the
-/// gradients they summed turned into their mean. Internal to the strategies.
+/// A replica's own part of StepSync::finish: the number of micro-batches checked, and the
+/// gradients they summed turned into those to apply. Internal to the strategies.
 
 #include <cstdint>
 
@@ -11,7 +11,8 @@ namespace est::distribute {
 /// options.micro_batches; ConfigError when it is below 1.
 int64_t CheckedMicroBatches(const StepSyncOptions& options);
 
-/// Divides each gradient of `step`, summed over `micro_batches` micro-batches, by their number.
-void AverageMicroBatches(const ReplicaStep& step, int64_t micro_batches);
+/// Divides each gradient of `step`, summed over `micro_batches` micro-batches, by their
+/// number, and gives each variable that backward left without a gradient zeros.
+void FinishLocalGradients(const ReplicaStep& step, int64_t micro_batches);
 
 }  // namespace est::distribute

@@ -152,6 +152,11 @@ StrategySettings MultiWorkerMirroredStrategy::settings() const {
           {"buffer sync", BufferSyncName(options_.buffer_sync())}};
 }
 
+TrainingSync MultiWorkerMirroredStrategy::make_training_sync(const StepSyncOptions& options) {
+  return {CreateAllReduceStepSync(*this, options, options_.buckets()),
+          CreateReplicaVariables(*this, options_.buffer_sync())};
+}
+
 Collective* MultiWorkerMirroredStrategy::collective() {
   if (num_workers_ > 1) std::call_once(connected_, [this] {
       if (collective_ == nullptr) connect();

@@ -91,8 +91,11 @@ class MultiWorkerMirroredStrategy : public Strategy {
   int num_workers() const override { return num_workers_; }
   int worker_index() const override { return worker_index_; }
   bool is_chief() const override { return is_chief_; }
-  GradientReducerOptions gradient_reducer_options() const override { return options_.buckets(); }
-  BufferSync buffer_sync() const override { return options_.buffer_sync(); }
+  /// The bucketed all-reduce of options().buckets() over replicas whose buffers follow
+  /// options().buffer_sync().
+  TrainingSync make_training_sync(const StepSyncOptions& options) override;
+  /// The options, as given.
+  const MultiWorkerOptions& options() const { return options_; }
   /// The cluster this strategy was built for.
   const ClusterConfig& cluster() const { return cluster_; }
 

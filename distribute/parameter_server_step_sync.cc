@@ -1,4 +1,6 @@
-// The StepSync of ParameterServerStrategy: push the gradients, pull the new values.
+// The step seam of ParameterServerStrategy: each worker's step is its own (its gradients
+// averaged over its micro-batches); the variables live on the ps tasks, which take the
+// pushed gradients and give the new values.
 
 #include "distribute/parameter_server_step_sync.h"
 
@@ -18,15 +20,39 @@
 namespace est::distribute {
 namespace {
 
+// What a step synchronizes: nothing across workers; the ps tasks aggregate.
 class ParameterServerStepSync final : public StepSync {
  public:
   ParameterServerStepSync(std::shared_ptr<PsConnection> connection, bool is_chief, const StepSyncOptions& options)
+      : connection_(std::move(connection)), is_chief_(is_chief), micro_batches_(CheckedMicroBatches(options)) {}
+
+  void before_last_backward(int, const ReplicaStep&, StepFlags) override {}
+
+  StepFlags finish(std::vector<ReplicaStep>& replicas, StepFlags local) override {
+    EST_ASSERT(replicas.size() == 1, "ParameterServerStrategy trains one replica per worker");
+    FinishLocalGradients(replicas.front(), micro_batches_);
+    return local;
+  }
+
+  bool any_worker(bool flag) override { return flag; }
+
+  /// The end of this worker's training: the chief finishes the job on the ps tasks, another
+  /// worker leaves.
+  void barrier() override { connection_->finish(/*job=*/is_chief_); }
+
+ private:
+  std::shared_ptr<PsConnection> connection_;
+  const bool is_chief_;
+  const int64_t micro_batches_;
+};
+
+// Where the variables live: on the ps tasks, pulled into the worker's replica.
+class ParameterServerVariables final : public VariableStore {
+ public:
+  ParameterServerVariables(std::shared_ptr<PsConnection> connection, bool is_chief, const StepSyncOptions& options)
       : connection_(std::move(connection)),
         is_chief_(is_chief),
-        micro_batches_(CheckedMicroBatches(options)),
         restore_latest_checkpoint_(options.restore_latest_checkpoint) {}
-
-  bool loss_known_before_backward() const override { return true; }
 
   std::optional<int64_t> resume_position() override {
     ps_ready_ = connection_->initialized();
@@ -39,7 +65,7 @@ class ParameterServerStepSync final : public StepSync {
     return it->second;
   }
 
-  void initialize_variables(const NamedVariables& variables) override {
+  void initialize(const NamedVariables& variables) override {
     created_.insert(created_.end(), variables.begin(), variables.end());
     if (!checked_) {
       ps_ready_ = connection_->initialized();
@@ -74,16 +100,10 @@ class ParameterServerStepSync final : public StepSync {
     }
   }
 
-  void before_last_backward(int, const ReplicaStep&, StepFlags) override {}
-
-  StepFlags finish(std::vector<ReplicaStep>& replicas, StepFlags local) override {
-    EST_ASSERT(replicas.size() == 1, "ParameterServerStrategy trains one replica per worker");
-    AverageMicroBatches(replicas.front(), micro_batches_);
-    return local;
-  }
-
-  int64_t apply(std::vector<ReplicaStep>& replicas, bool finite, int64_t global_step, int64_t input_position,
-                const std::function<void()>&, StepFlags& flags) override {
+  // Buffers stay on each worker: checkpoints hold the chief's.
+  int64_t apply(std::vector<ReplicaStep>& replicas, const StepUpdate& update, StepFlags& flags) override {
+    const int64_t global_step = update.global_step;
+    const int64_t input_position = update.input_position;
     if (job_finished_) {
       flags.job_finished = true;
       return global_step;
@@ -92,7 +112,7 @@ class ParameterServerStepSync final : public StepSync {
     if (variables_.empty()) bind(step, global_step, input_position);
     initial_.reset();
     try {
-      if (finite) {
+      if (update.finite) {
         std::vector<at::Tensor> gradients;
         for (const at::Tensor& variable : variables_) gradients.push_back(variable.grad());
         recovering([&] {
@@ -129,11 +149,6 @@ class ParameterServerStepSync final : public StepSync {
     return progress;
   }
 
-  bool any_worker(bool flag) override { return flag; }
-
-  /// The end of this worker's training: the chief finishes the job on the ps tasks, another
-  /// worker leaves.
-  void barrier() override { connection_->finish(/*job=*/is_chief_); }
 
  private:
   /// At the first step: the plan's variables in this replica (by name), and on the chief,
@@ -258,7 +273,6 @@ class ParameterServerStepSync final : public StepSync {
 
   std::shared_ptr<PsConnection> connection_;
   const bool is_chief_;
-  const int64_t micro_batches_;
   const std::function<std::optional<TrainingProgress>()> restore_latest_checkpoint_;
   bool checked_ = false;   ///< whether the ps tasks were asked if they hold variables
   bool ps_ready_ = false;  ///< the ps tasks hold the variables
@@ -272,9 +286,10 @@ class ParameterServerStepSync final : public StepSync {
 
 }  // namespace
 
-std::unique_ptr<StepSync> CreateParameterServerStepSync(std::shared_ptr<PsConnection> connection, bool is_chief,
-                                                        const StepSyncOptions& options) {
-  return std::make_unique<ParameterServerStepSync>(std::move(connection), is_chief, options);
+TrainingSync CreateParameterServerSync(std::shared_ptr<PsConnection> connection, bool is_chief,
+                                       const StepSyncOptions& options) {
+  return {std::make_unique<ParameterServerStepSync>(connection, is_chief, options),
+          std::make_unique<ParameterServerVariables>(connection, is_chief, options)};
 }
 
 }  // namespace est::distribute

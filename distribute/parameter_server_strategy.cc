@@ -87,7 +87,7 @@ int ParameterServerStrategy::num_replicas_in_sync() const {
   return trains && options_.mode() == ParameterServerMode::kSync ? options_.replicas_to_aggregate() : 1;
 }
 
-std::unique_ptr<StepSync> ParameterServerStrategy::make_step_sync(const StepSyncOptions& options) {
+TrainingSync ParameterServerStrategy::make_training_sync(const StepSyncOptions& options) {
   if (!connection_) {
     PsConnectionOptions connection;
     for (const auto& address : cluster_.cluster.at("ps")) {
@@ -113,7 +113,7 @@ std::unique_ptr<StepSync> ParameterServerStrategy::make_step_sync(const StepSync
     Log().info("ParameterServerStrategy: worker {} of {} ({} mode) with {} ps task(s), job '{}'", worker_index_,
                num_workers_, ParameterServerModeName(options_.mode()), connection_->num_ps(), options_.job_id());
   }
-  return CreateParameterServerStepSync(connection_, is_chief_, options);
+  return CreateParameterServerSync(connection_, is_chief_, options);
 }
 
 void ParameterServerStrategy::serve() {

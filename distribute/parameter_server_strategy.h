@@ -85,12 +85,12 @@ class ParameterServerStrategy : public Strategy {
   int num_workers() const override { return num_workers_; }
   int worker_index() const override { return worker_index_; }
   bool is_chief() const override { return is_chief_; }
-  /// Each worker keeps its own buffers; checkpoints hold the chief's.
-  BufferSync buffer_sync() const override { return BufferSync::kNone; }
   /// kSync: replicas_to_aggregate (each worker's batch is a share of the aggregated step's);
   /// otherwise 1 (each worker's step is an update of its own).
   int num_replicas_in_sync() const override;
-  std::unique_ptr<StepSync> make_step_sync(const StepSyncOptions& options) override;
+  /// Each worker's own step over variables on the ps tasks; each worker keeps its own
+  /// buffers (checkpoints hold the chief's).
+  TrainingSync make_training_sync(const StepSyncOptions& options) override;
   /// On a ps task: serves its variables at its cluster address until the chief finishes the
   /// job (then returns) or a stop signal arrives (Interrupted).
   void serve() override;

@@ -29,6 +29,11 @@ void CheckDeviceAvailable(c10::Device device) {
             " CUDA device(s), cuda:0 to cuda:", count - 1);
 }
 
+TrainingSync Strategy::make_training_sync(const StepSyncOptions& options) {
+  return {CreateAllReduceStepSync(*this, options, GradientReducerOptions{}),
+          CreateReplicaVariables(*this, BufferSync::kBroadcast)};
+}
+
 void Strategy::serve() {
   EST_THROW(ConfigError, name(), " has no tasks that serve others: task type 'ps' needs ParameterServerStrategy");
 }
@@ -148,6 +153,10 @@ MirroredStrategy::MirroredStrategy(const std::vector<std::string>& devices, Buff
 std::shared_ptr<MirroredStrategy> MirroredStrategy::Create(const std::vector<std::string>& devices,
                                                            BufferSync buffer_sync) {
   return std::make_shared<MirroredStrategy>(devices, buffer_sync);
+}
+
+TrainingSync MirroredStrategy::make_training_sync(const StepSyncOptions& options) {
+  return {CreateAllReduceStepSync(*this, options, GradientReducerOptions{}), CreateReplicaVariables(*this, buffer_sync_)};
 }
 
 const char* BufferSyncName(BufferSync sync) {

@@ -19,24 +19,6 @@
 
 namespace est::distribute {
 
-/// How the replicas of a strategy keep their buffers (the state training changes without
-/// gradients: BatchNorm's running statistics, register_buffer, ModelContext::buffer) equal.
-/// They are made equal after every training step, so checkpoints, evaluation and every
-/// replica's next step see the same values.
-enum class BufferSync {
-  /// Every replica takes the values of the chief's first replica, as PyTorch DDP's
-  /// broadcast_buffers (the default).
-  kBroadcast,
-  /// Floating-point buffers become their mean over every replica (running statistics of
-  /// the whole global batch); the others are broadcast.
-  kAverage,
-  /// Each replica keeps its own; checkpoints hold the chief's first replica's.
-  kNone,
-};
-
-/// "broadcast", "average" or "none".
-const char* BufferSyncName(BufferSync sync);
-
 /// A set of replicas that train in sync: the local replicas of this process (one per
 /// local device) and, for multi-worker strategies, those of the other workers, reached
 /// through a Collective. The estimator creates each local replica's variables on its
@@ -58,15 +40,11 @@ class Strategy {
   virtual int worker_index() const { return 0; }
   /// True on the worker that writes checkpoints and summaries.
   virtual bool is_chief() const { return worker_index() == 0; }
-  /// Bucket sizes for the overlapped gradient all-reduce across workers.
-  virtual GradientReducerOptions gradient_reducer_options() const { return {}; }
-  /// How the replicas keep their buffers equal.
-  virtual BufferSync buffer_sync() const { return BufferSync::kBroadcast; }
-  /// The StepSync of one training run: by default an all-reduce of the gradients
-  /// (CreateAllReduceStepSync). May connect to the other workers.
-  virtual std::unique_ptr<StepSync> make_step_sync(const StepSyncOptions& options) {
-    return CreateAllReduceStepSync(*this, options);
-  }
+  /// The step seam of one training run: by default the all-reduce StepSync
+  /// (CreateAllReduceStepSync, default buckets) over variables in this process's replicas
+  /// whose buffers take the chief's values (CreateReplicaVariables). May connect to the other
+  /// workers.
+  virtual TrainingSync make_training_sync(const StepSyncOptions& options);
 
   /// Runs this process's task when it serves the training tasks instead of training (a ps
   /// task holding variables), until the job is finished. ConfigError for a strategy without
@@ -141,7 +119,9 @@ class MirroredStrategy : public Strategy {
 
   std::string name() const override { return "MirroredStrategy"; }
   std::vector<c10::Device> local_devices() const override { return devices_; }
-  BufferSync buffer_sync() const override { return buffer_sync_; }
+  TrainingSync make_training_sync(const StepSyncOptions& options) override;
+  /// How the replicas keep their buffers equal.
+  BufferSync buffer_sync() const { return buffer_sync_; }
 
  private:
   std::vector<c10::Device> devices_;

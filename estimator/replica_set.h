@@ -37,16 +37,11 @@ class ReplicaSet {
   int size() const { return static_cast<int>(replicas_.size()); }
   /// The context of local replica `index`.
   ModelContext& replica(int index) { return *replicas_.at(static_cast<size_t>(index)); }
-  /// Makes every replica's buffers (ModelContext::buffers) equal, everywhere, as the
-  /// strategy's buffer_sync() says; every worker calls it at the same point of a step.
-  /// Nothing to do with one replica in sync or no buffers.
-  void sync_buffers();
 
  private:
   ModelContext::Initializers initializers_for(int index, const std::shared_ptr<const checkpoint::CheckpointReader>& reader,
                                               bool restore_optimizers, VariablesInitializer initialize_from_training);
 
-  distribute::Strategy& strategy_;
   std::vector<std::unique_ptr<ModelContext>> replicas_;
 };
 

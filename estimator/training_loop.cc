@@ -128,10 +128,10 @@ class TrainingSession : public Session {
       : estimator_(estimator),
         strategy_(strategy),
         // Replica 0's new variables become the training's current values through the
-        // StepSync, which run() makes before model_fn first runs.
+        // strategy's VariableStore, which run() makes before model_fn first runs.
         replicas_(strategy, estimator.params, restore_from, restore_optimizers,
                   [this](const NamedTensors& variables) {
-                    sync_->initialize_variables(variables);
+                    sync_.variables->initialize(variables);
                     if (initial_values_) KeepInitialValues(variables, *initial_values_);
                   },
                   estimator.config.channels_last),
@@ -161,9 +161,10 @@ class TrainingSession : public Session {
   std::string save_checkpoint() override {
     EST_CHECK(checkpoint_writer_.has_value(), ConfigError, "only the chief saves checkpoints; worker ",
               strategy_.worker_index(), " asked to");
-    // Where the training's state is not replica 0's own (parameter servers), the StepSync
-    // brings it here first, with the progress it belongs to.
-    const std::optional<distribute::TrainingProgress> progress = sync_ ? sync_->before_save() : std::nullopt;
+    // Where the training's state is not replica 0's own (parameter servers), the
+    // VariableStore brings it here first, with the progress it belongs to.
+    const std::optional<distribute::TrainingProgress> progress =
+        sync_.variables ? sync_.variables->before_save() : std::nullopt;
     const int64_t step = progress ? progress->global_step : global_step_;
     CheckpointContents contents = SnapshotModel(replicas_.replica(0), step);
     contents.blobs[kInputPositionBlob] = std::to_string(input_position_);
@@ -191,8 +192,9 @@ class TrainingSession : public Session {
     sync_options.micro_batches = accumulation_steps_;
     sync_options.fused_optimizer_step = estimator_.config.fused_optimizer_step;
     if (strategy_.is_chief()) sync_options.restore_latest_checkpoint = [this] { return restore_latest_checkpoint(); };
-    sync_ = strategy_.make_step_sync(sync_options);
-    if (std::optional<int64_t> position = sync_->resume_position()) skip_batches = *position;
+    sync_ = strategy_.make_training_sync(sync_options);
+    EST_ASSERT(sync_.step && sync_.variables, strategy_.name(), "::make_training_sync gave no StepSync or VariableStore");
+    if (std::optional<int64_t> position = sync_.variables->resume_position()) skip_batches = *position;
     data::Dataset dataset = input_fn(Mode::kTrain, strategy_.input_context());
     auto iterator = dataset.make_iterator();
     if (skip_batches > 0) {
@@ -212,7 +214,7 @@ class TrainingSession : public Session {
     std::vector<data::Element> upcoming(batches_per_step);
     DevicePrefetcher prefetcher(strategy_.local_devices(), estimator_.config.channels_last);
     distribute::StepFlags stop;
-    stop.input_ended = sync_->any_worker(!read_batches(*iterator, current));
+    stop.input_ended = sync_.step->any_worker(!read_batches(*iterator, current));
     EST_CHECK(!stop.input_ended || skip_batches > 0, DataError, "the training input_fn's dataset gave ",
               strategy_.num_workers() > 1 ? "a worker " : "", "fewer than the ", batches_per_step,
               " batch(es) of one step: check its files (an empty file list or empty files) and filters");
@@ -234,7 +236,6 @@ class TrainingSession : public Session {
       const distribute::StepFlags local{!read_batches(*iterator, upcoming), StopSignalGuard::pending() != 0};
       prefetcher.start(upcoming);  // copied onto the devices while this step computes
       EstimatorSpec spec = step(current, local, stop);
-      replicas_.sync_buffers();  // as strategy.buffer_sync() says, before hooks and checkpoints see them
       input_position_ += static_cast<int64_t>(batches_per_step);
       last_loss_ = spec.loss;
       CrashPoint("after_step", global_step_);
@@ -260,12 +261,12 @@ class TrainingSession : public Session {
     }
     runner.end();
     if (checkpoint_writer_) checkpoint_writer_->wait();
-    sync_->barrier();  // every worker returns once the chief's last checkpoint is written
+    sync_.step->barrier();  // every worker returns once the chief's last checkpoint is written
   }
 
  private:
   // Loads the latest checkpoint of model_dir into replica 0 (variables and optimizers) and
-  // returns its progress; nullopt when there is none. For a StepSync whose state was lost.
+  // returns its progress; nullopt when there is none. For a VariableStore whose state was lost.
   std::optional<distribute::TrainingProgress> restore_latest_checkpoint() {
     if (checkpoint_writer_) checkpoint_writer_->wait();
     const std::optional<std::string> latest = checkpoint::LatestCheckpoint(estimator_.model_dir);
@@ -349,12 +350,11 @@ class TrainingSession : public Session {
     EST_ASSERT(false, "gradient_accumulation_steps must be positive");
   }
 
-  // Before a step's first backward: zeroes the gradients of `optimizer`'s parameters, as its
-  // zero_grad() does; where the StepSync gives every variable a gradient (counting a missing
-  // one as zero), those of `ctx`'s trainable variables are left undefined instead, which saves
-  // a pass over them and lets backward hand the first gradient over without adding it to zeros.
+  // Before a step's first backward: clears the gradients of `optimizer`'s parameters. Those of
+  // `ctx`'s trainable variables are left undefined (StepSync::finish counts a missing one as
+  // zero and defines it), which saves a pass over them and lets backward hand the first
+  // gradient over without adding it to zeros; any other parameter's is zeroed, as zero_grad() does.
   void clear_gradients(torch::optim::Optimizer& optimizer, const ModelContext& ctx) {
-    if (!sync_->defines_every_gradient()) return optimizer.zero_grad();
     std::unordered_set<const void*> defined_by_sync;
     for (const at::Tensor& variable : ctx.trainable_variables()) defined_by_sync.insert(variable.unsafeGetTensorImpl());
     for (auto& group : optimizer.param_groups()) {
@@ -404,44 +404,50 @@ class TrainingSession : public Session {
 
   // Forward and backward on every local replica, then the strategy's StepSync makes the
   // gradients every replica applies and agrees the loss, the summaries and the flags; then
-  // every replica's optimizer steps. Returns replica 0's spec holding the agreed loss and
-  // summaries; sets `stop` to what any worker's `local` flags said.
+  // its VariableStore applies the update. Returns replica 0's spec holding the agreed loss
+  // and summaries; sets `stop` to what any worker's `local` flags said.
   EstimatorSpec step(const std::vector<data::Element>& batches, distribute::StepFlags local,
                      distribute::StepFlags& stop) {
     std::vector<EstimatorSpec> specs;
     std::vector<distribute::ReplicaStep> steps(static_cast<size_t>(replicas_.size()));
-    // One replica's optimizer may update the variables whose gradients the StepSync has made
+    // Each replica's optimizer may update the variables whose gradients the StepSync has made
     // final while the others are still being reduced; not with loss scaling, which must see
     // every gradient before any is applied.
-    std::optional<OptimizerStepInParts> in_parts;
+    std::vector<OptimizerStepInParts> in_parts;
+    in_parts.reserve(steps.size());
     for (int r = 0; r < replicas_.size(); ++r) {
       specs.push_back(forward_backward(r, batches, [&](EstimatorSpec& last) {
+        ModelContext& ctx = replicas_.replica(r);
         distribute::ReplicaStep& replica_step = steps[static_cast<size_t>(r)];
-        replica_step.variables = replicas_.replica(r).trainable_variables();
+        replica_step.variables = ctx.trainable_variables();
+        replica_step.buffers = ctx.buffers();
         replica_step.loss = last.loss;
         replica_step.optimizer = last.optimizer;
-        if (replicas_.size() == 1 && !loss_scaler_) {
-          in_parts.emplace(*last.optimizer, estimator_.config.fused_optimizer_step);
-          replica_step.gradients_final = [&in_parts](const std::vector<at::Tensor>& variables) {
-            in_parts->part(variables);
-          };
+        if (!loss_scaler_) {
+          OptimizerStepInParts& parts = in_parts.emplace_back(*last.optimizer, estimator_.config.fused_optimizer_step);
+          replica_step.gradients_final = [&parts](const std::vector<at::Tensor>& variables) { parts.part(variables); };
         }
         for (const auto& [tag, value] : last.summaries) replica_step.summaries.push_back(value);
-        sync_->before_last_backward(r, replica_step, local);
-        // The loss travels to the host while backward and the optimizer run.
-        if (r == 0 && sync_->loss_known_before_backward()) last.loss = loss_to_host_.start(last.loss);
+        sync_.step->before_last_backward(r, replica_step, local);
       }));
     }
-    stop = sync_->finish(steps, local);
+    stop = sync_.step->finish(steps, local);
     EstimatorSpec& first = specs.front();
-    if (!sync_->loss_known_before_backward()) first.loss = steps.front().loss;
+    first.loss = loss_to_host_.start(steps.front().loss);  // travels to the host while the update runs
     size_t index = 0;
     for (auto& [tag, value] : first.summaries) value = steps.front().summaries[index++];
-    const int64_t position_after = input_position_ + static_cast<int64_t>(steps.size() * accumulation_steps_);
-    global_step_ = sync_->apply(steps, unscale_gradients(), global_step_, position_after, [&] {
-      if (in_parts) return in_parts->rest();
+    distribute::StepUpdate update;
+    update.finite = unscale_gradients();
+    update.global_step = global_step_;
+    update.input_position = input_position_ + static_cast<int64_t>(steps.size() * accumulation_steps_);
+    update.step_optimizers = [&] {
+      if (!in_parts.empty()) {
+        for (OptimizerStepInParts& parts : in_parts) parts.rest();
+        return;
+      }
       for (auto& spec : specs) distribute::StepOptimizer(*spec.optimizer, estimator_.config.fused_optimizer_step);
-    }, stop);
+    };
+    global_step_ = sync_.variables->apply(steps, update, stop);
     return std::move(first);
   }
 
@@ -450,7 +456,7 @@ class TrainingSession : public Session {
   ReplicaSet replicas_;
   std::optional<DynamicLossScaler> loss_scaler_;
   AsyncHostCopy loss_to_host_;
-  std::unique_ptr<distribute::StepSync> sync_;  ///< the strategy's, made when run() starts
+  distribute::TrainingSync sync_;  ///< the strategy's, made when run() starts
   bool complete_saves_;
   const int64_t accumulation_steps_;
   std::optional<checkpoint::AsyncCheckpointWriter> checkpoint_writer_;

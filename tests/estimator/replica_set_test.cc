@@ -1,5 +1,5 @@
-// ReplicaSet: local replicas that start equal (restored, then copied from replica 0), state
-// that must match across replicas, and buffers kept equal as the strategy's BufferSync says.
+// ReplicaSet: local replicas that start equal (restored, then copied from replica 0), and
+// state that must match across replicas.
 
 #include "estimator/replica_set.h"
 
@@ -17,7 +17,6 @@
 #include "tests/test_util.h"
 
 using namespace est;
-using est::distribute::BufferSync;
 using est::distribute::MirroredStrategy;
 using est::testing::FreshTempDir;
 using est::testing::MessageMatches;
@@ -77,41 +76,4 @@ TEST_CASE("a replica that creates state replica 0 lacks, or of another shape, is
                        MessageMatches(Catch::Contains("replica 1 created variable 'extra/weight'")));
   CHECK_THROWS_MATCHES(replicas.replica(1).module("dense", [] { return torch::nn::Linear(3, 1); }), ModelError,
                        MessageMatches(Catch::Contains("variable 'dense/weight' has shape [1, 3] on replica 1")));
-}
-
-TEST_CASE("sync_buffers follows the strategy's BufferSync", "[estimator]") {
-  // Replica r's float buffer holds r + 1 and its integer buffer 10 (r + 1).
-  auto run = [](BufferSync sync) {
-    MirroredStrategy strategy({"cpu", "cpu", "cpu"}, sync);
-    ReplicaSet replicas(strategy, NoParams(), nullptr, false, nullptr);
-    std::vector<std::pair<at::Tensor, at::Tensor>> buffers;
-    for (int r = 0; r < 3; ++r) {
-      at::Tensor& real = replicas.replica(r).buffer("mean", [] { return at::zeros({2}); });
-      at::Tensor& count = replicas.replica(r).buffer("count", [] { return at::zeros({1}, at::kLong); });
-      real.fill_(r + 1);
-      count.fill_(10 * (r + 1));
-      buffers.emplace_back(real, count);
-    }
-    replicas.sync_buffers();
-    return buffers;
-  };
-  SECTION("kBroadcast: every replica takes replica 0's values") {
-    for (const auto& [real, count] : run(BufferSync::kBroadcast)) {
-      CHECK(at::equal(real, at::full({2}, 1.0f)));
-      CHECK(count.item<int64_t>() == 10);
-    }
-  }
-  SECTION("kAverage: floating buffers become their mean, the others replica 0's") {
-    for (const auto& [real, count] : run(BufferSync::kAverage)) {
-      CHECK(at::equal(real, at::full({2}, 2.0f)));
-      CHECK(count.item<int64_t>() == 10);
-    }
-  }
-  SECTION("kNone: every replica keeps its own") {
-    const auto buffers = run(BufferSync::kNone);
-    for (int r = 0; r < 3; ++r) {
-      CHECK(at::equal(buffers[static_cast<size_t>(r)].first, at::full({2}, static_cast<float>(r + 1))));
-      CHECK(buffers[static_cast<size_t>(r)].second.item<int64_t>() == 10 * (r + 1));
-    }
-  }
 }

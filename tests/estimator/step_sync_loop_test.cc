@@ -1,6 +1,7 @@
 // The training loop driven by a fake strategy: it hands each replica's step to the
-// strategy's StepSync before the last backward, applies what finish() returns, stops on the
-// flags it agrees, and asks it for the "any worker" decision and the final barrier.
+// strategy's StepSync before the last backward, has its VariableStore apply what finish()
+// returns, stops on the flags it agrees, and asks it for the "any worker" decision and the
+// final barrier.
 
 #include <torch/torch.h>
 
@@ -35,15 +36,6 @@ class RecordingStepSync : public distribute::StepSync {
     any.input_ended = ++finishes_ == 3;
     return any;
   }
-  void initialize_variables(const distribute::NamedVariables& variables) override {
-    calls_.push_back("initialize " + std::to_string(variables.size()) + " variables");
-  }
-  int64_t apply(std::vector<distribute::ReplicaStep>& replicas, bool finite, int64_t global_step,
-                int64_t input_position, const std::function<void()>& step_optimizers,
-                distribute::StepFlags& flags) override {
-    calls_.push_back("apply at input position " + std::to_string(input_position));
-    return StepSync::apply(replicas, finite, global_step, input_position, step_optimizers, flags);
-  }
   bool any_worker(bool flag) override {
     calls_.push_back("any_worker");
     return flag;
@@ -55,14 +47,33 @@ class RecordingStepSync : public distribute::StepSync {
   int finishes_ = 0;
 };
 
-// Two CPU replicas in this process whose steps synchronize through a RecordingStepSync.
+// Records every call; applies a step as the replicas' own store does (the optimizers step).
+class RecordingVariables : public distribute::VariableStore {
+ public:
+  explicit RecordingVariables(std::vector<std::string>& calls) : calls_(calls) {}
+  void initialize(const distribute::NamedVariables& variables) override {
+    calls_.push_back("initialize " + std::to_string(variables.size()) + " variables");
+  }
+  int64_t apply(std::vector<distribute::ReplicaStep>& replicas, const distribute::StepUpdate& update,
+                distribute::StepFlags&) override {
+    calls_.push_back("apply at input position " + std::to_string(update.input_position) + " (" +
+                     std::to_string(replicas.front().buffers.size()) + " buffers)");
+    if (update.finite) update.step_optimizers();
+    return update.global_step + 1;
+  }
+
+ private:
+  std::vector<std::string>& calls_;
+};
+
+// Two CPU replicas in this process whose steps synchronize through the recording seam.
 class FakeStrategy : public distribute::Strategy {
  public:
   std::string name() const override { return "FakeStrategy"; }
   std::vector<c10::Device> local_devices() const override { return {c10::Device("cpu"), c10::Device("cpu")}; }
-  std::unique_ptr<distribute::StepSync> make_step_sync(const distribute::StepSyncOptions& options) override {
+  distribute::TrainingSync make_training_sync(const distribute::StepSyncOptions& options) override {
     micro_batches = options.micro_batches;
-    return std::make_unique<RecordingStepSync>(calls);
+    return {std::make_unique<RecordingStepSync>(calls), std::make_unique<RecordingVariables>(calls)};
   }
   std::vector<std::string> calls;
   int64_t micro_batches = 0;
@@ -80,7 +91,7 @@ class LossHook : public SessionRunHook {
 
 }  // namespace
 
-TEST_CASE("The training loop synchronizes each step through the strategy's StepSync", "[estimator]") {
+TEST_CASE("The training loop synchronizes each step through the strategy's StepSync and VariableStore", "[estimator]") {
   auto strategy = std::make_shared<FakeStrategy>();
   RunConfig config;
   config.train_distribute = strategy;
@@ -98,7 +109,7 @@ TEST_CASE("The training loop synchronizes each step through the strategy's StepS
   std::vector<std::string> expected = {"any_worker", "initialize 2 variables"};
   for (int step = 0; step < 3; ++step) {
     expected.insert(expected.end(), {"before 0 (2 variables)", "before 1 (2 variables)", "finish 2",
-                                     "apply at input position " + std::to_string((step + 1) * 4)});
+                                     "apply at input position " + std::to_string((step + 1) * 4) + " (0 buffers)"});
   }
   expected.push_back("barrier");
   CHECK(strategy->calls == expected);
