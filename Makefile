@@ -8,7 +8,9 @@ JOBS      ?= $(shell nproc)
 .PHONY: demo test sanitize fuzz installed-example release-checks bench deps configure build programs tensorboard \
   tensorflow sanitize-build clean
 
-# Builds only est-train and the libraries it links, so the first step comes soonest.
+# Builds only est-train and the libraries it links, after installing only the packages that
+# takes, so the first step comes soonest.
+demo: DEPS_SET = demo
 demo: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target est-train
 	rm -rf $(DEMO_DIR)
@@ -49,8 +51,9 @@ fuzz: sanitize-build
 bench: build
 	/usr/bin/python3 apps/bench/run_benchmarks.py --build $(BUILD_DIR)
 
+DEPS_SET ?= all
 deps:
-	@bash cmake/install_deps.sh
+	@bash cmake/install_deps.sh $(DEPS_SET)
 
 configure: deps
 	@cmake --preset default >/dev/null

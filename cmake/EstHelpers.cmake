@@ -57,7 +57,10 @@ function(est_protobuf target)
   set(CMAKE_CURRENT_SOURCE_DIR ${PROJECT_SOURCE_DIR})
   protobuf_generate(TARGET ${target} LANGUAGE cpp
     PROTOS ${protos}
-    PROTOC_OUT_DIR ${PROJECT_BINARY_DIR}/include)
+    PROTOC_OUT_DIR ${PROJECT_BINARY_DIR}/include
+    OUT_VAR generated)
+  # Each generated file defines the same file-local names (schemas, file_default_instances).
+  set_source_files_properties(${generated} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
   target_link_libraries(${target} PUBLIC protobuf::libprotobuf)
 endfunction()
 
@@ -70,7 +73,9 @@ function(est_grpc target proto)
     PROTOS ${absolute}
     PROTOC_OUT_DIR ${PROJECT_BINARY_DIR}/include
     GENERATE_EXTENSIONS .grpc.pb.h .grpc.pb.cc
-    PLUGIN "protoc-gen-grpc=$<TARGET_FILE:gRPC::grpc_cpp_plugin>")
+    PLUGIN "protoc-gen-grpc=$<TARGET_FILE:gRPC::grpc_cpp_plugin>"
+    OUT_VAR generated)
+  set_source_files_properties(${generated} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
   target_link_libraries(${target} PUBLIC gRPC::grpc++)
 endfunction()
 
@@ -79,6 +84,8 @@ endfunction()
 function(est_add_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
+  # Test files are compiled one by one: their file-local helpers share names across files.
+  set_target_properties(${name} PROPERTIES UNITY_BUILD OFF)
   target_link_libraries(${name} PRIVATE est_test_main ${ARG_DEPS})
   est_warnings(${name})
   est_sanitizer_test_pch(${name} ${ARG_DEPS})

@@ -3,21 +3,27 @@
 # Idempotent and quiet when nothing is missing; runs `apt-get update` only when it must.
 set -euo pipefail
 
+# install_deps.sh [demo|all]: `demo` installs what `make demo` builds and runs; `all` (the
+# default) adds what `make test` needs besides.
+#
 # libopenblas0-openmp is the BLAS libtorch recommends: without it Debian's reference BLAS
-# makes dense layers about 10x slower.
-# clang and libclang-rt-14-dev (its sanitizer and libFuzzer runtimes) build the sanitizer
-# tree of `make sanitize` and `make fuzz`. openssl makes the test certificate authority of the
-# store's TLS tests.
+# makes dense layers about 10x slower. catch2 is header-only, and configuring needs it.
 packages=(
   build-essential cmake ninja-build ccache pkg-config
-  clang libclang-rt-14-dev
   libtorch-dev libgloo-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libopenblas0-openmp
   libspdlog-dev libcli11-dev nlohmann-json3-dev catch2 zlib1g-dev libcsv-dev
   dataset-fashion-mnist
-  python3 python3-venv python3-torch
-  openssl
 )
+# For `make test`: clang and libclang-rt-14-dev (its sanitizer and libFuzzer runtimes) build
+# the sanitizer tree of `make sanitize` and `make fuzz`; python3-torch is PyTorch DDP, the peer
+# of the tests and benchmarks; openssl makes the test certificate authority of the store's TLS
+# tests.
+case "${1:-all}" in
+  demo) ;;
+  all) packages+=(clang libclang-rt-14-dev python3 python3-venv python3-torch openssl) ;;
+  *) echo "install_deps: unknown package set '$1'; expected demo or all" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

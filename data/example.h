@@ -40,6 +40,9 @@ std::string FeatureTypeName(FeatureType type);
 /// Turns one bytes value of a feature into a tensor.
 using BytesDecoder = std::function<at::Tensor(std::string_view bytes)>;
 
+/// The default BytesDecoder: the bytes themselves, as a uint8 [size] tensor.
+at::Tensor BytesAsUint8(std::string_view bytes);
+
 /// tf.io.decode_raw: the bytes as consecutive `dtype` values (little-endian unless
 /// `little_endian` is false) in `shape`, where one dimension may be -1 (inferred). A byte
 /// count that does not fill the shape is a DataError naming both.

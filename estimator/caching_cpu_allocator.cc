@@ -23,7 +23,9 @@
 #endif
 
 namespace est {
-namespace {
+// Block is named in CachingCpuAllocator::State, which has external linkage: not in an
+// anonymous namespace (GCC's -Wsubobject-linkage once this file is part of a unity batch).
+namespace caching_cpu_allocator {
 
 // LibTorch's CPU alignment (c10::gAlignment), which AVX-512 loads want.
 constexpr size_t kAlignment = 64;
@@ -40,6 +42,13 @@ struct alignas(kAlignment) Block {
   Block* previous_of_size = nullptr;
 };
 static_assert(sizeof(Block) == kAlignment);
+
+}  // namespace caching_cpu_allocator
+
+using caching_cpu_allocator::Block;
+using caching_cpu_allocator::kAlignment;
+
+namespace {
 
 void* DataOf(Block* block) { return reinterpret_cast<char*>(block) + sizeof(Block); }
 Block* BlockOf(void* data) { return reinterpret_cast<Block*>(static_cast<char*>(data) - sizeof(Block)); }

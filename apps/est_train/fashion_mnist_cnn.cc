@@ -12,7 +12,7 @@
 namespace est_train {
 namespace {
 
-est::EstimatorSpec ModelFn(bool kernels, const est::Features& features, const torch::Tensor& labels, est::Mode mode,
+est::EstimatorSpec CnnModelFn(bool kernels, const est::Features& features, const torch::Tensor& labels, est::Mode mode,
                            est::ModelContext& ctx) {
   auto net = ctx.module("cnn", [kernels] { return est_apps::FashionMnistCnn(kernels); });
   auto logits = net->forward(features.at("image"));
@@ -52,7 +52,7 @@ ModelRecipe FashionMnistCnn(const FashionMnistInput& data, int64_t batch_size, u
     return est_apps::FashionMnistPipeline(source, options);
   };
   auto model_fn = [kernels](const est::Features& features, const torch::Tensor& labels, est::Mode mode,
-                            est::ModelContext& ctx) { return ModelFn(kernels, features, labels, mode, ctx); };
+                            est::ModelContext& ctx) { return CnnModelFn(kernels, features, labels, mode, ctx); };
   return ModelRecipe{model_fn, input_fn};
 }
 

@@ -10,7 +10,7 @@
 namespace est_train {
 namespace {
 
-est::EstimatorSpec ModelFn(const est::Features& features, const torch::Tensor& labels, est::Mode mode,
+est::EstimatorSpec LinearModelFn(const est::Features& features, const torch::Tensor& labels, est::Mode mode,
                            est::ModelContext& ctx) {
   auto dense = ctx.module("dense", [] { return torch::nn::Linear(1, 1); });
   auto predictions = dense->forward(features.at("x")).squeeze(1);
@@ -32,7 +32,7 @@ ModelRecipe Linear(int64_t batch_size) {
     if (mode == est::Mode::kTrain) dataset = dataset.repeat();
     return dataset.batch(input.per_replica_batch_size(batch_size));
   };
-  return ModelRecipe{ModelFn, input_fn};
+  return ModelRecipe{LinearModelFn, input_fn};
 }
 
 }  // namespace est_train

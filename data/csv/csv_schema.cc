@@ -2,8 +2,6 @@
 
 #include "data/csv/csv_schema.h"
 
-#include <ATen/ops/empty.h>
-
 #include <algorithm>
 #include <string_view>
 #include <unordered_map>
@@ -12,16 +10,10 @@
 #include "common/error.h"
 #include "common/quoted_text.h"
 #include "data/csv/csv_row_parser.h"
+#include "data/example.h"
 
 namespace est::data {
 namespace {
-
-/// The bytes of a field as uint8 [size], the default decoder of a bytes column.
-at::Tensor BytesAsUint8(std::string_view bytes) {
-  at::Tensor tensor = at::empty({static_cast<int64_t>(bytes.size())}, at::kByte);
-  std::copy(bytes.begin(), bytes.end(), static_cast<char*>(tensor.data_ptr()));
-  return tensor;
-}
 
 /// "'a', 'b', 'c'" (the first ten, then how many more).
 std::string Joined(const std::vector<std::string>& names) { return QuotedList(names); }

@@ -12,6 +12,12 @@
 
 namespace est::data {
 
+at::Tensor BytesAsUint8(std::string_view bytes) {
+  at::Tensor tensor = at::empty({static_cast<int64_t>(bytes.size())}, at::kByte);
+  std::copy(bytes.begin(), bytes.end(), static_cast<char*>(tensor.data_ptr()));
+  return tensor;
+}
+
 BytesDecoder DecodeRaw(at::ScalarType dtype, std::vector<int64_t> shape, bool little_endian) {
   EST_CHECK(at::isIntegralType(dtype, /*includeBool=*/false) || at::isFloatingType(dtype), ConfigError,
             "DecodeRaw: dtype ", dtype, " is not a plain integer or floating type");

@@ -1,22 +1,11 @@
 // FeatureSpec: how one feature of an Example is parsed.
 
-#include <ATen/ops/from_blob.h>
-
 #include <utility>
 
 #include "common/error.h"
 #include "data/example.h"
 
 namespace est::data {
-namespace {
-
-/// The default decoder of bytes values: the bytes themselves, as uint8 [size].
-at::Tensor BytesAsUint8(std::string_view bytes) {
-  return at::from_blob(const_cast<char*>(bytes.data()), {static_cast<int64_t>(bytes.size())}, at::kByte).clone();
-}
-
-}  // namespace
-
 std::string FeatureTypeName(FeatureType type) {
   switch (type) {
     case FeatureType::kFloat32:
