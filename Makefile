@@ -6,7 +6,7 @@ DEMO_DIR  ?= $(BUILD_DIR)/demo-model
 JOBS      ?= $(shell nproc)
 
 .PHONY: demo test sanitize fuzz installed-example release-checks bench deps configure build programs tensorboard \
-  tensorflow sanitize-build clean
+  tensorflow sanitize-build gpu-pack clean
 
 # Builds only est-train and the libraries it links, after installing only the packages that
 # takes, so the first step comes soonest.
@@ -75,6 +75,11 @@ tensorboard: deps
 # A virtual environment with TensorFlow (CPU), for the tf.data peer of `make bench`'s input group.
 tensorflow: deps
 	@bash cmake/install_venv.sh $(BUILD_DIR)/tf-venv tensorflow 'tensorflow-cpu==2.15.*'
+
+# The Debian packages a GPU machine without network lacks, packed into .gpu-deps/ for
+# cmake/gpu_check.sh's run there (docs/cuda.md, "Checking on a GPU machine").
+gpu-pack:
+	@bash cmake/gpu_check.sh pack .gpu-deps
 
 clean:
 	rm -rf $(BUILD_DIR) $(SANITIZE_DIR)
