@@ -149,7 +149,6 @@ class ParameterServerVariables final : public VariableStore {
     return progress;
   }
 
-
  private:
   /// At the first step: the plan's variables in this replica (by name), and on the chief,
   /// the ps tasks initialized from them when they hold nothing yet.

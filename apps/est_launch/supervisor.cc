@@ -69,11 +69,11 @@ struct Task {
 
 class Supervisor {
  public:
-  Supervisor(const ClusterSpec& cluster, const LaunchOptions& options, int restarts)
+  Supervisor(const ClusterSpec& cluster, const LaunchOptions& options, int restarts, SignalPipe& signals)
       : cluster_(cluster),
         options_(options),
         restarts_(restarts),
-        signals_({SIGCHLD, SIGINT, SIGTERM, SIGHUP}),
+        signals_(signals),
         stdout_(STDOUT_FILENO),
         stderr_(STDERR_FILENO) {
 #if defined(__linux__)
@@ -434,7 +434,7 @@ class Supervisor {
   const ClusterSpec& cluster_;
   const LaunchOptions& options_;
   const int restarts_;  // restarts made before this run
-  SignalPipe signals_;
+  SignalPipe& signals_;  // the launch's, caught from the first run to the last
   OutputWriter stdout_;
   OutputWriter stderr_;
   std::vector<Task> tasks_;  // after the writers, which its prefixers write to
@@ -459,8 +459,11 @@ double RestartBackoffSecs(const LaunchOptions& options, int restart) {
 }
 
 LaunchResult RunCluster(const ClusterSpec& cluster, const LaunchOptions& options) {
+  // One set of handlers for every run: a signal that arrives between one run's end and the
+  // next one's wait to restart is caught, and ends the launch there, not by its default action.
+  SignalPipe signals({SIGCHLD, SIGINT, SIGTERM, SIGHUP});
   for (int restarts = 0;; ++restarts) {
-    Supervisor supervisor(cluster, options, restarts);
+    Supervisor supervisor(cluster, options, restarts, signals);
     LaunchResult result = supervisor.Run();
     if (!supervisor.will_restart()) return result;
   }
