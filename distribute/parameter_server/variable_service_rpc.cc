@@ -3,6 +3,7 @@
 #include <grpcpp/support/proto_buffer_reader.h>
 
 #include <thread>
+#include <utility>
 
 namespace est::distribute {
 namespace {
@@ -92,19 +93,28 @@ class ServerFrameWriter final : public MessageWriter<TensorFrame<Header>> {
   ServerCall& call_;
 };
 
+/// Reads the call's one request into `request`.
+grpc::Status ReadRequest(ServerCall& call, google::protobuf::MessageLite& request) {
+  grpc::ByteBuffer buffer;
+  if (!call.read(&buffer)) return grpc::Status(grpc::StatusCode::CANCELLED, "the caller sent no request");
+  return detail::ParseMessage(buffer, request, "request");
+}
+
+/// The handler's `status`, after sending `reply` when it is OK.
+grpc::Status SendReply(ServerCall& call, const google::protobuf::MessageLite& reply, grpc::Status status) {
+  if (status.ok() && !call.write(detail::SerializeMessage(reply)))
+    return grpc::Status(grpc::StatusCode::CANCELLED, "the caller went away");
+  return status;
+}
+
 /// A call of one request and one reply: `handle(request, reply)`'s status, the reply sent
 /// when it is OK.
 template <typename Request, typename Reply, typename Handle>
 grpc::Status Unary(ServerCall& call, Handle&& handle) {
-  grpc::ByteBuffer buffer;
-  if (!call.read(&buffer)) return grpc::Status(grpc::StatusCode::CANCELLED, "the caller sent no request");
   Request request;
-  if (grpc::Status bad = detail::ParseMessage(buffer, request, "request"); !bad.ok()) return bad;
+  if (grpc::Status bad = ReadRequest(call, request); !bad.ok()) return bad;
   Reply reply;
-  grpc::Status status = handle(request, reply);
-  if (status.ok() && !call.write(detail::SerializeMessage(reply)))
-    return grpc::Status(grpc::StatusCode::CANCELLED, "the caller went away");
-  return status;
+  return SendReply(call, reply, handle(request, reply));
 }
 
 /// A call that streams frames in and sends one reply.
@@ -114,9 +124,7 @@ grpc::Status ClientStreaming(ServerCall& call, Handle&& handle) {
   Reply reply;
   grpc::Status status = handle(reader, reply);
   if (!reader.error().ok()) return reader.error();
-  if (status.ok() && !call.write(detail::SerializeMessage(reply)))
-    return grpc::Status(grpc::StatusCode::CANCELLED, "the caller went away");
-  return status;
+  return SendReply(call, reply, std::move(status));
 }
 
 /// Runs `method` of `service` on `call`.
@@ -139,10 +147,8 @@ grpc::Status Serve(VariableServiceBase& service, grpc::GenericCallbackServerCont
       return service.Push(context, &reader, &reply);
     });
   if (method == kPull) {
-    grpc::ByteBuffer buffer;
-    if (!call.read(&buffer)) return grpc::Status(grpc::StatusCode::CANCELLED, "the caller sent no request");
     ps::PullRequest request;
-    if (grpc::Status bad = detail::ParseMessage(buffer, request, "request"); !bad.ok()) return bad;
+    if (grpc::Status bad = ReadRequest(call, request); !bad.ok()) return bad;
     ServerFrameWriter<ps::PullReply> writer(call);
     return service.Pull(context, &request, &writer);
   }
