@@ -18,6 +18,8 @@
 #include "tests/log_capture.h"
 #include "tests/test_util.h"
 
+// The file's own names, apart from those of the tests compiled with it in one unit.
+namespace tfrecord_test {
 namespace fs = std::filesystem;
 using est::data::TFRecordCompression;
 using est::data::TFRecordReader;
@@ -233,3 +235,5 @@ TEST_CASE("a TFRecordWriter publishes whole files only and never overwrites one"
   CHECK_THROWS_WITH(est::data::ParseTFRecordCompression("lz4"),
                     Catch::Contains("'lz4' is not known; expected NONE (or \"\"), GZIP or ZLIB"));
 }
+
+}  // namespace tfrecord_test

@@ -16,6 +16,8 @@
 
 #include <catch2/catch.hpp>
 
+// The file's own names, apart from those of the tests compiled with it in one unit.
+namespace power_sgd_test {
 using namespace est::distribute;
 using est::testing::ConnectGlooRanks;
 using est::testing::RunRanks;
@@ -167,3 +169,5 @@ TEST_CASE("PowerSGD's options are range-checked", "[distribute]") {
                        Catch::Message("PowerSgdOptions: warmup_steps must not be negative, got -1"));
   CHECK(ParseGradientCompression("powersgd", "--flag") == GradientCompression::kPowerSgd);
 }
+
+}  // namespace power_sgd_test

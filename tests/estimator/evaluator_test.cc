@@ -20,6 +20,8 @@
 
 #include <catch2/catch.hpp>
 
+// The file's own names, apart from those of the tests compiled with it in one unit.
+namespace evaluator_test {
 using namespace est;
 using est::testing::RegressionData;
 using est::testing::RegressionModelFn;
@@ -244,3 +246,5 @@ TEST_CASE("the evaluator keeps going when the chief restarts and repeats global 
   CHECK(metrics.count(20) == 1);
   CHECK(metrics.count(40) == 1);
 }
+
+}  // namespace evaluator_test

@@ -17,6 +17,8 @@
 
 #include <catch2/catch.hpp>
 
+// The file's own names, apart from those of the tests compiled with it in one unit.
+namespace mirrored_training_test {
 using namespace est;
 
 namespace {
@@ -134,3 +136,5 @@ TEST_CASE("MirroredStrategy keeps BatchNorm's running statistics equal on its re
     CHECK(at::equal(estimator.get_variable_value("net/1.running_var"), first[1]));
   }
 }
+
+}  // namespace mirrored_training_test

@@ -23,6 +23,8 @@
 
 #include <catch2/catch.hpp>
 
+// The file's own names, apart from those of the tests compiled with it in one unit.
+namespace mixed_precision_test {
 using namespace est;
 using est::testing::FreshTempDir;
 using est::testing::SineInput;
@@ -241,3 +243,5 @@ TEST_CASE("with MirroredStrategy, one replica's non-finite gradients skip the st
   CHECK(SavedLossScale(dir) == std::pair<double, int64_t>(32, 3));
   CHECK(at_3.evaluate(SineInput).at("mse") < 1.0);
 }
+
+}  // namespace mixed_precision_test

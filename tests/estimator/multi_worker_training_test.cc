@@ -15,6 +15,8 @@
 
 #include <catch2/catch.hpp>
 
+// The file's own names, apart from those of the tests compiled with it in one unit.
+namespace multi_worker_training_test {
 using namespace est;
 namespace fs = std::filesystem;
 
@@ -233,3 +235,5 @@ TEST_CASE("2 workers keep BatchNorm's running statistics equal, broadcast or ave
     CHECK(at::equal(saved.get_variable_value("net/1.running_mean"), buffers[0][0]));
   }
 }
+
+}  // namespace multi_worker_training_test

@@ -12,6 +12,8 @@
 
 #include <catch2/catch.hpp>
 
+// The file's own names, apart from those of the tests compiled with it in one unit.
+namespace relu_max_pool_test {
 namespace {
 
 // Values with many ties, zeros of both signs, negatives only windows and some NaNs.
@@ -149,3 +151,5 @@ TEST_CASE("ReluMaxPool2x2's gradient refuses to be differentiated again", "[kern
   CHECK_THROWS_WITH(torch::autograd::grad({y}, {x}, {}, true, true),
                     Catch::Contains("ReluMaxPool2x2's gradient cannot be differentiated again"));
 }
+
+}  // namespace relu_max_pool_test

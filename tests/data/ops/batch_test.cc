@@ -5,6 +5,8 @@
 // After the ATen headers: c10/util/Logging.h defines a CHECK that Catch2 replaces.
 #include <catch2/catch.hpp>
 
+// The file's own names, apart from those of the tests compiled with it in one unit.
+namespace batch_test {
 using est::DataError;
 using est::data::Dataset;
 using est::data::Element;
@@ -132,3 +134,5 @@ TEST_CASE("Dataset::batch errors", "[data]") {
     CHECK_THROWS_WITH(Range(1).batch(0), Catch::Contains("batch_size is 0"));
   }
 }
+
+}  // namespace batch_test

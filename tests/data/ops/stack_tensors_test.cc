@@ -9,6 +9,8 @@
 // After the ATen headers: c10/util/Logging.h defines a CHECK that Catch2 replaces.
 #include <catch2/catch.hpp>
 
+// The file's own names, apart from those of the tests compiled with it in one unit.
+namespace stack_tensors_test {
 using est::data::StackTensors;
 
 namespace {
@@ -79,3 +81,5 @@ TEST_CASE("StackTensors equals at::stack bit for bit", "[data]") {
     CHECK(SameBytes(stacked.detach(), at::stack(tensors).detach()));
   }
 }
+
+}  // namespace stack_tensors_test

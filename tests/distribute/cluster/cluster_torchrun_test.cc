@@ -6,6 +6,8 @@
 #include "distribute/cluster/cluster_resolver.h"
 #include "tests/test_util.h"
 
+// The file's own names, apart from those of the tests compiled with it in one unit.
+namespace cluster_torchrun_test {
 using est::ConfigError;
 using est::testing::MessageMatches;
 using namespace est::distribute;
@@ -101,3 +103,5 @@ TEST_CASE("TorchrunClusterResolver names the malformed variable and its value", 
     }
   }
 }
+
+}  // namespace cluster_torchrun_test

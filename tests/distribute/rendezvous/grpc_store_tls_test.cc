@@ -12,6 +12,8 @@
 #include "tests/test_util.h"
 #include "tests/tls_certificates.h"
 
+// The file's own names, apart from those of the tests compiled with it in one unit.
+namespace grpc_store_tls_test {
 using namespace est::distribute;
 using namespace std::chrono_literals;
 using est::testing::MakeCertificate;
@@ -87,3 +89,5 @@ TEST_CASE("the gRPC store over TLS trusts its authority only", "[distribute]") {
                          MessageMatches(Catch::Contains("no certificate authority is given")));
   }
 }
+
+}  // namespace grpc_store_tls_test

@@ -2,6 +2,7 @@
 /// Helpers of the NCCL core's tests: how many CUDA devices there are, the skip of [cuda]
 /// tests that need more, and device buffers filled from host values.
 
+#include <c10/core/Device.h>
 #include <catch2/catch.hpp>
 #include <cuda_runtime_api.h>
 
@@ -30,6 +31,9 @@ inline int CudaDeviceCount() {
   }
   return count;
 }
+
+/// CUDA device `index`, as LibTorch names it.
+inline c10::Device Gpu(int index) { return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index)); }
 
 /// Ends a [cuda] test, with a message, when fewer than `n` CUDA devices are present.
 #define EST_REQUIRE_CUDA_DEVICES(n) EST_SKIP_UNLESS_CUDA_DEVICES(::est::testing::CudaDeviceCount(), n)

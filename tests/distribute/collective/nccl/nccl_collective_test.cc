@@ -32,8 +32,6 @@ NcclCollectiveOptions WithTimeout(std::chrono::milliseconds timeout) {
   return options;
 }
 
-c10::Device Gpu(int index) { return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index)); }
-
 // One rank per GPU, at most 4 (a world of one on one GPU).
 int WorldSize() { return std::min(CudaDeviceCount(), 4); }
 

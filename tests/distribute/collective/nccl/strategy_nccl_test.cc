@@ -21,8 +21,6 @@ namespace {
 using namespace std::chrono_literals;
 using namespace est::testing;
 
-c10::Device Gpu(int index) { return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index)); }
-
 std::shared_ptr<Collective> Connect(const std::shared_ptr<Store>& store, int rank, int world_size) {
   NcclCollectiveOptions options;
   options.timeout = 30s;
