@@ -8,7 +8,6 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "distribute/cluster/cluster_address.h"
-#include "distribute/cluster/cluster_resolver.h"
 #include "distribute/rendezvous/grpc_store.h"
 #include "distribute/rendezvous/rendezvous.h"
 #include "distribute/rendezvous/settings_agreement.h"
@@ -81,29 +80,10 @@ const char* CommunicationName(CommunicationImplementation communication) {
 
 MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(MultiWorkerOptions options)
     : options_(std::move(options)),
-      cluster_(options_.cluster() ? *options_.cluster() : ResolveCluster()),
       devices_(ParseDevices(options_.devices())),
       communication_(ChooseCommunication(options_.communication(), devices_)) {
   check_options();
-  // A ps job would otherwise be ignored: the workers would train without it.
-  const auto ps = cluster_.cluster.find("ps");
-  EST_CHECK(ps == cluster_.cluster.end(), ConfigError, "MultiWorkerMirroredStrategy: ", cluster_.source,
-            " has a 'ps' job (", ps->second.size(), " task", ps->second.size() == 1 ? "" : "s",
-            "), which it would not use: parameter servers need ParameterServerStrategy (est-train --strategy "
-            "parameter_server); otherwise remove the ps job");
-  if (cluster_.is_evaluator() || cluster_.is_ps()) {
-    // Not part of the training group: local replicas only.
-    num_workers_ = 1;
-    worker_index_ = 0;
-    is_chief_ = false;
-  } else {
-    num_workers_ = cluster_.num_worker_replicas;
-    worker_index_ = cluster_.rank;
-    is_chief_ = cluster_.is_chief;
-  }
-  if (options_.job_id().empty()) options_.job_id(DefaultJobId(cluster_.chief_address));
-  if (options_.job_token().empty()) options_.job_token(JobTokenFromEnvironment());
-  if (!options_.tls()) options_.tls(StoreTlsFromEnvironment());
+  if (options_.cluster()) adopt(*options_.cluster());
 }
 
 MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(std::shared_ptr<Collective> collective,
@@ -114,9 +94,44 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(std::shared_ptr<Collect
       collective_(std::move(collective)) {
   EST_CHECK(collective_ != nullptr, ConfigError, "MultiWorkerMirroredStrategy needs a collective");
   check_options();
-  num_workers_ = collective_->world_size();
-  worker_index_ = collective_->rank();
-  is_chief_ = worker_index_ == 0;
+  group_ = Group{collective_->world_size(), collective_->rank(), collective_->rank() == 0};
+}
+
+void MultiWorkerMirroredStrategy::configure(const ClusterConfig& cluster) {
+  if (cluster_) {
+    CheckSameCluster(*cluster_, cluster, "the cluster of MultiWorkerOptions");
+  } else if (!collective_) {
+    adopt(cluster);
+  }
+}
+
+void MultiWorkerMirroredStrategy::adopt(const ClusterConfig& cluster) {
+  // A ps job would otherwise be ignored: the workers would train without it.
+  const auto ps = cluster.cluster.find(TaskTypeName(TaskType::kPs));
+  EST_CHECK(ps == cluster.cluster.end(), ConfigError, "MultiWorkerMirroredStrategy: ", cluster.source,
+            " has a 'ps' job (", ps->second.size(), " task", ps->second.size() == 1 ? "" : "s",
+            "), which it would not use: parameter servers need ParameterServerStrategy (est-train --strategy "
+            "parameter_server); otherwise remove the ps job");
+  cluster_ = cluster;
+  // Outside the training group (the evaluator): local replicas only.
+  const bool trains = !cluster.is_evaluator() && !cluster.is_ps();
+  group_ = trains ? Group{cluster.num_worker_replicas, cluster.rank, cluster.is_chief} : Group{1, 0, false};
+  if (options_.job_id().empty()) options_.job_id(DefaultJobId(cluster.chief_address));
+  if (options_.job_token().empty()) options_.job_token(JobTokenFromEnvironment());
+  if (!options_.tls()) options_.tls(StoreTlsFromEnvironment());
+}
+
+const MultiWorkerMirroredStrategy::Group& MultiWorkerMirroredStrategy::group() const {
+  EST_CHECK(group_.has_value(), ConfigError,
+            "MultiWorkerMirroredStrategy has no cluster yet: set MultiWorkerOptions::cluster, or give the strategy "
+            "to an Estimator (RunConfig::train_distribute), which hands it RunConfig::cluster");
+  return *group_;
+}
+
+const ClusterConfig& MultiWorkerMirroredStrategy::cluster() const {
+  group();
+  EST_CHECK(cluster_.has_value(), ConfigError, "MultiWorkerMirroredStrategy made on a collective has no cluster");
+  return *cluster_;
 }
 
 MultiWorkerMirroredStrategy::~MultiWorkerMirroredStrategy() = default;
@@ -158,17 +173,19 @@ TrainingSync MultiWorkerMirroredStrategy::make_training_sync(const StepSyncOptio
 }
 
 Collective* MultiWorkerMirroredStrategy::collective() {
-  if (num_workers_ > 1) std::call_once(connected_, [this] {
+  if (group().num_workers > 1) std::call_once(connected_, [this] {
       if (collective_ == nullptr) connect();
     });
   return collective_.get();
 }
 
 void MultiWorkerMirroredStrategy::connect() {
+  const ClusterConfig& cluster = this->cluster();
+  const auto [num_workers, worker_index, is_chief] = group();
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options_.timeout_secs() * 1000));
-  const HostPort chief = ParseHostPort(cluster_.chief_address, "the chief's address");
-  Log().info("MultiWorkerMirroredStrategy: worker {} of {} joining job '{}' at {} ({})", worker_index_, num_workers_,
-             options_.job_id(), cluster_.chief_address, cluster_.source);
+  const HostPort chief = ParseHostPort(cluster.chief_address, "the chief's address");
+  Log().info("MultiWorkerMirroredStrategy: worker {} of {} joining job '{}' at {} ({})", worker_index, num_workers,
+             options_.job_id(), cluster.chief_address, cluster.source);
   GrpcStoreOptions store_options;
   store_options.host = chief.host;
   store_options.port = static_cast<uint16_t>(chief.port);
@@ -176,29 +193,29 @@ void MultiWorkerMirroredStrategy::connect() {
   store_options.token = options_.job_token();
   store_options.tls = *options_.tls();
   store_options.timeout = timeout;
-  if (is_chief_)
+  if (is_chief)
     store_ = ServeGrpcStore(store_options);
   else
     store_ = CreateGrpcStore(store_options);
   RendezvousOptions rendezvous;
   rendezvous.job_id = options_.job_id();
-  rendezvous.rank = worker_index_;
-  rendezvous.world_size = num_workers_;
+  rendezvous.rank = worker_index;
+  rendezvous.world_size = num_workers;
   rendezvous.timeout = timeout;
   const std::shared_ptr<Store> job = Rendezvous(store_, rendezvous);
   // Workers with other settings would train with mismatched buckets or replicas.
-  CheckSameSettings(*job, worker_index_, num_workers_, settings(), timeout);
+  CheckSameSettings(*job, worker_index, num_workers, settings(), timeout);
   if (communication_ == CommunicationImplementation::kNccl) {
     NcclCollectiveOptions nccl;
     nccl.timeout = timeout;
-    collective_ = CreateNcclCollective(job, worker_index_, num_workers_, devices_.front(), nccl);
+    collective_ = CreateNcclCollective(job, worker_index, num_workers, devices_.front(), nccl);
   } else {
     GlooOptions gloo;
-    gloo.hostname = cluster_.task_host();
+    gloo.hostname = cluster.task_host();
     gloo.timeout = timeout;
-    collective_ = CreateGlooCollective(job, worker_index_, num_workers_, gloo);
+    collective_ = CreateGlooCollective(job, worker_index, num_workers, gloo);
   }
-  Log().info("MultiWorkerMirroredStrategy: all {} workers connected ({})", num_workers_, collective_->name());
+  Log().info("MultiWorkerMirroredStrategy: all {} workers connected ({})", num_workers, collective_->name());
 }
 
 }  // namespace est::distribute

@@ -46,7 +46,8 @@ struct MultiWorkerOptions {
   TORCH_ARG(CommunicationImplementation, communication) = CommunicationImplementation::kAuto;
   /// This worker's replicas, one per device.
   TORCH_ARG(std::vector<std::string>, devices) = std::vector<std::string>{"cpu"};
-  /// The cluster; resolved from TF_CONFIG, torchrun or Slurm variables when unset.
+  /// The cluster; when unset, the Estimator hands the strategy RunConfig::cluster (from
+  /// TF_CONFIG, torchrun or Slurm variables) before training.
   TORCH_ARG(std::optional<ClusterConfig>, cluster);
   /// Identifies the job in the chief's store; EST_JOB_ID, else derived from the chief's address.
   TORCH_ARG(std::string, job_id);
@@ -71,7 +72,8 @@ struct MultiWorkerOptions {
 /// chief serves the rendezvous store over gRPC at its cluster address (its host only);
 /// workers connect on first use
 /// (the first training step), so creating the strategy never blocks. On an evaluator task
-/// the strategy has only its local replicas.
+/// the strategy has only its local replicas. Made without a cluster, it knows its place in
+/// the training group once configure() gives it one; asking before is a ConfigError.
 class MultiWorkerMirroredStrategy : public Strategy {
  public:
   /// Throws ConfigError for a malformed cluster or device, or NCCL where it cannot run
@@ -87,34 +89,45 @@ class MultiWorkerMirroredStrategy : public Strategy {
 
   std::string name() const override { return "MultiWorkerMirroredStrategy"; }
   std::vector<c10::Device> local_devices() const override { return devices_; }
+  /// Adopts `cluster` when made without one; checks that it agrees otherwise. A strategy
+  /// made on a collective keeps the collective's ranks.
+  void configure(const ClusterConfig& cluster) override;
   Collective* collective() override;
-  int num_workers() const override { return num_workers_; }
-  int worker_index() const override { return worker_index_; }
-  bool is_chief() const override { return is_chief_; }
+  int num_workers() const override { return group().num_workers; }
+  int worker_index() const override { return group().worker_index; }
+  bool is_chief() const override { return group().is_chief; }
   /// The bucketed all-reduce of options().buckets() over replicas whose buffers follow
   /// options().buffer_sync().
   TrainingSync make_training_sync(const StepSyncOptions& options) override;
-  /// The options, as given.
+  /// The options, as given, with the job's identity filled in once the cluster is known.
   const MultiWorkerOptions& options() const { return options_; }
-  /// The cluster this strategy was built for.
-  const ClusterConfig& cluster() const { return cluster_; }
+  /// The cluster this strategy trains in (ConfigError before it has one).
+  const ClusterConfig& cluster() const;
 
  private:
   MultiWorkerMirroredStrategy(std::shared_ptr<Collective> collective, std::vector<std::string> devices,
                               BufferSync buffer_sync, GradientReducerOptions buckets);
+  /// This worker's place in the training group.
+  struct Group {
+    int num_workers = 1;
+    int worker_index = 0;
+    bool is_chief = true;
+  };
   /// ConfigError for options that contradict each other.
   void check_options() const;
+  /// Takes `cluster` as the one this strategy trains in.
+  void adopt(const ClusterConfig& cluster);
+  /// The group; ConfigError while the strategy has neither a cluster nor a collective.
+  const Group& group() const;
   void connect();
   /// What every worker must share, checked when they connect.
   StrategySettings settings() const;
 
   MultiWorkerOptions options_;
-  ClusterConfig cluster_;
+  std::optional<ClusterConfig> cluster_;  ///< unset until given (options or configure())
   std::vector<c10::Device> devices_;
   CommunicationImplementation communication_ = CommunicationImplementation::kRing;  ///< what connect() creates
-  int num_workers_ = 1;
-  int worker_index_ = 0;
-  bool is_chief_ = true;
+  std::optional<Group> group_;  ///< from the cluster, or the collective's ranks
   std::once_flag connected_;
   std::shared_ptr<Store> store_;  ///< the chief's store; on the chief, with its server
   std::shared_ptr<Collective> collective_;

@@ -6,7 +6,6 @@
 #include "common/logging.h"
 #include "common/stop_signals.h"
 #include "distribute/cluster/cluster_address.h"
-#include "distribute/cluster/cluster_resolver.h"
 #include "distribute/parameter_server/ps_connection.h"
 #include "distribute/parameter_server/variable_server.h"
 #include "distribute/parameter_server_step_sync.h"
@@ -36,32 +35,32 @@ ParameterServerMode ParseParameterServerMode(const std::string& name) {
 }
 
 ParameterServerStrategy::ParameterServerStrategy(ParameterServerOptions options)
-    : options_(std::move(options)),
-      cluster_(options_.cluster() ? *options_.cluster() : ResolveCluster()),
-      device_(ParseDevice(options_.device())) {
-  const auto ps = cluster_.cluster.find("ps");
-  EST_CHECK(!cluster_.is_local() && ps != cluster_.cluster.end(), ConfigError, "ParameterServerStrategy: ",
-            cluster_.is_local() ? std::string("no cluster is configured")
-                                : cluster_.source + " has no 'ps' job",
-            "; it needs ps tasks (TF_CONFIG {\"cluster\": {\"chief\": [...], \"worker\": [...], \"ps\": [...]}}, or "
-            "est-launch --ps N)");
-  for (size_t task = 0; task < ps->second.size(); ++task)
-    EST_CHECK(!ps->second[task].empty(), ConfigError, "ParameterServerStrategy: ", cluster_.source,
-              " does not give the address of ps task ", task, "; every ps task's host:port must be known");
+    : options_(std::move(options)), device_(ParseDevice(options_.device())) {
   EST_CHECK(options_.timeout_secs() > 0, ConfigError, "ParameterServerStrategy: timeout_secs must be positive, got ",
             options_.timeout_secs());
   EST_CHECK(options_.staleness() >= 0, ConfigError, "ParameterServerStrategy: staleness must be >= 0, got ",
             options_.staleness());
-  num_workers_ = cluster_.num_worker_replicas;
-  if (cluster_.is_evaluator() || cluster_.is_ps()) {
-    num_workers_ = 1;
-    worker_index_ = 0;
-    is_chief_ = false;
-  } else {
-    worker_index_ = cluster_.rank;
-    is_chief_ = cluster_.is_chief;
-  }
-  const int workers = cluster_.num_worker_replicas;
+  if (options_.cluster()) adopt(*options_.cluster());
+}
+
+void ParameterServerStrategy::configure(const ClusterConfig& cluster) {
+  if (cluster_)
+    CheckSameCluster(*cluster_, cluster, "the cluster of ParameterServerOptions");
+  else
+    adopt(cluster);
+}
+
+void ParameterServerStrategy::adopt(const ClusterConfig& cluster) {
+  const auto ps = cluster.cluster.find(TaskTypeName(TaskType::kPs));
+  EST_CHECK(!cluster.is_local() && ps != cluster.cluster.end(), ConfigError, "ParameterServerStrategy: ",
+            cluster.is_local() ? std::string("no cluster is configured")
+                               : cluster.source + " has no 'ps' job",
+            "; it needs ps tasks (TF_CONFIG {\"cluster\": {\"chief\": [...], \"worker\": [...], \"ps\": [...]}}, or "
+            "est-launch --ps N)");
+  for (size_t task = 0; task < ps->second.size(); ++task)
+    EST_CHECK(!ps->second[task].empty(), ConfigError, "ParameterServerStrategy: ", cluster.source,
+              " does not give the address of ps task ", task, "; every ps task's host:port must be known");
+  const int workers = cluster.num_worker_replicas;
   if (options_.total_num_replicas() == 0) options_.total_num_replicas(workers);
   if (options_.replicas_to_aggregate() == 0) options_.replicas_to_aggregate(options_.total_num_replicas());
   EST_CHECK(options_.total_num_replicas() == workers, ConfigError, "ParameterServerStrategy: total_num_replicas is ",
@@ -70,10 +69,26 @@ ParameterServerStrategy::ParameterServerStrategy(ParameterServerOptions options)
   EST_CHECK(options_.replicas_to_aggregate() >= 1 && options_.replicas_to_aggregate() <= workers, ConfigError,
             "ParameterServerStrategy: replicas_to_aggregate is ", options_.replicas_to_aggregate(),
             ", expected 1 to ", workers, " (the training tasks; those beyond it are backup workers)");
-  if (options_.job_id().empty()) options_.job_id(DefaultJobId(cluster_.chief_address));
+  cluster_ = cluster;
+  // ps and evaluator tasks are outside the training group.
+  const bool trains = !cluster.is_evaluator() && !cluster.is_ps();
+  group_ = trains ? Group{workers, cluster.rank, cluster.is_chief} : Group{1, 0, false};
+  if (options_.job_id().empty()) options_.job_id(DefaultJobId(cluster.chief_address));
   if (options_.job_token().empty()) options_.job_token(JobTokenFromEnvironment());
   if (!options_.tls()) options_.tls(StoreTlsFromEnvironment());
   options_.placement().num_ps(static_cast<int>(ps->second.size()));
+}
+
+const ParameterServerStrategy::Group& ParameterServerStrategy::group() const {
+  EST_CHECK(group_.has_value(), ConfigError,
+            "ParameterServerStrategy has no cluster yet: set ParameterServerOptions::cluster, or give the strategy "
+            "to an Estimator (RunConfig::train_distribute), which hands it RunConfig::cluster");
+  return *group_;
+}
+
+const ClusterConfig& ParameterServerStrategy::cluster() const {
+  group();
+  return *cluster_;
 }
 
 ParameterServerStrategy::~ParameterServerStrategy() = default;
@@ -83,14 +98,16 @@ std::shared_ptr<ParameterServerStrategy> ParameterServerStrategy::Create(Paramet
 }
 
 int ParameterServerStrategy::num_replicas_in_sync() const {
-  const bool trains = !cluster_.is_evaluator() && !cluster_.is_ps();
+  const bool trains = !cluster().is_evaluator() && !cluster().is_ps();
   return trains && options_.mode() == ParameterServerMode::kSync ? options_.replicas_to_aggregate() : 1;
 }
 
 TrainingSync ParameterServerStrategy::make_training_sync(const StepSyncOptions& options) {
+  const ClusterConfig& cluster = this->cluster();
+  const Group& group = this->group();
   if (!connection_) {
     PsConnectionOptions connection;
-    for (const auto& address : cluster_.cluster.at("ps")) {
+    for (const auto& address : cluster.cluster.at("ps")) {
       const HostPort task = ParseHostPort(address, "a ps task's address");
       connection.tasks.emplace_back(task.host, static_cast<uint16_t>(task.port));
     }
@@ -99,29 +116,30 @@ TrainingSync ParameterServerStrategy::make_training_sync(const StepSyncOptions& 
     connection.tls = *options_.tls();
     connection.timeout = Milliseconds(options_.timeout_secs());
     connection.placement = options_.placement();
-    connection.worker = static_cast<uint32_t>(worker_index_);
+    connection.worker = static_cast<uint32_t>(group.worker_index);
     connection.rule.set_mode(options_.mode() == ParameterServerMode::kSync               ? ps::UpdateRule::SYNC
                              : options_.mode() == ParameterServerMode::kBoundedStaleness ? ps::UpdateRule::BOUNDED
                                                                                           : ps::UpdateRule::ASYNC);
     connection.rule.set_staleness(options_.staleness());
     connection.rule.set_replicas_to_aggregate(options_.replicas_to_aggregate());
-    connection.rule.set_num_workers(cluster_.num_worker_replicas);
+    connection.rule.set_num_workers(cluster.num_worker_replicas);
     // Half the call timeout: a step that waits for a dead worker still answers within it.
     connection.rule.set_liveness_ms(static_cast<int64_t>(options_.timeout_secs() * 500));
     connection.rule.set_fused_optimizer_step(options.fused_optimizer_step);
     connection_ = std::make_shared<PsConnection>(std::move(connection));
-    Log().info("ParameterServerStrategy: worker {} of {} ({} mode) with {} ps task(s), job '{}'", worker_index_,
-               num_workers_, ParameterServerModeName(options_.mode()), connection_->num_ps(), options_.job_id());
+    Log().info("ParameterServerStrategy: worker {} of {} ({} mode) with {} ps task(s), job '{}'", group.worker_index,
+               group.num_workers, ParameterServerModeName(options_.mode()), connection_->num_ps(), options_.job_id());
   }
-  return CreateParameterServerSync(connection_, is_chief_, options);
+  return CreateParameterServerSync(connection_, group.is_chief, options);
 }
 
 void ParameterServerStrategy::serve() {
-  EST_CHECK(cluster_.is_ps(), ConfigError, "ParameterServerStrategy::serve runs a ps task; this task is ",
-            cluster_.is_local() ? std::string("a local run") : "'" + cluster_.job() + "'");
-  const HostPort address = ParseHostPort(cluster_.task_address, "this ps task's address");
+  const ClusterConfig& cluster = this->cluster();
+  EST_CHECK(cluster.is_ps(), ConfigError, "ParameterServerStrategy::serve runs a ps task; this task is ",
+            cluster.is_local() ? std::string("a local run") : "'" + cluster.job() + "'");
+  const HostPort address = ParseHostPort(cluster.task_address, "this ps task's address");
   VariableServiceOptions service;
-  service.task = cluster_.task_id;
+  service.task = cluster.task_id;
   service.host = address.host;
   service.port = static_cast<uint16_t>(address.port);
   service.job_id = options_.job_id();
@@ -129,22 +147,22 @@ void ParameterServerStrategy::serve() {
   service.tls = *options_.tls();
   service.timeout = Milliseconds(options_.timeout_secs());
   auto server = VariableServer::Start(service);
-  Log().info("ps task {} serving job '{}' at {}", cluster_.task_id, options_.job_id(), cluster_.task_address);
+  Log().info("ps task {} serving job '{}' at {}", cluster.task_id, options_.job_id(), cluster.task_address);
   const auto started = std::chrono::steady_clock::now();
   while (!server->wait_finished(std::chrono::milliseconds(100))) {
     if (const int signal_number = StopSignalGuard::pending())
-      throw Interrupted(est::detail::Concat("ps task ", cluster_.task_id, " stopped by ", StopSignalName(signal_number)),
+      throw Interrupted(est::detail::Concat("ps task ", cluster.task_id, " stopped by ", StopSignalName(signal_number)),
                         signal_number);
     // Variables come from the chief as soon as it starts: a ps task that never gets them
     // would otherwise wait for ever.
     EST_CHECK(server->initialized() ||
                   std::chrono::steady_clock::now() - started < std::chrono::duration<double>(options_.timeout_secs()),
-              TimeoutError, "ps task ", cluster_.task_id, " of job '", options_.job_id(), "' at ",
-              cluster_.task_address, ": the chief did not give it the job's variables within ",
+              TimeoutError, "ps task ", cluster.task_id, " of job '", options_.job_id(), "' at ",
+              cluster.task_address, ": the chief did not give it the job's variables within ",
               options_.timeout_secs(), " s (ParameterServerOptions.timeout_secs, est-train --timeout-secs): no "
               "training task of this job reached it; check that the chief runs, with the same cluster and job id");
   }
-  Log().info("ps task {}: the chief finished the job; exiting", cluster_.task_id);
+  Log().info("ps task {}: the chief finished the job; exiting", cluster.task_id);
 }
 
 }  // namespace est::distribute

@@ -51,7 +51,8 @@ struct ParameterServerOptions {
   TORCH_ARG(int, total_num_replicas) = 0;
   /// This worker's device (one replica per worker).
   TORCH_ARG(std::string, device) = "cpu";
-  /// The cluster; resolved from TF_CONFIG when unset. Needs a "ps" job.
+  /// The cluster, with a "ps" job; when unset, the Estimator hands the strategy
+  /// RunConfig::cluster (from TF_CONFIG) before training.
   TORCH_ARG(std::optional<ClusterConfig>, cluster);
   /// Identifies the job to the ps tasks; EST_JOB_ID, else derived from the chief's address.
   TORCH_ARG(std::string, job_id);
@@ -71,10 +72,12 @@ struct ParameterServerOptions {
 /// replica and updates them there. The chief initializes the ps tasks (from its checkpoint
 /// or its fresh variables) unless they hold variables already, and writes checkpoints of
 /// their values and optimizer state. On a ps task, serve() runs the variable service.
+/// Made without a cluster, it knows its place once configure() gives it one; asking before
+/// is a ConfigError.
 class ParameterServerStrategy : public Strategy {
  public:
   /// ConfigError for a cluster without a ps job or without workers, a malformed address or
-  /// device, or options out of range.
+  /// device, or options out of range (those that depend on the cluster: once it is given).
   explicit ParameterServerStrategy(ParameterServerOptions options = {});
   /// A shared strategy, ready for RunConfig::train_distribute.
   static std::shared_ptr<ParameterServerStrategy> Create(ParameterServerOptions options = {});
@@ -82,9 +85,11 @@ class ParameterServerStrategy : public Strategy {
 
   std::string name() const override { return "ParameterServerStrategy"; }
   std::vector<c10::Device> local_devices() const override { return {device_}; }
-  int num_workers() const override { return num_workers_; }
-  int worker_index() const override { return worker_index_; }
-  bool is_chief() const override { return is_chief_; }
+  /// Adopts `cluster` when made without one; checks that it agrees otherwise.
+  void configure(const ClusterConfig& cluster) override;
+  int num_workers() const override { return group().num_workers; }
+  int worker_index() const override { return group().worker_index; }
+  bool is_chief() const override { return group().is_chief; }
   /// kSync: replicas_to_aggregate (each worker's batch is a share of the aggregated step's);
   /// otherwise 1 (each worker's step is an update of its own).
   int num_replicas_in_sync() const override;
@@ -95,18 +100,27 @@ class ParameterServerStrategy : public Strategy {
   /// job (then returns) or a stop signal arrives (Interrupted).
   void serve() override;
 
-  /// The options, with the defaults filled in from the cluster and the environment.
+  /// The options, with the defaults filled in from the cluster (once known) and the environment.
   const ParameterServerOptions& options() const { return options_; }
-  /// The cluster this strategy was built for.
-  const ClusterConfig& cluster() const { return cluster_; }
+  /// The cluster this strategy trains in (ConfigError before it has one).
+  const ClusterConfig& cluster() const;
 
  private:
+  /// This task's place in the training group.
+  struct Group {
+    int num_workers = 1;
+    int worker_index = 0;
+    bool is_chief = true;
+  };
+  /// Takes `cluster` as the one this strategy trains in, and checks the options against it.
+  void adopt(const ClusterConfig& cluster);
+  /// The group; ConfigError while the strategy has no cluster.
+  const Group& group() const;
+
   ParameterServerOptions options_;
-  ClusterConfig cluster_;
+  std::optional<ClusterConfig> cluster_;  ///< unset until given (options or configure())
   c10::Device device_;
-  int num_workers_ = 1;
-  int worker_index_ = 0;
-  bool is_chief_ = true;
+  std::optional<Group> group_;
   std::shared_ptr<PsConnection> connection_;  ///< made on first use
 };
 

@@ -19,6 +19,8 @@
 
 namespace est::distribute {
 
+struct ClusterConfig;
+
 /// A set of replicas that train in sync: the local replicas of this process (one per
 /// local device) and, for multi-worker strategies, those of the other workers, reached
 /// through a Collective. The estimator creates each local replica's variables on its
@@ -31,6 +33,11 @@ class Strategy {
   virtual std::string name() const = 0;
   /// The devices of this process's replicas, one per local replica.
   virtual std::vector<c10::Device> local_devices() const = 0;
+  /// Takes the cluster resolved once, by RunConfig; the Estimator calls it before anything
+  /// else. A strategy made without a cluster adopts it; one made with a cluster of its own
+  /// throws ConfigError unless both agree (CheckSameCluster). Strategies whose replicas all
+  /// live in this process ignore it.
+  virtual void configure(const ClusterConfig& cluster) {}
   /// The collective across worker processes, connected on first use; nullptr when every
   /// replica lives in this process.
   virtual Collective* collective() { return nullptr; }

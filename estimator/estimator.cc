@@ -69,6 +69,9 @@ Estimator::Estimator(ModelFn model_fn, std::string model_dir, RunConfig config, 
     : impl_(std::make_unique<Impl>(std::move(config))) {
   EST_CHECK(static_cast<bool>(model_fn), ConfigError, "Estimator needs a model_fn");
   impl_->config.validate();
+  // The cluster is resolved once, by RunConfig; the strategies take it from there.
+  for (const auto& strategy : {impl_->config.train_distribute, impl_->config.eval_distribute})
+    if (strategy) strategy->configure(impl_->config.cluster);
   CheckAddressSpaceForTraining();
   EST_CHECK(params.is_null() || params.is_object(), ConfigError, "Estimator params must be a JSON object, got ",
             params.type_name());

@@ -180,4 +180,23 @@ std::string ClusterConfig::task_host() const {
   return LocalAddressToward(chief.host, chief.port).value_or("127.0.0.1");
 }
 
+namespace {
+
+// "task worker 1 of {"chief": [...], "worker": [...]} (TF_CONFIG)", or "a local run".
+std::string DescribeTask(const ClusterConfig& config) {
+  if (config.is_local()) return "a local run";
+  std::string jobs;
+  for (const auto& [job, addresses] : config.cluster) jobs += (jobs.empty() ? "" : ", ") + QuoteJob(job, addresses);
+  return detail::Concat("task ", config.job(), " ", config.task_id, " of {", jobs, "} (", config.source, ")");
+}
+
+}  // namespace
+
+void CheckSameCluster(const ClusterConfig& own, const ClusterConfig& given, const std::string& what) {
+  const bool same = own.cluster == given.cluster && own.task_type == given.task_type && own.task_id == given.task_id;
+  EST_CHECK(same, ConfigError, what, " is ", DescribeTask(own), ", but RunConfig::cluster is ", DescribeTask(given),
+            "; resolve the cluster once: leave the strategy's cluster unset (the Estimator hands it "
+            "RunConfig::cluster) or give both the same ClusterConfig");
+}
+
 }  // namespace est::distribute

@@ -104,4 +104,9 @@ ClusterConfig MakeRankedClusterConfig(int world_size, int rank, int local_rank, 
 /// "host:port", and every error of MakeClusterConfig.
 ClusterConfig ParseTfConfig(const std::string& tf_config_json);
 
+/// Throws ConfigError, quoting both, unless `given` places this task where `own` does: the
+/// same jobs and addresses, task type and index. `what` names the holder of `own` ("the
+/// cluster of MultiWorkerMirroredStrategy's options"); `given` is RunConfig::cluster.
+void CheckSameCluster(const ClusterConfig& own, const ClusterConfig& given, const std::string& what);
+
 }  // namespace est::distribute

@@ -148,12 +148,17 @@ TEST_CASE("a ps task needs ParameterServerStrategy", "[estimator]") {
   Estimator ps(RegressionModelFn, est::testing::FreshTempDir("ps_task").string(), config);
   CHECK_THROWS_MATCHES(train_and_evaluate(ps, TrainSpec(Input()).max_steps(10), EvalSpec(Input())), ConfigError,
                        est::testing::MessageMatches(Catch::Contains("task type 'ps' needs ParameterServerStrategy")));
-  config.train_distribute = distribute::MultiWorkerMirroredStrategy::Create(distribute::MultiWorkerOptions().cluster(
-      distribute::ParseTfConfig(R"({"cluster": {"worker": ["localhost:1"]}, "task": {"type": "worker", "index": 0}})")));
+  config.train_distribute = distribute::MirroredStrategy::Create();
   Estimator other(RegressionModelFn, est::testing::FreshTempDir("ps_task").string(), config);
   CHECK_THROWS_MATCHES(train_and_evaluate(other, TrainSpec(Input()).max_steps(10), EvalSpec(Input())), ConfigError,
-                       est::testing::MessageMatches(Catch::Contains("MultiWorkerMirroredStrategy has no tasks that serve others") &&
+                       est::testing::MessageMatches(Catch::Contains("MirroredStrategy has no tasks that serve others") &&
                                                     Catch::Contains("task type 'ps' needs ParameterServerStrategy")));
+  // A multi-worker strategy takes the ps task's cluster from RunConfig, and refuses its ps job.
+  config.train_distribute = distribute::MultiWorkerMirroredStrategy::Create();
+  CHECK_THROWS_MATCHES(Estimator(RegressionModelFn, est::testing::FreshTempDir("ps_task").string(), config),
+                       ConfigError,
+                       est::testing::MessageMatches(Catch::Contains("has a 'ps' job (1 task), which it would not use") &&
+                                                    Catch::Contains("parameter servers need ParameterServerStrategy")));
 }
 
 namespace {

@@ -236,4 +236,25 @@ TEST_CASE("2 workers keep BatchNorm's running statistics equal, broadcast or ave
   }
 }
 
+TEST_CASE("the Estimator hands RunConfig's cluster to a strategy made without one, and refuses another",
+          "[distribute][estimator]") {
+  const distribute::ClusterSpec spec = {{"chief", {"127.0.0.1:9"}}, {"worker", {"127.0.0.1:10"}}};
+  const std::string dir = est::testing::FreshTempDir("mwms_configure").string();
+  auto strategy = distribute::MultiWorkerMirroredStrategy::Create();
+  RunConfig config = Config(strategy);
+  config.cluster = distribute::MakeClusterConfig(spec, "worker", 0, "explicit");
+  Estimator estimator(SgdRegression, dir, config);  // connects nothing before training
+  CHECK(strategy->num_workers() == 2);
+  CHECK(strategy->worker_index() == 1);
+  CHECK_FALSE(strategy->is_chief());
+
+  auto own = distribute::MultiWorkerMirroredStrategy::Create(
+      distribute::MultiWorkerOptions().cluster(distribute::MakeClusterConfig(spec, "chief", 0, "explicit")));
+  RunConfig other = Config(own);
+  other.cluster = config.cluster;
+  CHECK_THROWS_MATCHES(Estimator(SgdRegression, dir, other), ConfigError,
+                       est::testing::MessageMatches(Catch::Contains("the cluster of MultiWorkerOptions is task chief 0") &&
+                                                    Catch::Contains("but RunConfig::cluster is task worker 0")));
+}
+
 }  // namespace multi_worker_training_test

@@ -104,9 +104,11 @@ class SlowStepHook : public SessionRunHook {
   std::chrono::milliseconds sleep_;
 };
 
-// A RunConfig with `strategy`, seeded, saving every `save_steps` and logging seldom.
+// A RunConfig with `strategy` (and a ParameterServerStrategy's cluster: the Estimator checks
+// that both agree), seeded, saving every `save_steps` and logging seldom.
 RunConfig SeededConfig(std::shared_ptr<distribute::Strategy> strategy, int seed, int64_t save_steps) {
   RunConfig config;
+  if (auto ps = std::dynamic_pointer_cast<distribute::ParameterServerStrategy>(strategy)) config.cluster = ps->cluster();
   config.tf_random_seed = seed;
   config.save_checkpoints_steps = save_steps;
   config.log_step_count_steps = 1000;
@@ -333,8 +335,7 @@ TEST_CASE("bad parameter-server setups get one clear error each", "[estimator][p
   }
   SECTION("an optimizer a ps cannot apply") {
     const InProcessPs ps(1);
-    RunConfig config;
-    config.train_distribute = ps.strategy();
+    RunConfig config = SeededConfig(ps.strategy(), 11, 10);
     Estimator estimator(LbfgsModelFn, testing::FreshTempDir("ps_lbfgs").string(), config);
     CHECK_THROWS_MATCHES(estimator.train(testing::SineInput, TrainOptions().max_steps(5)), ConfigError,
                          testing::MessageMatches(Catch::Contains("'net/weight'") && Catch::Contains("LBFGS")));
