@@ -88,8 +88,11 @@ nlohmann::json RunTrain(const Flags& flags) {
   if (flags.mode == "mirrored") {
     config.train_distribute = est::distribute::MultiWorkerMirroredStrategy::Create();
   } else {
+    // The cluster RunConfig resolved: a ps task serves without an Estimator to hand it over.
     config.train_distribute = est::distribute::ParameterServerStrategy::Create(
-        est::distribute::ParameterServerOptions().mode(est::distribute::ParseParameterServerMode(flags.mode)));
+        est::distribute::ParameterServerOptions()
+            .mode(est::distribute::ParseParameterServerMode(flags.mode))
+            .cluster(config.cluster));
   }
   if (config.cluster.is_ps()) {
     // As est-train's ps tasks: the chief's RunConfig::fused_optimizer_step says how they step.
