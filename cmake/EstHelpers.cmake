@@ -79,13 +79,15 @@ function(est_grpc target proto)
   target_link_libraries(${target} PUBLIC gRPC::grpc++)
 endfunction()
 
-# est_add_test(<name> SOURCES ... DEPS ... [LABELS ...]): a Catch2 test executable,
-# registered with CTest file by file: <name>/<file stem> runs the test cases of that source
-# file in one process (Catch2's tags of file names, --filenames-as-tags). A test process
-# spends about a second starting LibTorch (two under AddressSanitizer): paid per file, not
-# per test case.
+# est_add_test(<name> SOURCES ... DEPS ... [LABELS ...] [ISOLATED ...]): a Catch2 test
+# executable, registered with CTest file by file: <name>/<file stem> runs the test cases of
+# that source file in one process (Catch2's tags of file names, --filenames-as-tags). A test
+# process spends about a second starting LibTorch (two under AddressSanitizer): paid per file,
+# not per test case. The files listed in ISOLATED (also in SOURCES) change what a process
+# holds (resource limits, signal handlers, the allocator, CPU affinity): each of their test
+# cases runs in a process of its own, as a CTest test named after it.
 function(est_add_test name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS;ISOLATED" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE est_test_main ${ARG_DEPS})
   if(ARG_DEPS MATCHES "TorchEstimator::(data|checkpoint|distribute|estimator)")
@@ -108,12 +110,25 @@ function(est_add_test name)
       cmake_language(DEFER CALL est_sanitizer_test_environment)
     endif()
   endif()
-  # "-w NoTests": a file whose tests match no test case fails instead of passing without
-  # running anything.
+  # "-w NoTests": a test that matches no test case fails instead of passing without running
+  # anything.
   foreach(source ${ARG_SOURCES})
     get_filename_component(stem ${source} NAME_WE)
-    add_test(NAME ${name}/${stem} COMMAND ${name} --filenames-as-tags "[#${stem}]" -w NoTests
-      WORKING_DIRECTORY ${PROJECT_BINARY_DIR})
-    set_tests_properties(${name}/${stem} PROPERTIES ${properties})
+    if(source IN_LIST ARG_ISOLATED)
+      catch_discover_tests(${name}
+        TEST_SPEC --filenames-as-tags "[#${stem}]"
+        WORKING_DIRECTORY ${PROJECT_BINARY_DIR}
+        EXTRA_ARGS -w NoTests
+        PROPERTIES ${properties})
+    else()
+      add_test(NAME ${name}/${stem} COMMAND ${name} --filenames-as-tags "[#${stem}]" -w NoTests
+        WORKING_DIRECTORY ${PROJECT_BINARY_DIR})
+      set_tests_properties(${name}/${stem} PROPERTIES ${properties})
+    endif()
+  endforeach()
+  foreach(source ${ARG_ISOLATED})
+    if(NOT source IN_LIST ARG_SOURCES)
+      message(FATAL_ERROR "est_add_test(${name}): ISOLATED ${source} is not one of its SOURCES")
+    endif()
   endforeach()
 endfunction()

@@ -61,6 +61,8 @@ struct StepFlags {
   bool stop_signal = false;
   /// The job's training ended elsewhere (the chief finished it); set by StepSync::apply.
   bool job_finished = false;
+  /// A hook of this worker asked to stop (RunContext::request_stop).
+  bool stop_requested = false;
 };
 
 /// The progress a checkpoint records when it is not this worker's own: the global step and

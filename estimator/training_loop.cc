@@ -229,11 +229,19 @@ class TrainingSession : public Session {
     }
     prefetcher.start(current);
     BatchSignature batch_signature;
-    while (!stop.input_ended && !stop.stop_signal && !stop.job_finished) {
+    // A hook's request to stop: a worker that trains alone stops at once. Workers that step
+    // together would wait for one that stopped alone until their timeout: the request rides
+    // the next step's flags and every worker stops after that step (at max_steps, which every
+    // worker of such a group reaches at the same step, at once).
+    bool hook_requested_stop = false;
+    while (!stop.input_ended && !stop.stop_signal && !stop.job_finished && !stop.stop_requested) {
       prefetcher.wait(current);
       batch_signature.check(current, global_step_);
       runner.before_step();
-      const distribute::StepFlags local{!read_batches(*iterator, upcoming), StopSignalGuard::pending() != 0};
+      distribute::StepFlags local;
+      local.input_ended = !read_batches(*iterator, upcoming);
+      local.stop_signal = StopSignalGuard::pending() != 0;
+      local.stop_requested = hook_requested_stop;
       prefetcher.start(upcoming);  // copied onto the devices while this step computes
       EstimatorSpec spec = step(current, local, stop);
       input_position_ += static_cast<int64_t>(batches_per_step);
@@ -241,7 +249,10 @@ class TrainingSession : public Session {
       CrashPoint("after_step", global_step_);
       if (checkpoint_writer_) checkpoint_writer_->check();
       loss_to_host_.wait();
-      if (runner.after_step({spec.loss, global_step_ - 1, global_step_, &spec.summaries, &spec.predictions})) break;
+      const bool requested = runner.after_step({spec.loss, global_step_ - 1, global_step_, &spec.summaries,
+                                                &spec.predictions});
+      if (requested && (strategy_.num_workers() == 1 || (last_step && global_step_ >= *last_step))) break;
+      hook_requested_stop = hook_requested_stop || requested;
       std::swap(current, upcoming);
     }
     if (stop.stop_signal) {
@@ -258,6 +269,9 @@ class TrainingSession : public Session {
       Log().info("Input exhausted at global step {}: stopping training", global_step_);
     } else if (stop.job_finished) {
       Log().info("The chief finished the job's training at global step {}: stopping", global_step_);
+    } else if (stop.stop_requested) {
+      Log().info("Stopping at global step {}: {}", global_step_,
+                 hook_requested_stop ? "a hook requested it" : "a hook of another worker requested it");
     }
     runner.end();
     if (checkpoint_writer_) checkpoint_writer_->wait();

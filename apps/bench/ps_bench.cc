@@ -86,9 +86,11 @@ nlohmann::json RunTrain(const Flags& flags) {
   config.save_checkpoints_steps = 1'000'000'000;
   config.log_step_count_steps = 1'000'000'000;
   if (flags.mode == "mirrored") {
-    config.train_distribute = est::distribute::MultiWorkerMirroredStrategy::Create();
+    // The cluster RunConfig resolved, given at once: the worker's index is asked before the
+    // Estimator would hand it over, and a ps task serves without one.
+    config.train_distribute = est::distribute::MultiWorkerMirroredStrategy::Create(
+        est::distribute::MultiWorkerOptions().cluster(config.cluster));
   } else {
-    // The cluster RunConfig resolved: a ps task serves without an Estimator to hand it over.
     config.train_distribute = est::distribute::ParameterServerStrategy::Create(
         est::distribute::ParameterServerOptions()
             .mode(est::distribute::ParseParameterServerMode(flags.mode))

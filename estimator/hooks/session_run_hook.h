@@ -48,7 +48,8 @@ struct RunValues {
 class RunContext {
  public:
   explicit RunContext(Session& session) : session_(session) {}
-  /// Asks the loop to stop after this step.
+  /// Asks the loop to stop after this step; where workers step together, every worker stops
+  /// after the next one, whose all-reduce tells them all (at max_steps, at once).
   void request_stop() { stop_requested_ = true; }
   /// True once a hook asked the loop to stop.
   bool stop_requested() const { return stop_requested_; }

@@ -7,6 +7,7 @@
 
 #include "distribute/multi_worker_mirrored_strategy.h"
 #include "estimator/estimator.h"
+#include "estimator/hooks/session_run_hook.h"
 #include "estimator/metrics/mean_squared_error.h"
 #include "estimator/summary/event_reader.h"
 #include "tests/estimator/test_models.h"
@@ -255,6 +256,35 @@ TEST_CASE("the Estimator hands RunConfig's cluster to a strategy made without on
   CHECK_THROWS_MATCHES(Estimator(SgdRegression, dir, other), ConfigError,
                        est::testing::MessageMatches(Catch::Contains("the cluster of MultiWorkerOptions is task chief 0") &&
                                                     Catch::Contains("but RunConfig::cluster is task worker 0")));
+}
+
+// Requests a stop once the global step reaches `step`.
+class StopAtHook : public SessionRunHook {
+ public:
+  explicit StopAtHook(int64_t step) : step_(step) {}
+  void after_run(RunContext& context, const RunValues&) override {
+    if (context.session().global_step() >= step_) context.request_stop();
+  }
+
+ private:
+  int64_t step_;
+};
+
+TEST_CASE("a hook of one worker that requests a stop stops every worker after the next step, none waiting",
+          "[distribute][estimator]") {
+  const std::string dir = est::testing::FreshTempDir("mwms_hook_stop").string();
+  std::vector<int64_t> last_steps(2);
+  est::testing::RunMultiWorkerThreads(2, [&](int rank, std::shared_ptr<distribute::Strategy> strategy) {
+    std::vector<HookPtr> hooks;
+    if (rank == 1) hooks.push_back(std::make_shared<StopAtHook>(3));  // worker 1 alone asks, after step 3
+    Estimator estimator(SgdRegression, dir, Config(strategy));
+    const auto started = std::chrono::steady_clock::now();
+    estimator.train(Input, TrainOptions().max_steps(30).hooks(hooks));
+    // Without the agreement, the chief would wait for worker 1 until the collective's timeout (30 s).
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(20));
+    last_steps[static_cast<size_t>(rank)] = estimator.get_variable_value("global_step").item<int64_t>();
+  });
+  CHECK(last_steps == std::vector<int64_t>{4, 4});  // the chief saved at step 4, where both stopped
 }
 
 }  // namespace multi_worker_training_test
