@@ -43,8 +43,11 @@ std::string Launch(const std::string& flags, const std::string& model_dir) {
          TrainCommand(model_dir);
 }
 
-// The faults to inject: crash-point files "<task>@<point>@<step>" (see common/crash_point.h),
-// at distinct steps drawn from `seed`. Checkpoint points fire on the chief at save steps.
+// The faults to inject: crash-point files "<task>@<point>@<step>+" (see common/crash_point.h),
+// from distinct steps drawn from `seed`. Each fires the first time its task passes the point at
+// that step or later: checkpoints are written beside the steps that follow them, so which point
+// a run passes first depends on timing, and a restart may resume from a checkpoint past a
+// fault's step, which must still fire. Checkpoint points fire on the chief at save steps.
 std::vector<std::string> DrawFaults(uint32_t seed, int count) {
   std::mt19937 random(seed);
   const std::vector<std::string> step_faults = {"chief-0@after_step", "worker-0@after_step"};
@@ -59,7 +62,7 @@ std::vector<std::string> DrawFaults(uint32_t seed, int count) {
     if (!used.insert(step).second) continue;
     const auto& kinds = during_save ? save_faults : step_faults;
     faults.push_back(kinds[std::uniform_int_distribution<size_t>(0, kinds.size() - 1)(random)] + "@" +
-                     std::to_string(step));
+                     std::to_string(step) + "+");
   }
   return faults;
 }
