@@ -94,7 +94,7 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(std::shared_ptr<Collect
       collective_(std::move(collective)) {
   EST_CHECK(collective_ != nullptr, ConfigError, "MultiWorkerMirroredStrategy needs a collective");
   check_options();
-  group_ = Group{collective_->world_size(), collective_->rank(), collective_->rank() == 0};
+  place_ = TrainingPlace{collective_->world_size(), collective_->rank(), collective_->rank() == 0};
 }
 
 void MultiWorkerMirroredStrategy::configure(const ClusterConfig& cluster) {
@@ -113,23 +113,14 @@ void MultiWorkerMirroredStrategy::adopt(const ClusterConfig& cluster) {
             "), which it would not use: parameter servers need ParameterServerStrategy (est-train --strategy "
             "parameter_server); otherwise remove the ps job");
   cluster_ = cluster;
-  // Outside the training group (the evaluator): local replicas only.
-  const bool trains = !cluster.is_evaluator() && !cluster.is_ps();
-  group_ = trains ? Group{cluster.num_worker_replicas, cluster.rank, cluster.is_chief} : Group{1, 0, false};
+  place_ = PlaceInTraining(cluster);  // the evaluator: its local replicas only
   if (options_.job_id().empty()) options_.job_id(DefaultJobId(cluster.chief_address));
   if (options_.job_token().empty()) options_.job_token(JobTokenFromEnvironment());
   if (!options_.tls()) options_.tls(StoreTlsFromEnvironment());
 }
 
-const MultiWorkerMirroredStrategy::Group& MultiWorkerMirroredStrategy::group() const {
-  EST_CHECK(group_.has_value(), ConfigError,
-            "MultiWorkerMirroredStrategy has no cluster yet: set MultiWorkerOptions::cluster, or give the strategy "
-            "to an Estimator (RunConfig::train_distribute), which hands it RunConfig::cluster");
-  return *group_;
-}
-
 const ClusterConfig& MultiWorkerMirroredStrategy::cluster() const {
-  group();
+  place();
   EST_CHECK(cluster_.has_value(), ConfigError, "MultiWorkerMirroredStrategy made on a collective has no cluster");
   return *cluster_;
 }
@@ -173,7 +164,7 @@ TrainingSync MultiWorkerMirroredStrategy::make_training_sync(const StepSyncOptio
 }
 
 Collective* MultiWorkerMirroredStrategy::collective() {
-  if (group().num_workers > 1) std::call_once(connected_, [this] {
+  if (place().num_workers > 1) std::call_once(connected_, [this] {
       if (collective_ == nullptr) connect();
     });
   return collective_.get();
@@ -181,7 +172,7 @@ Collective* MultiWorkerMirroredStrategy::collective() {
 
 void MultiWorkerMirroredStrategy::connect() {
   const ClusterConfig& cluster = this->cluster();
-  const auto [num_workers, worker_index, is_chief] = group();
+  const auto [num_workers, worker_index, is_chief] = place();
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options_.timeout_secs() * 1000));
   const HostPort chief = ParseHostPort(cluster.chief_address, "the chief's address");
   Log().info("MultiWorkerMirroredStrategy: worker {} of {} joining job '{}' at {} ({})", worker_index, num_workers,

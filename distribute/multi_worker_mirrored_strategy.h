@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "distribute/cluster/cluster_config.h"
+#include "distribute/training_place.h"
 #include "distribute/rendezvous/grpc_store.h"
 #include "distribute/rendezvous/settings_agreement.h"
 #include "distribute/strategy.h"
@@ -93,9 +94,9 @@ class MultiWorkerMirroredStrategy : public Strategy {
   /// made on a collective keeps the collective's ranks.
   void configure(const ClusterConfig& cluster) override;
   Collective* collective() override;
-  int num_workers() const override { return group().num_workers; }
-  int worker_index() const override { return group().worker_index; }
-  bool is_chief() const override { return group().is_chief; }
+  int num_workers() const override { return place().num_workers; }
+  int worker_index() const override { return place().worker_index; }
+  bool is_chief() const override { return place().is_chief; }
   /// The bucketed all-reduce of options().buckets() over replicas whose buffers follow
   /// options().buffer_sync().
   TrainingSync make_training_sync(const StepSyncOptions& options) override;
@@ -107,18 +108,12 @@ class MultiWorkerMirroredStrategy : public Strategy {
  private:
   MultiWorkerMirroredStrategy(std::shared_ptr<Collective> collective, std::vector<std::string> devices,
                               BufferSync buffer_sync, GradientReducerOptions buckets);
-  /// This worker's place in the training group.
-  struct Group {
-    int num_workers = 1;
-    int worker_index = 0;
-    bool is_chief = true;
-  };
   /// ConfigError for options that contradict each other.
   void check_options() const;
   /// Takes `cluster` as the one this strategy trains in.
   void adopt(const ClusterConfig& cluster);
-  /// The group; ConfigError while the strategy has neither a cluster nor a collective.
-  const Group& group() const;
+  /// This worker's place; ConfigError while the strategy has neither a cluster nor a collective.
+  const TrainingPlace& place() const { return PlaceOrThrow(place_, name(), "MultiWorkerOptions::cluster"); }
   void connect();
   /// What every worker must share, checked when they connect.
   StrategySettings settings() const;
@@ -127,7 +122,7 @@ class MultiWorkerMirroredStrategy : public Strategy {
   std::optional<ClusterConfig> cluster_;  ///< unset until given (options or configure())
   std::vector<c10::Device> devices_;
   CommunicationImplementation communication_ = CommunicationImplementation::kRing;  ///< what connect() creates
-  std::optional<Group> group_;  ///< from the cluster, or the collective's ranks
+  std::optional<TrainingPlace> place_;  ///< from the cluster, or the collective's ranks
   std::once_flag connected_;
   std::shared_ptr<Store> store_;  ///< the chief's store; on the chief, with its server
   std::shared_ptr<Collective> collective_;

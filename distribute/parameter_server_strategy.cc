@@ -70,24 +70,15 @@ void ParameterServerStrategy::adopt(const ClusterConfig& cluster) {
             "ParameterServerStrategy: replicas_to_aggregate is ", options_.replicas_to_aggregate(),
             ", expected 1 to ", workers, " (the training tasks; those beyond it are backup workers)");
   cluster_ = cluster;
-  // ps and evaluator tasks are outside the training group.
-  const bool trains = !cluster.is_evaluator() && !cluster.is_ps();
-  group_ = trains ? Group{workers, cluster.rank, cluster.is_chief} : Group{1, 0, false};
+  place_ = PlaceInTraining(cluster);
   if (options_.job_id().empty()) options_.job_id(DefaultJobId(cluster.chief_address));
   if (options_.job_token().empty()) options_.job_token(JobTokenFromEnvironment());
   if (!options_.tls()) options_.tls(StoreTlsFromEnvironment());
   options_.placement().num_ps(static_cast<int>(ps->second.size()));
 }
 
-const ParameterServerStrategy::Group& ParameterServerStrategy::group() const {
-  EST_CHECK(group_.has_value(), ConfigError,
-            "ParameterServerStrategy has no cluster yet: set ParameterServerOptions::cluster, or give the strategy "
-            "to an Estimator (RunConfig::train_distribute), which hands it RunConfig::cluster");
-  return *group_;
-}
-
 const ClusterConfig& ParameterServerStrategy::cluster() const {
-  group();
+  place();
   return *cluster_;
 }
 
@@ -104,7 +95,7 @@ int ParameterServerStrategy::num_replicas_in_sync() const {
 
 TrainingSync ParameterServerStrategy::make_training_sync(const StepSyncOptions& options) {
   const ClusterConfig& cluster = this->cluster();
-  const Group& group = this->group();
+  const TrainingPlace& place = this->place();
   if (!connection_) {
     PsConnectionOptions connection;
     for (const auto& address : cluster.cluster.at("ps")) {
@@ -116,7 +107,7 @@ TrainingSync ParameterServerStrategy::make_training_sync(const StepSyncOptions& 
     connection.tls = *options_.tls();
     connection.timeout = Milliseconds(options_.timeout_secs());
     connection.placement = options_.placement();
-    connection.worker = static_cast<uint32_t>(group.worker_index);
+    connection.worker = static_cast<uint32_t>(place.worker_index);
     connection.rule.set_mode(options_.mode() == ParameterServerMode::kSync               ? ps::UpdateRule::SYNC
                              : options_.mode() == ParameterServerMode::kBoundedStaleness ? ps::UpdateRule::BOUNDED
                                                                                           : ps::UpdateRule::ASYNC);
@@ -127,10 +118,10 @@ TrainingSync ParameterServerStrategy::make_training_sync(const StepSyncOptions& 
     connection.rule.set_liveness_ms(static_cast<int64_t>(options_.timeout_secs() * 500));
     connection.rule.set_fused_optimizer_step(options.fused_optimizer_step);
     connection_ = std::make_shared<PsConnection>(std::move(connection));
-    Log().info("ParameterServerStrategy: worker {} of {} ({} mode) with {} ps task(s), job '{}'", group.worker_index,
-               group.num_workers, ParameterServerModeName(options_.mode()), connection_->num_ps(), options_.job_id());
+    Log().info("ParameterServerStrategy: worker {} of {} ({} mode) with {} ps task(s), job '{}'", place.worker_index,
+               place.num_workers, ParameterServerModeName(options_.mode()), connection_->num_ps(), options_.job_id());
   }
-  return CreateParameterServerSync(connection_, group.is_chief, options);
+  return CreateParameterServerSync(connection_, place.is_chief, options);
 }
 
 void ParameterServerStrategy::serve() {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "distribute/cluster/cluster_config.h"
+#include "distribute/training_place.h"
 #include "distribute/parameter_server/placement.h"
 #include "distribute/rendezvous/grpc_store.h"
 #include "distribute/strategy.h"
@@ -87,9 +88,9 @@ class ParameterServerStrategy : public Strategy {
   std::vector<c10::Device> local_devices() const override { return {device_}; }
   /// Adopts `cluster` when made without one; checks that it agrees otherwise.
   void configure(const ClusterConfig& cluster) override;
-  int num_workers() const override { return group().num_workers; }
-  int worker_index() const override { return group().worker_index; }
-  bool is_chief() const override { return group().is_chief; }
+  int num_workers() const override { return place().num_workers; }
+  int worker_index() const override { return place().worker_index; }
+  bool is_chief() const override { return place().is_chief; }
   /// kSync: replicas_to_aggregate (each worker's batch is a share of the aggregated step's);
   /// otherwise 1 (each worker's step is an update of its own).
   int num_replicas_in_sync() const override;
@@ -106,21 +107,15 @@ class ParameterServerStrategy : public Strategy {
   const ClusterConfig& cluster() const;
 
  private:
-  /// This task's place in the training group.
-  struct Group {
-    int num_workers = 1;
-    int worker_index = 0;
-    bool is_chief = true;
-  };
   /// Takes `cluster` as the one this strategy trains in, and checks the options against it.
   void adopt(const ClusterConfig& cluster);
-  /// The group; ConfigError while the strategy has no cluster.
-  const Group& group() const;
+  /// This task's place; ConfigError while the strategy has no cluster.
+  const TrainingPlace& place() const { return PlaceOrThrow(place_, name(), "ParameterServerOptions::cluster"); }
 
   ParameterServerOptions options_;
   std::optional<ClusterConfig> cluster_;  ///< unset until given (options or configure())
   c10::Device device_;
-  std::optional<Group> group_;
+  std::optional<TrainingPlace> place_;
   std::shared_ptr<PsConnection> connection_;  ///< made on first use
 };
 
