@@ -1,10 +1,7 @@
 #include "distribute/multi_worker_mirrored_strategy.h"
 
-#include <algorithm>
-#include <cctype>
 #include <chrono>
 
-#include "common/config.h"
 #include "common/error.h"
 #include "common/logging.h"
 #include "distribute/cluster/cluster_address.h"
@@ -23,8 +20,6 @@ std::vector<c10::Device> ParseDevices(const std::vector<std::string>& names) {
   return devices;
 }
 
-constexpr bool kBuildHasNccl = EST_WITH_NCCL && EST_WITH_CUDA;
-
 // The compression, with PowerSGD's options where they apply: every worker must agree on them.
 std::string CompressionSetting(const GradientReducerOptions& buckets) {
   std::string setting = GradientCompressionName(buckets.compression());
@@ -36,52 +31,10 @@ std::string CompressionSetting(const GradientReducerOptions& buckets) {
 
 }  // namespace
 
-CommunicationImplementation ChooseCommunication(CommunicationImplementation requested,
-                                                const std::vector<c10::Device>& devices) {
-  const auto not_cuda =
-      std::find_if(devices.begin(), devices.end(), [](const c10::Device& device) { return !device.is_cuda(); });
-  if (requested == CommunicationImplementation::kAuto) {
-    const bool all_cuda = !devices.empty() && not_cuda == devices.end();
-    if (all_cuda && !kBuildHasNccl)
-      Log().warn("MultiWorkerMirroredStrategy: communication AUTO chose RING (Gloo, through host memory) for CUDA "
-                 "devices: this build has no NCCL (EST_WITH_NCCL={}, EST_WITH_CUDA={}; see docs/cuda.md, \"Building "
-                 "with CUDA\"). Ask for RING to silence this",
-                 EST_WITH_NCCL, EST_WITH_CUDA);
-    return all_cuda && kBuildHasNccl ? CommunicationImplementation::kNccl : CommunicationImplementation::kRing;
-  }
-  if (requested == CommunicationImplementation::kNccl) {
-    EST_CHECK(not_cuda == devices.end(), ConfigError, "MultiWorkerMirroredStrategy: communication NCCL needs CUDA ",
-              "devices, but device '", not_cuda->str(), "' is not one; list CUDA devices (devices({\"cuda:0\"})) ",
-              "or use RING (Gloo)");
-    EST_CHECK(kBuildHasNccl, ConfigError, "MultiWorkerMirroredStrategy: communication NCCL is not in this build ",
-              "(EST_WITH_NCCL=", EST_WITH_NCCL, ", EST_WITH_CUDA=", EST_WITH_CUDA, "; it needs a CUDA LibTorch, the ",
-              "CUDA toolkit and NCCL: see docs/cuda.md, \"Building with CUDA\"); use RING (Gloo)");
-  }
-  return requested;
-}
-
-CommunicationImplementation ParseCommunication(const std::string& name, const std::string& what) {
-  std::string lower = name;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (lower == "auto") return CommunicationImplementation::kAuto;
-  if (lower == "ring") return CommunicationImplementation::kRing;
-  if (lower == "nccl") return CommunicationImplementation::kNccl;
-  EST_THROW(ConfigError, what, ": unknown communication '", name, "'; expected auto, ring or nccl");
-}
-
-const char* CommunicationName(CommunicationImplementation communication) {
-  switch (communication) {
-    case CommunicationImplementation::kAuto: return "AUTO";
-    case CommunicationImplementation::kRing: return "RING";
-    case CommunicationImplementation::kNccl: return "NCCL";
-  }
-  return "unknown";
-}
-
 MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(MultiWorkerOptions options)
     : options_(std::move(options)),
       devices_(ParseDevices(options_.devices())),
-      communication_(ChooseCommunication(options_.communication(), devices_)) {
+      backend_(&ChooseCollectiveBackend(options_.communication(), devices_, "MultiWorkerMirroredStrategy")) {
   check_options();
   if (options_.cluster()) adopt(*options_.cluster());
 }
@@ -151,7 +104,7 @@ std::shared_ptr<MultiWorkerMirroredStrategy> MultiWorkerMirroredStrategy::Create
 
 StrategySettings MultiWorkerMirroredStrategy::settings() const {
   return {{"local devices", std::to_string(devices_.size())},
-          {"communication", CommunicationName(communication_)},
+          {"communication", backend_->name},
           {"first bucket bytes", std::to_string(options_.buckets().first_bucket_bytes())},
           {"bucket cap bytes", std::to_string(options_.buckets().bucket_cap_bytes())},
           {"gradient compression", CompressionSetting(options_.buckets())},
@@ -196,16 +149,14 @@ void MultiWorkerMirroredStrategy::connect() {
   const std::shared_ptr<Store> job = Rendezvous(store_, rendezvous);
   // Workers with other settings would train with mismatched buckets or replicas.
   CheckSameSettings(*job, worker_index, num_workers, settings(), timeout);
-  if (communication_ == CommunicationImplementation::kNccl) {
-    NcclCollectiveOptions nccl;
-    nccl.timeout = timeout;
-    collective_ = CreateNcclCollective(job, worker_index, num_workers, devices_.front(), nccl);
-  } else {
-    GlooOptions gloo;
-    gloo.hostname = cluster.task_host();
-    gloo.timeout = timeout;
-    collective_ = CreateGlooCollective(job, worker_index, num_workers, gloo);
-  }
+  CollectiveRequest request;
+  request.store = job;
+  request.rank = worker_index;
+  request.world_size = num_workers;
+  request.device = devices_.front();
+  request.hostname = cluster.task_host();
+  request.timeout = timeout;
+  collective_ = CreateCollective(*backend_, request);
   Log().info("MultiWorkerMirroredStrategy: all {} workers connected ({})", num_workers, collective_->name());
 }
 

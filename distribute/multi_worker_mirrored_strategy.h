@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "distribute/cluster/cluster_config.h"
+#include "distribute/collective/collective_backend.h"
 #include "distribute/training_place.h"
 #include "distribute/rendezvous/grpc_store.h"
 #include "distribute/rendezvous/settings_agreement.h"
@@ -20,31 +21,12 @@ namespace est::distribute {
 
 class Store;
 
-/// How gradients travel between workers (tf.distribute.experimental.CommunicationImplementation).
-enum class CommunicationImplementation {
-  kAuto,  ///< NCCL when every local device is a CUDA device and the build has NCCL, else RING
-  kRing,  ///< Gloo over TCP (CUDA tensors staged through host memory)
-  kNccl,  ///< NCCL on the first local device; needs CUDA devices and a build with NCCL (ConfigError otherwise)
-};
-
-/// "AUTO", "RING" or "NCCL", as TensorFlow names them.
-const char* CommunicationName(CommunicationImplementation communication);
-
-/// The CommunicationImplementation named "auto", "ring" or "nccl" (any case); ConfigError
-/// naming `what` (a flag, say) and the names otherwise.
-CommunicationImplementation ParseCommunication(const std::string& name, const std::string& what);
-
-/// What `requested` means on `devices`: AUTO is NCCL when every device is a CUDA device and
-/// this build has the NCCL collective (EST_WITH_NCCL and EST_WITH_CUDA), RING otherwise; where
-/// the devices are CUDA devices but the build has no NCCL, AUTO warns that it chose RING, and why.
-/// Throws ConfigError for NCCL with a device that is not CUDA, or in a build without NCCL.
-CommunicationImplementation ChooseCommunication(CommunicationImplementation requested,
-                                                const std::vector<c10::Device>& devices);
-
 /// Options of MultiWorkerMirroredStrategy.
 struct MultiWorkerOptions {
-  /// The collective implementation.
-  TORCH_ARG(CommunicationImplementation, communication) = CommunicationImplementation::kAuto;
+  /// How gradients travel between workers (tf.distribute's CommunicationImplementation): a
+  /// collective backend's name ("ring", "nccl": CollectiveBackends()) or "auto", the first
+  /// backend of this build that serves every device (ChooseCollectiveBackend).
+  TORCH_ARG(std::string, communication) = "auto";
   /// This worker's replicas, one per device.
   TORCH_ARG(std::vector<std::string>, devices) = std::vector<std::string>{"cpu"};
   /// The cluster; when unset, the Estimator hands the strategy RunConfig::cluster (from
@@ -77,8 +59,8 @@ struct MultiWorkerOptions {
 /// the training group once configure() gives it one; asking before is a ConfigError.
 class MultiWorkerMirroredStrategy : public Strategy {
  public:
-  /// Throws ConfigError for a malformed cluster or device, or NCCL where it cannot run
-  /// (ChooseCommunication).
+  /// Throws ConfigError for a malformed cluster or device, or a communication that cannot
+  /// run here (ChooseCollectiveBackend).
   explicit MultiWorkerMirroredStrategy(MultiWorkerOptions options = {});
   /// A shared strategy, ready for RunConfig::train_distribute.
   static std::shared_ptr<MultiWorkerMirroredStrategy> Create(MultiWorkerOptions options = {});
@@ -121,7 +103,7 @@ class MultiWorkerMirroredStrategy : public Strategy {
   MultiWorkerOptions options_;
   std::optional<ClusterConfig> cluster_;  ///< unset until given (options or configure())
   std::vector<c10::Device> devices_;
-  CommunicationImplementation communication_ = CommunicationImplementation::kRing;  ///< what connect() creates
+  const CollectiveBackend* backend_ = nullptr;  ///< what connect() creates
   std::optional<TrainingPlace> place_;  ///< from the cluster, or the collective's ranks
   std::once_flag connected_;
   std::shared_ptr<Store> store_;  ///< the chief's store; on the chief, with its server

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -33,6 +34,18 @@ class TempDirsMade {
   std::mutex mutex_;
   std::vector<std::filesystem::path> dirs_;
 };
+
+/// The message of the `Error` that `body` throws ("" when it throws none; another exception
+/// propagates).
+template <typename Error>
+std::string ErrorMessageOf(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
+}
 
 /// A fresh, empty directory under the system temp dir, unique to this process and name, and
 /// removed when the process exits.

@@ -25,6 +25,7 @@
 #include "common/error.h"
 #include "distribute/cluster/cluster_address.h"
 #include "distribute/cluster/cluster_resolver.h"
+#include "distribute/collective/gloo/gloo_collective.h"
 #include "distribute/multi_worker_mirrored_strategy.h"
 #include "distribute/rendezvous/grpc_store.h"
 #include "distribute/rendezvous/rendezvous.h"

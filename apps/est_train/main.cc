@@ -25,6 +25,7 @@
 #include "common/stop_signals.h"
 #include "data/list_files.h"
 #include "data/mnist.h"
+#include "distribute/collective/collective_backend.h"
 #include "distribute/multi_worker_mirrored_strategy.h"
 #include "distribute/parameter_server_strategy.h"
 #include "distribute/strategy.h"
@@ -74,6 +75,16 @@ struct Flags {
   int staleness = 2;
   int replicas_to_aggregate = 0;
 };
+
+// --communication's help: the collective backends of this build, in the order auto tries them.
+std::string CommunicationHelp() {
+  std::string help = "multi_worker: how gradients travel between workers:";
+  for (const auto& backend : est::distribute::CollectiveBackends()) {
+    help += " " + backend.name + " (" + backend.description + (backend.missing.empty() ? "" : "; not in this build") +
+            "),";
+  }
+  return help + " or auto (the first of these that serves every device and is in this build)";
+}
 
 void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--model", flags.model, "Model to train")
@@ -150,11 +161,8 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "multi_worker: gradient all-reduce buckets close at this many MiB (the first at 1 MiB)")
       ->check(est_apps::NumberIn(0.001, 1 << 20, "a number of MiB"))
       ->capture_default_str();
-  app.add_option("--communication", flags.communication,
-                 "multi_worker: how gradients travel between workers: nccl (CUDA devices, a build with NCCL), "
-                 "ring (Gloo over TCP, or shared memory between the workers of one host), or auto (nccl where "
-                 "every device is a CUDA device and the build has NCCL, else ring)")
-      ->check(CLI::IsMember({"auto", "ring", "nccl"}))
+  app.add_option("--communication", flags.communication, CommunicationHelp())
+      ->check(CLI::IsMember(est::distribute::CommunicationNames()))
       ->capture_default_str();
   app.add_option("--gradient-overlap", flags.gradient_overlap,
                  "multi_worker: all-reduce each full bucket while backward runs (always), after backward (never), "
@@ -275,7 +283,7 @@ std::shared_ptr<est::distribute::Strategy> MakeStrategy(const Flags& flags, cons
   if (flags.strategy == "mirrored") return est::distribute::MirroredStrategy::Create(devices);
   if (flags.strategy != "multi_worker") return nullptr;
   auto options = est::distribute::MultiWorkerOptions()
-                     .communication(est::distribute::ParseCommunication(flags.communication, "--communication"))
+                     .communication(flags.communication)
                      .devices(devices)
                      .cluster(cluster)
                      .timeout_secs(flags.timeout_secs)

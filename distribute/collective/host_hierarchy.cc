@@ -12,6 +12,7 @@
 #include "distribute/collective/host_staging.h"
 #include "distribute/collective/shared_memory_allreduce.h"
 #include "distribute/collective/shared_memory_collective.h"
+#include "distribute/rendezvous/rendezvous.h"
 #include "distribute/rendezvous/store.h"
 
 namespace est::distribute {
@@ -105,6 +106,19 @@ std::unique_ptr<Collective> WithHostHierarchy(std::unique_ptr<Collective> flat, 
     Log().info("{} ranks on {} hosts: all-reduce within each host through shared memory, across hosts among their "
                "first ranks", world_size, hosts);
   return std::make_unique<HierarchicalCollective>(std::move(flat), std::move(local), std::move(leaders));
+}
+
+std::unique_ptr<Collective> ConnectWithHostHierarchy(const ConnectCollective& connect, std::shared_ptr<Store> store,
+                                                     int rank, int world_size, std::chrono::milliseconds timeout) {
+  std::unique_ptr<Collective> flat = connect(store, rank, world_size);
+  if (world_size == 1) return flat;
+  RendezvousOptions round;
+  round.job_id = "hosts";
+  round.rank = rank;
+  round.world_size = world_size;
+  round.timeout = timeout;
+  return WithHostHierarchy(std::move(flat), Rendezvous(CreatePrefixStore("hosts", std::move(store)), round), timeout,
+                           connect);
 }
 
 }  // namespace est::distribute

@@ -36,4 +36,11 @@ std::unique_ptr<Collective> WithHostHierarchy(std::unique_ptr<Collective> flat, 
                                               std::chrono::milliseconds timeout,
                                               const ConnectCollective& connect_leaders);
 
+/// `connect`'s collective over `store` (a network collective: every rank calls it with the
+/// same `store`, `world_size` and `timeout`), with WithHostHierarchy's all-reduce, which learns
+/// where the ranks run in a rendezvous round of its own under "hosts/" of `store`; the hosts'
+/// leaders connect with `connect` too. A world of one is `connect`'s collective itself.
+std::unique_ptr<Collective> ConnectWithHostHierarchy(const ConnectCollective& connect, std::shared_ptr<Store> store,
+                                                     int rank, int world_size, std::chrono::milliseconds timeout);
+
 }  // namespace est::distribute

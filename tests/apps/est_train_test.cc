@@ -95,7 +95,7 @@ TEST_CASE("est-train rejects bad flags with one clear line", "[apps]") {
       {"--mixed-precision half", {"--mixed-precision", "half", "none,bfloat16,float16"}},
       {"--gradient-compression int8", {"--gradient-compression", "int8", "none,fp16,bf16,powersgd"}},
       {"--gradient-overlap sometimes", {"--gradient-overlap", "sometimes", "auto,always,never"}},
-      {"--communication mpi", {"--communication", "mpi", "auto,ring,nccl"}},
+      {"--communication mpi", {"--communication", "mpi", "auto,nccl,ring"}},
       {"--powersgd-rank 0", {"--powersgd-rank: expected an integer from 1 to 64, got '0'"}},
       {"--powersgd-warmup-steps -1",
        {"--powersgd-warmup-steps: expected an integer from 0 to 9223372036854775807, got '-1'"}},

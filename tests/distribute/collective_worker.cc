@@ -33,7 +33,7 @@
 #include <thread>
 
 #include "common/error.h"
-#include "distribute/collective/collective.h"
+#include "distribute/collective/gloo/gloo_collective.h"
 #include "distribute/rendezvous/rendezvous.h"
 #include "distribute/rendezvous/grpc_store.h"
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "distribute/collective/collective.h"
+#include "distribute/collective/gloo/gloo_collective.h"
 #include "distribute/rendezvous/store.h"
 #include "tests/distribute/rank_threads.h"
 

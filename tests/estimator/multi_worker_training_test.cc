@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "distribute/collective/gloo/gloo_collective.h"
 #include "distribute/multi_worker_mirrored_strategy.h"
 #include "estimator/estimator.h"
 #include "estimator/hooks/session_run_hook.h"

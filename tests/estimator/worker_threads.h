@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "distribute/collective/collective.h"
+#include "distribute/collective/gloo/gloo_collective.h"
 #include "distribute/multi_worker_mirrored_strategy.h"
 #include "distribute/rendezvous/rendezvous.h"
 #include "distribute/rendezvous/store.h"

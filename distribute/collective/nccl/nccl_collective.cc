@@ -7,7 +7,8 @@
 #include <utility>
 
 #include "common/error.h"
-#include "distribute/collective/collective.h"
+#include "distribute/collective/collective_backend.h"
+#include "distribute/collective/nccl/nccl_collective.h"
 #include "distribute/collective/nccl/nccl_communicator.h"
 #include "distribute/collective/nccl/nccl_stream.h"
 #include "distribute/collective/nccl/nccl_tensor_type.h"
@@ -157,5 +158,17 @@ std::unique_ptr<Collective> CreateNcclCollective(std::shared_ptr<Store> store, i
   communicator.timeout = options.timeout;
   return std::make_unique<NcclCollective>(std::move(store), rank, world_size, device, communicator);
 }
+
+namespace collective_backends {
+
+CollectiveConnector nccl() {
+  return {false, [](const CollectiveRequest& request) {
+            NcclCollectiveOptions options;
+            options.timeout = request.timeout;
+            return CreateNcclCollective(request.store, request.rank, request.world_size, request.device, options);
+          }};
+}
+
+}  // namespace collective_backends
 
 }  // namespace est::distribute

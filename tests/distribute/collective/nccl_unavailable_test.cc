@@ -7,7 +7,7 @@
 
 #include "common/config.h"
 #include "common/error.h"
-#include "distribute/collective/collective.h"
+#include "distribute/collective/nccl/nccl_collective.h"
 #include "distribute/rendezvous/store.h"
 #include "tests/test_util.h"
 

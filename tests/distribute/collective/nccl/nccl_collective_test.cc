@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "distribute/collective/collective.h"
+#include "distribute/collective/nccl/nccl_collective.h"
 #include "distribute/rendezvous/store.h"
 #include "tests/distribute/collective_cases.h"
 #include "tests/distribute/collective/nccl/cuda_test_util.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "distribute/collective/collective.h"
+#include "distribute/collective/nccl/nccl_collective.h"
 #include "distribute/gradient_reducer.h"
 #include "distribute/multi_worker_mirrored_strategy.h"
 #include "distribute/rendezvous/store.h"

@@ -4,7 +4,7 @@
 #include <chrono>
 
 #include "common/error.h"
-#include "distribute/collective/gloo_store.h"
+#include "distribute/collective/gloo/gloo_store.h"
 #include "distribute/rendezvous/store.h"
 #include "tests/test_util.h"
 

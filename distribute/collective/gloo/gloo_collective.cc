@@ -22,15 +22,15 @@
 
 #include "common/error.h"
 #include "common/thread_scheduling.h"
-#include "distribute/collective/collective.h"
-#include "distribute/rendezvous/error_text.h"
-#include "distribute/collective/gloo_peers.h"
-#include "distribute/collective/gloo_store.h"
+#include "distribute/collective/gloo/gloo_collective.h"
+#include "distribute/collective/collective_backend.h"
+#include "distribute/collective/gloo/gloo_peers.h"
+#include "distribute/collective/gloo/gloo_store.h"
 #include "distribute/collective/host_hierarchy.h"
 #include "distribute/collective/host_staging.h"
-#include "distribute/rendezvous/rendezvous.h"
-#include "distribute/collective/shared_memory_collective.h"
 #include "distribute/collective/kernels_16_bit.h"
+#include "distribute/rendezvous/error_text.h"
+#include "distribute/rendezvous/rendezvous.h"
 #include "distribute/rendezvous/store.h"
 
 // Design notes.
@@ -329,10 +329,9 @@ std::shared_ptr<gloo::rendezvous::Context> Connect(std::shared_ptr<Store> store,
   return context;
 }
 
-}  // namespace
-
-std::unique_ptr<Collective> CreateGlooCollective(std::shared_ptr<Store> store, int rank, int world_size,
-                                                 const GlooOptions& options) {
+// The Gloo collective over TCP alone.
+std::unique_ptr<Collective> ConnectGloo(std::shared_ptr<Store> store, int rank, int world_size,
+                                        const GlooOptions& options) {
   EST_CHECK(world_size > 0, ConfigError, "Gloo collective: world_size must be positive, got ", world_size);
   EST_CHECK(rank >= 0 && rank < world_size, ConfigError, "Gloo collective: rank must be in [0, ", world_size,
             "), got ", rank);
@@ -357,15 +356,33 @@ std::unique_ptr<Collective> CreateGlooCollective(std::shared_ptr<Store> store, i
   auto context = Connect(mesh_store, rank, world_size, options.hostname, std::max(left, std::chrono::milliseconds(1)));
   context->setTimeout(options.timeout);
   GlooPeers peers = GlooPeers::Exchange(mesh_store, *context, rank, world_size, options.timeout);
-  std::unique_ptr<Collective> collective =
-      std::make_unique<GlooCollective>(rank, world_size, options.timeout, std::move(context), std::move(peers));
-  if (!options.shared_memory) return collective;
-  GlooOptions leaders = options;
-  leaders.shared_memory = false;
-  return WithHostHierarchy(std::move(collective), mesh_store, options.timeout,
-                           [&leaders](std::shared_ptr<Store> store, int rank, int world_size) {
-                             return CreateGlooCollective(std::move(store), rank, world_size, leaders);
-                           });
+  return std::make_unique<GlooCollective>(rank, world_size, options.timeout, std::move(context), std::move(peers));
 }
+
+}  // namespace
+
+std::unique_ptr<Collective> CreateGlooCollective(std::shared_ptr<Store> store, int rank, int world_size,
+                                                 const GlooOptions& options) {
+  if (!options.shared_memory) return ConnectGloo(std::move(store), rank, world_size, options);
+  return ConnectWithHostHierarchy(
+      [&options](std::shared_ptr<Store> store, int rank, int world_size) {
+        return ConnectGloo(std::move(store), rank, world_size, options);
+      },
+      std::move(store), rank, world_size, options.timeout);
+}
+
+namespace collective_backends {
+
+CollectiveConnector ring() {
+  return {true, [](const CollectiveRequest& request) {
+            GlooOptions options;
+            options.hostname = request.hostname;
+            options.timeout = request.timeout;
+            options.shared_memory = false;  // CreateCollective composes shared memory itself
+            return CreateGlooCollective(request.store, request.rank, request.world_size, options);
+          }};
+}
+
+}  // namespace collective_backends
 
 }  // namespace est::distribute

@@ -1,4 +1,4 @@
-#include "distribute/collective/gloo_store.h"
+#include "distribute/collective/gloo/gloo_store.h"
 
 #include <gloo/rendezvous/store.h>
 

@@ -19,7 +19,7 @@
 
 #include "common/error.h"
 #include "common/thread_scheduling.h"
-#include "distribute/collective/collective.h"
+#include "distribute/collective/gloo/gloo_collective.h"
 #include "distribute/rendezvous/store.h"
 #include "tests/cpu_affinity.h"
 #include "tests/distribute/collective_cases.h"

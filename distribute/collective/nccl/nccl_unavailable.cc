@@ -6,7 +6,7 @@
 #if !(EST_WITH_NCCL && EST_WITH_CUDA)
 
 #include "common/error.h"
-#include "distribute/collective/collective.h"
+#include "distribute/collective/nccl/nccl_collective.h"
 
 namespace est::distribute {
 

@@ -1,4 +1,4 @@
-#include "distribute/collective/gloo_peers.h"
+#include "distribute/collective/gloo/gloo_peers.h"
 
 #include <gloo/context.h>
 #include <gloo/transport/pair.h>
