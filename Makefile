@@ -19,15 +19,18 @@ demo: configure
 
 # Every test runs once, in the sanitizer build (clang, ASan + UBSan), then the fuzzers
 # run; the programs of the optimized gcc build (what `make demo` and `make bench` run) are
-# compiled too, installed into a temporary prefix, and the standalone quick start project
-# (examples/quickstart/) is built and run against that install alone.
+# compiled too, the benchmarks run there once at a tiny size, the build is installed into a
+# temporary prefix, and the standalone quick start project (examples/quickstart/) is built
+# and run against that install alone.
 # `make build && cd build && ctest` runs the same tests on the gcc build.
 test: sanitize fuzz installed-example release-checks
 
-# What cannot run under AddressSanitizer, on the optimized programs: est-train under an
-# address-space limit (ulimit -v) too small to load LibTorch, or to train.
+# On the optimized programs: est-train under an address-space limit (ulimit -v) too small to
+# load LibTorch, or to train, which AddressSanitizer's shadow memory cannot run under; and
+# the benchmarks at a tiny size (the sanitizer tree does not build them).
 release-checks: programs
 	@bash tests/apps/address_space_limit_test.sh $(BUILD_DIR)/bin/est-train
+	cd $(BUILD_DIR) && ctest --output-on-failure --no-tests=error -L bench -R _quick$$
 
 # The user's view: examples/quickstart/ against an installed copy (public headers only).
 installed-example: programs
