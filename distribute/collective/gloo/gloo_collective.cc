@@ -46,10 +46,12 @@
 //   contiguous CPU copy; the result is copied back into the caller's tensor.
 // - Empty tensors and a world of one never touch the network; every rank skips an empty
 //   tensor alike, since shapes agree across ranks.
-// - When every rank runs on this host (one boot and one set of namespaces), all-reduce goes
-//   through a shared-memory segment (WithHostSharedMemory) instead of TCP loopback: it
-//   copies memory rather than pushing it through the kernel's network stack, which on a
-//   small machine costs the CPU time training needs. Where some hosts run several ranks,
+// - With GlooOptions::shared_memory (ConnectWithHostHierarchy, as CreateCollective composes
+//   every backend through host memory), when every rank runs on this host (one boot and one
+//   set of namespaces), all-reduce goes through a shared-memory segment
+//   (WithHostSharedMemory) instead of TCP loopback: it copies memory rather than pushing it
+//   through the kernel's network stack, which on a small machine costs the CPU time
+//   training needs. Where some hosts run several ranks,
 //   all-reduce is hierarchical (WithHostHierarchy): shared memory within each host, a Gloo
 //   collective of the hosts' first ranks between hosts. Other operations stay on Gloo.
 // - Gloo's TCP device runs an event-loop thread that reads and writes every connection, and
