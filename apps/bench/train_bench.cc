@@ -25,7 +25,7 @@
 #include "common/error.h"
 #include "distribute/cluster/cluster_address.h"
 #include "distribute/cluster/cluster_resolver.h"
-#include "distribute/collective/gloo/gloo_collective.h"
+#include "distribute/collective/collective_backend.h"
 #include "distribute/multi_worker_mirrored_strategy.h"
 #include "distribute/rendezvous/grpc_store.h"
 #include "distribute/rendezvous/rendezvous.h"
@@ -108,11 +108,14 @@ std::shared_ptr<est_bench::TimingCollective> ConnectWorkers(const est::distribut
   rendezvous.job_id = store_options.job_id;
   rendezvous.rank = cluster.rank;
   rendezvous.world_size = cluster.num_worker_replicas;
-  est::distribute::GlooOptions gloo;
-  gloo.hostname = cluster.task_host();  // this task's address in TF_CONFIG: reachable from the other hosts
-  gloo.shared_memory = shared_memory;
-  return std::make_shared<est_bench::TimingCollective>(est::distribute::CreateGlooCollective(
-      est::distribute::Rendezvous(store, rendezvous), cluster.rank, cluster.num_worker_replicas, gloo));
+  est::distribute::CollectiveRequest request;
+  request.store = est::distribute::Rendezvous(store, rendezvous);
+  request.rank = cluster.rank;
+  request.world_size = cluster.num_worker_replicas;
+  request.hostname = cluster.task_host();  // this task's address in TF_CONFIG: reachable from the other hosts
+  request.shared_memory = shared_memory;
+  const auto& ring = est::distribute::ChooseCollectiveBackend("ring", {c10::Device(c10::kCPU)}, "train_bench");
+  return std::make_shared<est_bench::TimingCollective>(est::distribute::CreateCollective(ring, request));
 }
 
 nlohmann::json RunEstimator(const Flags& flags) {
