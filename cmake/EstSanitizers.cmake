@@ -38,24 +38,30 @@ function(est_sanitize target)
   endif()
 endfunction()
 
-# est_sanitizer_test_pch(<target> <deps>...): in a sanitizer build, precompiles LibTorch's
-# and Catch2's headers for a test executable that uses LibTorch (through one of the
-# project's libraries): clang spends about half of each test file's compile time parsing
+# est_sanitizer_test_pch(<target> <deps>...): in a sanitizer build, a test executable that
+# uses LibTorch (through one of the project's libraries) includes the precompiled header of
+# LibTorch's and Catch2's headers that every such test shares (est_test_pch,
+# tests/CMakeLists.txt): clang spends about half of each test file's compile time parsing
 # them, and the sanitizer tree, unlike the gcc tree, shares no compiler cache across
-# worktrees. Torch comes first, as in the tests' own includes.
+# worktrees. Clang takes a header precompiled with other -D and -I flags, not other -f ones
+# (every target of the tree gets the same sanitizer flags) nor with -pthread where the file
+# has none (some of the tests' libraries bring it, not all): each test gets -pthread.
 function(est_sanitizer_test_pch target)
   if(EST_SANITIZE AND ARGN MATCHES "TorchEstimator::(data|checkpoint|distribute|estimator)")
-    target_precompile_headers(${target} PRIVATE <torch/torch.h> <catch2/catch.hpp>)
+    target_compile_options(${target} PRIVATE -pthread)
+    target_precompile_headers(${target} REUSE_FROM est_test_pch)
   endif()
 endfunction()
 
 # est_sanitize_all(<dir>): applies est_sanitize to every compiled target defined in <dir>
-# and below; the top-level CMakeLists.txt calls it once, after every folder is added.
+# and below, but those whose property EST_UNINSTRUMENTED is true; the top-level
+# CMakeLists.txt calls it once, after every folder is added.
 function(est_sanitize_all dir)
   get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
   foreach(target ${targets})
     get_target_property(type ${target} TYPE)
-    if(type MATCHES "^(EXECUTABLE|STATIC_LIBRARY|SHARED_LIBRARY|MODULE_LIBRARY|OBJECT_LIBRARY)$")
+    get_target_property(uninstrumented ${target} EST_UNINSTRUMENTED)
+    if(type MATCHES "^(EXECUTABLE|STATIC_LIBRARY|SHARED_LIBRARY|MODULE_LIBRARY|OBJECT_LIBRARY)$" AND NOT uninstrumented)
       est_sanitize(${target})
     endif()
   endforeach()
