@@ -12,14 +12,14 @@ namespace {
 
 constexpr size_t kSizeBytes = 4;
 
-void ReleaseOwner(void* owner) { delete static_cast<at::Tensor*>(owner); }
+void ReleaseStorage(void* storage) { delete static_cast<c10::Storage*>(storage); }
 
 }  // namespace
 
 void FrameBytes::append(const at::Tensor& owner, const void* data, size_t size) {
   if (size == 0) return;
-  // The slice holds a reference to the tensor, dropped when gRPC is done with the bytes.
-  slices_.emplace_back(const_cast<void*>(data), size, &ReleaseOwner, new at::Tensor(owner));
+  // The slice holds a reference to the storage, dropped when gRPC is done with the bytes.
+  slices_.emplace_back(const_cast<void*>(data), size, &ReleaseStorage, new c10::Storage(owner.storage()));
   size_ += size;
 }
 

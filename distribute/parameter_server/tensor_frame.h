@@ -28,7 +28,8 @@ namespace est::distribute {
 class FrameBytes {
  public:
   /// Sending: appends `size` bytes at `data`, which `owner`'s storage holds; gRPC keeps a
-  /// reference to `owner` until it has sent them, so the caller must not change them meanwhile.
+  /// reference to that storage (not to `owner`, which may be given other storage) until it has
+  /// sent them, so nobody may change them meanwhile.
   void append(const at::Tensor& owner, const void* data, size_t size);
   /// Receiving: copies the next `size` bytes to `destination`; false, copying nothing, when
   /// fewer remain.

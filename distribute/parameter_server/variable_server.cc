@@ -142,8 +142,8 @@ class VariableServiceImpl final : public VariableServiceBase {
     if (grpc::Status finished = check_not_finished(request->worker()); !finished.ok()) return finished;
     if (!shards_.initialized())
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "ps " + std::to_string(task_) + " holds no variables yet");
-    // Each shard is copied once, under its lock, into a snapshot the frames refer to; they are
-    // sent after.
+    // The frames refer to each shard's value as it is under the shard's lock (an update copies
+    // it first while they do), and to snapshots of optimizer slots; they are sent after.
     std::vector<PullFrame> frames;
     ChunkWriter<ps::PullReply> chunks([&](PullFrame& frame) {
       frames.push_back(std::move(frame));
@@ -151,6 +151,10 @@ class VariableServiceImpl final : public VariableServiceBase {
     });
     const PullHeader header = shards_.pull(request->worker(), request->with_state(), LimitOf(*context),
                                            [&](uint32_t id, const std::string& slot, const at::Tensor& tensor) {
+                                             if (slot.empty()) {
+                                               chunks.add({id, slot, tensor});
+                                               return;
+                                             }
                                              at::Tensor snapshot =
                                                  snapshots_.take({0, id, slot}, tensor.sizes(), tensor.scalar_type());
                                              snapshot.copy_(tensor);
@@ -253,7 +257,7 @@ class VariableServiceImpl final : public VariableServiceBase {
   bool finished_ = false;
   std::set<uint32_t> active_workers_;  ///< workers that pulled or pushed and have not left or been told
   std::set<uint32_t> settled_workers_;  ///< workers that left, or were told the job is finished
-  TensorPool snapshots_;  ///< what pulls send, by shard and slot
+  TensorPool snapshots_;  ///< the optimizer slots pulls send, by shard and slot
   TensorPool gradients_;  ///< where pushes land, by worker and shard
 };
 

@@ -124,6 +124,12 @@ void VariableShards::step_shard(Shard& shard, const at::Tensor& gradient, const 
                                 bool fuse) const {
   if (!shard.optimizer) return;
   std::lock_guard<std::mutex> lock(shard.mutex);
+  if (shard.value.storage().use_count() > 1) {
+    // A pull still sends from the value's memory: the value (the optimizer's parameter, the
+    // same tensor) moves to a copy, which the step updates.
+    torch::NoGradGuard no_grad;
+    shard.value.set_(shard.value.clone());
+  }
   if (optimizer != nullptr) SetShardOptimizerOptions(*shard.optimizer, *optimizer);
   shard.value.mutable_grad() = gradient;
   StepOptimizer(*shard.optimizer, fuse);

@@ -60,7 +60,9 @@ struct PullHeader {
 };
 
 /// Sees one tensor of a pull (shard id, slot "" for the value, the tensor itself) while its
-/// shard's lock is held: it must copy what it keeps.
+/// shard's lock is held. It may keep a reference to a value's storage (not to the tensor):
+/// an update that comes while anybody else holds that storage goes to fresh memory (copy on
+/// write). It must copy the optimizer slots it keeps, which updates change in place.
 using TensorVisitor = std::function<void(uint32_t shard, const std::string& slot, const at::Tensor& tensor)>;
 
 /// When a call that waits gives up: its deadline, or its caller went away.
@@ -140,7 +142,8 @@ class VariableShards {
   };
 
   /// Steps `shard`'s optimizer with `gradient` (options from `optimizer` when given), fused
-  /// where `fuse` (the rule's fused_optimizer_step).
+  /// where `fuse` (the rule's fused_optimizer_step); into a copy of the value when a pull still
+  /// holds its storage.
   void step_shard(Shard& shard, const at::Tensor& gradient, const ps::OptimizerConfig* optimizer, bool fuse) const;
   /// Marks `worker` as heard from now. Needs mutex_.
   void seen(uint32_t worker);
