@@ -43,9 +43,10 @@ endfunction()
 # LibTorch's and Catch2's headers that every such test shares (est_test_pch,
 # tests/CMakeLists.txt): clang spends about half of each test file's compile time parsing
 # them, and the sanitizer tree, unlike the gcc tree, shares no compiler cache across
-# worktrees. Clang takes a header precompiled with other -D and -I flags, not other -f ones
-# (every target of the tree gets the same sanitizer flags) nor with -pthread where the file
-# has none (some of the tests' libraries bring it, not all): each test gets -pthread.
+# worktrees. Clang takes a header precompiled with other -D and -I flags, not with other -f
+# ones (every target of the tree gets the same sanitizer flags), another -O level (every test
+# is -O0, est_add_test) or -pthread where the file has none (some of the tests' libraries
+# bring it, not all): each test gets -pthread.
 function(est_sanitizer_test_pch target)
   if(EST_SANITIZE AND ARGN MATCHES "TorchEstimator::(data|checkpoint|distribute|estimator)")
     target_compile_options(${target} PRIVATE -pthread)
