@@ -96,11 +96,7 @@ function(est_add_test name)
     set_target_properties(${name} PROPERTIES UNITY_BUILD_CODE_BEFORE_INCLUDE "#include <c10/util/Logging.h>")
   endif()
   est_warnings(${name})
-  if(EST_SANITIZE)
-    # The tests' own code mostly calls the library (instrumented at the build's -O1) and
-    # LibTorch: at -O0 it compiles in about half the time under the sanitizers.
-    target_compile_options(${name} PRIVATE -O0)
-  endif()
+  est_sanitizer_test_options(${name})
   est_sanitizer_test_pch(${name} ${ARG_DEPS})
   set(properties TIMEOUT 600)
   if(ARG_LABELS)

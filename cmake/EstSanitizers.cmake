@@ -38,18 +38,27 @@ function(est_sanitize target)
   endif()
 endfunction()
 
+# est_sanitizer_test_options(<target>): in a sanitizer build, how a test program's own code
+# compiles: at -O0 (it mostly calls the library, instrumented at the build's -O1, and
+# LibTorch; under the sanitizers it compiles in about half the time) and with -pthread (some
+# of the tests' libraries bring it, not all). The shared precompiled header (est_test_pch)
+# is compiled the same way: clang takes no header made with another -O level or -pthread.
+function(est_sanitizer_test_options target)
+  if(EST_SANITIZE)
+    target_compile_options(${target} PRIVATE -O0 -pthread)
+  endif()
+endfunction()
+
 # est_sanitizer_test_pch(<target> <deps>...): in a sanitizer build, a test executable that
 # uses LibTorch (through one of the project's libraries) includes the precompiled header of
 # LibTorch's and Catch2's headers that every such test shares (est_test_pch,
 # tests/CMakeLists.txt): clang spends about half of each test file's compile time parsing
 # them, and the sanitizer tree, unlike the gcc tree, shares no compiler cache across
 # worktrees. Clang takes a header precompiled with other -D and -I flags, not with other -f
-# ones (every target of the tree gets the same sanitizer flags), another -O level (every test
-# is -O0, est_add_test) or -pthread where the file has none (some of the tests' libraries
-# bring it, not all): each test gets -pthread.
+# ones (every target of the tree gets the same sanitizer flags), nor another -O level or
+# -pthread setting (est_sanitizer_test_options gives every test and the header the same).
 function(est_sanitizer_test_pch target)
   if(EST_SANITIZE AND ARGN MATCHES "TorchEstimator::(data|checkpoint|distribute|estimator)")
-    target_compile_options(${target} PRIVATE -pthread)
     target_precompile_headers(${target} REUSE_FROM est_test_pch)
   endif()
 endfunction()

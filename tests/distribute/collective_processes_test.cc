@@ -31,7 +31,9 @@ using namespace std::chrono_literals;
 struct Finished {
   int exit_code;  // -1 when killed
   std::string output;
-  double seconds;  // from the start of its work (RunWorkers' Start) to its exit
+  // From the start of the workers' work (RunWorkers' Start) until RunWorkers saw this one
+  // exit: workers are waited for in order, so only the slowest one's time is exact.
+  double seconds;
 };
 
 // The seconds of the worker that took longest.
