@@ -116,7 +116,7 @@ class ParameterServerVariables final : public VariableStore {
         std::vector<at::Tensor> gradients;
         for (const at::Tensor& variable : variables_) gradients.push_back(variable.grad());
         recovering([&] {
-          connection_->push(gradients, describe_optimizers(*step.optimizer), input_position, pulled_step_,
+          connection_->push(gradients, describe_optimizers(), input_position, pulled_step_,
                             global_step);
         });
       }
@@ -141,8 +141,8 @@ class ParameterServerVariables final : public VariableStore {
     const PsValues values = recovering([&] { return connection_->pull(/*with_state=*/true, variables_); });
     assign(values.values);
     for (size_t v = 0; v < variables_.size(); ++v)
-      if (optimizer_ != nullptr && OptimizerHolds(*optimizer_, variables_[v]))
-        SetOptimizerSlots(*optimizer_, variables_[v], values.slots[v]);
+      if (torch::optim::Optimizer* holder = holder_of(variables_[v]))
+        SetOptimizerSlots(*holder, variables_[v], values.slots[v]);
     TrainingProgress progress;
     progress.global_step = values.global_step;
     for (const auto& [worker, position] : values.input_positions) progress.input_positions[static_cast<int>(worker)] = position;
@@ -153,9 +153,9 @@ class ParameterServerVariables final : public VariableStore {
   /// At the first step: the plan's variables in this replica (by name), and on the chief,
   /// the ps tasks initialized from them when they hold nothing yet.
   void bind(const ReplicaStep& step, int64_t global_step, int64_t input_position) {
-    EST_CHECK(step.optimizer != nullptr, ConfigError, "ParameterServerStrategy needs the optimizer of model_fn's "
+    EST_CHECK(!step.optimizers.empty(), ConfigError, "ParameterServerStrategy needs the optimizer of model_fn's "
               "EstimatorSpec::Train");
-    optimizer_ = step.optimizer;
+    optimizers_ = step.optimizers;
     std::vector<VariableInfo> infos;
     for (const at::Tensor& variable : step.variables) {
       std::string name;
@@ -168,15 +168,15 @@ class ParameterServerVariables final : public VariableStore {
     if (!ps_ready_) {
       std::vector<at::Tensor> values;
       std::vector<OptimizerSlots> slots;
-      for (const at::Tensor& variable : step.variables) {
-        values.push_back(variable.detach());
-        slots.push_back(OptimizerHolds(*optimizer_, variable) ? GetOptimizerSlots(*optimizer_, variable) : OptimizerSlots{});
-      }
       std::vector<std::optional<ps::OptimizerConfig>> optimizers;
-      for (size_t v = 0; v < infos.size(); ++v)
-        optimizers.push_back(OptimizerHolds(*optimizer_, step.variables[v])
-                                 ? std::optional<ps::OptimizerConfig>(DescribeOptimizer(*optimizer_, step.variables[v], infos[v].name))
-                                 : std::nullopt);
+      for (size_t v = 0; v < infos.size(); ++v) {
+        const at::Tensor& variable = step.variables[v];
+        const torch::optim::Optimizer* holder = holder_of(variable);
+        values.push_back(variable.detach());
+        slots.push_back(holder ? GetOptimizerSlots(*holder, variable) : OptimizerSlots{});
+        optimizers.push_back(holder ? std::optional<ps::OptimizerConfig>(DescribeOptimizer(*holder, variable, infos[v].name))
+                                    : std::nullopt);
+      }
       pulled_step_ = global_step;
       if (connection_->initialize(infos, values, optimizers, slots, global_step, {{0, input_position}})) {
         Log().info("Initialized the variables on {} ps task(s) at global step {}: {}", connection_->num_ps(),
@@ -233,10 +233,11 @@ class ParameterServerVariables final : public VariableStore {
     }
     std::vector<at::Tensor> values;
     std::vector<OptimizerSlots> slots;
-    std::vector<std::optional<ps::OptimizerConfig>> optimizers = describe_optimizers(*optimizer_);
+    std::vector<std::optional<ps::OptimizerConfig>> optimizers = describe_optimizers();
     for (size_t v = 0; v < variables_.size(); ++v) {
       values.push_back(variables_[v].detach());
-      slots.push_back(optimizers[v] ? GetOptimizerSlots(*optimizer_, variables_[v]) : OptimizerSlots{});
+      const torch::optim::Optimizer* holder = holder_of(variables_[v]);
+      slots.push_back(holder ? GetOptimizerSlots(*holder, variables_[v]) : OptimizerSlots{});
     }
     std::map<uint32_t, int64_t> positions;
     for (const auto& [worker, position] : progress->input_positions) positions[static_cast<uint32_t>(worker)] = position;
@@ -247,14 +248,22 @@ class ParameterServerVariables final : public VariableStore {
                progress->global_step);
   }
 
+  /// The optimizer of model_fn's that steps `variable`; null when none does.
+  torch::optim::Optimizer* holder_of(const at::Tensor& variable) const {
+    for (torch::optim::Optimizer* optimizer : optimizers_)
+      if (OptimizerHolds(*optimizer, variable)) return optimizer;
+    return nullptr;
+  }
+
   /// The optimizer options of each plan variable now (a learning-rate schedule changes them).
-  std::vector<std::optional<ps::OptimizerConfig>> describe_optimizers(const torch::optim::Optimizer& optimizer) {
+  std::vector<std::optional<ps::OptimizerConfig>> describe_optimizers() const {
     std::vector<std::optional<ps::OptimizerConfig>> optimizers;
     const auto& plan = connection_->placement().variables();
-    for (size_t v = 0; v < variables_.size(); ++v)
-      optimizers.push_back(OptimizerHolds(optimizer, variables_[v])
-                               ? std::optional<ps::OptimizerConfig>(DescribeOptimizer(optimizer, variables_[v], plan[v].name))
-                               : std::nullopt);
+    for (size_t v = 0; v < variables_.size(); ++v) {
+      const torch::optim::Optimizer* holder = holder_of(variables_[v]);
+      optimizers.push_back(holder ? std::optional<ps::OptimizerConfig>(DescribeOptimizer(*holder, variables_[v], plan[v].name))
+                                  : std::nullopt);
+    }
     return optimizers;
   }
 
@@ -279,7 +288,7 @@ class ParameterServerVariables final : public VariableStore {
   NamedVariables created_;  ///< every variable replica 0 created, by name
   std::optional<PsValues> initial_;  ///< the first pull, for the variables as model_fn creates them
   std::vector<at::Tensor> variables_;  ///< this replica's variables in the plan's order
-  torch::optim::Optimizer* optimizer_ = nullptr;
+  std::vector<torch::optim::Optimizer*> optimizers_;  ///< model_fn's, set at the first step
   int64_t pulled_step_ = 0;  ///< the global step of the values this replica holds
 };
 

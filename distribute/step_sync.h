@@ -44,8 +44,9 @@ struct ReplicaStep {
   std::vector<at::Tensor> buffers;
   at::Tensor loss;
   std::vector<at::Tensor> summaries;
-  /// The optimizer model_fn returned for this step, which updates `variables`.
-  torch::optim::Optimizer* optimizer = nullptr;
+  /// The optimizers model_fn returned for this step, which update `variables` (each variable
+  /// belongs to one).
+  std::vector<torch::optim::Optimizer*> optimizers;
   /// Set by the training loop where it can update variables before others (without loss
   /// scaling, which must see every gradient first): StepSync::finish may call it, on the
   /// loop's thread, with variables whose gradients are final, each at most once a step, while

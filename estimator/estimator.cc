@@ -173,6 +173,10 @@ std::shared_ptr<distribute::Strategy> Estimator::Impl::eval_strategy() const {
   return distribute::OneDeviceStrategy::Create(train_strategy()->local_devices().front().str());
 }
 
+RestoreMode Estimator::Impl::inference_restore_mode() const {
+  return config.moving_average ? RestoreMode::kMovingAverages : RestoreMode::kVariables;
+}
+
 void CheckSameGlobalStep(distribute::Strategy& strategy, int64_t global_step, const char* what) {
   std::vector<at::Tensor> chief_step = {at::scalar_tensor(global_step, at::kLong).reshape({1})};
   strategy.broadcast_from_chief(chief_step);
@@ -192,8 +196,9 @@ EstimatorSpec CallModelFn(const ModelFn& model_fn, const data::Element& element,
   });
   spec.validate(mode);
   if (mode == Mode::kTrain)
-    EST_CHECK(ctx.owns(spec.optimizer), ModelError,
-              "the optimizer in the training EstimatorSpec was not created through ModelContext::optimizer");
+    for (const torch::optim::Optimizer* optimizer : spec.optimizers)
+      EST_CHECK(ctx.owns(optimizer), ModelError,
+                "the optimizer in the training EstimatorSpec was not created through ModelContext::optimizer");
   return spec;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "estimator/estimator.h"
+#include "estimator/model_checkpoint.h"
 #include "estimator/model_context.h"
 
 namespace est {
@@ -47,6 +48,9 @@ struct Estimator::Impl {
   /// The strategy of evaluation and prediction: eval_distribute, else one replica on the first
   /// device of train_strategy() (evaluation not distributed, as TensorFlow's).
   std::shared_ptr<distribute::Strategy> eval_strategy() const;
+  /// What evaluation and prediction restore: the moving averages with config.moving_average,
+  /// else the variables.
+  RestoreMode inference_restore_mode() const;
 };
 
 /// Calls model_fn with the context prepared for `mode`, under autocast in `precision` on

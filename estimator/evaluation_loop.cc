@@ -64,7 +64,7 @@ EvalResult Estimator::Impl::evaluate(const InputFn& input_fn, const EvalOptions&
 
   std::shared_ptr<distribute::Strategy> strategy = eval_strategy();
   CheckSameGlobalStep(*strategy, global_step, "evaluates");
-  ReplicaSet replicas(*strategy, params, reader, /*restore_optimizers=*/true, /*initialize_from_training=*/nullptr,
+  ReplicaSet replicas(*strategy, params, reader, inference_restore_mode(), /*initialize_from_training=*/nullptr,
                       config.channels_last);
   // One process writes: the first worker of a group that evaluates together (eval_distribute),
   // else the training chief or the evaluator task; other workers evaluating alone do not.

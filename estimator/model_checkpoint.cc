@@ -8,6 +8,7 @@
 
 #include "checkpoint/checkpoint_reader.h"
 #include "common/error.h"
+#include "estimator/moving_average.h"
 
 namespace est {
 namespace {
@@ -79,12 +80,16 @@ CheckpointContents SnapshotModel(const ModelContext& ctx, int64_t global_step) {
 }
 
 ModelContext::Initializers RestoreFromCheckpoint(std::shared_ptr<const checkpoint::CheckpointReader> reader,
-                                                 bool restore_optimizers) {
+                                                 RestoreMode mode) {
   ModelContext::Initializers initializers;
-  initializers.variables = [reader](const NamedTensors& variables) {
-    for (auto [name, tensor] : variables) RestoreVariable(*reader, name, tensor);
+  initializers.variables = [reader, mode](const NamedTensors& variables) {
+    for (auto [name, tensor] : variables) {
+      const std::string average = name + kMovingAverageSuffix;
+      const bool averaged = mode == RestoreMode::kMovingAverages && reader->has_tensor(average);
+      RestoreVariable(*reader, averaged ? average : name, tensor);
+    }
   };
-  if (restore_optimizers) {
+  if (mode == RestoreMode::kTraining) {
     initializers.optimizer = [reader](const std::string& name, torch::optim::Optimizer& optimizer) {
       if (auto bytes = reader->blob(kOptimizerBlobPrefix + name)) DeserializeOptimizer(*bytes, name, optimizer);
     };

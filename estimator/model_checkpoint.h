@@ -31,11 +31,19 @@ inline constexpr const char* kInputBatchExamplesBlob = "input_batch_examples";
 /// The variables, the global step and every optimizer's state of `ctx`.
 CheckpointContents SnapshotModel(const ModelContext& ctx, int64_t global_step);
 
-/// Initializers that fill new variables (and, when `restore_optimizers`, new optimizers)
-/// from `reader`. A variable absent from the checkpoint or of another shape or dtype is a
-/// CheckpointError naming the variable, the checkpoint and both shapes.
+/// What RestoreFromCheckpoint gives the state model_fn creates.
+enum class RestoreMode {
+  kVariables,       ///< the variables only: warm-starting, evaluation and prediction
+  kTraining,        ///< the variables and every optimizer's state: resuming training
+  kMovingAverages,  ///< each variable's moving average where the checkpoint has one, else the
+                    ///< variable: evaluation and prediction with RunConfig::moving_average
+};
+
+/// Initializers that fill new variables (and optimizers, as `mode` says) from `reader`. A
+/// variable absent from the checkpoint or of another shape or dtype is a CheckpointError
+/// naming the variable, the checkpoint and both shapes.
 ModelContext::Initializers RestoreFromCheckpoint(std::shared_ptr<const checkpoint::CheckpointReader> reader,
-                                                 bool restore_optimizers);
+                                                 RestoreMode mode);
 
 /// Serializes an optimizer's state (LibTorch's archive format) into bytes.
 std::string SerializeOptimizer(const torch::optim::Optimizer& optimizer);

@@ -142,6 +142,14 @@ std::vector<at::Tensor> ModelContext::trainable_variables() const {
   return result;
 }
 
+NamedTensors ModelContext::named_trainable_variables() const {
+  NamedTensors result;
+  for (const auto& entry : modules_)
+    for (const auto& item : entry.module->named_parameters())
+      if (item.value().requires_grad()) result.emplace_back(entry.name + "/" + item.key(), item.value());
+  return result;
+}
+
 std::vector<at::Tensor> ModelContext::buffers() const {
   std::vector<at::Tensor> result;
   for (const auto& entry : modules_)

@@ -90,6 +90,8 @@ class ModelContext {
   NamedTensors variables() const;
   /// The trainable parameters of every module, in creation order.
   std::vector<at::Tensor> trainable_variables() const;
+  /// trainable_variables() with their checkpoint keys, in the same order.
+  NamedTensors named_trainable_variables() const;
   /// The state that training changes without gradients: every module's buffers (BatchNorm's
   /// running statistics, register_buffer) and the context's buffers, in creation order.
   std::vector<at::Tensor> buffers() const;

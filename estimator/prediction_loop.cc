@@ -106,7 +106,7 @@ Predictions Estimator::Impl::predict(const InputFn& input_fn, const PredictOptio
   const c10::Device device = eval_strategy()->local_devices().front();
   auto state = std::make_shared<PredictionState>();
   state->model_fn = model_fn;
-  state->ctx = std::make_unique<ModelContext>(params, device, RestoreFromCheckpoint(reader, true),
+  state->ctx = std::make_unique<ModelContext>(params, device, RestoreFromCheckpoint(reader, inference_restore_mode()),
                                               UsesChannelsLast(config.channels_last, device));
   state->iterator = input_fn(Mode::kPredict, distribute::InputContext()).make_iterator();
   state->keys = options.predict_keys();

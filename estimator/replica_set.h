@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "estimator/channels_last.h"
+#include "estimator/model_checkpoint.h"
 #include "estimator/model_context.h"
 
 namespace est {
@@ -20,8 +21,8 @@ class Strategy;
 /// Creates one ModelContext per local replica of `strategy`. Replica 0's new variables
 /// are restored from `restore_from` (when given), then handed to `initialize_from_training`
 /// (when set; training's StepSync makes them the training's current values); the other
-/// local replicas copy replica 0's values. Every
-/// replica's optimizers are restored from the checkpoint when `restore_optimizers`.
+/// local replicas copy replica 0's values. Every replica's optimizers are restored from the
+/// checkpoint when `restore` says so (RestoreMode::kTraining).
 /// Replica 0 must create its state first, as it does when model_fn runs replica by replica.
 /// A replica lays out 4-D tensors channels-last as `channels_last` says for its device.
 class ReplicaSet {
@@ -30,7 +31,7 @@ class ReplicaSet {
   using VariablesInitializer = std::function<void(const NamedTensors& variables)>;
 
   ReplicaSet(distribute::Strategy& strategy, std::shared_ptr<const nlohmann::json> params,
-             std::shared_ptr<const checkpoint::CheckpointReader> restore_from, bool restore_optimizers,
+             std::shared_ptr<const checkpoint::CheckpointReader> restore_from, RestoreMode restore,
              VariablesInitializer initialize_from_training, ChannelsLast channels_last = ChannelsLast::kOff);
 
   /// Number of local replicas.
@@ -40,7 +41,7 @@ class ReplicaSet {
 
  private:
   ModelContext::Initializers initializers_for(int index, const std::shared_ptr<const checkpoint::CheckpointReader>& reader,
-                                              bool restore_optimizers, VariablesInitializer initialize_from_training);
+                                              RestoreMode restore, VariablesInitializer initialize_from_training);
 
   std::vector<std::unique_ptr<ModelContext>> replicas_;
 };

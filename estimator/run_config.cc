@@ -27,6 +27,7 @@ void RunConfig::validate() const {
   EST_CHECK(gradient_accumulation_steps > 0, ConfigError,
             "RunConfig: gradient_accumulation_steps must be positive, got ", gradient_accumulation_steps);
   if (loss_scale) loss_scale->validate();
+  if (moving_average) moving_average->validate();
 }
 
 std::optional<double> RunConfig::effective_save_checkpoints_secs() const {

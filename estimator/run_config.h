@@ -10,6 +10,7 @@
 #include "distribute/cluster/cluster_resolver.h"
 #include "estimator/channels_last.h"
 #include "estimator/mixed_precision.h"
+#include "estimator/moving_average.h"
 
 namespace est {
 namespace distribute {
@@ -52,6 +53,11 @@ struct RunConfig {
   /// defaults and other precisions none. Its state (the scale and the good steps) is saved
   /// in checkpoints and restored with them.
   std::optional<LossScaleOptions> loss_scale;
+  /// Exponential moving averages of every trainable variable (tf.train.ExponentialMovingAverage):
+  /// kept by the chief after every training step, checkpointed as
+  /// "<variable>/ExponentialMovingAverage", and used instead of the variables by evaluation
+  /// and prediction (a checkpoint without them evaluates its variables). Unset: none.
+  std::optional<MovingAverageOptions> moving_average;
   /// When model_dir holds checkpoints and none of them verifies (CRC, sizes), train from
   /// scratch and let new checkpoints replace them, and evaluate or predict from the model's
   /// initial values, instead of stopping with a CheckpointError that lists them (TensorFlow

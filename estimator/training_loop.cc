@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <deque>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -28,6 +29,7 @@
 #include "estimator/batch_signature.h"
 #include "estimator/device_prefetcher.h"
 #include "estimator/estimator_impl.h"
+#include "estimator/gradient_processing.h"
 #include "estimator/hooks/checkpoint_saver_hook.h"
 #include "estimator/hooks/hook_runner.h"
 #include "estimator/hooks/logging_tensor_hook.h"
@@ -39,11 +41,17 @@
 #include "estimator/model_checkpoint.h"
 #include "estimator/model_code_error.h"
 #include "estimator/model_dir_lock.h"
+#include "estimator/moving_averages.h"
+#include "estimator/optimizer_groups.h"
 #include "estimator/optimizer_step_in_parts.h"
 #include "estimator/replica_set.h"
+#include "estimator/schedules/set_learning_rate.h"
 
 namespace est {
 namespace {
+
+// The summary tag of the learning rate a schedule set, as TensorFlow's.
+constexpr const char* kLearningRateSummary = "learning_rate";
 
 // The hooks TensorFlow's Estimator adds to every training run, after the user's.
 std::vector<HookPtr> DefaultTrainingHooks(const RunConfig& config, const std::string& model_dir,
@@ -129,18 +137,23 @@ class TrainingSession : public Session {
         strategy_(strategy),
         // Replica 0's new variables become the training's current values through the
         // strategy's VariableStore, which run() makes before model_fn first runs.
-        replicas_(strategy, estimator.params, restore_from, restore_optimizers,
+        replicas_(strategy, estimator.params, restore_from,
+                  restore_optimizers ? RestoreMode::kTraining : RestoreMode::kVariables,
                   [this](const NamedTensors& variables) {
                     sync_.variables->initialize(variables);
+                    if (moving_averages_) moving_averages_->track(variables);
                     if (initial_values_) KeepInitialValues(variables, *initial_values_);
                   },
                   estimator.config.channels_last),
+        checked_optimizers_(static_cast<size_t>(replicas_.size())),
         complete_saves_(complete_saves),
         accumulation_steps_(estimator.config.gradient_accumulation_steps) {
     if (auto options = estimator.config.effective_loss_scale()) {
       loss_scaler_.emplace(*options);
       if (restore_from && restore_optimizers) RestoreLossScale(*restore_from, *loss_scaler_);
     }
+    if (strategy.is_chief() && estimator.config.moving_average)
+      moving_averages_.emplace(*estimator.config.moving_average, restore_optimizers ? restore_from : nullptr);
     if (strategy.is_chief())
       checkpoint_writer_.emplace(checkpoint::CheckpointManager(
           estimator.model_dir, checkpoint::RetentionOptions()
@@ -167,6 +180,7 @@ class TrainingSession : public Session {
         sync_.variables ? sync_.variables->before_save() : std::nullopt;
     const int64_t step = progress ? progress->global_step : global_step_;
     CheckpointContents contents = SnapshotModel(replicas_.replica(0), step);
+    if (moving_averages_) moving_averages_->append_to(contents.tensors);
     contents.blobs[kInputPositionBlob] = std::to_string(input_position_);
     if (progress)
       for (const auto& [worker, position] : progress->input_positions)
@@ -288,7 +302,7 @@ class TrainingSession : public Session {
     auto reader = std::make_shared<const checkpoint::CheckpointReader>(*latest);
     Log().info("Restoring parameters from {}", *latest);
     ModelContext& ctx = replicas_.replica(0);
-    const ModelContext::Initializers restore = RestoreFromCheckpoint(reader, /*restore_optimizers=*/true);
+    const ModelContext::Initializers restore = RestoreFromCheckpoint(reader, RestoreMode::kTraining);
     restore.variables(ctx.variables());
     for (const auto& [name, optimizer] : ctx.optimizers()) restore.optimizer(name, *optimizer);
     distribute::TrainingProgress progress;
@@ -340,7 +354,7 @@ class TrainingSession : public Session {
       const auto& batch = batches[static_cast<size_t>(m * replicas_.size() + r)];
       EstimatorSpec spec = CallModelFn(estimator_.model_fn, ToDevice(batch, ctx), Mode::kTrain, ctx,
                                        global_step_, estimator_.config.mixed_precision);
-      if (m == 0) clear_gradients(*spec.optimizer, ctx);
+      if (m == 0) prepare_optimizers(r, spec);
       const at::Tensor loss = spec.loss;
       if (micro_batches > 1) {
         loss_sum = m == 0 ? loss.detach().clone() : loss_sum.add_(loss.detach());
@@ -362,6 +376,36 @@ class TrainingSession : public Session {
       return spec;
     }
     EST_ASSERT(false, "gradient_accumulation_steps must be positive");
+  }
+
+  // Before replica `r`'s first backward of a step, for the optimizers of its `spec`: checks
+  // that several optimizers share the trainable variables out (when they are new), clears
+  // their gradients and sets their learning rates.
+  void prepare_optimizers(int r, const EstimatorSpec& spec) {
+    ModelContext& ctx = replicas_.replica(r);
+    std::vector<torch::optim::Optimizer*>& checked = checked_optimizers_[static_cast<size_t>(r)];
+    if (spec.optimizers.size() > 1 && spec.optimizers != checked) {
+      CheckOptimizerGroups(spec.optimizers, ctx);
+      checked = spec.optimizers;
+    }
+    for (torch::optim::Optimizer* optimizer : spec.optimizers) clear_gradients(*optimizer, ctx);
+    for (const auto& [optimizer, schedule] : spec.learning_rate_schedules) {
+      if (optimizer != nullptr) {
+        schedules::SetLearningRate(*optimizer, schedule, global_step_);
+        continue;
+      }
+      for (torch::optim::Optimizer* each : spec.optimizers) schedules::SetLearningRate(*each, schedule, global_step_);
+    }
+  }
+
+  // The learning rates `first`'s schedules set for this step, as summaries of `first`.
+  void add_learning_rate_summaries(EstimatorSpec& first) {
+    for (const auto& [optimizer, schedule] : first.learning_rate_schedules) {
+      const std::string tag = optimizer == nullptr ? std::string(kLearningRateSummary)
+                                                   : std::string(kLearningRateSummary) + "/" +
+                                                         OptimizerName(optimizer, replicas_.replica(0));
+      first.summaries[tag] = at::scalar_tensor(schedule(global_step_), at::kDouble);
+    }
   }
 
   // Before a step's first backward: clears the gradients of `optimizer`'s parameters. Those of
@@ -416,6 +460,15 @@ class TrainingSession : public Session {
     return finite;
   }
 
+  // Applies the gradient transform and clipping that model_fn asked for to every local
+  // replica's averaged gradients; the global norm before clipping becomes a summary of `first`.
+  void process_gradients(const std::vector<EstimatorSpec>& specs, EstimatorSpec& first) {
+    for (int r = 0; r < replicas_.size(); ++r) {
+      const at::Tensor norm = ProcessGradients(specs[static_cast<size_t>(r)], replicas_.replica(r), global_step_);
+      if (r == 0 && norm.defined()) first.summaries[kGradientNormSummary] = norm;
+    }
+  }
+
   // Forward and backward on every local replica, then the strategy's StepSync makes the
   // gradients every replica applies and agrees the loss, the summaries and the flags; then
   // its VariableStore applies the update. Returns replica 0's spec holding the agreed loss
@@ -425,10 +478,9 @@ class TrainingSession : public Session {
     std::vector<EstimatorSpec> specs;
     std::vector<distribute::ReplicaStep> steps(static_cast<size_t>(replicas_.size()));
     // Each replica's optimizer may update the variables whose gradients the StepSync has made
-    // final while the others are still being reduced; not with loss scaling, which must see
-    // every gradient before any is applied.
-    std::vector<OptimizerStepInParts> in_parts;
-    in_parts.reserve(steps.size());
+    // final while the others are still being reduced; not with loss scaling or a change to
+    // the gradients (clipping), which must see every gradient before any is applied.
+    std::deque<OptimizerStepInParts> in_parts;  // a deque: gradients_final holds references
     for (int r = 0; r < replicas_.size(); ++r) {
       specs.push_back(forward_backward(r, batches, [&](EstimatorSpec& last) {
         ModelContext& ctx = replicas_.replica(r);
@@ -436,10 +488,14 @@ class TrainingSession : public Session {
         replica_step.variables = ctx.trainable_variables();
         replica_step.buffers = ctx.buffers();
         replica_step.loss = last.loss;
-        replica_step.optimizer = last.optimizer;
-        if (!loss_scaler_) {
-          OptimizerStepInParts& parts = in_parts.emplace_back(*last.optimizer, estimator_.config.fused_optimizer_step);
-          replica_step.gradients_final = [&parts](const std::vector<at::Tensor>& variables) { parts.part(variables); };
+        replica_step.optimizers = last.optimizers;
+        if (!loss_scaler_ && !ProcessesGradients(last)) {
+          std::vector<OptimizerStepInParts*> parts;
+          for (torch::optim::Optimizer* optimizer : last.optimizers)
+            parts.push_back(&in_parts.emplace_back(*optimizer, estimator_.config.fused_optimizer_step));
+          replica_step.gradients_final = [parts](const std::vector<at::Tensor>& variables) {
+            for (OptimizerStepInParts* part : parts) part->part(variables);
+          };
         }
         for (const auto& [tag, value] : last.summaries) replica_step.summaries.push_back(value);
         sync_.step->before_last_backward(r, replica_step, local);
@@ -450,8 +506,10 @@ class TrainingSession : public Session {
     first.loss = loss_to_host_.start(steps.front().loss);  // travels to the host while the update runs
     size_t index = 0;
     for (auto& [tag, value] : first.summaries) value = steps.front().summaries[index++];
+    add_learning_rate_summaries(first);
     distribute::StepUpdate update;
     update.finite = unscale_gradients();
+    if (update.finite) process_gradients(specs, first);
     update.global_step = global_step_;
     update.input_position = input_position_ + static_cast<int64_t>(steps.size() * accumulation_steps_);
     update.step_optimizers = [&] {
@@ -459,15 +517,23 @@ class TrainingSession : public Session {
         for (OptimizerStepInParts& parts : in_parts) parts.rest();
         return;
       }
-      for (auto& spec : specs) distribute::StepOptimizer(*spec.optimizer, estimator_.config.fused_optimizer_step);
+      for (auto& spec : specs)
+        for (torch::optim::Optimizer* optimizer : spec.optimizers)
+          distribute::StepOptimizer(*optimizer, estimator_.config.fused_optimizer_step);
     };
+    const int64_t before = global_step_;
     global_step_ = sync_.variables->apply(steps, update, stop);
+    if (moving_averages_ && global_step_ > before) moving_averages_->update(global_step_);
     return std::move(first);
   }
 
   const Estimator::Impl& estimator_;
   distribute::Strategy& strategy_;
   ReplicaSet replicas_;
+  /// For each local replica, the several optimizers whose variables were last checked.
+  std::vector<std::vector<torch::optim::Optimizer*>> checked_optimizers_;
+  /// On the chief with RunConfig::moving_average: the moving averages of replica 0's variables.
+  std::optional<MovingAverages> moving_averages_;
   std::optional<DynamicLossScaler> loss_scaler_;
   AsyncHostCopy loss_to_host_;
   distribute::TrainingSync sync_;  ///< the strategy's, made when run() starts

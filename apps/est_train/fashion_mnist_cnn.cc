@@ -12,6 +12,8 @@
 namespace est_train {
 namespace {
 
+constexpr double kCnnLearningRate = 1e-3;  // Adam's, without --learning-rate
+
 est::EstimatorSpec CnnModelFn(bool kernels, const est::Features& features, const torch::Tensor& labels, est::Mode mode,
                            est::ModelContext& ctx) {
   auto net = ctx.module("cnn", [kernels] { return est_apps::FashionMnistCnn(kernels); });
@@ -22,7 +24,7 @@ est::EstimatorSpec CnnModelFn(bool kernels, const est::Features& features, const
   auto loss = torch::nn::functional::cross_entropy(logits, labels);
   if (mode == est::Mode::kEval)
     return est::EstimatorSpec::Eval(loss, {{"accuracy", est::metrics::Accuracy(labels, classes)}});
-  const double learning_rate = ctx.params().value("learning_rate", 1e-3);
+  const double learning_rate = ctx.params().value("learning_rate", kCnnLearningRate);
   auto& adam = ctx.optimizer("adam", [&] { return torch::optim::Adam(net->parameters(), learning_rate); });
   return est::EstimatorSpec::Train(loss, adam);
 }
@@ -53,7 +55,7 @@ ModelRecipe FashionMnistCnn(const FashionMnistInput& data, int64_t batch_size, u
   };
   auto model_fn = [kernels](const est::Features& features, const torch::Tensor& labels, est::Mode mode,
                             est::ModelContext& ctx) { return CnnModelFn(kernels, features, labels, mode, ctx); };
-  return ModelRecipe{model_fn, input_fn};
+  return ModelRecipe{model_fn, input_fn, kCnnLearningRate};
 }
 
 }  // namespace est_train

@@ -10,6 +10,8 @@
 namespace est_train {
 namespace {
 
+constexpr double kLinearLearningRate = 0.2;  // SGD's, without --learning-rate
+
 est::EstimatorSpec LinearModelFn(const est::Features& features, const torch::Tensor& labels, est::Mode mode,
                            est::ModelContext& ctx) {
   auto dense = ctx.module("dense", [] { return torch::nn::Linear(1, 1); });
@@ -18,7 +20,7 @@ est::EstimatorSpec LinearModelFn(const est::Features& features, const torch::Ten
   auto loss = torch::mse_loss(predictions, labels);
   if (mode == est::Mode::kEval)
     return est::EstimatorSpec::Eval(loss, {{"mean_squared_error", est::metrics::MeanSquaredError(labels, predictions)}});
-  const double learning_rate = ctx.params().value("learning_rate", 0.2);
+  const double learning_rate = ctx.params().value("learning_rate", kLinearLearningRate);
   auto& sgd = ctx.optimizer("sgd", [&] { return torch::optim::SGD(dense->parameters(), learning_rate); });
   return est::EstimatorSpec::Train(loss, sgd);
 }
@@ -32,7 +34,7 @@ ModelRecipe Linear(int64_t batch_size) {
     if (mode == est::Mode::kTrain) dataset = dataset.repeat();
     return dataset.batch(input.per_replica_batch_size(batch_size));
   };
-  return ModelRecipe{LinearModelFn, input_fn};
+  return ModelRecipe{LinearModelFn, input_fn, kLinearLearningRate};
 }
 
 }  // namespace est_train

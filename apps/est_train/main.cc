@@ -18,6 +18,7 @@
 #include "apps/common/parse_flags.h"
 #include "apps/common/tls_flags.h"
 #include "apps/est_train/models.h"
+#include "apps/est_train/training_options.h"
 #include "common/error.h"
 #include "common/file_util.h"
 #include "common/logging.h"
@@ -32,6 +33,7 @@
 #include "estimator/address_space_check.h"
 #include "estimator/estimator.h"
 #include "estimator/process_tuning.h"
+#include "estimator/schedules/schedule_text.h"
 #include "estimator/train_and_evaluate.h"
 
 namespace {
@@ -47,6 +49,10 @@ struct Flags {
   int64_t max_steps = 2000;
   int64_t batch_size = 64;
   double learning_rate = 0;
+  std::string lr_schedule;
+  int64_t warmup_steps = 0;
+  double clip_norm = 0;
+  double ema_decay = 0;
   int64_t save_checkpoints_steps = 500;
   int64_t eval_steps = 0;
   double throttle_secs = 0;
@@ -112,6 +118,33 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--learning-rate", flags.learning_rate,
                  "Learning rate (default: 0.001 Adam for fashion_mnist_cnn, 0.2 SGD for linear)")
       ->check(est_apps::NumberIn(0, 1e6, "a number", /*open_min=*/true));
+  app.add_option("--lr-schedule", flags.lr_schedule,
+                 "Learning rate as a function of the global step, written as TensorFlow's schedule is in Python, "
+                 "e.g. 'CosineDecay(decay_steps=2000, alpha=0.1)'; initial_learning_rate defaults to "
+                 "--learning-rate. One of " + est::schedules::LearningRateScheduleNames())
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            try {
+              est::schedules::ParseLearningRateSchedule(text, 1.0);
+              return "";
+            } catch (const est::ConfigError& error) {
+              return error.what();
+            }
+          },
+          "SCHEDULE"));
+  app.add_option("--warmup-steps", flags.warmup_steps,
+                 "Raise the learning rate linearly from 0 to the schedule's first rate over this many steps, "
+                 "then run the schedule from its step 0 (0: no warmup)")
+      ->check(est_apps::IntegerIn<int64_t>(0, est_apps::kMaxInt64))
+      ->capture_default_str();
+  app.add_option("--clip-norm", flags.clip_norm,
+                 "Scale the averaged gradients down to this global norm where it is exceeded "
+                 "(tf.clip_by_global_norm); the norm is written to TensorBoard")
+      ->check(est_apps::NumberIn(0, 1e30, "a norm", /*open_min=*/true));
+  app.add_option("--ema-decay", flags.ema_decay,
+                 "Keep exponential moving averages of the weights with this decay (and TensorFlow's num_updates "
+                 "warmup), checkpoint them, and evaluate with them (tf.train.ExponentialMovingAverage); 0: none")
+      ->check(est_apps::NumberIn(0, 1, "a decay"));
   app.add_option("--save-checkpoints-steps", flags.save_checkpoints_steps, "Save a checkpoint every N steps")
       ->check(est_apps::IntegerIn<int64_t>(1, est_apps::kMaxInt64))
       ->capture_default_str();
@@ -346,6 +379,19 @@ est_train::FashionMnistInput FashionMnistInputOf(const Flags& flags, bool reads_
   return input;
 }
 
+// The schedule and clipping of --lr-schedule, --warmup-steps and --clip-norm.
+est_train::TrainingOptions TrainingOptionsOf(const Flags& flags, const est_train::ModelRecipe& recipe) {
+  est_train::TrainingOptions options;
+  const double initial = flags.learning_rate > 0 ? flags.learning_rate : recipe.default_learning_rate;
+  if (!flags.lr_schedule.empty())
+    options.learning_rate = est::schedules::ParseLearningRateSchedule(flags.lr_schedule, initial);
+  if (flags.warmup_steps > 0)
+    options.learning_rate = est::schedules::LinearWarmup(
+        options.learning_rate.value_or(est::schedules::Constant(initial)), flags.warmup_steps);
+  if (flags.clip_norm > 0) options.clip_norm = flags.clip_norm;
+  return options;
+}
+
 int Run(const Flags& flags) {
   // Before any thread of a strategy or a store starts: under a ulimit -v too small to train,
   // OpenBLAS would spin for ever at the first matrix product.
@@ -366,6 +412,7 @@ int Run(const Flags& flags) {
                                         flags.batch_size, flags.seed, kernels);
   }
 
+  recipe.model_fn = est_train::WithTrainingOptions(std::move(recipe.model_fn), TrainingOptionsOf(flags, recipe));
   config.train_distribute = MakeStrategy(flags, config.cluster);
   config.tf_random_seed = flags.seed;
   config.save_checkpoints_steps = flags.save_checkpoints_steps;
@@ -375,6 +422,7 @@ int Run(const Flags& flags) {
   config.channels_last = est::ParseChannelsLast(flags.channels_last);
   config.ignore_invalid_checkpoints = flags.ignore_invalid_checkpoints;
   config.fused_optimizer_step = kernels;
+  if (flags.ema_decay > 0) config.moving_average = est::MovingAverageOptions().decay(flags.ema_decay).num_updates(true);
   est::TuneProcessForTraining();  // once the flags, the cluster and the data are known good
   est::Estimator estimator(recipe.model_fn, flags.model_dir, config, params);
   auto eval_spec =

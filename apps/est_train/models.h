@@ -17,6 +17,8 @@ namespace est_train {
 struct ModelRecipe {
   est::ModelFn model_fn;
   est::InputFn input_fn;
+  /// The learning rate model_fn trains with when params["learning_rate"] is not set.
+  double default_learning_rate = 0;
 };
 
 /// Where FashionMnistCnn's examples come from: TFRecord shards when train_files is set,

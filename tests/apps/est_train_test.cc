@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -10,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_state.h"
 #include "common/config.h"
 #include "estimator/summary/event_reader.h"
@@ -100,6 +102,11 @@ TEST_CASE("est-train rejects bad flags with one clear line", "[apps]") {
       {"--powersgd-warmup-steps -1",
        {"--powersgd-warmup-steps: expected an integer from 0 to 9223372036854775807, got '-1'"}},
       {"--channels-last nhwc", {"--channels-last", "nhwc", "auto,on,off"}},
+      {"--clip-norm 0", {"--clip-norm: expected a norm above 0 to 1e+30, got '0'"}},
+      {"--ema-decay 1.5", {"--ema-decay: expected a decay from 0 to 1, got '1.5'"}},
+      {"--warmup-steps -1", {"--warmup-steps: expected an integer from 0 to 9223372036854775807, got '-1'"}},
+      {"--lr-schedule 'Cosine(decay_steps=5)'", {"--lr-schedule", "unknown schedule 'Cosine'", "CosineDecay"}},
+      {"--lr-schedule 'CosineDecay(decay_steps=0)'", {"CosineDecay: decay_steps is 0; expected a number of steps > 0"}},
       {"--unknown-flag 1", {"--unknown-flag"}},
   };
   for (const auto& [args, parts] : named) {
@@ -209,6 +216,26 @@ TEST_CASE("est-train --mixed-precision trains in bfloat16 on the CPU and refuses
   CHECK(fp16.exit_code == 1);
   CHECK(fp16.output.find("est-train: error: mixed precision float16 needs CUDA devices, but the replica is on cpu") !=
         std::string::npos);
+}
+
+TEST_CASE("est-train --lr-schedule, --warmup-steps, --clip-norm and --ema-decay reach TensorBoard and checkpoints",
+          "[apps]") {
+  const std::string dir = est::testing::FreshTempDir("est_train_recipe").string();
+  RunResult run = RunEstTrain("--model linear --model-dir " + dir + " --max-steps 101 --learning-rate 0.2 "
+                              "--lr-schedule 'ExponentialDecay(decay_steps=10, decay_rate=0.5)' --warmup-steps 5 "
+                              "--clip-norm 0.5 --ema-decay 0.9");
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  CHECK(FinalMetric(run.output, "mean_squared_error") < 1e-3);
+  // Summaries at global steps 1 and 101: the rates of steps 0 (the warmup's start) and 100.
+  const auto scalars = OurScalars(dir);
+  CHECK(scalars.at({"learning_rate", 1}) == 0.0);
+  CHECK(scalars.at({"learning_rate", 101}) == Approx(0.2 * std::pow(0.5, (100 - 5) / 10.0)).epsilon(1e-6));
+  CHECK(scalars.at({"global_norm/gradient_norm", 1}) > 0.5);  // the first gradient is clipped
+  // The moving averages are checkpointed beside the weights.
+  const est::checkpoint::CheckpointReader checkpoint(est::checkpoint::LatestCheckpoint(dir).value());
+  CHECK(checkpoint.has_tensor("dense/weight/ExponentialMovingAverage"));
+  CHECK(checkpoint.has_tensor("dense/bias/ExponentialMovingAverage"));
 }
 
 TEST_CASE("est-train stopped and started again continues from the saved global step", "[apps]") {

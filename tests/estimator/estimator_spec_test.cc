@@ -15,7 +15,7 @@ TEST_CASE("EstimatorSpec factories set the mode and fields", "[estimator]") {
   auto loss = (w * w).sum();
   auto train = EstimatorSpec::Train(loss, sgd).summary("norm", w.norm());
   CHECK(train.mode == Mode::kTrain);
-  CHECK(train.optimizer == &sgd);
+  CHECK(train.optimizers == std::vector<torch::optim::Optimizer*>{&sgd});
   CHECK(train.summaries.count("norm") == 1);
   CHECK_NOTHROW(train.validate(Mode::kTrain));
 
@@ -67,13 +67,13 @@ TEST_CASE("EstimatorSpec validation follows TensorFlow's rules", "[estimator]") 
   }
   SECTION("train needs an optimizer") {
     auto spec = EstimatorSpec::Train((w * w).sum(), sgd);
-    spec.optimizer = nullptr;
+    spec.optimizers.clear();
     CHECK_THROWS_MATCHES(spec.validate(Mode::kTrain), ModelError,
                          est::testing::MessageMatches(Catch::Contains("'Mode::kTrain'") && Catch::Contains("needs an optimizer")));
   }
   SECTION("train without a loss and without an optimizer names the loss first") {
     auto spec = EstimatorSpec::Train(at::Tensor(), sgd);
-    spec.optimizer = nullptr;
+    spec.optimizers.clear();
     CHECK_THROWS_MATCHES(spec.validate(Mode::kTrain), ModelError,
                          est::testing::MessageMatches(Catch::Contains("'Mode::kTrain'") && Catch::Contains("needs a loss")));
   }
@@ -90,4 +90,26 @@ TEST_CASE("EstimatorSpec validation follows TensorFlow's rules", "[estimator]") 
     auto spec = EstimatorSpec::Train((w * w).sum(), sgd).summary("vec", w);
     CHECK_THROWS_WITH(spec.validate(Mode::kTrain), Catch::Contains("'vec'"));
   }
+}
+
+TEST_CASE("A training spec's optimizers and schedules are each given once", "[estimator][optimizers]") {
+  auto w = torch::ones({2}, torch::requires_grad());
+  auto v = torch::ones({2}, torch::requires_grad());
+  torch::optim::SGD sgd({w}, 0.1);
+  torch::optim::Adam adam({v}, 0.1);
+  torch::optim::Adam other({v}, 0.1);
+  const auto loss = (w * v).sum();
+  const auto error = [](const EstimatorSpec& spec) {
+    return est::testing::ErrorMessageOf<ModelError>([&] { spec.validate(Mode::kTrain); });
+  };
+  CHECK(error(EstimatorSpec::Train(loss, {sgd, adam}).learning_rate(adam, schedules::Constant(0.5))).empty());
+  CHECK_THAT(error(EstimatorSpec::Train(loss, {sgd, sgd})),
+             Catch::Contains("optimizer 1 of the training EstimatorSpec is given twice"));
+  CHECK_THAT(error(EstimatorSpec::Train(loss, {sgd, adam}).learning_rate(other, schedules::Constant(0.5))),
+             Catch::Contains("learning-rate schedule Constant(0.5) is for an optimizer that is not among the "
+                             "training EstimatorSpec's"));
+  CHECK_THAT(error(EstimatorSpec::Train(loss, {sgd, adam})
+                       .learning_rate(schedules::Constant(0.5))
+                       .learning_rate(adam, schedules::Constant(0.25))),
+             Catch::Contains("two learning-rate schedules would set the same optimizer's rate"));
 }

@@ -75,7 +75,7 @@ TEST_CASE("a model restored from a snapshot continues exactly as the original", 
       Write(dir, SnapshotModel(*original.ctx, 2), 2));
 
   torch::manual_seed(99);  // other initial values, overwritten by the restore
-  Model restored(RestoreFromCheckpoint(reader, /*restore_optimizers=*/true));
+  Model restored(RestoreFromCheckpoint(reader, RestoreMode::kTraining));
   CHECK(at::equal(restored.dense->weight, original.dense->weight));
   CHECK(at::equal(restored.dense->bias, original.dense->bias));
   // Adam's moments came back too: the next step is the same step.
@@ -85,10 +85,10 @@ TEST_CASE("a model restored from a snapshot continues exactly as the original", 
 
   SECTION("without the optimizers, the variables come back and Adam starts afresh") {
     torch::manual_seed(99);
-    Model fresh(RestoreFromCheckpoint(reader, /*restore_optimizers=*/false));
+    Model fresh(RestoreFromCheckpoint(reader, RestoreMode::kVariables));
     CHECK(at::equal(fresh.dense->bias, reader->tensor("dense/bias")));
     fresh.step();
-    Model again(RestoreFromCheckpoint(reader, /*restore_optimizers=*/true));
+    Model again(RestoreFromCheckpoint(reader, RestoreMode::kTraining));
     again.step();
     CHECK_FALSE(at::equal(fresh.dense->weight, again.dense->weight));
   }
@@ -100,14 +100,14 @@ TEST_CASE("restoring into another model names the variable, the checkpoint and b
   const std::string prefix = Write(dir, SnapshotModel(*original.ctx, 1), 1);
   const auto reader = std::make_shared<const checkpoint::CheckpointReader>(prefix);
 
-  CHECK_THROWS_MATCHES(Model(RestoreFromCheckpoint(reader, true), /*in=*/3), CheckpointError,
+  CHECK_THROWS_MATCHES(Model(RestoreFromCheckpoint(reader, RestoreMode::kTraining), /*in=*/3), CheckpointError,
                        MessageMatches(Catch::Contains("variable 'dense/weight' has shape [1, 3] in the model but "
                                                       "[1, 2] in checkpoint " + prefix) &&
                                       Catch::Contains("train this model into a new model_dir") &&
                                       Catch::Contains("warm_start_from")));
 
   auto ctx = std::make_unique<ModelContext>(std::make_shared<const nlohmann::json>(nlohmann::json::object()),
-                                            c10::Device(c10::kCPU), RestoreFromCheckpoint(reader, true));
+                                            c10::Device(c10::kCPU), RestoreFromCheckpoint(reader, RestoreMode::kTraining));
   CHECK_THROWS_MATCHES(ctx->module("other", [] { return torch::nn::Linear(2, 1); }), CheckpointError,
                        MessageMatches(Catch::Contains("variable 'other/weight' is not in checkpoint " + prefix) &&
                                       Catch::Contains("dense/weight") &&

@@ -1,6 +1,7 @@
 // Training with ParameterServerStrategy against ps tasks in this process: one worker with one
 // or two ps tasks (a partitioned variable) equals local training to the last bit, with SGD
-// with momentum and with Adam; the checkpoint it writes continues in local training exactly.
+// with momentum, with Adam, and with Adagrad and Adam as two optimizers; the checkpoint it
+// writes continues in local training exactly.
 
 #include <torch/torch.h>
 
@@ -25,7 +26,8 @@
 namespace est {
 namespace {
 
-// x (2) -> 64 -> tanh -> 64 -> tanh -> 1, with the optimizer params["optimizer"] names.
+// x (2) -> 64 -> tanh -> 64 -> tanh -> 1, with the optimizer params["optimizer"] names
+// ("adagrad+adam": Adagrad for the first layer, Adam for the others).
 EstimatorSpec MlpModelFn(const Features& features, const at::Tensor& labels, Mode mode, ModelContext& ctx) {
   auto net = ctx.module("mlp", [] {
     return torch::nn::Sequential(torch::nn::Linear(2, 64), torch::nn::Tanh(), torch::nn::Linear(64, 64),
@@ -34,6 +36,15 @@ EstimatorSpec MlpModelFn(const Features& features, const at::Tensor& labels, Mod
   auto predictions = net->forward(features.at("x")).squeeze(1);
   auto loss = torch::mse_loss(predictions, labels);
   if (mode == Mode::kEval) return EstimatorSpec::Eval(loss, {});
+  if (ctx.params().value("optimizer", "sgd") == "adagrad+adam") {
+    auto& adagrad = ctx.optimizer("adagrad", [&] { return torch::optim::Adagrad(net->ptr(0)->parameters(), 0.05); });
+    auto& adam = ctx.optimizer("adam", [&] {
+      std::vector<at::Tensor> rest = net->ptr(2)->parameters();
+      for (const auto& parameter : net->ptr(4)->parameters()) rest.push_back(parameter);
+      return torch::optim::Adam(rest, 1e-2);
+    });
+    return EstimatorSpec::Train(loss, {adagrad, adam});
+  }
   if (ctx.params().value("optimizer", "sgd") == "adam") {
     auto& adam = ctx.optimizer("adam", [&] { return torch::optim::Adam(net->parameters(), 1e-2); });
     return EstimatorSpec::Train(loss, adam);
@@ -136,7 +147,7 @@ void CheckBitEqual(const Estimator& a, const Estimator& b) {
 }  // namespace
 
 TEST_CASE("one worker with ps tasks trains exactly as local training", "[estimator][ps]") {
-  for (const std::string optimizer : {"sgd", "adam"}) {
+  for (const std::string optimizer : {"sgd", "adam", "adagrad+adam"}) {
     for (int num_ps : {1, 2}) {
       DYNAMIC_SECTION(optimizer << " with " << num_ps << " ps task(s)") {
         testing::LogCapture log(200);

@@ -1,0 +1,28 @@
+#pragma once
+/// What EstimatorSpec::Train asks done to a step's averaged gradients before the optimizer
+/// applies them: the user's transform, then clipping by value, then by global norm.
+/// Internal to the estimator.
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+#include "estimator/estimator_spec.h"
+
+namespace est {
+
+class ModelContext;
+
+/// The summary tag of the global norm before clipping (TensorFlow's optimize_loss's).
+inline constexpr const char* kGradientNormSummary = "global_norm/gradient_norm";
+
+/// True when `spec` asks for any change to the gradients: then every gradient must be final
+/// (averaged over the replicas) before any variable is updated.
+bool ProcessesGradients(const EstimatorSpec& spec);
+
+/// Applies `spec`'s gradient transform and clipping to the gradients (`.grad()`) of `ctx`'s
+/// trainable variables at global step `step`. Returns the global norm before clipping, a
+/// scalar on the replica's device, when `spec` clips by global norm; undefined otherwise.
+at::Tensor ProcessGradients(const EstimatorSpec& spec, const ModelContext& ctx, int64_t step);
+
+}  // namespace est

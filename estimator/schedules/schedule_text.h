@@ -1,0 +1,22 @@
+#pragma once
+/// Learning-rate schedules written as text, as a TensorFlow user writes the schedule in
+/// Python: `CosineDecay(decay_steps=2000, alpha=0.1)`, `Constant`,
+/// `PiecewiseConstantDecay(boundaries=[1000, 2000], values=[0.1, 0.01, 0.001])`.
+/// What est-train's --lr-schedule takes.
+
+#include <string>
+
+#include "estimator/schedules/learning_rate_schedule.h"
+
+namespace est::schedules {
+
+/// The schedule `text` names: a schedule of decay_schedules.h (or Constant) by its name,
+/// with its parameters as keyword arguments (numbers, true/false, [lists]). An omitted
+/// initial_learning_rate (Constant: learning_rate) is `initial_learning_rate`; other omitted
+/// parameters take their defaults. A ConfigError names what is wrong and what was expected.
+LearningRateSchedule ParseLearningRateSchedule(const std::string& text, double initial_learning_rate);
+
+/// The names ParseLearningRateSchedule knows, for help texts: "Constant, CosineDecay, ...".
+std::string LearningRateScheduleNames();
+
+}  // namespace est::schedules
