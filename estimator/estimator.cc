@@ -65,7 +65,7 @@ data::Element ToDevice(data::Element element, const ModelContext& ctx) {
 }
 
 Estimator::Estimator(ModelFn model_fn, std::string model_dir, RunConfig config, const nlohmann::json& params,
-                     std::string warm_start_from)
+                     WarmStartSettings warm_start_from)
     : impl_(std::make_unique<Impl>(std::move(config))) {
   EST_CHECK(static_cast<bool>(model_fn), ConfigError, "Estimator needs a model_fn");
   impl_->config.validate();
@@ -79,6 +79,7 @@ Estimator::Estimator(ModelFn model_fn, std::string model_dir, RunConfig config, 
   impl_->model_dir = ResolveModelDir(model_dir, impl_->config);
   impl_->config.model_dir = impl_->model_dir;
   impl_->params = std::make_shared<const nlohmann::json>(params.is_null() ? nlohmann::json::object() : params);
+  warm_start_from.validate();
   impl_->warm_start_from = std::move(warm_start_from);
   Log().info("Using config: model_dir = {}, save_summary_steps = {}, {}, keep_checkpoint_max = {}, "
              "log_step_count_steps = {}",

@@ -18,6 +18,7 @@
 #include "estimator/model_fn.h"
 #include "estimator/predictions.h"
 #include "estimator/run_config.h"
+#include "estimator/warm_start_settings.h"
 
 namespace est {
 
@@ -66,10 +67,11 @@ class Estimator {
  public:
   /// `model_dir` wins over config.model_dir; when both are empty a temporary directory
   /// is used (and logged). `params` is handed to model_fn through ModelContext::params().
-  /// `warm_start_from` names a checkpoint (prefix or directory) whose variables
-  /// initialise a model that has no checkpoint of its own in model_dir.
+  /// `warm_start_from` names a checkpoint (prefix or directory) whose trainable variables
+  /// initialise a model that has no checkpoint of its own in model_dir, or says which
+  /// variables it gives, under which names (WarmStartSettings).
   Estimator(ModelFn model_fn, std::string model_dir = "", RunConfig config = {},
-            const nlohmann::json& params = nlohmann::json::object(), std::string warm_start_from = "");
+            const nlohmann::json& params = nlohmann::json::object(), WarmStartSettings warm_start_from = {});
   ~Estimator();
   Estimator(const Estimator&) = delete;
   Estimator& operator=(const Estimator&) = delete;

@@ -24,7 +24,7 @@ struct Estimator::Impl {
   std::string model_dir;
   RunConfig config;
   std::shared_ptr<const nlohmann::json> params;
-  std::string warm_start_from;
+  WarmStartSettings warm_start_from;
   /// The first train() call continues the input where the restored checkpoint left it;
   /// later calls start their input_fn from the beginning, as TensorFlow does.
   bool input_position_restored = false;

@@ -64,8 +64,9 @@ EvalResult Estimator::Impl::evaluate(const InputFn& input_fn, const EvalOptions&
 
   std::shared_ptr<distribute::Strategy> strategy = eval_strategy();
   CheckSameGlobalStep(*strategy, global_step, "evaluates");
-  ReplicaSet replicas(*strategy, params, reader, inference_restore_mode(), /*initialize_from_training=*/nullptr,
-                      config.channels_last);
+  ReplicaSet replicas(*strategy, params,
+                      reader ? RestoreFromCheckpoint(reader, inference_restore_mode()) : ModelContext::Initializers{},
+                      /*initialize_from_training=*/nullptr, config.channels_last);
   // One process writes: the first worker of a group that evaluates together (eval_distribute),
   // else the training chief or the evaluator task; other workers evaluating alone do not.
   const bool writes_results = config.eval_distribute ? strategy->worker_index() == 0

@@ -3,7 +3,10 @@
 #include <torch/serialize/archive.h>
 #include <torch/types.h>
 
+#include <algorithm>
+#include <functional>
 #include <mutex>
+#include <regex>
 #include <sstream>
 
 #include "checkpoint/checkpoint_reader.h"
@@ -35,7 +38,7 @@ std::string ListSome(const std::vector<std::string>& names) {
 // The fix where a checkpoint is another model's.
 constexpr const char* kAnotherModel =
     ". If it is another model's checkpoint, train this model into a new model_dir (Estimator's warm_start_from "
-    "starts one from a checkpoint whose variables match this model's)";
+    "starts one from chosen variables of a checkpoint, WarmStartSettings)";
 
 void RestoreVariable(const checkpoint::CheckpointReader& reader, const std::string& name, at::Tensor& variable) {
   EST_CHECK(reader.has_tensor(name), CheckpointError, "variable '", name, "' is not in checkpoint ",
@@ -61,6 +64,14 @@ c10::optional<c10::Device> ParameterDevice(const torch::optim::Optimizer& optimi
     }
   }
   return device;
+}
+
+// Restores a new optimizer's state from `reader`, where it holds some under the optimizer's name.
+std::function<void(const std::string&, torch::optim::Optimizer&)> OptimizerRestorer(
+    std::shared_ptr<const checkpoint::CheckpointReader> reader) {
+  return [reader](const std::string& name, torch::optim::Optimizer& optimizer) {
+    if (auto bytes = reader->blob(kOptimizerBlobPrefix + name)) DeserializeOptimizer(*bytes, name, optimizer);
+  };
 }
 
 }  // namespace
@@ -90,9 +101,36 @@ ModelContext::Initializers RestoreFromCheckpoint(std::shared_ptr<const checkpoin
     }
   };
   if (mode == RestoreMode::kTraining) {
-    initializers.optimizer = [reader](const std::string& name, torch::optim::Optimizer& optimizer) {
-      if (auto bytes = reader->blob(kOptimizerBlobPrefix + name)) DeserializeOptimizer(*bytes, name, optimizer);
-    };
+    initializers.optimizer = OptimizerRestorer(reader);
+  }
+  return initializers;
+}
+
+ModelContext::Initializers WarmStartFromCheckpoint(std::shared_ptr<const checkpoint::CheckpointReader> reader,
+                                                   const WarmStartSettings& settings) {
+  settings.validate();
+  auto patterns = std::make_shared<std::vector<std::regex>>();
+  for (const std::string& pattern : settings.vars_to_warm_start()) patterns->emplace_back(pattern);
+  ModelContext::Initializers initializers;
+  initializers.variables = [reader, patterns, settings](const NamedTensors& variables) {
+    for (auto [name, tensor] : variables) {
+      if (!tensor.requires_grad() && !settings.warm_start_buffers()) continue;
+      const std::string& new_name = name;  // a structured binding cannot be captured
+      if (std::none_of(patterns->begin(), patterns->end(),
+                       [&](const std::regex& pattern) { return std::regex_match(new_name, pattern); }))
+        continue;
+      const auto renamed = settings.var_name_to_prev_var_name().find(name);
+      const std::string& old_name = renamed == settings.var_name_to_prev_var_name().end() ? name : renamed->second;
+      EST_CHECK(reader->has_tensor(old_name), CheckpointError, "warm-starting variable '", name, "'",
+                old_name == name ? std::string() : " from '" + old_name + "'", ": checkpoint ", reader->prefix(),
+                " has no '", old_name, "'; it has: ", ListSome(reader->tensor_names()),
+                ". WarmStartSettings::vars_to_warm_start chooses the variables to warm-start and "
+                "var_name_to_prev_var_name renames them");
+      RestoreVariable(*reader, old_name, tensor);
+    }
+  };
+  if (settings.warm_start_optimizers()) {
+    initializers.optimizer = OptimizerRestorer(reader);
   }
   return initializers;
 }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "estimator/model_context.h"
+#include "estimator/warm_start_settings.h"
 
 namespace est {
 namespace checkpoint {
@@ -44,6 +45,14 @@ enum class RestoreMode {
 /// naming the variable, the checkpoint and both shapes.
 ModelContext::Initializers RestoreFromCheckpoint(std::shared_ptr<const checkpoint::CheckpointReader> reader,
                                                  RestoreMode mode);
+
+/// Initializers that warm-start new state from `reader` as `settings` say: the variables
+/// vars_to_warm_start matches (trainable ones, and buffers when asked), each under its
+/// previous name where var_name_to_prev_var_name gives one, and the optimizers' state when
+/// asked. A variable to warm-start that the checkpoint lacks, or holds with another shape or
+/// dtype, is a CheckpointError naming both names.
+ModelContext::Initializers WarmStartFromCheckpoint(std::shared_ptr<const checkpoint::CheckpointReader> reader,
+                                                   const WarmStartSettings& settings);
 
 /// Serializes an optimizer's state (LibTorch's archive format) into bytes.
 std::string SerializeOptimizer(const torch::optim::Optimizer& optimizer);

@@ -2,29 +2,24 @@
 
 #include <torch/types.h>
 
-#include "checkpoint/checkpoint_reader.h"
 #include "common/error.h"
 #include "distribute/strategy.h"
-#include "estimator/model_checkpoint.h"
 
 namespace est {
 
 ReplicaSet::ReplicaSet(distribute::Strategy& strategy, std::shared_ptr<const nlohmann::json> params,
-                       std::shared_ptr<const checkpoint::CheckpointReader> restore_from, RestoreMode restore,
-                       VariablesInitializer initialize_from_training, ChannelsLast channels_last) {
+                       ModelContext::Initializers restore, VariablesInitializer initialize_from_training,
+                       ChannelsLast channels_last) {
   const std::vector<c10::Device> devices = strategy.local_devices();
   for (size_t i = 0; i < devices.size(); ++i) {
     replicas_.push_back(std::make_unique<ModelContext>(
-        params, devices[i], initializers_for(static_cast<int>(i), restore_from, restore, initialize_from_training),
+        params, devices[i], initializers_for(static_cast<int>(i), restore, initialize_from_training),
         UsesChannelsLast(channels_last, devices[i])));
   }
 }
 
-ModelContext::Initializers ReplicaSet::initializers_for(int index,
-                                                        const std::shared_ptr<const checkpoint::CheckpointReader>& reader,
-                                                        RestoreMode mode,
+ModelContext::Initializers ReplicaSet::initializers_for(int index, const ModelContext::Initializers& restore,
                                                         VariablesInitializer initialize_from_training) {
-  ModelContext::Initializers restore = reader ? RestoreFromCheckpoint(reader, mode) : ModelContext::Initializers{};
   ModelContext::Initializers initializers;
   initializers.optimizer = restore.optimizer;
   if (index == 0) {

@@ -7,22 +7,18 @@
 #include <vector>
 
 #include "estimator/channels_last.h"
-#include "estimator/model_checkpoint.h"
 #include "estimator/model_context.h"
 
 namespace est {
-namespace checkpoint {
-class CheckpointReader;
-}
 namespace distribute {
 class Strategy;
 }
 
-/// Creates one ModelContext per local replica of `strategy`. Replica 0's new variables
-/// are restored from `restore_from` (when given), then handed to `initialize_from_training`
-/// (when set; training's StepSync makes them the training's current values); the other
-/// local replicas copy replica 0's values. Every replica's optimizers are restored from the
-/// checkpoint when `restore` says so (RestoreMode::kTraining).
+/// Creates one ModelContext per local replica of `strategy`. Replica 0's new variables are
+/// filled by `restore` (from a checkpoint: RestoreFromCheckpoint, WarmStartFromCheckpoint),
+/// then handed to `initialize_from_training` (when set; training's StepSync makes them the
+/// training's current values); the other local replicas copy replica 0's values. Every
+/// replica's new optimizers go through `restore.optimizer`, when it is set.
 /// Replica 0 must create its state first, as it does when model_fn runs replica by replica.
 /// A replica lays out 4-D tensors channels-last as `channels_last` says for its device.
 class ReplicaSet {
@@ -31,8 +27,8 @@ class ReplicaSet {
   using VariablesInitializer = std::function<void(const NamedTensors& variables)>;
 
   ReplicaSet(distribute::Strategy& strategy, std::shared_ptr<const nlohmann::json> params,
-             std::shared_ptr<const checkpoint::CheckpointReader> restore_from, RestoreMode restore,
-             VariablesInitializer initialize_from_training, ChannelsLast channels_last = ChannelsLast::kOff);
+             ModelContext::Initializers restore, VariablesInitializer initialize_from_training,
+             ChannelsLast channels_last = ChannelsLast::kOff);
 
   /// Number of local replicas.
   int size() const { return static_cast<int>(replicas_.size()); }
@@ -40,8 +36,8 @@ class ReplicaSet {
   ModelContext& replica(int index) { return *replicas_.at(static_cast<size_t>(index)); }
 
  private:
-  ModelContext::Initializers initializers_for(int index, const std::shared_ptr<const checkpoint::CheckpointReader>& reader,
-                                              RestoreMode restore, VariablesInitializer initialize_from_training);
+  ModelContext::Initializers initializers_for(int index, const ModelContext::Initializers& restore,
+                                              VariablesInitializer initialize_from_training);
 
   std::vector<std::unique_ptr<ModelContext>> replicas_;
 };

@@ -130,15 +130,16 @@ void KeepInitialValues(const NamedTensors& variables, std::vector<std::pair<at::
 // for the last save, so every checkpoint is complete when train() returns.
 class TrainingSession : public Session {
  public:
+  // `restore` fills new state (from the checkpoint resumed, or warm-starting); `resume_from`
+  // is the checkpoint the run continues, null when it starts afresh or warm-starts.
   TrainingSession(const Estimator::Impl& estimator, distribute::Strategy& strategy,
-                  std::shared_ptr<const checkpoint::CheckpointReader> restore_from, bool restore_optimizers,
+                  ModelContext::Initializers restore, std::shared_ptr<const checkpoint::CheckpointReader> resume_from,
                   bool complete_saves)
       : estimator_(estimator),
         strategy_(strategy),
         // Replica 0's new variables become the training's current values through the
         // strategy's VariableStore, which run() makes before model_fn first runs.
-        replicas_(strategy, estimator.params, restore_from,
-                  restore_optimizers ? RestoreMode::kTraining : RestoreMode::kVariables,
+        replicas_(strategy, estimator.params, std::move(restore),
                   [this](const NamedTensors& variables) {
                     sync_.variables->initialize(variables);
                     if (moving_averages_) moving_averages_->track(variables);
@@ -150,10 +151,10 @@ class TrainingSession : public Session {
         accumulation_steps_(estimator.config.gradient_accumulation_steps) {
     if (auto options = estimator.config.effective_loss_scale()) {
       loss_scaler_.emplace(*options);
-      if (restore_from && restore_optimizers) RestoreLossScale(*restore_from, *loss_scaler_);
+      if (resume_from) RestoreLossScale(*resume_from, *loss_scaler_);
     }
     if (strategy.is_chief() && estimator.config.moving_average)
-      moving_averages_.emplace(*estimator.config.moving_average, restore_optimizers ? restore_from : nullptr);
+      moving_averages_.emplace(*estimator.config.moving_average, resume_from);
     if (strategy.is_chief())
       checkpoint_writer_.emplace(checkpoint::CheckpointManager(
           estimator.model_dir, checkpoint::RetentionOptions()
@@ -568,32 +569,36 @@ void Estimator::Impl::train(const InputFn& input_fn, const TrainOptions& options
     CreateDirectories(model_dir);
     model_dir_lock.emplace(model_dir);
   }
-  std::shared_ptr<const checkpoint::CheckpointReader> restore_from = open_checkpoint("");
-  const int64_t start_step = restore_from ? restore_from->global_step() : 0;
+  std::shared_ptr<const checkpoint::CheckpointReader> resume_from = open_checkpoint("");
+  const int64_t start_step = resume_from ? resume_from->global_step() : 0;
   if (options.max_steps() && start_step >= *options.max_steps()) {
     Log().info("Skipping training since max_steps has already saved.");
     return;
   }
-  bool restore_optimizers = true;
-  if (restore_from) {
-    Log().info("Restoring parameters from {}", restore_from->prefix());
-  } else if (!warm_start_from.empty()) {
-    restore_from = open_checkpoint(warm_start_from);
-    restore_optimizers = false;
-    Log().info("Warm-starting from {}", restore_from->prefix());
+  ModelContext::Initializers restore;
+  if (resume_from) {
+    Log().info("Restoring parameters from {}", resume_from->prefix());
+    restore = RestoreFromCheckpoint(resume_from, RestoreMode::kTraining);
+  } else if (!warm_start_from.ckpt_to_initialize_from().empty()) {
+    std::shared_ptr<const checkpoint::CheckpointReader> source =
+        open_checkpoint(warm_start_from.ckpt_to_initialize_from());
+    EST_CHECK(source != nullptr, CheckpointError, "warm_start_from: no checkpoint at '",
+              warm_start_from.ckpt_to_initialize_from(), "'");
+    Log().info("Warm-starting from {}", source->prefix());
+    restore = WarmStartFromCheckpoint(source, warm_start_from);
   }
   int64_t skip_batches = 0;
   std::optional<int64_t> saved_batch_examples;
-  if (restore_from && restore_optimizers && !input_position_restored) {
+  if (resume_from && !input_position_restored) {
     // A worker's own position where the checkpoint has one (parameter servers: each worker
     // reads its own shard at its own pace), else the chief's, which every worker shares.
-    std::optional<std::string> position = restore_from->blob(WorkerInputPositionBlob(strategy.worker_index()));
-    if (!position) position = restore_from->blob(kInputPositionBlob);
+    std::optional<std::string> position = resume_from->blob(WorkerInputPositionBlob(strategy.worker_index()));
+    if (!position) position = resume_from->blob(kInputPositionBlob);
     if (position) {
-      skip_batches = ParseCountBlob(*position, kInputPositionBlob, *restore_from);
+      skip_batches = ParseCountBlob(*position, kInputPositionBlob, *resume_from);
     }
-    if (auto examples = restore_from->blob(kInputBatchExamplesBlob)) {
-      saved_batch_examples = ParseCountBlob(*examples, kInputBatchExamplesBlob, *restore_from);
+    if (auto examples = resume_from->blob(kInputBatchExamplesBlob)) {
+      saved_batch_examples = ParseCountBlob(*examples, kInputBatchExamplesBlob, *resume_from);
     }
   }
   input_position_restored = true;
@@ -605,7 +610,7 @@ void Estimator::Impl::train(const InputFn& input_fn, const TrainOptions& options
   if (strategy.num_replicas_in_sync() > 1)
     Log().info("Training with {}: {} replicas in sync, {} on this worker", strategy.name(),
                strategy.num_replicas_in_sync(), strategy.num_local_replicas());
-  TrainingSession session(*this, strategy, restore_from, restore_optimizers,
+  TrainingSession session(*this, strategy, std::move(restore), resume_from,
                           /*complete_saves=*/!options.saving_listeners().empty());
   std::vector<HookPtr> hooks = options.hooks();
   for (auto& hook : DefaultTrainingHooks(config, model_dir, options, session.is_chief())) hooks.push_back(hook);

@@ -38,7 +38,7 @@ torch::nn::Linear Build(ReplicaSet& replicas, int r) {
 
 TEST_CASE("every local replica starts as replica 0 does", "[estimator]") {
   MirroredStrategy strategy({"cpu", "cpu", "cpu"});
-  ReplicaSet replicas(strategy, NoParams(), nullptr, RestoreMode::kVariables, nullptr);
+  ReplicaSet replicas(strategy, NoParams(), {}, nullptr);
   REQUIRE(replicas.size() == 3);
   torch::manual_seed(1);
   auto first = Build(replicas, 0);
@@ -59,7 +59,7 @@ TEST_CASE("replica 0 restores from the checkpoint and the others copy it", "[est
                               {{"dense/weight", weight}, {"dense/bias", bias}, {"count", at::ones({3})}}, {}, 5);
   auto reader = std::make_shared<const checkpoint::CheckpointReader>(dir + "/model.ckpt-5");
   MirroredStrategy strategy({"cpu", "cpu"});
-  ReplicaSet replicas(strategy, NoParams(), reader, RestoreMode::kTraining, nullptr);
+  ReplicaSet replicas(strategy, NoParams(), RestoreFromCheckpoint(reader, RestoreMode::kTraining), nullptr);
   for (int r = 0; r < 2; ++r) {
     auto dense = Build(replicas, r);
     CHECK(at::equal(dense->weight, weight));
@@ -70,7 +70,7 @@ TEST_CASE("replica 0 restores from the checkpoint and the others copy it", "[est
 
 TEST_CASE("a replica that creates state replica 0 lacks, or of another shape, is a ModelError", "[estimator]") {
   MirroredStrategy strategy({"cpu", "cpu"});
-  ReplicaSet replicas(strategy, NoParams(), nullptr, RestoreMode::kVariables, nullptr);
+  ReplicaSet replicas(strategy, NoParams(), {}, nullptr);
   replicas.replica(0).module("dense", [] { return torch::nn::Linear(2, 1); });
   CHECK_THROWS_MATCHES(replicas.replica(1).module("extra", [] { return torch::nn::Linear(2, 1); }), ModelError,
                        MessageMatches(Catch::Contains("replica 1 created variable 'extra/weight'")));
