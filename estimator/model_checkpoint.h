@@ -34,7 +34,7 @@ CheckpointContents SnapshotModel(const ModelContext& ctx, int64_t global_step);
 
 /// What RestoreFromCheckpoint gives the state model_fn creates.
 enum class RestoreMode {
-  kVariables,       ///< the variables only: warm-starting, evaluation and prediction
+  kVariables,       ///< the variables only: evaluation and prediction (warm-starting: WarmStartFromCheckpoint)
   kTraining,        ///< the variables and every optimizer's state: resuming training
   kMovingAverages,  ///< each variable's moving average where the checkpoint has one, else the
                     ///< variable: evaluation and prediction with RunConfig::moving_average
