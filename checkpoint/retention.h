@@ -4,10 +4,16 @@
 
 #include <torch/arg.h>
 
+#include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
 namespace est::checkpoint {
+
+/// Chooses, among the checkpoints retention tracks (prefixes, oldest first), those to keep
+/// beside the newest keep_checkpoint_max (the best by an evaluation metric).
+using ChooseKeptCheckpoints = std::function<std::set<std::string>(const std::vector<std::string>& tracked)>;
 
 /// How many checkpoints a CheckpointManager keeps.
 struct RetentionOptions {
@@ -16,6 +22,9 @@ struct RetentionOptions {
   /// A checkpoint about to be deleted is kept forever instead when it was saved at least
   /// this many hours after the last one kept this way; 0 disables this.
   TORCH_ARG(double, keep_checkpoint_every_n_hours) = 10000;
+  /// When set, the checkpoints it chooses are kept too, however old: they stay tracked (and
+  /// listed in the state file), and are deleted once it no longer chooses them.
+  TORCH_ARG(ChooseKeptCheckpoints, also_keep);
 };
 
 /// A checkpoint subject to retention and when it was saved (seconds since the epoch).
@@ -38,10 +47,10 @@ struct RetentionOutcome {
   double last_preserved_timestamp = 0;
 };
 
-/// Drops the oldest of `tracked` (oldest first) until keep_checkpoint_max remain; each
-/// dropped checkpoint saved at least keep_checkpoint_every_n_hours after
-/// `last_preserved_timestamp` is preserved (and becomes the last preserved), the others
-/// are deleted.
+/// Drops the oldest of `tracked` (oldest first) until keep_checkpoint_max remain, apart from
+/// those `also_keep` chooses, which stay tracked; each dropped checkpoint saved at least
+/// keep_checkpoint_every_n_hours after `last_preserved_timestamp` is preserved (and becomes
+/// the last preserved), the others are deleted.
 RetentionOutcome ApplyRetention(const std::vector<TrackedCheckpoint>& tracked,
                                 double last_preserved_timestamp, const RetentionOptions& options);
 

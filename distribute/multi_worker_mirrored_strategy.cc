@@ -41,10 +41,12 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(MultiWorkerOptions opti
 
 MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(std::shared_ptr<Collective> collective,
                                                          std::vector<std::string> devices, BufferSync buffer_sync,
-                                                         GradientReducerOptions buckets)
+                                                         GradientReducerOptions buckets,
+                                                         std::shared_ptr<Collective> model_collective)
     : options_(MultiWorkerOptions().buffer_sync(buffer_sync).buckets(buckets)),
       devices_(ParseDevices(devices)),
-      collective_(std::move(collective)) {
+      collective_(std::move(collective)),
+      model_collective_(std::move(model_collective)) {
   EST_CHECK(collective_ != nullptr, ConfigError, "MultiWorkerMirroredStrategy needs a collective");
   check_options();
   place_ = TrainingPlace{collective_->world_size(), collective_->rank(), collective_->rank() == 0};
@@ -97,9 +99,9 @@ std::shared_ptr<MultiWorkerMirroredStrategy> MultiWorkerMirroredStrategy::Create
 
 std::shared_ptr<MultiWorkerMirroredStrategy> MultiWorkerMirroredStrategy::CreateWithCollective(
     std::shared_ptr<Collective> collective, std::vector<std::string> devices, BufferSync buffer_sync,
-    GradientReducerOptions buckets) {
-  return std::shared_ptr<MultiWorkerMirroredStrategy>(
-      new MultiWorkerMirroredStrategy(std::move(collective), std::move(devices), buffer_sync, buckets));
+    GradientReducerOptions buckets, std::shared_ptr<Collective> model_collective) {
+  return std::shared_ptr<MultiWorkerMirroredStrategy>(new MultiWorkerMirroredStrategy(
+      std::move(collective), std::move(devices), buffer_sync, buckets, std::move(model_collective)));
 }
 
 StrategySettings MultiWorkerMirroredStrategy::settings() const {
@@ -146,18 +148,39 @@ void MultiWorkerMirroredStrategy::connect() {
   rendezvous.rank = worker_index;
   rendezvous.world_size = num_workers;
   rendezvous.timeout = timeout;
-  const std::shared_ptr<Store> job = Rendezvous(store_, rendezvous);
+  job_store_ = Rendezvous(store_, rendezvous);
   // Workers with other settings would train with mismatched buckets or replicas.
-  CheckSameSettings(*job, worker_index, num_workers, settings(), timeout);
-  CollectiveRequest request;
-  request.store = job;
-  request.rank = worker_index;
-  request.world_size = num_workers;
-  request.device = devices_.front();
-  request.hostname = cluster.task_host();
-  request.timeout = timeout;
-  collective_ = CreateCollective(*backend_, request);
+  CheckSameSettings(*job_store_, worker_index, num_workers, settings(), timeout);
+  collective_ = CreateCollective(*backend_, collective_request(job_store_));
   Log().info("MultiWorkerMirroredStrategy: all {} workers connected ({})", num_workers, collective_->name());
+}
+
+CollectiveRequest MultiWorkerMirroredStrategy::collective_request(std::shared_ptr<Store> store) const {
+  CollectiveRequest request;
+  request.store = std::move(store);
+  request.rank = place().worker_index;
+  request.world_size = place().num_workers;
+  request.device = devices_.front();
+  request.hostname = cluster().task_host();
+  request.timeout = std::chrono::milliseconds(static_cast<int64_t>(options_.timeout_secs() * 1000));
+  return request;
+}
+
+Collective& MultiWorkerMirroredStrategy::model_collective() {
+  EST_CHECK(place().num_workers > 1, ConfigError, "MultiWorkerMirroredStrategy: worker ", place().worker_index,
+            " trains alone; model_fn's collectives need no connection");
+  std::call_once(model_connected_, [this] {
+    if (model_collective_ != nullptr) return;
+    EST_CHECK(backend_ != nullptr, ConfigError, "MultiWorkerMirroredStrategy was made on a collective without one "
+              "for model_fn's collectives: pass CreateWithCollective a model_collective");
+    collective();  // the job's rendezvous
+    // Small tensors, called while backward may all-reduce gradients on the other connection.
+    CollectiveRequest request = collective_request(CreatePrefixStore("model_fn", job_store_));
+    request.shared_memory = false;
+    model_collective_ = CreateCollective(*backend_, request);
+    Log().info("MultiWorkerMirroredStrategy: model_fn's collectives connected ({})", model_collective_->name());
+  });
+  return *model_collective_;
 }
 
 }  // namespace est::distribute

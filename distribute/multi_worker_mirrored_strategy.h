@@ -64,10 +64,12 @@ class MultiWorkerMirroredStrategy : public Strategy {
   explicit MultiWorkerMirroredStrategy(MultiWorkerOptions options = {});
   /// A shared strategy, ready for RunConfig::train_distribute.
   static std::shared_ptr<MultiWorkerMirroredStrategy> Create(MultiWorkerOptions options = {});
-  /// A strategy over an already connected collective (ranks as threads, tests).
+  /// A strategy over an already connected collective (ranks as threads, tests), and another
+  /// over the same ranks for model_fn's collectives (null: model_fn calls none across workers).
   static std::shared_ptr<MultiWorkerMirroredStrategy> CreateWithCollective(
       std::shared_ptr<Collective> collective, std::vector<std::string> devices = {"cpu"},
-      BufferSync buffer_sync = BufferSync::kBroadcast, GradientReducerOptions buckets = {});
+      BufferSync buffer_sync = BufferSync::kBroadcast, GradientReducerOptions buckets = {},
+      std::shared_ptr<Collective> model_collective = nullptr);
   ~MultiWorkerMirroredStrategy() override;
 
   std::string name() const override { return "MultiWorkerMirroredStrategy"; }
@@ -76,6 +78,9 @@ class MultiWorkerMirroredStrategy : public Strategy {
   /// made on a collective keeps the collective's ranks.
   void configure(const ClusterConfig& cluster) override;
   Collective* collective() override;
+  int model_collective_workers() const override { return num_workers(); }
+  /// A second connection of the workers, beside the gradients', made on first use.
+  Collective& model_collective() override;
   int num_workers() const override { return place().num_workers; }
   int worker_index() const override { return place().worker_index; }
   bool is_chief() const override { return place().is_chief; }
@@ -89,7 +94,8 @@ class MultiWorkerMirroredStrategy : public Strategy {
 
  private:
   MultiWorkerMirroredStrategy(std::shared_ptr<Collective> collective, std::vector<std::string> devices,
-                              BufferSync buffer_sync, GradientReducerOptions buckets);
+                              BufferSync buffer_sync, GradientReducerOptions buckets,
+                              std::shared_ptr<Collective> model_collective);
   /// ConfigError for options that contradict each other.
   void check_options() const;
   /// Takes `cluster` as the one this strategy trains in.
@@ -97,6 +103,8 @@ class MultiWorkerMirroredStrategy : public Strategy {
   /// This worker's place; ConfigError while the strategy has neither a cluster nor a collective.
   const TrainingPlace& place() const { return PlaceOrThrow(place_, name(), "MultiWorkerOptions::cluster"); }
   void connect();
+  /// This worker's request for a collective of the job over `store`.
+  CollectiveRequest collective_request(std::shared_ptr<Store> store) const;
   /// What every worker must share, checked when they connect.
   StrategySettings settings() const;
 
@@ -107,7 +115,10 @@ class MultiWorkerMirroredStrategy : public Strategy {
   std::optional<TrainingPlace> place_;  ///< from the cluster, or the collective's ranks
   std::once_flag connected_;
   std::shared_ptr<Store> store_;  ///< the chief's store; on the chief, with its server
+  std::shared_ptr<Store> job_store_;  ///< the job's keys, after the rendezvous
   std::shared_ptr<Collective> collective_;
+  std::once_flag model_connected_;
+  std::shared_ptr<Collective> model_collective_;
 };
 
 }  // namespace est::distribute

@@ -34,6 +34,10 @@ TrainingSync Strategy::make_training_sync(const StepSyncOptions& options) {
           CreateReplicaVariables(*this, BufferSync::kBroadcast)};
 }
 
+Collective& Strategy::model_collective() {
+  EST_THROW(ConfigError, name(), ": model_fn's collectives reach this process's replicas only");
+}
+
 void Strategy::serve() {
   EST_THROW(ConfigError, name(), " has no tasks that serve others: task type 'ps' needs ParameterServerStrategy");
 }

@@ -41,6 +41,14 @@ class Strategy {
   /// The collective across worker processes, connected on first use; nullptr when every
   /// replica lives in this process.
   virtual Collective* collective() { return nullptr; }
+  /// The workers whose replicas model_fn's collectives (ReplicaContext) reach: num_workers()
+  /// where the replicas of every worker step in sync through a collective, else 1 (this
+  /// process's replicas only, as on a parameter-server worker).
+  virtual int model_collective_workers() const { return 1; }
+  /// The collective of model_fn's collectives across workers: a connection of its own beside
+  /// the gradients' (which backward may be using), made on first use. ConfigError where
+  /// model_collective_workers() is 1.
+  virtual Collective& model_collective();
   /// Number of worker processes in the training group.
   virtual int num_workers() const { return 1; }
   /// This worker's index in [0, num_workers).

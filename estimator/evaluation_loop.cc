@@ -9,6 +9,7 @@
 #include "checkpoint/checkpoint_reader.h"
 #include "common/error.h"
 #include "common/logging.h"
+#include "distribute/replica_group.h"
 #include "distribute/strategy.h"
 #include "estimator/batch_signature.h"
 #include "estimator/estimator_impl.h"
@@ -66,7 +67,7 @@ EvalResult Estimator::Impl::evaluate(const InputFn& input_fn, const EvalOptions&
   CheckSameGlobalStep(*strategy, global_step, "evaluates");
   ReplicaSet replicas(*strategy, params,
                       reader ? RestoreFromCheckpoint(reader, inference_restore_mode()) : ModelContext::Initializers{},
-                      /*initialize_from_training=*/nullptr, config.channels_last);
+                      /*initialize_from_training=*/nullptr, config.channels_last, &config.cluster);
   // One process writes: the first worker of a group that evaluates together (eval_distribute),
   // else the training chief or the evaluator task; other workers evaluating alone do not.
   const bool writes_results = config.eval_distribute ? strategy->worker_index() == 0
@@ -98,7 +99,7 @@ EvalResult Estimator::Impl::evaluate(const InputFn& input_fn, const EvalOptions&
     if (strategy->any_worker(exhausted)) break;
     batch_signature.check(elements, evaluated_steps);
     std::optional<EstimatorSpec> first_spec;
-    for (int r = 0; r < replicas.size(); ++r) {
+    replicas.group().run([&](int r) {
       ModelContext& ctx = replicas.replica(r);
       EstimatorSpec spec = CallModelFn(model_fn, ToDevice(std::move(elements[static_cast<size_t>(r)]), ctx),
                                        Mode::kEval, ctx, global_step, config.mixed_precision);
@@ -106,7 +107,7 @@ EvalResult Estimator::Impl::evaluate(const InputFn& input_fn, const EvalOptions&
       ++batches;
       MergeMetrics(spec.eval_metric_ops, totals);
       if (r == 0) first_spec = std::move(spec);
-    }
+    });
     ++evaluated_steps;
     if (steps ? (evaluated_steps % log_every == 0 || evaluated_steps == *steps) : evaluated_steps % log_every == 0)
       Log().info(steps ? fmt::format("Evaluation [{}/{}]", evaluated_steps, *steps)

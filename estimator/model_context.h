@@ -19,6 +19,7 @@
 
 #include "common/error.h"
 #include "estimator/mode.h"
+#include "estimator/replica_context.h"
 
 namespace est {
 
@@ -81,11 +82,15 @@ class ModelContext {
   c10::Device device() const { return device_; }
   /// Whether this replica lays out 4-D parameters, buffers and batch tensors channels-last.
   bool channels_last() const { return channels_last_; }
+  /// This replica's place among the replicas in sync, and collectives over them.
+  ReplicaContext& replica_context() { return replica_context_; }
 
   /// Framework side: set before each model_fn call.
   void set_mode(Mode mode);
   /// Framework side: set before each model_fn call.
   void set_global_step(int64_t step) { global_step_ = step; }
+  /// Framework side: where this replica runs (alone until set).
+  void set_replica_context(ReplicaContext context) { replica_context_ = std::move(context); }
   /// Every checkpointed tensor (module parameters and buffers, context buffers) in creation order.
   NamedTensors variables() const;
   /// The trainable parameters of every module, in creation order.
@@ -136,6 +141,7 @@ class ModelContext {
   bool channels_last_;
   Mode mode_ = Mode::kTrain;
   int64_t global_step_ = 0;
+  ReplicaContext replica_context_;
   std::vector<ModuleEntry> modules_;
   std::vector<OptimizerEntry> optimizers_;
   std::deque<std::pair<std::string, at::Tensor>> buffers_;  ///< a deque: buffer() references stay valid

@@ -11,7 +11,9 @@
 
 namespace est {
 namespace distribute {
+class ReplicaGroup;
 class Strategy;
+struct ClusterConfig;
 }
 
 /// Creates one ModelContext per local replica of `strategy`. Replica 0's new variables are
@@ -21,6 +23,8 @@ class Strategy;
 /// replica's new optimizers go through `restore.optimizer`, when it is set.
 /// Replica 0 must create its state first, as it does when model_fn runs replica by replica.
 /// A replica lays out 4-D tensors channels-last as `channels_last` says for its device.
+/// The replicas form a distribute::ReplicaGroup (their ModelContext::replica_context(), on
+/// `cluster`'s task), whose run() runs their model code.
 class ReplicaSet {
  public:
   /// Makes replica 0's new variables the training's current values.
@@ -28,18 +32,22 @@ class ReplicaSet {
 
   ReplicaSet(distribute::Strategy& strategy, std::shared_ptr<const nlohmann::json> params,
              ModelContext::Initializers restore, VariablesInitializer initialize_from_training,
-             ChannelsLast channels_last = ChannelsLast::kOff);
+             ChannelsLast channels_last = ChannelsLast::kOff, const distribute::ClusterConfig* cluster = nullptr);
+  ~ReplicaSet();
 
   /// Number of local replicas.
   int size() const { return static_cast<int>(replicas_.size()); }
   /// The context of local replica `index`.
   ModelContext& replica(int index) { return *replicas_.at(static_cast<size_t>(index)); }
+  /// The group whose run() runs the replicas' model code, so that they may call collectives.
+  distribute::ReplicaGroup& group() { return *group_; }
 
  private:
   ModelContext::Initializers initializers_for(int index, const ModelContext::Initializers& restore,
                                               VariablesInitializer initialize_from_training);
 
   std::vector<std::unique_ptr<ModelContext>> replicas_;
+  std::unique_ptr<distribute::ReplicaGroup> group_;
 };
 
 }  // namespace est

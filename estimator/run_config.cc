@@ -28,6 +28,7 @@ void RunConfig::validate() const {
             "RunConfig: gradient_accumulation_steps must be positive, got ", gradient_accumulation_steps);
   if (loss_scale) loss_scale->validate();
   if (moving_average) moving_average->validate();
+  if (keep_best_checkpoints) keep_best_checkpoints->validate();
 }
 
 std::optional<double> RunConfig::effective_save_checkpoints_secs() const {

@@ -10,6 +10,7 @@
 #include "distribute/cluster/cluster_resolver.h"
 #include "estimator/channels_last.h"
 #include "estimator/mixed_precision.h"
+#include "estimator/keep_best_checkpoints.h"
 #include "estimator/moving_average.h"
 
 namespace est {
@@ -39,6 +40,9 @@ struct RunConfig {
   int keep_checkpoint_max = 5;
   /// Additionally keep one checkpoint every this many hours.
   double keep_checkpoint_every_n_hours = 10000;
+  /// When set, the best evaluated checkpoints by a metric are kept too, beside the newest
+  /// keep_checkpoint_max, and survive restarts (KeepBestCheckpoints).
+  std::optional<KeepBestCheckpoints> keep_best_checkpoints;
   /// Log loss and global_step/sec every this many steps.
   int64_t log_step_count_steps = 100;
   /// Micro-batches per training step: each replica runs forward and backward on this many

@@ -23,10 +23,12 @@
 #include "common/logging.h"
 #include "common/stop_signals.h"
 #include "distribute/optimizer/optimizer_step.h"
+#include "distribute/replica_group.h"
 #include "distribute/step_sync.h"
 #include "distribute/strategy.h"
 #include "estimator/async_host_copy.h"
 #include "estimator/batch_signature.h"
+#include "estimator/best_checkpoints.h"
 #include "estimator/device_prefetcher.h"
 #include "estimator/estimator_impl.h"
 #include "estimator/gradient_processing.h"
@@ -120,6 +122,13 @@ void KeepInitialValues(const NamedTensors& variables, std::vector<std::pair<at::
     if (!variable.requires_grad()) kept.emplace_back(variable, variable.detach().clone());
 }
 
+// The chooser of RunConfig::keep_best_checkpoints; null when it is unset.
+checkpoint::ChooseKeptCheckpoints KeptBestCheckpoints(const Estimator::Impl& estimator) {
+  const std::optional<KeepBestCheckpoints>& best = estimator.config.keep_best_checkpoints;
+  if (!best) return nullptr;
+  return BestCheckpoints(estimator.eval_dir(best->eval_name()), *best);
+}
+
 // One training run: owns the replicas' state, the input iterator and the hooks.
 //
 // The chief writes checkpoints asynchronously: save_checkpoint() copies the variables and
@@ -145,7 +154,7 @@ class TrainingSession : public Session {
                     if (moving_averages_) moving_averages_->track(variables);
                     if (initial_values_) KeepInitialValues(variables, *initial_values_);
                   },
-                  estimator.config.channels_last),
+                  estimator.config.channels_last, &estimator.config.cluster),
         checked_optimizers_(static_cast<size_t>(replicas_.size())),
         complete_saves_(complete_saves),
         accumulation_steps_(estimator.config.gradient_accumulation_steps) {
@@ -159,7 +168,8 @@ class TrainingSession : public Session {
       checkpoint_writer_.emplace(checkpoint::CheckpointManager(
           estimator.model_dir, checkpoint::RetentionOptions()
                                    .keep_checkpoint_max(estimator.config.keep_checkpoint_max)
-                                   .keep_checkpoint_every_n_hours(estimator.config.keep_checkpoint_every_n_hours)));
+                                   .keep_checkpoint_every_n_hours(estimator.config.keep_checkpoint_every_n_hours)
+                                   .also_keep(KeptBestCheckpoints(estimator))));
   }
 
   Mode mode() const override { return Mode::kTrain; }
@@ -323,6 +333,7 @@ class TrainingSession : public Session {
   void create_variables(const data::Element& batch) {
     ModelContext& ctx = replicas_.replica(0);
     initial_values_.emplace();
+    const distribute::ReplicaGroup::Alone alone(replicas_.group());
     CallModelFn(estimator_.model_fn, ToDevice(batch, ctx), Mode::kTrain, ctx, global_step_,
                 estimator_.config.mixed_precision);
     torch::NoGradGuard no_grad;
@@ -476,14 +487,14 @@ class TrainingSession : public Session {
   // and summaries; sets `stop` to what any worker's `local` flags said.
   EstimatorSpec step(const std::vector<data::Element>& batches, distribute::StepFlags local,
                      distribute::StepFlags& stop) {
-    std::vector<EstimatorSpec> specs;
+    std::vector<EstimatorSpec> specs(static_cast<size_t>(replicas_.size()));
     std::vector<distribute::ReplicaStep> steps(static_cast<size_t>(replicas_.size()));
     // Each replica's optimizer may update the variables whose gradients the StepSync has made
     // final while the others are still being reduced; not with loss scaling or a change to
     // the gradients (clipping), which must see every gradient before any is applied.
     std::deque<OptimizerStepInParts> in_parts;  // a deque: gradients_final holds references
-    for (int r = 0; r < replicas_.size(); ++r) {
-      specs.push_back(forward_backward(r, batches, [&](EstimatorSpec& last) {
+    replicas_.group().run([&](int r) {
+      specs[static_cast<size_t>(r)] = forward_backward(r, batches, [&](EstimatorSpec& last) {
         ModelContext& ctx = replicas_.replica(r);
         distribute::ReplicaStep& replica_step = steps[static_cast<size_t>(r)];
         replica_step.variables = ctx.trainable_variables();
@@ -500,8 +511,8 @@ class TrainingSession : public Session {
         }
         for (const auto& [tag, value] : last.summaries) replica_step.summaries.push_back(value);
         sync_.step->before_last_backward(r, replica_step, local);
-      }));
-    }
+      });
+    });
     stop = sync_.step->finish(steps, local);
     EstimatorSpec& first = specs.front();
     first.loss = loss_to_host_.start(steps.front().loss);  // travels to the host while the update runs

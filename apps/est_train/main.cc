@@ -53,6 +53,8 @@ struct Flags {
   int64_t warmup_steps = 0;
   double clip_norm = 0;
   double ema_decay = 0;
+  std::string keep_best_by;
+  int keep_best = 1;
   int64_t save_checkpoints_steps = 500;
   int64_t eval_steps = 0;
   double throttle_secs = 0;
@@ -145,6 +147,23 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "Keep exponential moving averages of the weights with this decay (and TensorFlow's num_updates "
                  "warmup), checkpoint them, and evaluate with them (tf.train.ExponentialMovingAverage); 0: none")
       ->check(est_apps::NumberIn(0, 1, "a decay"));
+  CLI::Option* keep_best_by = app.add_option("--keep-best-by", flags.keep_best_by,
+                 "Also keep the best --keep-best checkpoints by this evaluation metric, however old: METRIC:max or "
+                 "METRIC:min (e.g. accuracy:max; loss alone means loss:min), read from the evaluation's event files")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            try {
+              est::ParseKeepBestBy(text);
+              return "";
+            } catch (const est::ConfigError& error) {
+              return error.what();
+            }
+          },
+          "METRIC:max|min"));
+  app.add_option("--keep-best", flags.keep_best, "How many best checkpoints --keep-best-by keeps")
+      ->check(est_apps::IntegerIn<int>(1, std::numeric_limits<int>::max()))
+      ->needs(keep_best_by)
+      ->capture_default_str();
   app.add_option("--save-checkpoints-steps", flags.save_checkpoints_steps, "Save a checkpoint every N steps")
       ->check(est_apps::IntegerIn<int64_t>(1, est_apps::kMaxInt64))
       ->capture_default_str();
@@ -423,6 +442,8 @@ int Run(const Flags& flags) {
   config.ignore_invalid_checkpoints = flags.ignore_invalid_checkpoints;
   config.fused_optimizer_step = kernels;
   if (flags.ema_decay > 0) config.moving_average = est::MovingAverageOptions().decay(flags.ema_decay).num_updates(true);
+  if (!flags.keep_best_by.empty())
+    config.keep_best_checkpoints = est::ParseKeepBestBy(flags.keep_best_by).count(flags.keep_best);
   est::TuneProcessForTraining();  // once the flags, the cluster and the data are known good
   est::Estimator estimator(recipe.model_fn, flags.model_dir, config, params);
   auto eval_spec =

@@ -2,15 +2,18 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
 
+#include "checkpoint/checkpoint_files.h"
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_state.h"
 #include "common/config.h"
@@ -105,6 +108,8 @@ TEST_CASE("est-train rejects bad flags with one clear line", "[apps]") {
       {"--clip-norm 0", {"--clip-norm: expected a norm above 0 to 1e+30, got '0'"}},
       {"--ema-decay 1.5", {"--ema-decay: expected a decay from 0 to 1, got '1.5'"}},
       {"--warmup-steps -1", {"--warmup-steps: expected an integer from 0 to 9223372036854775807, got '-1'"}},
+      {"--keep-best-by accuracy", {"--keep-best-by", "'accuracy'", "expected METRIC:max or METRIC:min"}},
+      {"--keep-best 2", {"--keep-best requires --keep-best-by"}},
       {"--lr-schedule 'Cosine(decay_steps=5)'", {"--lr-schedule", "unknown schedule 'Cosine'", "CosineDecay"}},
       {"--lr-schedule 'CosineDecay(decay_steps=0)'", {"CosineDecay: decay_steps is 0; expected a number of steps > 0"}},
       {"--unknown-flag 1", {"--unknown-flag"}},
@@ -236,6 +241,30 @@ TEST_CASE("est-train --lr-schedule, --warmup-steps, --clip-norm and --ema-decay 
   const est::checkpoint::CheckpointReader checkpoint(est::checkpoint::LatestCheckpoint(dir).value());
   CHECK(checkpoint.has_tensor("dense/weight/ExponentialMovingAverage"));
   CHECK(checkpoint.has_tensor("dense/bias/ExponentialMovingAverage"));
+}
+
+TEST_CASE("est-train --keep-best-by keeps the best evaluated checkpoint beside the newest five", "[apps]") {
+  const std::string dir = est::testing::FreshTempDir("est_train_keep_best").string();
+  // The worst loss is the best by loss:max: the first checkpoint evaluated, older than the newest five.
+  RunResult run = RunEstTrain("--model linear --model-dir " + dir + " --max-steps 80 --save-checkpoints-steps 10 "
+                              "--log-step-count-steps 100 --keep-best-by loss:max");
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  const auto evaluated = est::ReadEvalMetrics(dir + "/eval");
+  REQUIRE(evaluated.size() >= 7);
+  const int64_t worst = std::max_element(evaluated.begin(), evaluated.end(), [](const auto& a, const auto& b) {
+                          return a.second.at("loss") < b.second.at("loss");
+                        })->first;
+  REQUIRE(worst < 40);
+  std::vector<std::string> listed;
+  const std::optional<est::checkpoint::CheckpointState> state = est::checkpoint::ReadCheckpointState(dir);
+  for (const auto& path : state.value().all_model_checkpoint_paths)
+    listed.push_back(std::filesystem::path(path).filename().string());
+  CHECK(listed == std::vector<std::string>{"model.ckpt-" + std::to_string(worst), "model.ckpt-40", "model.ckpt-50",
+                                           "model.ckpt-60", "model.ckpt-70", "model.ckpt-80"});
+  CHECK(est::checkpoint::CheckpointExists(dir + "/model.ckpt-" + std::to_string(worst)));
+  for (const int64_t step : {10, 20, 30})
+    if (step != worst) CHECK_FALSE(est::checkpoint::CheckpointExists(dir + "/model.ckpt-" + std::to_string(step)));
 }
 
 TEST_CASE("est-train stopped and started again continues from the saved global step", "[apps]") {

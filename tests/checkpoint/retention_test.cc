@@ -70,3 +70,22 @@ TEST_CASE("RetentionOptions defaults match tf.estimator.RunConfig", "[checkpoint
   CHECK(options.keep_checkpoint_max() == 5);
   CHECK(options.keep_checkpoint_every_n_hours() == 10000);
 }
+
+TEST_CASE("checkpoints also_keep chooses stay tracked however old, and go once no longer chosen", "[checkpoint]") {
+  std::vector<std::string> offered;
+  const auto keep_first = RetentionOptions().keep_checkpoint_max(2).also_keep(
+      [&](const std::vector<std::string>& tracked) {
+        offered = tracked;
+        return std::set<std::string>{"ckpt-0"};
+      });
+  const auto kept = ApplyRetention(Tracked({10, 20, 30, 40}), 0, keep_first);
+  CHECK(offered == std::vector<std::string>{"ckpt-0", "ckpt-1", "ckpt-2", "ckpt-3"});
+  CHECK(Prefixes(kept.tracked) == std::vector<std::string>{"ckpt-0", "ckpt-2", "ckpt-3"});
+  CHECK(kept.deleted == std::vector<std::string>{"ckpt-1"});
+  // Chosen no more: deleted like any other beyond keep_checkpoint_max.
+  const auto keep_none = RetentionOptions().keep_checkpoint_max(2).also_keep(
+      [](const std::vector<std::string>&) { return std::set<std::string>{}; });
+  const auto dropped = ApplyRetention(kept.tracked, 0, keep_none);
+  CHECK(dropped.deleted == std::vector<std::string>{"ckpt-0"});
+  CHECK(Prefixes(dropped.tracked) == std::vector<std::string>{"ckpt-2", "ckpt-3"});
+}

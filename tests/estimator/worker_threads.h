@@ -16,10 +16,11 @@ namespace est::testing {
 
 /// Runs `worker(rank, strategy)` on `world` threads, each with a MultiWorkerMirroredStrategy
 /// over one Gloo collective (through shared memory unless `shared_memory` is false) with
-/// gradient buckets `buckets`.
+/// gradient buckets `buckets`, and a second one for model_fn's collectives; `timeout` limits
+/// every collective call.
 template <typename Worker>
 void RunMultiWorkerThreads(int world, Worker worker, est::distribute::GradientReducerOptions buckets = {},
-                           bool shared_memory = true) {
+                           bool shared_memory = true, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
   auto store = est::distribute::CreateInMemoryStore();
   std::vector<std::future<void>> workers;
   for (int rank = 0; rank < world; ++rank) {
@@ -30,12 +31,16 @@ void RunMultiWorkerThreads(int world, Worker worker, est::distribute::GradientRe
       options.world_size = world;
       options.timeout = std::chrono::seconds(30);
       est::distribute::GlooOptions gloo;
-      gloo.timeout = std::chrono::seconds(30);
+      gloo.timeout = timeout;
       gloo.shared_memory = shared_memory;
+      const std::shared_ptr<est::distribute::Store> job = est::distribute::Rendezvous(store, options);
       std::shared_ptr<est::distribute::Collective> collective =
-          est::distribute::CreateGlooCollective(est::distribute::Rendezvous(store, options), rank, world, gloo);
+          est::distribute::CreateGlooCollective(job, rank, world, gloo);
+      gloo.shared_memory = false;
+      std::shared_ptr<est::distribute::Collective> model_collective =
+          est::distribute::CreateGlooCollective(est::distribute::CreatePrefixStore("model_fn", job), rank, world, gloo);
       worker(rank, est::distribute::MultiWorkerMirroredStrategy::CreateWithCollective(
-                       collective, {"cpu"}, est::distribute::BufferSync::kBroadcast, buckets));
+                       collective, {"cpu"}, est::distribute::BufferSync::kBroadcast, buckets, model_collective));
     }));
   }
   for (auto& w : workers) w.get();

@@ -1,0 +1,76 @@
+#include "estimator/best_checkpoints.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "common/error.h"
+#include "common/logging.h"
+#include "estimator/summary/event_reader.h"
+
+namespace est {
+namespace {
+
+// The step of a prefix ".../model.ckpt-<step>"; nullopt for any other name.
+std::optional<int64_t> StepOf(const std::string& prefix) {
+  const std::string marker = "model.ckpt-";
+  const size_t at = prefix.rfind(marker);
+  if (at == std::string::npos || prefix.find('/', at) != std::string::npos) return std::nullopt;
+  const std::string digits = prefix.substr(at + marker.size());
+  if (digits.empty() || digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), ::isdigit))
+    return std::nullopt;
+  return std::stoll(digits);
+}
+
+}  // namespace
+
+checkpoint::ChooseKeptCheckpoints BestCheckpoints(std::string eval_dir, KeepBestCheckpoints options) {
+  auto warned = std::make_shared<bool>(false);
+  return [eval_dir = std::move(eval_dir), options = std::move(options),
+          warned](const std::vector<std::string>& tracked) -> std::set<std::string> {
+    std::map<int64_t, std::map<std::string, double>> results;
+    try {
+      results = ReadEvalMetrics(eval_dir);
+    } catch (const Error& error) {
+      Log().warn("keep_best_checkpoints: cannot read the evaluation results in {}: {}; no checkpoint is deleted "
+                 "this time",
+                 eval_dir, error.what());
+      return {tracked.begin(), tracked.end()};
+    }
+    std::vector<std::pair<double, int64_t>> scored;  // (value, step)
+    std::map<int64_t, std::string> prefix_of;
+    for (const std::string& prefix : tracked) {
+      const std::optional<int64_t> step = StepOf(prefix);
+      if (!step) continue;
+      prefix_of[*step] = prefix;
+      const auto result = results.find(*step);
+      if (result == results.end()) continue;
+      const auto value = result->second.find(options.metric());
+      if (value != result->second.end() && !std::isnan(value->second)) scored.emplace_back(value->second, *step);
+    }
+    if (scored.empty() && !results.empty() && !*warned) {
+      *warned = true;
+      std::string names;
+      for (const auto& [name, value] : results.rbegin()->second) names += (names.empty() ? "" : ", ") + name;
+      Log().warn("keep_best_checkpoints: the evaluation results in {} have no metric '{}' for the checkpoints kept "
+                 "(the latest has: {}); only the newest checkpoints are kept",
+                 eval_dir, options.metric(), names);
+    }
+    std::sort(scored.begin(), scored.end(), [&](const auto& a, const auto& b) {
+      if (a.first != b.first) return options.higher_is_better() ? a.first > b.first : a.first < b.first;
+      return a.second < b.second;
+    });
+    std::set<std::string> best;
+    for (size_t i = 0; i < scored.size() && i < static_cast<size_t>(options.count()); ++i)
+      best.insert(prefix_of.at(scored[i].second));
+    return best;
+  };
+}
+
+}  // namespace est
