@@ -18,10 +18,10 @@ packages=(
 # For `make test`: clang and libclang-rt-14-dev (its sanitizer and libFuzzer runtimes) build
 # the sanitizer tree of `make sanitize` and `make fuzz`; python3-torch is PyTorch DDP, the peer
 # of the tests and benchmarks; openssl makes the test certificate authority of the store's TLS
-# tests.
+# tests; fortunes is the text est-train's transformer_lm learns.
 case "${1:-all}" in
   demo) ;;
-  all) packages+=(clang libclang-rt-14-dev python3 python3-venv python3-torch openssl) ;;
+  all) packages+=(clang libclang-rt-14-dev python3 python3-venv python3-torch openssl fortunes) ;;
   *) echo "install_deps: unknown package set '$1'; expected demo or all" >&2; exit 2 ;;
 esac
 

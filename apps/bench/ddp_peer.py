@@ -120,6 +120,18 @@ def free_port():
         return s.getsockname()[1]
 
 
+def start_workers(target, args, workers):
+    """Starts `workers` spawned processes running target(rank, args, master, results), rank 0
+    listening on a free local port; returns them and the queue they put their results on."""
+    context = mp.get_context("spawn")
+    results = context.Queue()
+    master = f"127.0.0.1:{free_port()}"
+    processes = [context.Process(target=target, args=(rank, args, master, results)) for rank in range(workers)]
+    for process in processes:
+        process.start()
+    return processes, results
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", choices=["cnn", "mlp"], default="cnn")
@@ -138,12 +150,7 @@ def main():
             raise SystemExit(f"ddp_peer: --rank {args.rank} needs --master ADDRESS:PORT and 0 <= rank < --workers")
         worker(args.rank, args, args.master, OneResult(args))
         return
-    context = mp.get_context("spawn")
-    results = context.Queue()
-    master = f"127.0.0.1:{free_port()}"
-    processes = [context.Process(target=worker, args=(rank, args, master, results)) for rank in range(args.workers)]
-    for process in processes:
-        process.start()
+    processes, results = start_workers(worker, args, args.workers)
     for process in processes:
         process.join(timeout=600)
         if process.exitcode != 0:

@@ -9,7 +9,8 @@ efficiency (efficiency_cnn, ceiling_cnn), gpu (gpu_*; skipped with a line where 
 machine has no CUDA device), extras (input_pipeline_bench, checkpoint_bench), ps (ps_*), input (input_*:
 TFRecord shards made once into BUILD_DIR/bench-data/fashion-tfrecord; the tf.data peer runs in
 BUILD_DIR/tf-venv, installed once by cmake/install_venv.sh, or is skipped with a line saying why),
-hosts (hosts_*: needs root and network namespaces; skipped with a line saying why where it cannot run).
+hosts (hosts_*: needs root and network namespaces; skipped with a line saying why where it cannot run),
+lm (lm_*: the fortunes text of Debian's fortunes package).
 
 Every model runs on LibTorch's own layers (stock) unless a figure says "kernels": then on the CPU
 kernels of kernels/ (est::kernels), in ours and in the peer alike where the peer is ours too.
@@ -37,6 +38,10 @@ Figures (see docs/performance.md):
   gpu_cnn_512    on cuda:0: the Estimator loop vs a hand-written LibTorch loop (pinned, non-blocking input
                  copies), Fashion-MNIST CNN at batch 512, examples/s
   gpu_resnet18   the same for ResNet-18 on 3x32x32 images at batch 128
+  lm_examples    est-train --model transformer_lm (a byte-level Transformer LM with AdamW in two variable groups,
+                 warmup into cosine decay, clipping, dropout) trained by 2 workers under est-launch, windows of 64
+                 bytes per second, vs PyTorch DDP training the same model (nn.TransformerEncoderLayer) the same way
+  lm_validation_loss  the validation loss (nats per byte) after the same steps, ours vs that DDP peer's
   ps_async       2 workers and a ps task, async: examples/s vs MultiWorkerMirroredStrategy's 2 workers
   ps_sync        the same, sync (replicas_to_aggregate 2)
   ps_*_straggler the same with worker 1 slowed 2x by a sleep in its step (in both jobs)
@@ -85,6 +90,7 @@ import glob
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import signal
@@ -96,7 +102,8 @@ import time
 
 import simulated_hosts  # beside this file
 
-GROUPS = ("overhead", "estimator", "scaling", "efficiency", "gpu", "extras", "ps", "input", "hosts")
+GROUPS = ("overhead", "estimator", "scaling", "efficiency", "gpu", "extras", "ps", "input", "hosts", "lm")
+LM_STEPS, LM_BATCH = 1000, 64  # the lm group's full run: steps and global batch (windows of 64 bytes)
 # The link rates of the hosts group, Mbit/s: 1 and 10 Gbit/s.
 HOST_LINK_RATES = (1000, 10000)
 # The rank of PowerSGD's factors in the hosts group: DDP's default rank.
@@ -309,6 +316,37 @@ class Runner:
             sys.exit(f"run_benchmarks: evaluating the {mode} job failed ({evaluation.returncode}):\n{log}")
         accuracy = float(log.split("accuracy = ")[-1].split(",")[0])
         return accuracy, minutes
+
+    def transformer_lm(self):
+        """est-train --model transformer_lm trained by 2 workers under est-launch: windows per second
+        over its logged rates after the first (the chief's), and the validation loss the evaluator
+        task finds in the final checkpoint."""
+        steps = 30 if self.quick else LM_STEPS
+        model_dir = f"/tmp/lm_{os.getpid()}"
+        subprocess.run(["rm", "-rf", model_dir])
+        command = [os.path.join(self.bin, "est-launch"), "--workers", "2", "--evaluator", "--",
+                   os.path.join(self.bin, "est-train"), "--model", "transformer_lm", "--strategy", "multi_worker",
+                   "--model-dir", model_dir, "--max-steps", str(steps), "--batch-size", str(LM_BATCH),
+                   "--save-checkpoints-steps", str(steps), "--log-step-count-steps", str(max(5, steps // 10))]
+        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env=self.single_thread, timeout=1800)
+        subprocess.run(["rm", "-rf", model_dir])
+        log = result.stdout  # the tasks' logs, prefixed with their names
+        if result.returncode != 0:
+            sys.exit(f"run_benchmarks: {' '.join(command)} failed ({result.returncode}):\n{log}")
+        def lines(task):
+            return "\n".join(line for line in log.splitlines() if line.startswith(f"[{task}]"))
+        rates = [float(rate) for rate in re.findall(r"global_step/sec: ([0-9.e+-]+)", lines("worker 0"))][1:]
+        losses = re.findall(r"Saving dict for global step \d+: .*loss = ([0-9.e+-]+)", lines("evaluator 0"))
+        if not rates or not losses:
+            sys.exit(f"run_benchmarks: est-train --model transformer_lm logged no rate or evaluation:\n{log}")
+        return {"examples_per_sec": LM_BATCH * sum(rates) / len(rates), "validation_loss": float(losses[-1])}
+
+    def lm_ddp(self):
+        steps = 30 if self.quick else LM_STEPS
+        command = [PYTHON, os.path.join(os.path.dirname(__file__), "lm_ddp_peer.py"), "--steps", str(steps),
+                   "--batch-size", str(LM_BATCH), "--workers", "2"]
+        return json_lines(run(command, self.peer_single_thread))[-1]
 
     def raw_allreduce(self, num_bytes, calls, transport):
         command = [os.path.join(self.bin, "est-launch"), "--workers", "2", "--",
@@ -527,6 +565,11 @@ def main():
                 record(f"ps_{mode}_accuracy", accuracy / minutes, mirrored_accuracy / mirrored_minutes,
                        "test accuracy per minute")
 
+        if "lm" in only:
+            ours, peer = runner.transformer_lm(), runner.lm_ddp()
+            record("lm_examples", ours["examples_per_sec"], peer["examples_per_sec"], "windows/s")
+            record("lm_validation_loss", ours["validation_loss"], peer["validation_loss"], "nats/byte, lower is better")
+
         if "input" in only:
             ours = runner.tfrecord_bench(shard_dirs, input_threads)
             peer = {}
@@ -628,6 +671,8 @@ def main():
              "ps_transfer": "bare gRPC streams of the same bytes",
              "ps_async_accuracy": "MultiWorkerMirroredStrategy, 2 workers",
              "ps_sync_accuracy": "MultiWorkerMirroredStrategy, 2 workers",
+             "lm_examples": "PyTorch DDP (gloo), the same Transformer LM, data and recipe, 2 workers",
+             "lm_validation_loss": "PyTorch DDP (gloo), the same Transformer LM, data and recipe, 2 workers",
              "input_raw": "none (the limit)", "input_framing": "raw read of the same files",
              "input_framing_unchecked": "raw read of the same files (ours: checksums not verified)",
              "input_raw_cold": "none (the limit: the disk)",

@@ -38,6 +38,9 @@
 
 namespace {
 
+/// Where Debian's fortunes package puts its text, transformer_lm's corpus.
+constexpr const char* kFortunesDir = "/usr/share/games/fortunes";
+
 struct Flags {
   std::string model = "fashion_mnist_cnn";
   std::string model_dir;
@@ -96,10 +99,13 @@ std::string CommunicationHelp() {
 
 void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--model", flags.model, "Model to train")
-      ->check(CLI::IsMember({"fashion_mnist_cnn", "linear"}))
+      ->check(CLI::IsMember({"fashion_mnist_cnn", "linear", "transformer_lm"}))
       ->capture_default_str();
   app.add_option("--model-dir", flags.model_dir, "Directory for checkpoints and summaries")->required();
-  app.add_option("--data-dir", flags.data_dir, "Directory with the Fashion-MNIST IDX files")->capture_default_str();
+  app.add_option("--data-dir", flags.data_dir,
+                 "Directory with the Fashion-MNIST IDX files; for transformer_lm, the fortune files (default " +
+                     std::string(kFortunesDir) + ")")
+      ->capture_default_str();
   app.add_option("--data-format", flags.data_format,
                  "fashion_mnist_cnn's input: idx (--data-dir, in memory) or tfrecord (--data-files, streamed)")
       ->check(CLI::IsMember({"idx", "tfrecord"}))
@@ -426,6 +432,13 @@ int Run(const Flags& flags) {
     EST_CHECK(flags.data_flags_given.empty(), est::ConfigError, *flags.data_flags_given.begin(),
               " applies to --model fashion_mnist_cnn; --model linear makes its own data");
     recipe = est_train::Linear(flags.batch_size);
+  } else if (flags.model == "transformer_lm") {
+    for (const char* name : {"--data-format", "--data-files", "--eval-data-files", "--data-compression"})
+      EST_CHECK(flags.data_flags_given.count(name) == 0, est::ConfigError, name,
+                " applies to --model fashion_mnist_cnn; --model transformer_lm reads the text files of --data-dir");
+    const bool own_dir = flags.data_flags_given.count("--data-dir") > 0;
+    recipe = est_train::TransformerLanguageModel(own_dir ? flags.data_dir : kFortunesDir, !config.cluster.is_ps(),
+                                                 flags.batch_size, flags.seed, flags.max_steps);
   } else {
     recipe = est_train::FashionMnistCnn(FashionMnistInputOf(flags, !config.cluster.is_ps()),
                                         flags.batch_size, flags.seed, kernels);

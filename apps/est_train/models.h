@@ -36,6 +36,16 @@ struct FashionMnistInput {
 /// reports accuracy. `kernels`: its layers on est::kernels, else on LibTorch's.
 ModelRecipe FashionMnistCnn(const FashionMnistInput& input, int64_t batch_size, uint64_t shuffle_seed, bool kernels);
 
+/// A byte-level Transformer language model (2 causal self-attention layers of width 128, 4
+/// heads, a context of 64 bytes, dropout 0.1) on the fortune files in `text_dir` (Debian's
+/// fortunes package), every 20th window of text held out for validation. AdamW at
+/// params["learning_rate"] with weight decay 0.1 on the weight matrices only (a second
+/// optimizer for the rest), linear warmup then cosine decay over `max_steps`, gradients clipped
+/// to global norm 1; reports the next byte's cross-entropy (loss, in nats) and accuracy.
+/// `reads_data` false (a ps task) reads no text.
+ModelRecipe TransformerLanguageModel(const std::string& text_dir, bool reads_data, int64_t batch_size,
+                                     uint64_t shuffle_seed, int64_t max_steps);
+
 /// The one-unit dense model of TensorFlow's MirroredStrategy README: learns y = 1 from
 /// x = 1 with SGD at params["learning_rate"]; 100 examples an epoch.
 ModelRecipe Linear(int64_t batch_size);
