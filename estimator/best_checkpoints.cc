@@ -10,26 +10,12 @@
 #include <utility>
 #include <vector>
 
+#include "checkpoint/checkpoint_state.h"
 #include "common/error.h"
 #include "common/logging.h"
 #include "estimator/summary/event_reader.h"
 
 namespace est {
-namespace {
-
-// The step of a prefix ".../model.ckpt-<step>"; nullopt for any other name.
-std::optional<int64_t> StepOf(const std::string& prefix) {
-  const std::string marker = "model.ckpt-";
-  const size_t at = prefix.rfind(marker);
-  if (at == std::string::npos || prefix.find('/', at) != std::string::npos) return std::nullopt;
-  const std::string digits = prefix.substr(at + marker.size());
-  if (digits.empty() || digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), ::isdigit))
-    return std::nullopt;
-  return std::stoll(digits);
-}
-
-}  // namespace
-
 checkpoint::ChooseKeptCheckpoints BestCheckpoints(std::string eval_dir, KeepBestCheckpoints options) {
   auto warned = std::make_shared<bool>(false);
   return [eval_dir = std::move(eval_dir), options = std::move(options),
@@ -46,7 +32,7 @@ checkpoint::ChooseKeptCheckpoints BestCheckpoints(std::string eval_dir, KeepBest
     std::vector<std::pair<double, int64_t>> scored;  // (value, step)
     std::map<int64_t, std::string> prefix_of;
     for (const std::string& prefix : tracked) {
-      const std::optional<int64_t> step = StepOf(prefix);
+      const std::optional<int64_t> step = checkpoint::StepFromCheckpointPath(prefix);
       if (!step) continue;
       prefix_of[*step] = prefix;
       const auto result = results.find(*step);
