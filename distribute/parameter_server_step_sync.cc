@@ -20,6 +20,17 @@
 namespace est::distribute {
 namespace {
 
+ps::Clipping ToProto(const GradientClipping& clipping) {
+  ps::Clipping proto;
+  if (clipping.value) {
+    proto.set_by_value(true);
+    proto.set_value_min(clipping.value->first);
+    proto.set_value_max(clipping.value->second);
+  }
+  proto.set_global_norm(clipping.global_norm.value_or(0.0));
+  return proto;
+}
+
 // What a step synchronizes: nothing across workers; the ps tasks aggregate.
 class ParameterServerStepSync final : public StepSync {
  public:
@@ -100,6 +111,9 @@ class ParameterServerVariables final : public VariableStore {
     }
   }
 
+  /// In sync mode the ps tasks average the step's pushes, and clip that.
+  bool combines_gradients() const override { return connection_->rule().mode() == ps::UpdateRule::SYNC; }
+
   // Buffers stay on each worker: checkpoints hold the chief's.
   int64_t apply(std::vector<ReplicaStep>& replicas, const StepUpdate& update, StepFlags& flags) override {
     const int64_t global_step = update.global_step;
@@ -115,10 +129,11 @@ class ParameterServerVariables final : public VariableStore {
       if (update.finite) {
         std::vector<at::Tensor> gradients;
         for (const at::Tensor& variable : variables_) gradients.push_back(variable.grad());
-        recovering([&] {
-          connection_->push(gradients, describe_optimizers(), input_position, pulled_step_,
-                            global_step);
+        const std::optional<double> norm = recovering([&] {
+          return connection_->push(gradients, describe_optimizers(), input_position, pulled_step_, global_step,
+                                   ToProto(update.clipping));
         });
+        if (norm && update.clipped_norm) update.clipped_norm(*norm);
       }
       const PsValues values = recovering([&] { return connection_->pull(/*with_state=*/false, variables_); });
       assign(values.values);

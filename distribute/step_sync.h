@@ -107,6 +107,15 @@ class StepSync {
   virtual void barrier() = 0;
 };
 
+/// Clipping of a step's gradients (EstimatorSpec's), for a VariableStore that combines several
+/// workers' gradients itself (VariableStore::combines_gradients): it clips what it combines.
+struct GradientClipping {
+  /// tf.clip_by_value's bounds (min, max).
+  std::optional<std::pair<double, double>> value;
+  /// tf.clip_by_global_norm's clip norm.
+  std::optional<double> global_norm;
+};
+
 /// How apply() updates the variables after a step's finish().
 struct StepUpdate {
   /// False when the gradients are not finite (loss scaling): nothing is applied.
@@ -118,6 +127,10 @@ struct StepUpdate {
   /// Steps every local replica's optimizer on the gradients finish() made (what remains of
   /// it after ReplicaStep::gradients_final).
   std::function<void()> step_optimizers;
+  /// Where the store combines the gradients: how it clips them.
+  GradientClipping clipping;
+  /// Where it clipped by global norm: called with the global norm before clipping.
+  std::function<void(double global_norm)> clipped_norm;
 };
 
 /// Where the variables live. Every worker calls its methods in the same order.
@@ -129,6 +142,10 @@ class VariableStore {
   /// or a buffer), before they are used: makes them the training's current values (the
   /// chief's, or those the ps tasks hold).
   virtual void initialize(const NamedVariables& variables) = 0;
+  /// True where apply() combines several workers' gradients into one update itself (ps tasks
+  /// in sync mode): clipping belongs to what it combines (StepUpdate::clipping), not to each
+  /// worker's gradients. False where the gradients finish() made are those applied.
+  virtual bool combines_gradients() const { return false; }
   /// Where this worker's input continues (batches to skip), when the store knows it better
   /// than the checkpoint the run restored; nullopt otherwise. Called once, before the first step.
   virtual std::optional<int64_t> resume_position() { return std::nullopt; }

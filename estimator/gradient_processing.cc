@@ -15,7 +15,7 @@ namespace est {
 namespace {
 
 // Runs the user's transform and puts back the gradients it gives, checking each.
-void TransformGradients(const GradientTransform& transform, const NamedTensors& variables, int64_t step) {
+void RunTransform(const GradientTransform& transform, const NamedTensors& variables, int64_t step) {
   std::vector<at::Tensor> gradients;
   gradients.reserve(variables.size());
   for (const auto& [name, variable] : variables) gradients.push_back(variable.grad());
@@ -66,11 +66,16 @@ bool ProcessesGradients(const EstimatorSpec& spec) {
   return spec.clip_norm || spec.clip_value || spec.gradient_transform;
 }
 
-at::Tensor ProcessGradients(const EstimatorSpec& spec, const ModelContext& ctx, int64_t step) {
-  if (!ProcessesGradients(spec)) return {};
+void TransformGradients(const EstimatorSpec& spec, const ModelContext& ctx, int64_t step) {
+  if (!spec.gradient_transform) return;
+  torch::NoGradGuard no_grad;
+  RunTransform(spec.gradient_transform, ctx.named_trainable_variables(), step);
+}
+
+at::Tensor ClipGradients(const EstimatorSpec& spec, const ModelContext& ctx) {
+  if (!spec.clip_value && !spec.clip_norm) return {};
   const NamedTensors variables = ctx.named_trainable_variables();
   torch::NoGradGuard no_grad;
-  if (spec.gradient_transform) TransformGradients(spec.gradient_transform, variables, step);
   if (spec.clip_value)
     for (const auto& [name, variable] : variables) variable.grad().clamp_(spec.clip_value->first, spec.clip_value->second);
   if (spec.clip_norm) return ClipByGlobalNorm(variables, *spec.clip_norm);

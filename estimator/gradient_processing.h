@@ -20,9 +20,13 @@ inline constexpr const char* kGradientNormSummary = "global_norm/gradient_norm";
 /// (averaged over the replicas) before any variable is updated.
 bool ProcessesGradients(const EstimatorSpec& spec);
 
-/// Applies `spec`'s gradient transform and clipping to the gradients (`.grad()`) of `ctx`'s
-/// trainable variables at global step `step`. Returns the global norm before clipping, a
-/// scalar on the replica's device, when `spec` clips by global norm; undefined otherwise.
-at::Tensor ProcessGradients(const EstimatorSpec& spec, const ModelContext& ctx, int64_t step);
+/// Runs `spec`'s gradient transform, if any, on the gradients (`.grad()`) of `ctx`'s trainable
+/// variables at global step `step`.
+void TransformGradients(const EstimatorSpec& spec, const ModelContext& ctx, int64_t step);
+
+/// Clips the gradients of `ctx`'s trainable variables as `spec` says, by value and then by
+/// global norm. Returns the global norm before clipping, a float64 scalar on the replica's
+/// device, when `spec` clips by global norm; undefined otherwise.
+at::Tensor ClipGradients(const EstimatorSpec& spec, const ModelContext& ctx);
 
 }  // namespace est

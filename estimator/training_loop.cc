@@ -474,11 +474,22 @@ class TrainingSession : public Session {
 
   // Applies the gradient transform and clipping that model_fn asked for to every local
   // replica's averaged gradients; the global norm before clipping becomes a summary of `first`.
-  void process_gradients(const std::vector<EstimatorSpec>& specs, EstimatorSpec& first) {
+  // A VariableStore that combines several workers' gradients itself clips what it combines.
+  void process_gradients(const std::vector<EstimatorSpec>& specs, EstimatorSpec& first,
+                         distribute::StepUpdate& update) {
+    const bool store_clips = sync_.variables->combines_gradients();
     for (int r = 0; r < replicas_.size(); ++r) {
-      const at::Tensor norm = ProcessGradients(specs[static_cast<size_t>(r)], replicas_.replica(r), global_step_);
+      const EstimatorSpec& spec = specs[static_cast<size_t>(r)];
+      TransformGradients(spec, replicas_.replica(r), global_step_);
+      if (store_clips) continue;
+      const at::Tensor norm = ClipGradients(spec, replicas_.replica(r));
       if (r == 0 && norm.defined()) first.summaries[kGradientNormSummary] = norm;
     }
+    if (!store_clips) return;
+    update.clipping = {first.clip_value, first.clip_norm};
+    update.clipped_norm = [&first](double norm) {
+      first.summaries[kGradientNormSummary] = at::scalar_tensor(norm, at::kDouble);
+    };
   }
 
   // Forward and backward on every local replica, then the strategy's StepSync makes the
@@ -521,7 +532,7 @@ class TrainingSession : public Session {
     add_learning_rate_summaries(first);
     distribute::StepUpdate update;
     update.finite = unscale_gradients();
-    if (update.finite) process_gradients(specs, first);
+    if (update.finite) process_gradients(specs, first, update);
     update.global_step = global_step_;
     update.input_position = input_position_ + static_cast<int64_t>(steps.size() * accumulation_steps_);
     update.step_optimizers = [&] {

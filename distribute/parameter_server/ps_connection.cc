@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <cmath>
 #include <exception>
 #include <thread>
 
@@ -230,9 +231,10 @@ PsValues PsConnection::pull(bool with_state, const std::vector<at::Tensor>& into
   return values;
 }
 
-ps::PushReply PsConnection::push(const std::vector<at::Tensor>& gradients,
-                                 const std::vector<std::optional<ps::OptimizerConfig>>& optimizers,
-                                 int64_t input_position, int64_t step, int64_t options_step) {
+std::optional<double> PsConnection::push(const std::vector<at::Tensor>& gradients,
+                                         const std::vector<std::optional<ps::OptimizerConfig>>& optimizers,
+                                         int64_t input_position, int64_t step, int64_t options_step,
+                                         const ps::Clipping& clipping) {
   const Placement& plan = placement();
   EST_ASSERT(gradients.size() == plan.variables().size() && optimizers.size() == gradients.size(),
              "one gradient and optimizer per variable of the plan");
@@ -246,6 +248,8 @@ ps::PushReply PsConnection::push(const std::vector<at::Tensor>& gradients,
     header.set_incarnation(incarnations_[static_cast<size_t>(task)]);
     header.set_step(step);
     header.set_options_step(options_step);
+    *header.mutable_clipping() = clipping;
+    header.set_holds_every_shard(num_ps() == 1);
     std::vector<TensorToSend> tensors;
     for (int id : plan.shards_on_ps(task)) {
       const Shard& shard = plan.shards()[static_cast<size_t>(id)];
@@ -256,7 +260,22 @@ ps::PushReply PsConnection::push(const std::vector<at::Tensor>& gradients,
     }
     replies[static_cast<size_t>(task)] = clients_[static_cast<size_t>(task)]->push(header, tensors);
   });
-  return replies.front();
+  if (clipping.global_norm() <= 0) return std::nullopt;
+  // Every task's part of the norm of one step, or nothing: another worker finishes the step.
+  double squares = 0;
+  bool awaiting = false;
+  for (const ps::PushReply& reply : replies) {
+    if (!reply.has_round_norm() || reply.round_norm().step() != replies.front().round_norm().step())
+      return std::nullopt;
+    squares += reply.round_norm().norm_squared();
+    awaiting = awaiting || reply.round_norm().awaiting();
+  }
+  const double norm = std::sqrt(squares);
+  if (awaiting) {
+    const int64_t round = replies.front().round_norm().step();
+    for_each_task([&](int task) { clients_[static_cast<size_t>(task)]->apply_round(options_.worker, round, norm); });
+  }
+  return norm;
 }
 
 void PsConnection::finish(bool job) {

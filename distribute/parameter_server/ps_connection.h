@@ -90,12 +90,19 @@ class PsConnection {
   /// Pushes one step's gradients (one per variable, any device; undefined: none) with the
   /// optimizer options of each variable and this worker's input position, to every task in
   /// parallel. `step`: SYNC, the global step of the values the gradients come from;
-  /// `options_step`: the global step the worker's model_fn saw (its options'). Returns
-  /// ps 0's answer (the global step after it; whether it was dropped as stale).
+  /// `options_step`: the global step the worker's model_fn saw (its options'); `clipping`:
+  /// SYNC, how the tasks clip the step's mean. Clipping by global norm over several tasks,
+  /// finishes the step: when every task told its part of the norm of one step and some task
+  /// awaits it, sends every task that step's global norm (ApplyRound). Returns that global
+  /// norm before clipping, when every task told its part; nullopt otherwise.
   /// PsJobFinished when the chief finished the job.
-  ps::PushReply push(const std::vector<at::Tensor>& gradients,
-                     const std::vector<std::optional<ps::OptimizerConfig>>& optimizers, int64_t input_position,
-                     int64_t step, int64_t options_step);
+  std::optional<double> push(const std::vector<at::Tensor>& gradients,
+                             const std::vector<std::optional<ps::OptimizerConfig>>& optimizers,
+                             int64_t input_position, int64_t step, int64_t options_step,
+                             const ps::Clipping& clipping = ps::Clipping());
+
+  /// The update rule this worker was configured with (the chief's is the job's).
+  const ps::UpdateRule& rule() const { return options_.rule; }
 
   /// Tells every task that the job is finished (the chief) or that this worker leaves;
   /// failures are logged, not thrown (a task may have exited).

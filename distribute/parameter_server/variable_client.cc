@@ -191,6 +191,16 @@ ps::PushReply VariableClient::push(const ps::PushRequest& header, const std::vec
   return reply;
 }
 
+int64_t VariableClient::apply_round(uint32_t worker, int64_t step, double global_norm) {
+  ps::ApplyRoundRequest request;
+  request.set_worker(worker);
+  request.set_step(step);
+  request.set_global_norm(global_norm);
+  ps::ApplyRoundReply reply;
+  impl_->call("apply round", [&](grpc::ClientContext& context) { return impl_->stub->ApplyRound(&context, request, &reply); });
+  return reply.global_step();
+}
+
 void VariableClient::finish(bool job, uint32_t worker) {
   ps::FinishRequest request;
   request.set_job(job);

@@ -196,6 +196,8 @@ class VariableServiceImpl final : public VariableServiceBase {
     push.input_position = header.input_position();
     push.step = header.step();
     push.options_step = header.options_step();
+    push.clipping = header.clipping();
+    push.holds_every_shard = header.holds_every_shard();
     for (auto& [key, tensor] : assembler.take()) push.gradients.emplace(key.first, std::move(tensor));
     PushOutcome outcome;
     std::string error;
@@ -211,6 +213,18 @@ class VariableServiceImpl final : public VariableServiceBase {
     reply->set_global_step(outcome.global_step);
     reply->set_dropped(outcome.dropped);
     reply->set_incarnation(incarnation_);
+    if (outcome.round_norm) *reply->mutable_round_norm() = *outcome.round_norm;
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ApplyRound(grpc::ServerContextBase* context, const ps::ApplyRoundRequest* request,
+                          ps::ApplyRoundReply* reply) override {
+    if (grpc::Status refused = admission_.admit(*context); !refused.ok()) return refused;
+    if (grpc::Status finished = check_not_finished(request->worker()); !finished.ok()) return finished;
+    std::string error;
+    const int64_t global_step = shards_.finish_round(request->step(), request->global_norm(), error);
+    if (!error.empty()) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, error);
+    reply->set_global_step(global_step);
     return grpc::Status::OK;
   }
 

@@ -87,6 +87,9 @@ class VariableClient {
   /// Pushes gradients (slot "grad"); returns the reply. A task that restarted since
   /// `incarnation` refuses: PsRestarted.
   ps::PushReply push(const ps::PushRequest& header, const std::vector<TensorToSend>& gradients);
+  /// SYNC, clipping by global norm: applies step `step`, gathered on the task, with the
+  /// global norm of its gradients over every task; returns the task's global step after it.
+  int64_t apply_round(uint32_t worker, int64_t step, double global_norm);
   /// Tells the task that the job is finished (`job`, from the chief) or that `worker` leaves.
   void finish(bool job, uint32_t worker);
 

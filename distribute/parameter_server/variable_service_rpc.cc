@@ -12,6 +12,7 @@ constexpr char kDescribe[] = "/est.ps.VariableService/Describe";
 constexpr char kInitialize[] = "/est.ps.VariableService/Initialize";
 constexpr char kPull[] = "/est.ps.VariableService/Pull";
 constexpr char kPush[] = "/est.ps.VariableService/Push";
+constexpr char kApplyRound[] = "/est.ps.VariableService/ApplyRound";
 constexpr char kFinish[] = "/est.ps.VariableService/Finish";
 
 /// One call on the server: a bidirectional stream of byte buffers whose reads and writes the
@@ -133,6 +134,10 @@ grpc::Status Serve(VariableServiceBase& service, grpc::GenericCallbackServerCont
   if (method == kDescribe)
     return Unary<ps::DescribeRequest, ps::DescribeReply>(call, [&](const auto& request, auto& reply) {
       return service.Describe(context, &request, &reply);
+    });
+  if (method == kApplyRound)
+    return Unary<ps::ApplyRoundRequest, ps::ApplyRoundReply>(call, [&](const auto& request, auto& reply) {
+      return service.ApplyRound(context, &request, &reply);
     });
   if (method == kFinish)
     return Unary<ps::FinishRequest, ps::FinishReply>(call, [&](const auto& request, auto& reply) {
@@ -278,6 +283,11 @@ std::unique_ptr<ClientFrameReader<ps::PullReply>> VariableServiceStub::Pull(grpc
 std::unique_ptr<ClientFrameWriter<ps::PushRequest, ps::PushReply>> VariableServiceStub::Push(
     grpc::ClientContext* context, ps::PushReply* reply) {
   return std::make_unique<ClientFrameWriter<ps::PushRequest, ps::PushReply>>(stub_, context, kPush, reply);
+}
+
+grpc::Status VariableServiceStub::ApplyRound(grpc::ClientContext* context, const ps::ApplyRoundRequest& request,
+                                             ps::ApplyRoundReply* reply) {
+  return unary(context, kApplyRound, request, reply);
 }
 
 grpc::Status VariableServiceStub::Finish(grpc::ClientContext* context, const ps::FinishRequest& request,

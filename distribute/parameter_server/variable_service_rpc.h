@@ -53,7 +53,7 @@ class MessageWriter {
   virtual bool Write(const Message& message) = 0;
 };
 
-/// The server side: a service implements the five calls. Each call runs on a thread of its
+/// The server side: a service implements the six calls. Each call runs on a thread of its
 /// own, which may block (on other workers, or on the call's messages).
 class VariableServiceBase {
  public:
@@ -70,6 +70,9 @@ class VariableServiceBase {
   /// Applies the gradients, each shard atomically; the global step advances on ps task 0.
   virtual grpc::Status Push(grpc::ServerContextBase* context, MessageReader<PushFrame>* reader,
                             ps::PushReply* reply) = 0;
+  /// SYNC, clipping by global norm: applies a gathered step with its global norm.
+  virtual grpc::Status ApplyRound(grpc::ServerContextBase* context, const ps::ApplyRoundRequest* request,
+                                  ps::ApplyRoundReply* reply) = 0;
   /// The job is finished (from the chief), or a worker leaves.
   virtual grpc::Status Finish(grpc::ServerContextBase* context, const ps::FinishRequest* request,
                               ps::FinishReply* reply) = 0;
@@ -203,6 +206,8 @@ class VariableServiceStub {
   std::unique_ptr<ClientFrameReader<ps::PullReply>> Pull(grpc::ClientContext* context, const ps::PullRequest& request);
   std::unique_ptr<ClientFrameWriter<ps::PushRequest, ps::PushReply>> Push(grpc::ClientContext* context,
                                                                           ps::PushReply* reply);
+  grpc::Status ApplyRound(grpc::ClientContext* context, const ps::ApplyRoundRequest& request,
+                          ps::ApplyRoundReply* reply);
   grpc::Status Finish(grpc::ClientContext* context, const ps::FinishRequest& request, ps::FinishReply* reply);
 
  private:

@@ -3,6 +3,7 @@
 #include <torch/types.h>
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "common/logging.h"
@@ -16,6 +17,10 @@ using Clock = std::chrono::steady_clock;
 
 /// How often a wait looks again at which workers are live.
 constexpr std::chrono::milliseconds kLivenessCheck(100);
+
+/// tf.clip_by_global_norm's factor: clip_norm / norm where the norm exceeds clip_norm, else
+/// 1 (also for a norm that is not finite: the gradients are not finite either).
+double ClipScale(double clip_norm, double norm) { return std::isfinite(norm) && norm > clip_norm ? clip_norm / norm : 1.0; }
 
 std::string ShapeText(at::IntArrayRef shape) {
   std::ostringstream out;
@@ -111,6 +116,8 @@ std::string VariableShards::initialize(uint64_t plan, const std::vector<ps::Shar
   round_sums_.clear();
   round_optimizers_.clear();
   round_pushes_ = 0;
+  round_gathered_ = false;
+  last_round_norm_.reset();
   workers_.clear();
   for (int worker = 0; worker < rule_.num_workers(); ++worker) workers_[static_cast<uint32_t>(worker)].last_seen = Clock::now();
   initialized_ = true;
@@ -169,18 +176,62 @@ int VariableShards::required_pushes() {
   return std::max(1, std::min(rule_.replicas_to_aggregate(), live_workers));
 }
 
-void VariableShards::apply_round() {
+void VariableShards::gather_round() {
+  torch::NoGradGuard no_grad;
   const double count = static_cast<double>(round_pushes_);
+  const bool by_norm = round_clipping_.global_norm() > 0;
+  round_norm_squared_ = 0;
   for (auto& [id, sum] : round_sums_) {
+    sum.div_(count);
+    if (round_clipping_.by_value()) sum.clamp_(round_clipping_.value_min(), round_clipping_.value_max());
+    if (by_norm) round_norm_squared_ += at::linalg_vector_norm(sum, 2, {}, false, at::kDouble).square().item<double>();
+  }
+  round_gathered_ = true;
+}
+
+void VariableShards::apply_round(double scale) {
+  torch::NoGradGuard no_grad;
+  for (auto& [id, mean] : round_sums_) {
+    if (scale != 1.0) mean.mul_(scale);
     auto options = round_optimizers_.find(id);
-    step_shard(*shards_.at(id), sum.div_(count), options == round_optimizers_.end() ? nullptr : &options->second,
+    step_shard(*shards_.at(id), mean, options == round_optimizers_.end() ? nullptr : &options->second,
                rule_.fused_optimizer_step());
+  }
+  last_round_norm_.reset();
+  if (round_clipping_.global_norm() > 0) {
+    last_round_norm_.emplace();
+    last_round_norm_->set_step(global_step_);
+    last_round_norm_->set_norm_squared(round_norm_squared_);
   }
   round_sums_.clear();
   round_optimizers_.clear();
   round_pushes_ = 0;
+  round_gathered_ = false;
   ++global_step_;
   progress_.notify_all();
+}
+
+std::optional<ps::RoundNorm> VariableShards::round_norm(int64_t step) const {
+  std::optional<ps::RoundNorm> norm;
+  if (last_round_norm_ && last_round_norm_->step() == step) return last_round_norm_;
+  if (round_gathered_ && round_clipping_.global_norm() > 0) {
+    norm.emplace();
+    norm->set_step(global_step_);
+    norm->set_norm_squared(round_norm_squared_);
+    norm->set_awaiting(true);
+  }
+  return norm;
+}
+
+int64_t VariableShards::finish_round(int64_t step, double global_norm, std::string& error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!initialized_) {
+    error = "this ps task holds no variables yet";
+    return -1;
+  }
+  if (step == global_step_ && round_gathered_ && round_clipping_.global_norm() > 0)
+    apply_round(ClipScale(round_clipping_.global_norm(), global_norm));
+  return global_step_;
 }
 
 std::string VariableShards::apply(const ShardPush& push, const CallLimit& limit, PushOutcome& outcome) {
@@ -231,11 +282,14 @@ std::string VariableShards::apply(const ShardPush& push, const CallLimit& limit,
   }
 
   // SYNC: a push for a step already applied is dropped (a backup worker's, or a late one's),
-  // as is one for a step this task has not reached (values from before a restore).
-  if (push.step != global_step_) {
+  // as is one for a step this task has not reached (values from before a restore), or one
+  // for a step whose pushes are gathered already. Its reply tells what the task knows of the
+  // norm of its step (or of the one awaiting it), so that its worker can finish that step.
+  if (push.step != global_step_ || round_gathered_) {
     ++dropped_pushes_;
     outcome.global_step = global_step_;
     outcome.dropped = true;
+    outcome.round_norm = round_norm(push.step);
     return "";
   }
   torch::NoGradGuard no_grad;
@@ -244,6 +298,8 @@ std::string VariableShards::apply(const ShardPush& push, const CallLimit& limit,
     if (!first) sum->second.add_(gradient);
   }
   for (const auto& [id, options] : push.optimizers) round_optimizers_[id] = options;
+  round_clipping_ = push.clipping;
+  round_holds_every_shard_ = push.holds_every_shard;
   ++round_pushes_;
   const int64_t step = global_step_;
   const uint64_t generation = generation_;
@@ -258,8 +314,16 @@ std::string VariableShards::apply(const ShardPush& push, const CallLimit& limit,
       outcome.job_finished = true;
       return "";
     }
+    if (round_gathered_) {  // its global norm comes in finish_round(), from a worker
+      outcome.global_step = global_step_;
+      outcome.round_norm = round_norm(step);
+      return "";
+    }
     if (round_pushes_ >= required_pushes()) {
-      apply_round();
+      gather_round();
+      const double clip_norm = round_clipping_.global_norm();
+      if (clip_norm > 0 && !round_holds_every_shard_) continue;  // the other tasks' parts are needed
+      apply_round(ClipScale(clip_norm, std::sqrt(round_norm_squared_)));
       break;
     }
     if (Clock::now() >= limit.deadline || limit.cancelled())
@@ -269,6 +333,7 @@ std::string VariableShards::apply(const ShardPush& push, const CallLimit& limit,
     seen(push.worker);  // waiting here, it is alive
   }
   outcome.global_step = global_step_;
+  if (last_round_norm_ && last_round_norm_->step() == step) outcome.round_norm = last_round_norm_;
   return "";
 }
 

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <shared_mutex>
 #include <string>
@@ -38,6 +39,10 @@ struct ShardPush {
   int64_t step = 0;
   /// The global step the worker's model_fn saw when it set the optimizer options.
   int64_t options_step = 0;
+  /// SYNC: how the step's mean is clipped (the last push's clipping applies).
+  ps::Clipping clipping;
+  /// SYNC, clipping by global norm: this task holds every shard (its norm is the global one).
+  bool holds_every_shard = false;
 };
 
 /// What a push did.
@@ -51,6 +56,9 @@ struct PushOutcome {
   /// Nothing was applied: the push's optimizer options differ from another worker's at the
   /// same step (the error text says how).
   bool optimizers_differ = false;
+  /// SYNC, clipping by global norm: this task's part of the norm of the push's step (or,
+  /// dropped, of the step it gathers), and whether that step awaits finish_round().
+  std::optional<ps::RoundNorm> round_norm;
 };
 
 /// What a pull returns besides the tensors.
@@ -110,11 +118,19 @@ class VariableShards {
                          bool& initialized_now);
 
   /// Applies `push` under the rule: at once (ASYNC, BOUNDED), or (SYNC) added to its step's
-  /// sum, waiting until the step is applied. Returns an error text for an unknown shard, a
+  /// sum, waiting until the step is applied, or, clipping by global norm over several tasks,
+  /// until its pushes are gathered (outcome.round_norm: awaiting finish_round()). Returns an error text for an unknown shard, a
   /// gradient of another shape, optimizer options that differ from another worker's at the
   /// same step (outcome.optimizers_differ), or a wait cut off by `limit`, before anything of
   /// it is applied; "" on success.
   std::string apply(const ShardPush& push, const CallLimit& limit, PushOutcome& outcome);
+
+  /// SYNC, clipping by global norm: applies step `step`, whose pushes are gathered and which
+  /// awaits its global norm, clipped with `global_norm` (the square root of every task's
+  /// RoundNorm::norm_squared summed); does nothing when the task does not await that step
+  /// (another worker finished it, or the chief replaced what the task holds). Returns the
+  /// global step after it, or an error text (before initialize()) and -1.
+  int64_t finish_round(int64_t step, double global_norm, std::string& error);
 
   /// Hands `visit` every shard's value, each under its shard's lock; `with_state`: also
   /// their optimizer slots, all at one version (no update applies meanwhile). BOUNDED: first
@@ -155,8 +171,15 @@ class VariableShards {
   /// SYNC: how many pushes apply a step now: replicas_to_aggregate, fewer when fewer workers
   /// are live. Needs mutex_.
   int required_pushes();
-  /// SYNC: applies the step's summed gradients (their mean) and opens the next step. Needs mutex_.
-  void apply_round();
+  /// SYNC: makes the step's sums their mean, clipped by value, and adds up this task's part of
+  /// the squared global norm when the step clips by it. Needs mutex_.
+  void gather_round();
+  /// SYNC: applies the gathered step's gradients scaled by `scale` and opens the next step.
+  /// Needs mutex_.
+  void apply_round(double scale);
+  /// SYNC: what this task knows of the norm of step `step`: its gathered one (awaiting), or
+  /// the one it applied last; else the step it awaits a norm for, if any. Needs mutex_.
+  std::optional<ps::RoundNorm> round_norm(int64_t step) const;
 
   const int task_;
   /// Held shared by each update, exclusively by a pull with state: that pull sees no update
@@ -176,10 +199,18 @@ class VariableShards {
   std::map<uint32_t, Worker> workers_;
   std::map<uint32_t, std::unique_ptr<Shard>> shards_;
   std::vector<ps::VariableSpec> variables_;
-  // SYNC: the sums of the current step's gradients, their count, and the last pushes' options.
+  // SYNC: the sums of the current step's gradients, their count, and the last pushes' options
+  // and clipping.
   std::map<uint32_t, at::Tensor> round_sums_;
   std::map<uint32_t, ps::OptimizerConfig> round_optimizers_;
   int round_pushes_ = 0;
+  ps::Clipping round_clipping_;
+  bool round_holds_every_shard_ = false;
+  /// The step's pushes are in and their mean is made: it awaits its global norm.
+  bool round_gathered_ = false;
+  double round_norm_squared_ = 0;  ///< this task's part of the gathered step's squared norm
+  /// The norm of the step applied last (global_step_ - 1), where it clipped by global norm.
+  std::optional<ps::RoundNorm> last_round_norm_;
   uint64_t generation_ = 0;  ///< counts initializations: a replace ends the steps waited for
   bool job_finished_ = false;  ///< the chief finished the job: nothing waits any more
 };

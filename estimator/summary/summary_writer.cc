@@ -114,7 +114,9 @@ std::shared_ptr<SummaryWriter> SummaryWriterFor(const std::string& logdir) {
 
   std::lock_guard<std::mutex> lock(cache->mutex);
   std::shared_ptr<SummaryWriter>& writer = cache->writers[key];
-  if (!writer) writer = std::make_shared<SummaryWriter>(logdir);
+  // A log directory removed and made again (a fresh run in the same process) gets a new
+  // event file: the cached writer's records would go to a file nobody can open.
+  if (!writer || !std::filesystem::exists(writer->path(), error)) writer = std::make_shared<SummaryWriter>(logdir);
   return writer;
 }
 

@@ -63,8 +63,9 @@ class SummaryWriter {
 
 /// The one SummaryWriter of `logdir` in this process, created on first use and shared by
 /// every caller (like TensorFlow's FileWriterCache); spellings of the same directory
-/// ("dir", "dir/", "./dir") share one writer. Writers live until the process exits.
-/// Thread-safe.
+/// ("dir", "dir/", "./dir") share one writer. Writers live until the process exits; one
+/// whose event file was removed (its directory deleted and made again) is replaced by a new
+/// one. Thread-safe.
 std::shared_ptr<SummaryWriter> SummaryWriterFor(const std::string& logdir);
 
 }  // namespace est

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <atomic>
 #include <future>
+#include <map>
 #include <thread>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "distribute/parameter_server_strategy.h"
 #include "estimator/estimator.h"
 #include "estimator/hooks/session_run_hook.h"
+#include "estimator/summary/event_reader.h"
 #include "tests/estimator/test_models.h"
 #include "tests/estimator/worker_threads.h"
 #include "tests/log_capture.h"
@@ -222,6 +224,72 @@ TEST_CASE("synchronous ps training of 2 workers equals MultiWorkerMirroredStrate
   CHECK(synchronous.get_variable_value("global_step").item<int64_t>() == 30);
   CHECK(testing::MaxRelativeDifference(mirrored, synchronous) <= 1e-5);
   CHECK(ps.describe(0).global_step() == 30);  // one step per aggregated pair of pushes
+}
+
+namespace {
+
+// SgdRegression clipping its gradients by value and then by global norm 0.2.
+EstimatorSpec ClippedRegression(const Features& features, const at::Tensor& labels, Mode mode, ModelContext& ctx) {
+  EstimatorSpec spec = testing::SgdRegression(features, labels, mode, ctx);
+  if (mode == Mode::kTrain) spec.clip_gradients_by_value(-0.4, 0.3).clip_gradients_by_global_norm(0.2);
+  return spec;
+}
+
+// The gradient norms the chief wrote to TensorBoard, by step.
+std::map<int64_t, double> GradientNorms(const std::string& dir) {
+  std::map<int64_t, double> by_step;
+  for (const auto& event : ReadScalarEvents(ListEventFiles(dir).at(0)))
+    if (event.tag == "global_norm/gradient_norm") by_step[event.step] = event.value;
+  return by_step;
+}
+
+}  // namespace
+
+TEST_CASE("sync ps training clips the mean of the workers' gradients, as MultiWorkerMirroredStrategy does",
+          "[estimator][ps][clipping]") {
+  auto config = [](std::shared_ptr<distribute::Strategy> strategy) {
+    RunConfig run = SeededConfig(std::move(strategy), 3, 1000);
+    run.save_summary_steps = 1;
+    return run;
+  };
+  auto input = [](Mode mode, const distribute::InputContext& context) {
+    return testing::InputOfBatch(mode, context, 32);
+  };
+  constexpr int kSteps = 15;
+  const std::string mirrored_dir = testing::FreshTempDir("ps_clip_mirrored").string();
+  testing::RunMultiWorkerThreads(2, [&](int, std::shared_ptr<distribute::Strategy> strategy) {
+    Estimator(ClippedRegression, mirrored_dir, config(strategy)).train(input, TrainOptions().max_steps(kSteps));
+  });
+  Estimator mirrored(ClippedRegression, mirrored_dir, config(nullptr));
+  const std::map<int64_t, double> mirrored_norms = GradientNorms(mirrored_dir);
+  REQUIRE(mirrored_norms.size() == kSteps);
+  // The clipping by global norm scales every step's gradients.
+  for (const auto& [step, norm] : mirrored_norms) REQUIRE(norm > 0.2);
+
+  // One ps task applies the step at once; with two (the first layer's weight cut in two
+  // shards) each task's part of the norm goes through the workers.
+  for (int num_ps : {1, 2}) {
+    DYNAMIC_SECTION(num_ps << " ps task(s)") {
+      const InProcessPs ps(num_ps, /*workers=*/2);
+      const std::string ps_dir = testing::FreshTempDir("ps_clip_" + std::to_string(num_ps)).string();
+      RunThreads(2, [&](int rank) {
+        auto strategy = ps.strategy(num_ps == 1 ? 256 << 10 : 64, rank,
+                                    distribute::ParameterServerOptions().mode(distribute::ParameterServerMode::kSync));
+        Estimator(ClippedRegression, ps_dir, config(strategy)).train(input, TrainOptions().max_steps(kSteps));
+      });
+      Estimator synchronous(ClippedRegression, ps_dir, config(nullptr));
+      CHECK(synchronous.get_variable_value("global_step").item<int64_t>() == kSteps);
+      CHECK(testing::MaxRelativeDifference(mirrored, synchronous) <= 1e-5);
+      // The chief's summary is the norm of the mean gradient (a worker's own would differ).
+      const std::map<int64_t, double> norms = GradientNorms(ps_dir);
+      REQUIRE(norms.size() == kSteps);
+      for (const auto& [step, norm] : mirrored_norms) {
+        INFO("step " << step);
+        CHECK(norms.at(step) == Approx(norm).epsilon(1e-5));
+      }
+      for (int task = 0; task < num_ps; ++task) CHECK(ps.describe(task).global_step() == kSteps);
+    }
+  }
 }
 
 TEST_CASE("sync training with a backup worker equals local training and drops only late gradients",

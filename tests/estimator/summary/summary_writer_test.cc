@@ -173,6 +173,19 @@ TEST_CASE("summary: SummaryWriterFor shares one writer per directory", "[summary
   CHECK(other != writer);
   CHECK(CountEntries(root / "train") == 1);
   CHECK(fs::path(other->path()).parent_path() == root / "eval");
+
+  // The directory removed and made again (a fresh run in this process): a new event file,
+  // which gets the records.
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const auto renewed = SummaryWriterFor(dir);
+  CHECK(renewed != writer);
+  renewed->add_scalar("loss", 1.5, 3);
+  REQUIRE(ListEventFiles(dir).size() == 1);
+  const std::vector<ScalarEvent> events = ReadScalarEvents(ListEventFiles(dir).front());
+  REQUIRE(events.size() == 1);
+  CHECK(events.front().value == 1.5);
+  CHECK(renewed == SummaryWriterFor(dir));
 }
 
 TEST_CASE("summary: SummaryWriter names the path it cannot create", "[summary]") {
