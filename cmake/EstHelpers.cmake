@@ -90,7 +90,7 @@ function(est_add_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS;ISOLATED" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE est_test_main ${ARG_DEPS})
-  if(ARG_DEPS MATCHES "TorchEstimator::(data|checkpoint|distribute|estimator)")
+  if(ARG_DEPS MATCHES "TorchEstimator::(data|checkpoint|distribute|estimator|serving)")
     # Batched into one unit (the unity build), a file that includes LibTorch after another
     # included Catch2 would see glog's one-argument CHECK instead of Catch2's: glog first.
     set_target_properties(${name} PROPERTIES UNITY_BUILD_CODE_BEFORE_INCLUDE "#include <c10/util/Logging.h>")

@@ -58,7 +58,7 @@ endfunction()
 # ones (every target of the tree gets the same sanitizer flags), nor another -O level or
 # -pthread setting (est_sanitizer_test_options gives every test and the header the same).
 function(est_sanitizer_test_pch target)
-  if(EST_SANITIZE AND ARGN MATCHES "TorchEstimator::(data|checkpoint|distribute|estimator)")
+  if(EST_SANITIZE AND ARGN MATCHES "TorchEstimator::(data|checkpoint|distribute|estimator|serving)")
     target_precompile_headers(${target} REUSE_FROM est_test_pch)
   endif()
 endfunction()

@@ -105,6 +105,11 @@ Predictions Estimator::predict(const InputFn& input_fn, const PredictOptions& op
   return impl_->predict(input_fn, options);
 }
 
+std::string Estimator::export_saved_model(const std::string& export_dir_base, const ServingInputFn& serving_input_fn,
+                                          const ExportOptions& options) {
+  return impl_->export_saved_model(export_dir_base, serving_input_fn, options);
+}
+
 std::optional<std::string> Estimator::latest_checkpoint() const {
   return checkpoint::LatestCheckpoint(impl_->model_dir);
 }

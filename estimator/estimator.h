@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "estimator/eval_result.h"
+#include "estimator/export/export_manifest.h"
+#include "estimator/export/serving_input.h"
 #include "estimator/hooks/session_run_hook.h"
 #include "estimator/input_fn.h"
 #include "estimator/model_context.h"
@@ -59,6 +61,16 @@ struct PredictOptions {
   TORCH_ARG(std::vector<HookPtr>, hooks);
 };
 
+/// Options of Estimator::export_saved_model.
+struct ExportOptions {
+  /// The checkpoint to export; the latest one in model_dir when empty.
+  TORCH_ARG(std::string, checkpoint_path);
+  /// Who the model is: a Predictor refuses an export of another name or version.
+  TORCH_ARG(ModelIdentity, model);
+  /// Evaluation metrics to record in the export (an exporter's evaluation).
+  TORCH_ARG(EvalResult, metrics);
+};
+
 /// The Estimator of tf.estimator for LibTorch. It calls model_fn eagerly every step;
 /// the state model_fn creates through its ModelContext is checkpointed in model_dir. A
 /// new Estimator on a model_dir with checkpoints resumes from the latest one (global
@@ -82,6 +94,14 @@ class Estimator {
   EvalResult evaluate(const InputFn& input_fn, const EvalOptions& options = {});
   /// Predictions one example at a time, computed lazily batch by batch.
   Predictions predict(const InputFn& input_fn, const PredictOptions& options = {});
+
+  /// Exports a checkpoint for serving (tf.estimator.Estimator.export_saved_model): a new
+  /// version under `export_dir_base` (export_directory.h) holding the inference weights
+  /// (the moving averages with RunConfig::moving_average; no optimizer state), the serving
+  /// signature (the inputs `serving_input_fn` declares, and the predictions model_fn makes of
+  /// them), the model's identity, params and global step. Returns the version's directory.
+  std::string export_saved_model(const std::string& export_dir_base, const ServingInputFn& serving_input_fn,
+                                 const ExportOptions& options = {});
 
   /// The latest checkpoint prefix in model_dir, if any.
   std::optional<std::string> latest_checkpoint() const;

@@ -35,6 +35,9 @@ struct Estimator::Impl {
   EvalResult evaluate(const InputFn& input_fn, const EvalOptions& options);
   /// prediction (prediction_loop.cc)
   Predictions predict(const InputFn& input_fn, const PredictOptions& options);
+  /// export (export/saved_model_export.cc)
+  std::string export_saved_model(const std::string& export_dir_base, const ServingInputFn& serving_input_fn,
+                                 const ExportOptions& options);
 
   /// The checkpoint at `path` (a prefix or a directory), or the newest valid one in
   /// model_dir when `path` is empty; nullptr when there is none. CheckpointError listing

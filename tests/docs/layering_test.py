@@ -21,6 +21,7 @@ ALLOWED = [
     ("distribute/optimizer/", {"distribute/optimizer/", "kernels/", "common/"}),
     ("distribute/", {"distribute/", "common/"}),
     ("estimator/", {"estimator/", "distribute/", "checkpoint/", "data/", "common/"}),
+    ("serving/", {"serving/", "estimator/", "distribute/", "checkpoint/", "data/", "common/"}),
 ]
 # Files that must stay free of what the strategy owns.
 FORBIDDEN = {

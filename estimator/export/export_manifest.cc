@@ -1,0 +1,79 @@
+#include "estimator/export/export_manifest.h"
+
+#include "common/error.h"
+
+namespace est {
+namespace {
+
+/// The format's name and version in export.json; a reader refuses other versions.
+constexpr const char* kFormat = "torch-estimator-export";
+constexpr int kFormatVersion = 1;
+
+nlohmann::json ToJson(const std::vector<TensorSpec>& specs) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const TensorSpec& spec : specs)
+    list.push_back({{"name", spec.name}, {"dtype", DtypeName(spec.dtype)}, {"shape", spec.shape}});
+  return list;
+}
+
+std::vector<TensorSpec> SpecsFromJson(const nlohmann::json& list) {
+  std::vector<TensorSpec> specs;
+  for (const nlohmann::json& item : list) {
+    TensorSpec spec;
+    spec.name = item.at("name").get<std::string>();
+    spec.dtype = ParseDtype(item.at("dtype").get<std::string>());
+    spec.shape = item.at("shape").get<std::vector<int64_t>>();
+    for (int64_t size : spec.shape)
+      EST_CHECK(size >= -1, ConfigError, "tensor '", spec.name, "' has size ", size, "; expected -1 or more");
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+}  // namespace
+
+std::string ExportManifest::to_json() const {
+  nlohmann::json json = {
+      {"format", kFormat},
+      {"format_version", kFormatVersion},
+      {"model", {{"name", model.name}, {"version", model.version}}},
+      {"params", params},
+      {"global_step", global_step},
+      {"metrics", metrics},
+      {"signature", {{"inputs", ToJson(inputs)}, {"outputs", ToJson(outputs)}}},
+      {"weights",
+       {{"file", kExportWeightsFile}, {"bytes", weights_bytes}, {"crc32c", weights_crc32c},
+        {"moving_averages", moving_averages}}},
+  };
+  return json.dump(2) + "\n";
+}
+
+ExportManifest ExportManifest::Parse(const std::string& text, const std::string& path) {
+  ExportManifest manifest;
+  try {
+    const nlohmann::json json = nlohmann::json::parse(text);
+    EST_CHECK(json.value("format", "") == kFormat, CheckpointError, "'", path, "' is not a TorchEstimator export "
+              "manifest (its \"format\" is not \"", kFormat, "\")");
+    const int version = json.at("format_version").get<int>();
+    EST_CHECK(version == kFormatVersion, CheckpointError, "'", path, "' is an export of format version ", version,
+              "; this TorchEstimator reads version ", kFormatVersion);
+    manifest.model.name = json.at("model").at("name").get<std::string>();
+    manifest.model.version = json.at("model").at("version").get<std::string>();
+    manifest.params = json.at("params");
+    manifest.global_step = json.at("global_step").get<int64_t>();
+    manifest.metrics = json.at("metrics").get<std::map<std::string, double>>();
+    manifest.inputs = SpecsFromJson(json.at("signature").at("inputs"));
+    manifest.outputs = SpecsFromJson(json.at("signature").at("outputs"));
+    const nlohmann::json& weights = json.at("weights");
+    manifest.weights_bytes = weights.at("bytes").get<uint64_t>();
+    manifest.weights_crc32c = weights.at("crc32c").get<uint32_t>();
+    manifest.moving_averages = weights.at("moving_averages").get<bool>();
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const std::exception& e) {
+    EST_THROW(CheckpointError, "the export manifest '", path, "' cannot be read: ", e.what());
+  }
+  return manifest;
+}
+
+}  // namespace est

@@ -1,0 +1,52 @@
+// Estimator::export_saved_model: a checkpoint's inference weights and the model's serving
+// signature, written as a new export version.
+
+#include <ATen/ATen.h>
+#include <torch/types.h>
+
+#include "checkpoint/checkpoint_reader.h"
+#include "common/error.h"
+#include "common/logging.h"
+#include "estimator/estimator_impl.h"
+#include "estimator/export/export_directory.h"
+#include "estimator/export/serving_signature.h"
+
+namespace est {
+
+std::string Estimator::Impl::export_saved_model(const std::string& export_dir_base,
+                                                const ServingInputFn& serving_input_fn, const ExportOptions& options) {
+  EST_CHECK(!export_dir_base.empty(), ConfigError, "export_saved_model: export_dir_base is empty");
+  EST_CHECK(serving_input_fn != nullptr, ConfigError, "export_saved_model: serving_input_fn is empty");
+  auto reader = open_checkpoint(options.checkpoint_path());
+  EST_CHECK(reader != nullptr, CheckpointError, "Couldn't find trained model at ", model_dir,
+            "; train first or pass ExportOptions::checkpoint_path");
+  const ServingInputReceiver receiver = serving_input_fn();
+  ValidateServingInputs(receiver.inputs);
+
+  // The model as prediction makes it, on the CPU, from the checkpoint's variables (or their
+  // moving averages); its predictions on example requests give the outputs' signature.
+  const RestoreMode restore = inference_restore_mode();
+  ModelContext ctx(params, c10::Device(c10::kCPU), RestoreFromCheckpoint(reader, restore));
+  const int64_t global_step = reader->global_step();
+  torch::NoGradGuard no_grad;
+  auto predict = [&](const Features& request) {
+    data::Element element;
+    element.features = receiver.receiver ? receiver.receiver(request) : request;
+    return CallModelFn(model_fn, element, Mode::kPredict, ctx, global_step, MixedPrecision::kNone).predictions;
+  };
+  ExportManifest manifest;
+  manifest.model = options.model();
+  manifest.params = *params;
+  manifest.global_step = global_step;
+  manifest.metrics = options.metrics();
+  manifest.inputs = receiver.inputs;
+  manifest.outputs = OutputSignature(receiver.inputs, predict);
+  manifest.moving_averages = restore == RestoreMode::kMovingAverages;
+  std::map<std::string, at::Tensor> weights;
+  for (const auto& [name, tensor] : ctx.variables()) weights.emplace(name, tensor);
+  const std::string path = WriteExport(export_dir_base, manifest, weights);
+  Log().info("Exported {} at global step {} to {}", reader->prefix(), global_step, path);
+  return path;
+}
+
+}  // namespace est

@@ -1,0 +1,117 @@
+#include "serving/predictor.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+#include <torch/types.h>
+
+#include <filesystem>
+#include <mutex>
+#include <set>
+
+#include "common/logging.h"
+#include "estimator/estimator_impl.h"
+#include "estimator/export/export_directory.h"
+#include "estimator/export/serving_signature.h"
+#include "estimator/model_context.h"
+
+namespace est::serving {
+
+std::string ResolveExportPath(const std::string& export_path) {
+  namespace fs = std::filesystem;
+  if (fs::is_regular_file(fs::path(export_path) / kExportManifestFile)) return export_path;
+  const std::vector<int64_t> versions = ExportVersions(export_path);
+  EST_CHECK(!versions.empty(), CheckpointError, "no export at '", export_path, "': it is neither an export version (a "
+            "directory holding ", kExportManifestFile, ") nor a directory of numbered versions");
+  return ExportVersionPath(export_path, versions.back());
+}
+
+struct Predictor::Impl {
+  ModelFn model_fn;
+  LoadedExport loaded;
+  ServingInputReceiver receiver;
+  std::unique_ptr<ModelContext> ctx;
+  mutable std::mutex mutex;  ///< model_fn runs one request at a time
+
+  /// model_fn's predictions for a request that fits the signature, where they are computed.
+  TensorMap run(const Features& request) const {
+    data::Element element;
+    element.features = receiver.receiver ? receiver.receiver(request) : request;
+    return CallModelFn(model_fn, ToDevice(std::move(element), *ctx), Mode::kPredict, *ctx,
+                       loaded.manifest.global_step, MixedPrecision::kNone)
+        .predictions;
+  }
+};
+
+Predictor::Predictor(ModelFn model_fn, const std::string& export_path, PredictorOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  EST_CHECK(model_fn != nullptr, ConfigError, "Predictor: model_fn is empty");
+  impl_->model_fn = std::move(model_fn);
+  impl_->loaded = ReadExport(ResolveExportPath(export_path));
+  const LoadedExport& loaded = impl_->loaded;
+  const ExportManifest& manifest = loaded.manifest;
+  const ModelIdentity& expected = options.model();
+  EST_CHECK(expected.name.empty() || expected == manifest.model, CheckpointError, "the export '", loaded.path,
+            "' is of model '", manifest.model.name, "' version '", manifest.model.version, "'; expected model '",
+            expected.name, "' version '", expected.version, "'");
+  if (options.serving_input_fn()) {
+    impl_->receiver = options.serving_input_fn()();
+    const std::string difference =
+        SignatureDifference(impl_->receiver.inputs, manifest.inputs, "input", "here", "in the export '" + loaded.path + "'");
+    EST_CHECK(difference.empty(), CheckpointError, "the serving input differs from the export's: ", difference);
+  } else {
+    impl_->receiver.inputs = manifest.inputs;
+  }
+
+  // The model, its variables filled from the export's weights as model_fn creates them.
+  std::set<std::string> restored;
+  ModelContext::Initializers initializers;
+  initializers.variables = [&](const NamedTensors& variables) {
+    torch::NoGradGuard no_grad;
+    for (const auto& [name, variable] : variables) {
+      auto it = loaded.weights.find(name);
+      EST_CHECK(it != loaded.weights.end(), CheckpointError, "model_fn creates variable '", name,
+                "', which the export '", loaded.path, "' does not hold");
+      EST_CHECK(it->second.sizes() == variable.sizes() && it->second.scalar_type() == variable.scalar_type(),
+                CheckpointError, "variable '", name, "' is ", variable.scalar_type(), " ", variable.sizes(),
+                " in model_fn but ", it->second.scalar_type(), " ", it->second.sizes(), " in the export '", loaded.path,
+                "'");
+      variable.copy_(it->second);
+      restored.insert(name);
+    }
+  };
+  impl_->ctx = std::make_unique<ModelContext>(std::make_shared<const nlohmann::json>(manifest.params), options.device(),
+                                              std::move(initializers));
+  // Example requests create every variable and give the outputs, which must be the export's.
+  torch::NoGradGuard no_grad;
+  const std::vector<TensorSpec> outputs =
+      OutputSignature(impl_->receiver.inputs, [&](const Features& request) { return impl_->run(request); });
+  const std::string difference =
+      SignatureDifference(outputs, manifest.outputs, "output", "from model_fn", "in the export '" + loaded.path + "'");
+  EST_CHECK(difference.empty(), CheckpointError, "model_fn's predictions differ from the export's: ", difference);
+  for (const auto& [name, weight] : loaded.weights)
+    EST_CHECK(restored.count(name) != 0, CheckpointError, "the export '", loaded.path, "' holds variable '", name,
+              "', which model_fn does not create in Mode::kPredict");
+  Log().info("Loaded export {} of model '{}' version '{}' (global step {}) on {}", loaded.path, manifest.model.name,
+             manifest.model.version, manifest.global_step, options.device().str());
+}
+
+Predictor::~Predictor() = default;
+
+TensorMap Predictor::predict(const Features& request) const {
+  const std::string mismatch = RequestMismatch(impl_->receiver.inputs, request);
+  if (!mismatch.empty()) throw RequestError(mismatch);
+  TensorMap predictions;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    c10::InferenceMode inference;
+    predictions = impl_->run(request);
+  }
+  for (auto& [name, tensor] : predictions) tensor = tensor.to(at::kCPU);
+  return predictions;
+}
+
+const ExportManifest& Predictor::manifest() const { return impl_->loaded.manifest; }
+const std::string& Predictor::path() const { return impl_->loaded.path; }
+int64_t Predictor::version() const { return impl_->loaded.version; }
+
+}  // namespace est::serving

@@ -1,0 +1,74 @@
+#pragma once
+/// est::serving::Predictor: a trained model outside its model_dir. It loads an export
+/// (Estimator::export_saved_model) with the model_fn that made it and runs model_fn's
+/// Mode::kPredict on requests, one batch of tensors at a time, with no input_fn, no
+/// checkpoint and no autograd.
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <torch/arg.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/error.h"
+#include "estimator/estimator_spec.h"
+#include "estimator/export/export_manifest.h"
+#include "estimator/export/serving_input.h"
+#include "estimator/model_fn.h"
+
+namespace est::serving {
+
+/// A request that does not fit the model's serving signature: an input missing or unknown,
+/// or of another dtype or shape. Its message names the input and what was expected.
+class RequestError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// How a Predictor loads an export.
+struct PredictorOptions {
+  /// The model the export must be of: a CheckpointError names the difference for an export of
+  /// another name or version. Any model when the name is empty.
+  TORCH_ARG(ModelIdentity, model);
+  /// The serving input the export must have been made with (the same inputs), whose receiver
+  /// maps requests to features; unset: the export's inputs go to model_fn as they are.
+  TORCH_ARG(ServingInputFn, serving_input_fn);
+  /// Where model_fn runs: the CPU or a CUDA device.
+  TORCH_ARG(c10::Device, device) = c10::Device(c10::kCPU);
+};
+
+/// Runs an export's model. Thread-safe: calls of predict() take turns.
+class Predictor {
+ public:
+  /// Loads `export_path`: an export's version directory, or a base directory, whose newest
+  /// version it takes. Builds the model with the export's params and weights and checks it
+  /// against the export: a CheckpointError names a missing or corrupt export, another model's,
+  /// a variable the export lacks or holds with another shape, and a signature that differs
+  /// (inputs of options.serving_input_fn, outputs of model_fn's predictions).
+  Predictor(ModelFn model_fn, const std::string& export_path, PredictorOptions options = {});
+  ~Predictor();
+  Predictor(const Predictor&) = delete;
+  Predictor& operator=(const Predictor&) = delete;
+
+  /// model_fn's predictions for `request`, a batch of the signature's inputs, on the CPU.
+  /// RequestError naming the input for a request that does not fit the signature.
+  TensorMap predict(const Features& request) const;
+
+  /// What the export says of itself (identity, signature, global step, metrics).
+  const ExportManifest& manifest() const;
+  /// The export's version directory and version.
+  const std::string& path() const;
+  int64_t version() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The version directory `export_path` names: itself when it holds an export, else the newest
+/// version under it. CheckpointError when there is none.
+std::string ResolveExportPath(const std::string& export_path);
+
+}  // namespace est::serving
