@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "checkpoint/checkpoint_files.h"
@@ -21,10 +22,30 @@ EvalOptions OptionsOf(const EvalSpec& spec) {
   return EvalOptions().steps(spec.steps()).hooks(spec.hooks()).name(spec.name());
 }
 
+// Runs every exporter of `spec` after an evaluation of `checkpoint_path`; returns the
+// version directories they wrote.
+std::vector<std::string> RunExporters(Estimator& estimator, const EvalSpec& spec, const std::string& checkpoint_path,
+                                      const EvalResult& result, bool is_the_final_export) {
+  std::vector<std::string> written;
+  for (const ExporterPtr& exporter : spec.exporters()) {
+    const std::string export_path = (std::filesystem::path(estimator.model_dir()) / "export" / exporter->name()).string();
+    if (std::optional<std::string> path =
+            exporter->export_model(estimator, export_path, checkpoint_path, result, is_the_final_export))
+      written.push_back(*path);
+  }
+  return written;
+}
+
+// Whether an evaluation at `global_step` is the training's last (max_steps reached).
+bool ReachedMaxSteps(const TrainSpec& train_spec, int64_t global_step) {
+  return train_spec.max_steps() && global_step >= *train_spec.max_steps();
+}
+
 // Evaluates new checkpoints during local training, throttled, and the final one at the end.
 class EvaluateOnCheckpointListener : public CheckpointSaverListener {
  public:
-  EvaluateOnCheckpointListener(Estimator& estimator, const EvalSpec& spec) : estimator_(estimator), spec_(spec) {}
+  EvaluateOnCheckpointListener(Estimator& estimator, const TrainSpec& train_spec, const EvalSpec& spec)
+      : estimator_(estimator), train_spec_(train_spec), spec_(spec) {}
 
   bool after_save(Session& session, int64_t global_step) override {
     const auto now = Clock::now();
@@ -32,23 +53,31 @@ class EvaluateOnCheckpointListener : public CheckpointSaverListener {
       Log().info("Skip the current checkpoint eval due to throttle secs ({} secs).", spec_.throttle_secs());
       return false;
     }
-    evaluate(global_step);
+    evaluate(global_step, ReachedMaxSteps(train_spec_, global_step));
     return false;
   }
 
+  // Training ended: its last checkpoint is evaluated (unless it was already) and exported as
+  // the final export.
   void end(Session& session, int64_t global_step) override {
-    if (last_evaluated_step_ != global_step) evaluate(global_step);
+    if (last_evaluated_step_ != global_step) {
+      evaluate(global_step, /*is_the_final_export=*/true);
+    } else if (!final_exported_ && !StopSignalGuard::pending()) {
+      last_result_.export_results =
+          RunExporters(estimator_, spec_, last_checkpoint_, last_result_, /*is_the_final_export=*/true);
+      final_exported_ = true;
+    }
   }
 
   /// True once an evaluation ran.
   bool evaluated() const { return last_evaluated_step_.has_value(); }
-  /// The results of the last evaluation.
-  const EvalResult& last_result() const { return last_result_; }
+  /// The results of the last evaluation and the exports after it.
+  const TrainAndEvaluateResult& last_result() const { return last_result_; }
 
  private:
   using Clock = std::chrono::steady_clock;
 
-  void evaluate(int64_t global_step) {
+  void evaluate(int64_t global_step, bool is_the_final_export) {
     if (const int signal_number = StopSignalGuard::pending()) {
       if (skipped_step_ != global_step)
         Log().info("Skipping the evaluation of global step {}: stopping on {}", global_step,
@@ -56,17 +85,23 @@ class EvaluateOnCheckpointListener : public CheckpointSaverListener {
       skipped_step_ = global_step;
       return;
     }
-    last_result_ = estimator_.evaluate(spec_.input_fn(), OptionsOf(spec_));
+    last_checkpoint_ = estimator_.latest_checkpoint().value_or("");
+    last_result_ = estimator_.evaluate(spec_.input_fn(), OptionsOf(spec_).checkpoint_path(last_checkpoint_));
     last_eval_time_ = Clock::now();
     last_evaluated_step_ = global_step;
+    last_result_.export_results = RunExporters(estimator_, spec_, last_checkpoint_, last_result_, is_the_final_export);
+    final_exported_ = is_the_final_export;
   }
 
   Estimator& estimator_;
+  const TrainSpec& train_spec_;
   const EvalSpec& spec_;
+  std::string last_checkpoint_;  ///< the checkpoint evaluated last
+  bool final_exported_ = false;  ///< the exporters ran as the final export
   std::optional<Clock::time_point> last_eval_time_;
   std::optional<int64_t> last_evaluated_step_;
   std::optional<int64_t> skipped_step_;  // not evaluated: a stop signal is pending
-  EvalResult last_result_;
+  TrainAndEvaluateResult last_result_;
 };
 
 // Why a task of a cluster other than the evaluator has no metrics.
@@ -118,7 +153,7 @@ void SleepUnlessStopped(double seconds, const std::optional<std::string>& last_e
 constexpr std::chrono::seconds kWaitingLogInterval(60);
 
 // The evaluator task: follows model_dir's checkpoints until the one at max_steps.
-EvalResult RunEvaluator(Estimator& estimator, const TrainSpec& train_spec, const EvalSpec& eval_spec) {
+TrainAndEvaluateResult RunEvaluator(Estimator& estimator, const TrainSpec& train_spec, const EvalSpec& eval_spec) {
   using Clock = std::chrono::steady_clock;
   auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   std::optional<StopSignalGuard> stop_signals;
@@ -126,7 +161,7 @@ EvalResult RunEvaluator(Estimator& estimator, const TrainSpec& train_spec, const
   Log().info("Running the evaluator: waiting {} secs before the first evaluation.", eval_spec.start_delay_secs());
   SleepUnlessStopped(eval_spec.start_delay_secs(), std::nullopt);
   std::optional<std::string> last_evaluated;
-  EvalResult last_result;
+  TrainAndEvaluateResult last_result;
   auto last_new_checkpoint = Clock::now();
   // A waiting message is logged when the evaluator starts to wait, then once a minute.
   std::optional<Clock::time_point> waiting_logged;
@@ -150,7 +185,9 @@ EvalResult RunEvaluator(Estimator& estimator, const TrainSpec& train_spec, const
         last_result = estimator.evaluate(eval_spec.input_fn(), OptionsOf(eval_spec).checkpoint_path(*latest));
         last_evaluated = latest;
         const auto step = static_cast<int64_t>(last_result.at("global_step"));
-        if (train_spec.max_steps() && step >= *train_spec.max_steps()) {
+        last_result.export_results =
+            RunExporters(estimator, eval_spec, *latest, last_result, ReachedMaxSteps(train_spec, step));
+        if (ReachedMaxSteps(train_spec, step)) {
           Log().info("Exiting evaluation, global step {} >= train max_steps {}", step, *train_spec.max_steps());
           return last_result;
         }
@@ -176,23 +213,26 @@ EvalResult RunEvaluator(Estimator& estimator, const TrainSpec& train_spec, const
   }
 }
 
-EvalResult RunLocal(Estimator& estimator, const TrainSpec& train_spec, const EvalSpec& eval_spec) {
+TrainAndEvaluateResult RunLocal(Estimator& estimator, const TrainSpec& train_spec, const EvalSpec& eval_spec) {
   Log().info("Running training and evaluation locally (non-distributed).");
-  auto listener = std::make_shared<EvaluateOnCheckpointListener>(estimator, eval_spec);
+  auto listener = std::make_shared<EvaluateOnCheckpointListener>(estimator, train_spec, eval_spec);
   estimator.train(train_spec.input_fn(), TrainOptions()
                                              .max_steps(train_spec.max_steps())
                                              .hooks(train_spec.hooks())
                                              .saving_listeners({listener}));
   if (!listener->evaluated()) {
     // Training was skipped (max_steps already reached): report the latest checkpoint.
-    return estimator.evaluate(eval_spec.input_fn(), OptionsOf(eval_spec));
+    const std::string checkpoint = estimator.latest_checkpoint().value_or("");
+    TrainAndEvaluateResult result = estimator.evaluate(eval_spec.input_fn(), OptionsOf(eval_spec).checkpoint_path(checkpoint));
+    result.export_results = RunExporters(estimator, eval_spec, checkpoint, result, /*is_the_final_export=*/true);
+    return result;
   }
   return listener->last_result();
 }
 
 }  // namespace
 
-EvalResult train_and_evaluate(Estimator& estimator, const TrainSpec& train_spec, const EvalSpec& eval_spec) {
+TrainAndEvaluateResult train_and_evaluate(Estimator& estimator, const TrainSpec& train_spec, const EvalSpec& eval_spec) {
   EST_CHECK(static_cast<bool>(train_spec.input_fn()), ConfigError, "TrainSpec needs an input_fn");
   EST_CHECK(static_cast<bool>(eval_spec.input_fn()), ConfigError, "EvalSpec needs an input_fn");
   EST_CHECK(eval_spec.throttle_secs() >= 0, ConfigError, "EvalSpec.throttle_secs must be >= 0, got ",
@@ -203,6 +243,12 @@ EvalResult train_and_evaluate(Estimator& estimator, const TrainSpec& train_spec,
             "EvalSpec.checkpoint_timeout_secs must be positive, got ", eval_spec.checkpoint_timeout_secs());
   EST_CHECK(eval_spec.steps().value_or(1) > 0, ConfigError, "EvalSpec.steps must be positive, got ",
             *eval_spec.steps());
+  std::set<std::string> exporter_names;
+  for (const ExporterPtr& exporter : eval_spec.exporters()) {
+    EST_CHECK(exporter != nullptr, ConfigError, "EvalSpec.exporters holds a null exporter");
+    EST_CHECK(exporter_names.insert(exporter->name()).second, ConfigError, "EvalSpec.exporters: two exporters are "
+              "named '", exporter->name(), "'; each needs a directory of its own under model_dir/export");
+  }
   const auto& cluster = estimator.config().cluster;
   if (cluster.is_local()) return RunLocal(estimator, train_spec, eval_spec);
   if (cluster.is_evaluator()) return RunEvaluator(estimator, train_spec, eval_spec);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "estimator/estimator.h"
+#include "estimator/exporter.h"
 
 namespace est {
 
@@ -39,12 +40,26 @@ struct EvalSpec {
   TORCH_ARG(double, throttle_secs) = 600;
   /// An evaluator task gives up (TimeoutError) when no new checkpoint appears for this long.
   TORCH_ARG(double, checkpoint_timeout_secs) = 3600;
+  /// Run after each evaluation (exporter.h), each into model_dir/export/<its name>; names
+  /// must differ.
+  TORCH_ARG(std::vector<ExporterPtr>, exporters);
+};
+
+/// What train_and_evaluate returns: the final evaluation's results (as EvalResult) and the
+/// exports made after it (TensorFlow's `(eval_result, export_results)`).
+struct TrainAndEvaluateResult : EvalResult {
+  TrainAndEvaluateResult() = default;
+  TrainAndEvaluateResult(EvalResult result) : EvalResult(std::move(result)) {}  // NOLINT: implicit
+  /// The version directories the exporters wrote after the final evaluation.
+  std::vector<std::string> export_results;
 };
 
 /// Trains and evaluates. In local mode (no cluster): trains with a checkpoint listener
 /// that evaluates each new checkpoint once `throttle_secs` have passed since the last
-/// evaluation, and evaluates the final checkpoint. Returns the final evaluation's results
-/// (empty when training was skipped and the final checkpoint was already evaluated).
-EvalResult train_and_evaluate(Estimator& estimator, const TrainSpec& train_spec, const EvalSpec& eval_spec);
+/// evaluation, and evaluates the final checkpoint. After each evaluation (here, or on the
+/// evaluator task of a cluster) the exporters run; the final one's is the final export (its
+/// global step reached max_steps, or training ended). Returns the final evaluation's results
+/// and the exports made after it.
+TrainAndEvaluateResult train_and_evaluate(Estimator& estimator, const TrainSpec& train_spec, const EvalSpec& eval_spec);
 
 }  // namespace est

@@ -34,7 +34,8 @@ ModelRecipe Linear(int64_t batch_size) {
     if (mode == est::Mode::kTrain) dataset = dataset.repeat();
     return dataset.batch(input.per_replica_batch_size(batch_size));
   };
-  return ModelRecipe{LinearModelFn, input_fn, kLinearLearningRate};
+  auto serving_input = [] { return est::ServingInputReceiver{{{"x", torch::kFloat32, {-1, 1}}}, nullptr}; };
+  return ModelRecipe{LinearModelFn, input_fn, kLinearLearningRate, serving_input};
 }
 
 }  // namespace est_train

@@ -40,6 +40,8 @@ namespace {
 
 /// Where Debian's fortunes package puts its text, transformer_lm's corpus.
 constexpr const char* kFortunesDir = "/usr/share/games/fortunes";
+/// The version of the built-in models' code that exports record (est::ModelIdentity).
+constexpr const char* kModelVersion = "1";
 
 struct Flags {
   std::string model = "fashion_mnist_cnn";
@@ -58,6 +60,8 @@ struct Flags {
   double ema_decay = 0;
   std::string keep_best_by;
   int keep_best = 1;
+  std::vector<std::string> exports;
+  int exports_to_keep = 5;
   int64_t save_checkpoints_steps = 500;
   int64_t eval_steps = 0;
   double throttle_secs = 0;
@@ -169,6 +173,16 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--keep-best", flags.keep_best, "How many best checkpoints --keep-best-by keeps")
       ->check(est_apps::IntegerIn<int>(1, std::numeric_limits<int>::max()))
       ->needs(keep_best_by)
+      ->capture_default_str();
+  CLI::Option* exports = app.add_option("--export", flags.exports,
+                 "Export for serving after evaluations into model_dir/export/<kind>/ (repeatable): latest (every "
+                 "evaluated checkpoint), best (when an evaluation beats the earlier ones by --keep-best-by's metric, "
+                 "else the lowest loss), final (the last evaluated checkpoint)")
+      ->check(CLI::IsMember({"latest", "best", "final"}))
+      ->take_all();
+  app.add_option("--exports-to-keep", flags.exports_to_keep, "How many exports --export latest and best keep")
+      ->check(est_apps::IntegerIn<int>(1, std::numeric_limits<int>::max()))
+      ->needs(exports)
       ->capture_default_str();
   app.add_option("--save-checkpoints-steps", flags.save_checkpoints_steps, "Save a checkpoint every N steps")
       ->check(est_apps::IntegerIn<int64_t>(1, est_apps::kMaxInt64))
@@ -417,6 +431,29 @@ est_train::TrainingOptions TrainingOptionsOf(const Flags& flags, const est_train
   return options;
 }
 
+// The exporters of --export, each into model_dir/export/<kind>, under the model's name.
+std::vector<est::ExporterPtr> ExportersOf(const Flags& flags, const est_train::ModelRecipe& recipe) {
+  const est::ExporterOptions options = est::ExporterOptions(recipe.serving_input)
+                                           .model({flags.model, kModelVersion})
+                                           .exports_to_keep(flags.exports_to_keep);
+  std::vector<est::ExporterPtr> exporters;
+  for (const std::string& kind : std::set<std::string>(flags.exports.begin(), flags.exports.end())) {
+    if (kind == "latest") exporters.push_back(est::LatestExporter(kind, options));
+    if (kind == "final") exporters.push_back(est::FinalExporter(kind, options));
+    if (kind != "best") continue;
+    if (flags.keep_best_by.empty()) {
+      exporters.push_back(est::BestExporter(kind, options));
+      continue;
+    }
+    const est::KeepBestCheckpoints by = est::ParseKeepBestBy(flags.keep_best_by);
+    exporters.push_back(est::BestExporter(kind, options, [by](const est::EvalResult& best, const est::EvalResult& current) {
+      return by.higher_is_better() ? current.at(by.metric()) > best.at(by.metric())
+                                   : current.at(by.metric()) < best.at(by.metric());
+    }));
+  }
+  return exporters;
+}
+
 int Run(const Flags& flags) {
   // Before any thread of a strategy or a store starts: under a ulimit -v too small to train,
   // OpenBLAS would spin for ever at the first matrix product.
@@ -462,6 +499,7 @@ int Run(const Flags& flags) {
   auto eval_spec =
       est::EvalSpec(recipe.input_fn).throttle_secs(flags.throttle_secs).start_delay_secs(flags.start_delay_secs);
   eval_spec.steps(flags.eval_steps > 0 ? std::optional<int64_t>(flags.eval_steps) : std::nullopt);
+  eval_spec.exporters(ExportersOf(flags, recipe));
   est::train_and_evaluate(estimator, est::TrainSpec(recipe.input_fn).max_steps(flags.max_steps), eval_spec);
   return 0;
 }

@@ -8,6 +8,7 @@
 
 #include "data/tfrecord.h"
 
+#include "estimator/export/serving_input.h"
 #include "estimator/input_fn.h"
 #include "estimator/model_fn.h"
 
@@ -19,6 +20,8 @@ struct ModelRecipe {
   est::InputFn input_fn;
   /// The learning rate model_fn trains with when params["learning_rate"] is not set.
   double default_learning_rate = 0;
+  /// What a serving request holds (--export).
+  est::ServingInputFn serving_input;
 };
 
 /// Where FashionMnistCnn's examples come from: TFRecord shards when train_files is set,

@@ -161,7 +161,8 @@ ModelRecipe TransformerLanguageModel(const std::string& text_dir, bool reads_dat
     if (mode == est::Mode::kTrain) dataset = dataset.shuffle(split.size(0), shuffle_seed).repeat();
     return dataset.batch(input.per_replica_batch_size(batch_size));
   };
-  return ModelRecipe{model_fn, input_fn, kLmLearningRate};
+  auto serving_input = [] { return est::ServingInputReceiver{{{"tokens", torch::kInt64, {-1, kContext}}}, nullptr}; };
+  return ModelRecipe{model_fn, input_fn, kLmLearningRate, serving_input};
 }
 
 }  // namespace est_train

@@ -17,6 +17,7 @@
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_state.h"
 #include "common/config.h"
+#include "estimator/export/export_directory.h"
 #include "estimator/summary/event_reader.h"
 #include "tests/apps/run_command.h"
 #include "tests/test_util.h"
@@ -110,6 +111,9 @@ TEST_CASE("est-train rejects bad flags with one clear line", "[apps]") {
       {"--warmup-steps -1", {"--warmup-steps: expected an integer from 0 to 9223372036854775807, got '-1'"}},
       {"--keep-best-by accuracy", {"--keep-best-by", "'accuracy'", "expected METRIC:max or METRIC:min"}},
       {"--keep-best 2", {"--keep-best requires --keep-best-by"}},
+      {"--export newest", {"--export", "newest", "latest", "best", "final"}},
+      {"--exports-to-keep 2", {"--exports-to-keep requires --export"}},
+      {"--export latest --exports-to-keep 0", {"--exports-to-keep: expected an integer from 1"}},
       {"--lr-schedule 'Cosine(decay_steps=5)'", {"--lr-schedule", "unknown schedule 'Cosine'", "CosineDecay"}},
       {"--lr-schedule 'CosineDecay(decay_steps=0)'", {"CosineDecay: decay_steps is 0; expected a number of steps > 0"}},
       {"--unknown-flag 1", {"--unknown-flag"}},
@@ -243,11 +247,13 @@ TEST_CASE("est-train --lr-schedule, --warmup-steps, --clip-norm and --ema-decay 
   CHECK(checkpoint.has_tensor("dense/bias/ExponentialMovingAverage"));
 }
 
-TEST_CASE("est-train --keep-best-by keeps the best evaluated checkpoint beside the newest five", "[apps]") {
+TEST_CASE("est-train --keep-best-by keeps the best evaluated checkpoint beside the newest five, and --export "
+          "exports the latest, the best and the final one", "[apps]") {
   const std::string dir = est::testing::FreshTempDir("est_train_keep_best").string();
   // The worst loss is the best by loss:max: the first checkpoint evaluated, older than the newest five.
   RunResult run = RunEstTrain("--model linear --model-dir " + dir + " --max-steps 80 --save-checkpoints-steps 10 "
-                              "--log-step-count-steps 100 --keep-best-by loss:max");
+                              "--log-step-count-steps 100 --keep-best-by loss:max --export latest --export best "
+                              "--export final --exports-to-keep 2");
   INFO(run.output);
   REQUIRE(run.exit_code == 0);
   const auto evaluated = est::ReadEvalMetrics(dir + "/eval");
@@ -265,6 +271,24 @@ TEST_CASE("est-train --keep-best-by keeps the best evaluated checkpoint beside t
   CHECK(est::checkpoint::CheckpointExists(dir + "/model.ckpt-" + std::to_string(worst)));
   for (const int64_t step : {10, 20, 30})
     if (step != worst) CHECK_FALSE(est::checkpoint::CheckpointExists(dir + "/model.ckpt-" + std::to_string(step)));
+
+  // The exports, each with the model's name, the signature of a request and the global step.
+  auto exported_steps = [&](const std::string& kind) {
+    std::vector<int64_t> steps;
+    for (int64_t version : est::ExportVersions(dir + "/export/" + kind)) {
+      const est::LoadedExport loaded = est::ReadExport(est::ExportVersionPath(dir + "/export/" + kind, version));
+      CHECK(loaded.manifest.model == est::ModelIdentity{"linear", "1"});
+      CHECK(loaded.manifest.inputs.at(0).describe() == "x: float32 [-1, 1]");
+      steps.push_back(loaded.manifest.global_step);
+    }
+    return steps;
+  };
+  CHECK((exported_steps("latest") == std::vector<int64_t>{70, 80}));
+  CHECK((exported_steps("final") == std::vector<int64_t>{80}));
+  // Each evaluation of a higher loss than every earlier one was exported: the last, the worst.
+  const std::vector<int64_t> best = exported_steps("best");
+  REQUIRE(!best.empty());
+  CHECK(best.back() == worst);
 }
 
 TEST_CASE("est-train stopped and started again continues from the saved global step", "[apps]") {

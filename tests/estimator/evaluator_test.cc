@@ -10,6 +10,7 @@
 #include "checkpoint/checkpoint_files.h"
 #include "checkpoint/checkpoint_state.h"
 #include "distribute/cluster/cluster_config.h"
+#include "estimator/export/export_directory.h"
 #include "distribute/multi_worker_mirrored_strategy.h"
 #include "estimator/train_and_evaluate.h"
 #include "estimator/summary/event_reader.h"
@@ -57,6 +58,20 @@ TEST_CASE("the evaluator evaluates the checkpoint at max_steps and exits", "[est
                                          EvalSpec(Input()).start_delay_secs(0).throttle_secs(0));
   CHECK(result.at("global_step") == 20);
   CHECK(ReadEvalMetrics(evaluator.eval_dir()).count(20) == 1);
+}
+
+TEST_CASE("the evaluator task runs the exporters, the one at max_steps as the final export", "[estimator][export]") {
+  const std::string dir = est::testing::FreshTempDir("evaluator_exports").string();
+  TrainLocally(dir, 20);
+  Estimator evaluator(RegressionModelFn, dir, TaskConfig("evaluator"));
+  const ExporterOptions options([] { return ServingInputReceiver{{{"x", at::kFloat, {-1, 2}}}, nullptr}; });
+  TrainAndEvaluateResult result = train_and_evaluate(
+      evaluator, TrainSpec(Input()).max_steps(20),
+      EvalSpec(Input()).start_delay_secs(0).throttle_secs(0).exporters(
+          {FinalExporter("final", options), LatestExporter("latest", options)}));
+  REQUIRE(result.export_results.size() == 2);
+  for (const std::string& path : result.export_results) CHECK(ReadExport(path).manifest.global_step == 20);
+  CHECK(ExportVersions(dir + "/export/final").size() == 1);
 }
 
 namespace {
