@@ -30,6 +30,7 @@ struct Predictor::Impl {
   LoadedExport loaded;
   ServingInputReceiver receiver;
   std::unique_ptr<ModelContext> ctx;
+  std::set<std::string> restored;  ///< the export's variables model_fn created
   mutable std::mutex mutex;  ///< model_fn runs one request at a time
 
   /// model_fn's predictions for a request that fits the signature, where they are computed.
@@ -63,9 +64,9 @@ Predictor::Predictor(ModelFn model_fn, const std::string& export_path, Predictor
   }
 
   // The model, its variables filled from the export's weights as model_fn creates them.
-  std::set<std::string> restored;
   ModelContext::Initializers initializers;
-  initializers.variables = [&](const NamedTensors& variables) {
+  initializers.variables = [impl = impl_.get()](const NamedTensors& variables) {
+    const LoadedExport& loaded = impl->loaded;
     torch::NoGradGuard no_grad;
     for (const auto& [name, variable] : variables) {
       auto it = loaded.weights.find(name);
@@ -76,7 +77,7 @@ Predictor::Predictor(ModelFn model_fn, const std::string& export_path, Predictor
                 " in model_fn but ", it->second.scalar_type(), " ", it->second.sizes(), " in the export '", loaded.path,
                 "'");
       variable.copy_(it->second);
-      restored.insert(name);
+      impl->restored.insert(name);
     }
   };
   impl_->ctx = std::make_unique<ModelContext>(std::make_shared<const nlohmann::json>(manifest.params), options.device(),
@@ -89,7 +90,7 @@ Predictor::Predictor(ModelFn model_fn, const std::string& export_path, Predictor
       SignatureDifference(outputs, manifest.outputs, "output", "from model_fn", "in the export '" + loaded.path + "'");
   EST_CHECK(difference.empty(), CheckpointError, "model_fn's predictions differ from the export's: ", difference);
   for (const auto& [name, weight] : loaded.weights)
-    EST_CHECK(restored.count(name) != 0, CheckpointError, "the export '", loaded.path, "' holds variable '", name,
+    EST_CHECK(impl_->restored.count(name) != 0, CheckpointError, "the export '", loaded.path, "' holds variable '", name,
               "', which model_fn does not create in Mode::kPredict");
   Log().info("Loaded export {} of model '{}' version '{}' (global step {}) on {}", loaded.path, manifest.model.name,
              manifest.model.version, manifest.global_step, options.device().str());

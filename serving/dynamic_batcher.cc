@@ -1,0 +1,207 @@
+#include "serving/dynamic_batcher.h"
+
+#include <ATen/ATen.h>
+
+#include <sstream>
+#include <utility>
+
+#include "common/logging.h"
+#include "estimator/export/serving_signature.h"
+
+namespace est::serving {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// What requests that may share a batch have in common: every input's sizes but the first,
+// in the signature's order; requests of an input whose first size is fixed batch alone.
+std::string ShapeKey(const std::vector<TensorSpec>& inputs, const Features& request, const void* pending) {
+  std::ostringstream key;
+  for (const TensorSpec& input : inputs) {
+    if (input.shape.front() >= 0) {
+      key << "alone " << pending;
+      return key.str();
+    }
+    key << input.name << ':' << request.at(input.name).sizes().slice(1) << ';';
+  }
+  return key.str();
+}
+
+}  // namespace
+
+void BatchingOptions::validate() const {
+  EST_CHECK(max_batch_size() >= 1, ConfigError, "max_batch_size must be at least 1, got ", max_batch_size());
+  EST_CHECK(max_queue_size() >= 1, ConfigError, "max_queue_size must be at least 1, got ", max_queue_size());
+  EST_CHECK(max_queue_delay().count() >= 0, ConfigError, "max_queue_delay must not be negative, got ",
+            max_queue_delay().count(), " us");
+}
+
+struct DynamicBatcher::Pending {
+  Features request;
+  int64_t rows = 0;
+  std::string shape_key;
+  Clock::time_point arrived;
+  Clock::time_point deadline;
+  std::promise<TensorMap> answer;
+};
+
+DynamicBatcher::DynamicBatcher(std::shared_ptr<const Predictor> predictor, BatchingOptions options)
+    : options_(std::move(options)), predictor_(std::move(predictor)) {
+  options_.validate();
+  EST_CHECK(predictor_ != nullptr, ConfigError, "DynamicBatcher: no predictor");
+  thread_ = std::thread([this] { run(); });
+}
+
+DynamicBatcher::~DynamicBatcher() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  arrived_.notify_all();
+  thread_.join();
+}
+
+void DynamicBatcher::set_predictor(std::shared_ptr<const Predictor> predictor) {
+  EST_CHECK(predictor != nullptr, ConfigError, "DynamicBatcher: no predictor");
+  std::lock_guard<std::mutex> lock(mutex_);
+  predictor_ = std::move(predictor);
+}
+
+std::shared_ptr<const Predictor> DynamicBatcher::predictor() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return predictor_;
+}
+
+BatchingStats DynamicBatcher::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  BatchingStats stats = stats_;
+  stats.queued = static_cast<int64_t>(queue_.size());
+  return stats;
+}
+
+TensorMap DynamicBatcher::predict(const Features& request, Clock::time_point deadline) {
+  const std::vector<TensorSpec>& inputs = predictor()->manifest().inputs;
+  if (std::string mismatch = RequestMismatch(inputs, request); !mismatch.empty()) throw RequestError(mismatch);
+  auto pending = std::make_unique<Pending>();
+  Pending* const mine = pending.get();
+  pending->request = request;
+  pending->rows = request.at(inputs.front().name).size(0);
+  pending->arrived = Clock::now();
+  pending->deadline = deadline;
+  std::future<TensorMap> answer = pending->answer.get_future();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (static_cast<int64_t>(queue_.size()) >= options_.max_queue_size()) {
+      ++stats_.refused;
+      EST_THROW(QueueFullError, "the request queue is full (", queue_.size(), " requests wait; max_queue_size ",
+                options_.max_queue_size(), "): try again later");
+    }
+    pending->shape_key = ShapeKey(inputs, request, mine);
+    queue_.push_back(std::move(pending));
+  }
+  arrived_.notify_all();
+  const bool answered =
+      deadline == Clock::time_point::max() || answer.wait_until(deadline) == std::future_status::ready;
+  if (!answered) {
+    // Still queued: it leaves the queue now. Already in a batch: its answer comes.
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+      if (it->get() != mine) continue;
+      queue_.erase(it);
+      ++stats_.expired;
+      ++stats_.requests;
+      lock.unlock();
+      EST_THROW(TimeoutError, "the request's deadline passed while it waited for a batch");
+    }
+  }
+  return answer.get();
+}
+
+void DynamicBatcher::run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    arrived_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (stopping_) break;
+    // The first request opens a batch; those of its shape join until it is full or the first
+    // has waited max_queue_delay (or until its deadline).
+    const std::string key = queue_.front()->shape_key;
+    const Clock::time_point window_end =
+        std::min(queue_.front()->arrived + options_.max_queue_delay(), queue_.front()->deadline);
+    auto full = [&] {
+      int64_t rows = 0;
+      for (const auto& pending : queue_)
+        if (pending->shape_key == key) rows += pending->rows;
+      return rows >= options_.max_batch_size();
+    };
+    arrived_.wait_until(lock, window_end, [&] { return stopping_ || queue_.empty() || full(); });
+    if (stopping_) break;
+    std::vector<std::unique_ptr<Pending>> batch;
+    int64_t rows = 0;
+    const Clock::time_point now = Clock::now();
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      Pending& pending = **it;
+      if (pending.deadline <= now) {
+        pending.answer.set_exception(std::make_exception_ptr(
+            TimeoutError("the request's deadline passed while it waited for a batch")));
+        ++stats_.expired;
+        ++stats_.requests;
+        it = queue_.erase(it);
+        continue;
+      }
+      if (pending.shape_key != key || (!batch.empty() && rows + pending.rows > options_.max_batch_size())) {
+        ++it;
+        continue;
+      }
+      rows += pending.rows;
+      batch.push_back(std::move(*it));
+      it = queue_.erase(it);
+    }
+    if (batch.empty()) continue;
+    std::shared_ptr<const Predictor> predictor = predictor_;
+    ++stats_.batches;
+    stats_.requests += static_cast<int64_t>(batch.size());
+    lock.unlock();
+    run_batch(batch, predictor);
+    lock.lock();
+  }
+  for (auto& pending : queue_)
+    pending->answer.set_exception(
+        std::make_exception_ptr(CommunicationError("the server stopped before the request's batch ran")));
+  queue_.clear();
+}
+
+void DynamicBatcher::run_batch(std::vector<std::unique_ptr<Pending>>& batch,
+                               const std::shared_ptr<const Predictor>& predictor) {
+  TensorMap outputs;
+  int64_t rows = 0;
+  try {
+    Features inputs;
+    if (batch.size() == 1) {
+      inputs = batch.front()->request;
+    } else {
+      for (const auto& [name, first] : batch.front()->request) {
+        std::vector<at::Tensor> parts;
+        for (const auto& pending : batch) parts.push_back(pending->request.at(name));
+        inputs[name] = at::cat(parts, 0);
+      }
+    }
+    for (const auto& pending : batch) rows += pending->rows;
+    outputs = predictor->predict(inputs);
+  } catch (...) {
+    for (const auto& pending : batch) pending->answer.set_exception(std::current_exception());
+    return;
+  }
+  // Each request's rows of every output with one row per example; other outputs whole.
+  int64_t offset = 0;
+  for (const auto& pending : batch) {
+    TensorMap mine;
+    for (const auto& [name, tensor] : outputs)
+      mine[name] = batch.size() > 1 && tensor.dim() > 0 && tensor.size(0) == rows
+                       ? tensor.narrow(0, offset, pending->rows).clone()
+                       : tensor;
+    offset += pending->rows;
+    pending->answer.set_value(std::move(mine));
+  }
+}
+
+}  // namespace est::serving

@@ -1,0 +1,90 @@
+#pragma once
+/// DynamicBatcher: concurrent requests to one model, batched along dimension 0 (TF Serving's
+/// batching, Triton's dynamic batching): a request waits at most max_queue_delay for others,
+/// a batch holds at most max_batch_size examples, and each caller gets its own rows of the
+/// predictions back. The queue is bounded, and each request's deadline is kept.
+
+#include <torch/arg.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "common/error.h"
+#include "serving/predictor.h"
+
+namespace est::serving {
+
+/// How requests are batched.
+struct BatchingOptions {
+  /// ConfigError naming a value that is not positive (a delay may be 0).
+  void validate() const;
+
+  /// The most examples (rows along dimension 0) in one batch; a larger request runs alone.
+  TORCH_ARG(int64_t, max_batch_size) = 64;
+  /// How long the first request of a batch waits for more.
+  TORCH_ARG(std::chrono::microseconds, max_queue_delay) = std::chrono::microseconds(2000);
+  /// The most requests waiting; one more is refused with a QueueFullError.
+  TORCH_ARG(int64_t, max_queue_size) = 1024;
+};
+
+/// A request refused because the queue is full (gRPC's RESOURCE_EXHAUSTED).
+class QueueFullError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// What a batcher has done.
+struct BatchingStats {
+  int64_t requests = 0;  ///< answered, successfully or not
+  int64_t batches = 0;   ///< model calls
+  int64_t refused = 0;   ///< refused: queue full
+  int64_t expired = 0;   ///< deadline passed before their batch ran
+  int64_t queued = 0;    ///< waiting now
+};
+
+/// Batches the requests of many threads to one Predictor, on a thread of its own.
+class DynamicBatcher {
+ public:
+  DynamicBatcher(std::shared_ptr<const Predictor> predictor, BatchingOptions options);
+  /// Waits for the batch that runs; requests still queued get a CommunicationError.
+  ~DynamicBatcher();
+  DynamicBatcher(const DynamicBatcher&) = delete;
+  DynamicBatcher& operator=(const DynamicBatcher&) = delete;
+
+  /// The predictions for `request`, computed in a batch with others. RequestError (at once)
+  /// for a request that does not fit the model's signature, QueueFullError when the queue is
+  /// full, TimeoutError when `deadline` passes before its batch runs; the model's own errors
+  /// reach every request of the batch.
+  TensorMap predict(const Features& request,
+                    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+
+  /// Makes the batches formed from now on use `predictor` (a new version); a batch running
+  /// keeps the one it started with.
+  void set_predictor(std::shared_ptr<const Predictor> predictor);
+  /// The model batches use now.
+  std::shared_ptr<const Predictor> predictor() const;
+
+  BatchingStats stats() const;
+
+ private:
+  struct Pending;
+  void run();
+  void run_batch(std::vector<std::unique_ptr<Pending>>& batch, const std::shared_ptr<const Predictor>& predictor);
+
+  const BatchingOptions options_;
+  mutable std::mutex mutex_;
+  std::condition_variable arrived_;
+  std::deque<std::unique_ptr<Pending>> queue_;
+  std::shared_ptr<const Predictor> predictor_;
+  BatchingStats stats_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace est::serving

@@ -1,0 +1,145 @@
+// DynamicBatcher: concurrent requests answered in fewer model calls with the answers each
+// would get alone; a full queue refuses, deadlines are kept, bad requests are refused at once,
+// and a new version takes over the batches formed after it is set.
+
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "serving/dynamic_batcher.h"
+#include "tests/serving/serving_models.h"
+
+namespace dynamic_batcher_test {
+using namespace est;
+using namespace est::serving;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+at::Tensor Rows(int64_t first, int64_t count) {
+  return torch::cos(torch::arange(384, torch::kFloat32) * 0.37).reshape({128, 3}).narrow(0, first, count).clone();
+}
+
+// Holds model_fn's predictions while closed.
+struct Gate {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool open = true;
+  int waiting = 0;
+  void close() {
+    std::lock_guard<std::mutex> lock(mutex);
+    open = false;
+  }
+  void release() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      open = true;
+    }
+    changed.notify_all();
+  }
+  void pass() {
+    std::unique_lock<std::mutex> lock(mutex);
+    ++waiting;
+    changed.notify_all();
+    changed.wait(lock, [&] { return open; });
+    --waiting;
+  }
+  // Waits until a model call is held.
+  void wait_for_caller() {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return waiting > 0; });
+  }
+};
+
+// ServedRegression whose predictions wait at `gate`.
+ModelFn Gated(std::shared_ptr<Gate> gate) {
+  return [gate](const Features& features, const at::Tensor& labels, Mode mode, ModelContext& ctx) {
+    if (mode == Mode::kPredict) gate->pass();
+    return testing::ServedRegression(features, labels, mode, ctx);
+  };
+}
+
+}  // namespace
+
+TEST_CASE("concurrent requests are answered in fewer model calls, each with its own rows", "[serving][batching]") {
+  Estimator estimator(testing::ServedRegression, testing::FreshTempDir("batcher_equal").string(),
+                      testing::QuietConfig());
+  auto predictor = std::make_shared<const Predictor>(testing::ServedRegression, testing::TrainAndExport(estimator, 10));
+  DynamicBatcher batcher(predictor, BatchingOptions().max_batch_size(16).max_queue_delay(std::chrono::milliseconds(200)));
+  // 12 requests of 1 to 3 rows, sent at once: at most 16 rows a batch.
+  std::vector<std::future<TensorMap>> answers;
+  for (int64_t r = 0; r < 12; ++r)
+    answers.push_back(std::async(std::launch::async, [&, r] { return batcher.predict({{"x", Rows(r * 3, 1 + r % 3)}}); }));
+  for (int64_t r = 0; r < 12; ++r) {
+    INFO("request " << r);
+    const TensorMap batched = answers[static_cast<size_t>(r)].get();
+    const TensorMap alone = predictor->predict({{"x", Rows(r * 3, 1 + r % 3)}});
+    REQUIRE(batched.at("y").sizes() == alone.at("y").sizes());
+    CHECK(torch::allclose(batched.at("y"), alone.at("y"), 1e-6, 1e-6));
+    CHECK(torch::equal(batched.at("positive"), alone.at("positive")));
+  }
+  const BatchingStats stats = batcher.stats();
+  CHECK(stats.requests == 12);
+  CHECK(stats.batches >= 2);  // 24 rows need two batches of at most 16
+  CHECK(stats.batches < 12);
+}
+
+TEST_CASE("a full queue refuses, a deadline is kept, and a bad request is refused at once", "[serving][batching]") {
+  Estimator estimator(testing::ServedRegression, testing::FreshTempDir("batcher_queue").string(),
+                      testing::QuietConfig());
+  const std::string path = testing::TrainAndExport(estimator, 2);
+  auto gate = std::make_shared<Gate>();
+  auto predictor = std::make_shared<const Predictor>(Gated(gate), path);
+  DynamicBatcher batcher(predictor, BatchingOptions().max_queue_size(2).max_queue_delay(std::chrono::microseconds(0)));
+
+  gate->close();
+  auto first = std::async(std::launch::async, [&] { return batcher.predict({{"x", Rows(0, 1)}}); });
+  gate->wait_for_caller();  // the first request's batch runs, and waits
+  // Two wait in the queue, the second with a deadline.
+  auto second = std::async(std::launch::async, [&] { return batcher.predict({{"x", Rows(1, 1)}}); });
+  auto third = std::async(std::launch::async, [&] {
+    return batcher.predict({{"x", Rows(2, 1)}}, Clock::now() + std::chrono::seconds(2));
+  });
+  const Clock::time_point give_up = Clock::now() + std::chrono::seconds(20);
+  while (batcher.stats().queued < 2 && Clock::now() < give_up) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  REQUIRE(batcher.stats().queued == 2);
+  // The queue is full: the next is refused at once.
+  CHECK_THROWS_MATCHES(batcher.predict({{"x", Rows(3, 1)}}), QueueFullError,
+                       testing::MessageMatches(Catch::Contains("queue is full") && Catch::Contains("max_queue_size 2")));
+  // The third's deadline passes while it waits.
+  CHECK_THROWS_MATCHES(third.get(), TimeoutError,
+                       testing::MessageMatches(Catch::Contains("deadline passed while it waited")));
+  // A bad request is refused without waiting.
+  CHECK_THROWS_MATCHES(batcher.predict({{"x", torch::zeros({1, 5})}}), RequestError,
+                       testing::MessageMatches(Catch::Contains("input 'x' has shape [1, 5]")));
+  gate->release();
+  CHECK(first.get().at("y").size(0) == 1);
+  CHECK(second.get().at("y").size(0) == 1);
+  const BatchingStats stats = batcher.stats();
+  CHECK(stats.expired == 1);
+  CHECK(stats.refused == 1);
+}
+
+TEST_CASE("batches formed after set_predictor use the new version", "[serving][batching]") {
+  Estimator estimator(testing::ServedRegression, testing::FreshTempDir("batcher_swap").string(),
+                      testing::QuietConfig());
+  auto older = std::make_shared<const Predictor>(testing::ServedRegression, testing::TrainAndExport(estimator, 2));
+  auto newer = std::make_shared<const Predictor>(testing::ServedRegression, testing::TrainAndExport(estimator, 30));
+  DynamicBatcher batcher(older, BatchingOptions().max_queue_delay(std::chrono::microseconds(0)));
+  const at::Tensor x = Rows(0, 4);
+  CHECK(torch::equal(batcher.predict({{"x", x}}).at("y"), older->predict({{"x", x}}).at("y")));
+  batcher.set_predictor(newer);
+  CHECK(torch::equal(batcher.predict({{"x", x}}).at("y"), newer->predict({{"x", x}}).at("y")));
+  CHECK_FALSE(torch::equal(older->predict({{"x", x}}).at("y"), newer->predict({{"x", x}}).at("y")));
+  CHECK_THROWS_MATCHES(BatchingOptions().max_batch_size(0).validate(), ConfigError,
+                       testing::MessageMatches(Catch::Contains("max_batch_size must be at least 1, got 0")));
+}
+
+}  // namespace dynamic_batcher_test
