@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <string_view>
 
 #include "common/crash_point.h"
 #include "common/crc32c.h"
@@ -39,10 +40,9 @@ int64_t VersionOf(const std::string& name) {
 void RemoveExportFiles(const fs::path& dir) {
   std::error_code error;
   for (const char* file : {kExportManifestFile, kExportWeightsFile}) fs::remove(dir / file, error);
-  for (const auto& entry : fs::directory_iterator(dir, error))
-    if (entry.path().filename().string().rfind(kExportManifestFile, 0) == 0 ||
-        entry.path().filename().string().rfind(kExportWeightsFile, 0) == 0)
-      fs::remove(entry.path(), error);  // an AtomicFileWriter's temporary
+  RemoveTemporaryFiles(dir.string(), [](std::string_view final_name) {
+    return final_name == kExportManifestFile || final_name == kExportWeightsFile;
+  });
   if (!fs::remove(dir, error))
     Log().warn("left '{}' in place: it holds files that are not the export's ({})", dir.string(),
                error ? error.message() : "not empty");

@@ -23,10 +23,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-at::Tensor Rows(int64_t first, int64_t count) {
-  return torch::cos(torch::arange(384, torch::kFloat32) * 0.37).reshape({128, 3}).narrow(0, first, count).clone();
-}
-
 // Holds model_fn's predictions while closed.
 struct Gate {
   std::mutex mutex;
@@ -76,11 +72,11 @@ TEST_CASE("concurrent requests are answered in fewer model calls, each with its 
   // 12 requests of 1 to 3 rows, sent at once: at most 16 rows a batch.
   std::vector<std::future<TensorMap>> answers;
   for (int64_t r = 0; r < 12; ++r)
-    answers.push_back(std::async(std::launch::async, [&, r] { return batcher.predict({{"x", Rows(r * 3, 1 + r % 3)}}); }));
+    answers.push_back(std::async(std::launch::async, [&, r] { return batcher.predict({{"x", testing::Rows(r * 3, 1 + r % 3)}}); }));
   for (int64_t r = 0; r < 12; ++r) {
     INFO("request " << r);
     const TensorMap batched = answers[static_cast<size_t>(r)].get();
-    const TensorMap alone = predictor->predict({{"x", Rows(r * 3, 1 + r % 3)}});
+    const TensorMap alone = predictor->predict({{"x", testing::Rows(r * 3, 1 + r % 3)}});
     REQUIRE(batched.at("y").sizes() == alone.at("y").sizes());
     CHECK(torch::allclose(batched.at("y"), alone.at("y"), 1e-6, 1e-6));
     CHECK(torch::equal(batched.at("positive"), alone.at("positive")));
@@ -100,18 +96,18 @@ TEST_CASE("a full queue refuses, a deadline is kept, and a bad request is refuse
   DynamicBatcher batcher(predictor, BatchingOptions().max_queue_size(2).max_queue_delay(std::chrono::microseconds(0)));
 
   gate->close();
-  auto first = std::async(std::launch::async, [&] { return batcher.predict({{"x", Rows(0, 1)}}); });
+  auto first = std::async(std::launch::async, [&] { return batcher.predict({{"x", testing::Rows(0, 1)}}); });
   gate->wait_for_caller();  // the first request's batch runs, and waits
   // Two wait in the queue, the second with a deadline.
-  auto second = std::async(std::launch::async, [&] { return batcher.predict({{"x", Rows(1, 1)}}); });
+  auto second = std::async(std::launch::async, [&] { return batcher.predict({{"x", testing::Rows(1, 1)}}); });
   auto third = std::async(std::launch::async, [&] {
-    return batcher.predict({{"x", Rows(2, 1)}}, Clock::now() + std::chrono::seconds(2));
+    return batcher.predict({{"x", testing::Rows(2, 1)}}, Clock::now() + std::chrono::seconds(2));
   });
   const Clock::time_point give_up = Clock::now() + std::chrono::seconds(20);
   while (batcher.stats().queued < 2 && Clock::now() < give_up) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   REQUIRE(batcher.stats().queued == 2);
   // The queue is full: the next is refused at once.
-  CHECK_THROWS_MATCHES(batcher.predict({{"x", Rows(3, 1)}}), QueueFullError,
+  CHECK_THROWS_MATCHES(batcher.predict({{"x", testing::Rows(3, 1)}}), QueueFullError,
                        testing::MessageMatches(Catch::Contains("queue is full") && Catch::Contains("max_queue_size 2")));
   // The third's deadline passes while it waits.
   CHECK_THROWS_MATCHES(third.get(), TimeoutError,
@@ -133,7 +129,7 @@ TEST_CASE("batches formed after set_predictor use the new version", "[serving][b
   auto older = std::make_shared<const Predictor>(testing::ServedRegression, testing::TrainAndExport(estimator, 2));
   auto newer = std::make_shared<const Predictor>(testing::ServedRegression, testing::TrainAndExport(estimator, 30));
   DynamicBatcher batcher(older, BatchingOptions().max_queue_delay(std::chrono::microseconds(0)));
-  const at::Tensor x = Rows(0, 4);
+  const at::Tensor x = testing::Rows(0, 4);
   CHECK(torch::equal(batcher.predict({{"x", x}}).at("y"), older->predict({{"x", x}}).at("y")));
   batcher.set_predictor(newer);
   CHECK(torch::equal(batcher.predict({{"x", x}}).at("y"), newer->predict({{"x", x}}).at("y")));

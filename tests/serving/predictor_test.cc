@@ -24,11 +24,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The inputs of `count` examples: rows of InputOfBatch's features, from `first`.
-at::Tensor Rows(int64_t first, int64_t count) {
-  return torch::cos(torch::arange(384, torch::kFloat32) * 0.37).reshape({128, 3}).narrow(0, first, count).clone();
-}
-
 // The message of the CheckpointError `make` throws ("" when it throws none).
 std::string RefusalOf(const std::function<void()>& make) { return testing::ErrorMessageOf<CheckpointError>(make); }
 
@@ -44,7 +39,7 @@ TEST_CASE("a Predictor's predictions equal Estimator::predict's", "[serving][pre
   const Predictor predictor(testing::ServedRegression, base,
                             PredictorOptions().model(testing::RegressionIdentity()));
   CHECK(predictor.manifest().global_step == 20);
-  const at::Tensor x = Rows(0, 10);
+  const at::Tensor x = testing::Rows(0, 10);
   const TensorMap served = predictor.predict({{"x", x}});
   REQUIRE(served.size() == 2);
 
@@ -58,7 +53,7 @@ TEST_CASE("a Predictor's predictions equal Estimator::predict's", "[serving][pre
   }
   CHECK(row == 10);
   // One example at a time answers the same.
-  CHECK(torch::equal(predictor.predict({{"x", Rows(3, 1)}}).at("y"), served.at("y").narrow(0, 3, 1)));
+  CHECK(torch::equal(predictor.predict({{"x", testing::Rows(3, 1)}}).at("y"), served.at("y").narrow(0, 3, 1)));
 }
 
 TEST_CASE("a Predictor takes the newest version of a base directory, or the version it is given",
@@ -142,9 +137,9 @@ TEST_CASE("a bad request gets a RequestError naming the input and what was expec
     return testing::ErrorMessageOf<RequestError>([&] { predictor.predict(request); });
   };
   CHECK_THAT(refusal({}), Catch::Contains("the request lacks input 'x: float32 [-1, 3]'"));
-  CHECK_THAT(refusal({{"x", Rows(0, 2)}, {"z", Rows(0, 2)}}),
+  CHECK_THAT(refusal({{"x", testing::Rows(0, 2)}, {"z", testing::Rows(0, 2)}}),
              Catch::Contains("input 'z', which the model does not take; it takes 'x'"));
-  CHECK_THAT(refusal({{"x", Rows(0, 2).to(torch::kDouble)}}),
+  CHECK_THAT(refusal({{"x", testing::Rows(0, 2).to(torch::kDouble)}}),
              Catch::Contains("input 'x' has dtype float64; expected float32"));
   CHECK_THAT(refusal({{"x", torch::zeros({2, 4})}}),
              Catch::Contains("input 'x' has shape [2, 4]; expected [-1, 3]"));
@@ -152,7 +147,7 @@ TEST_CASE("a bad request gets a RequestError naming the input and what was expec
   CHECK_THAT(refusal({{"x", torch::zeros({2, 3}, torch::kComplexFloat)}}),
              Catch::Contains("input 'x' has dtype ComplexFloat; expected float32"));
   // The Predictor still answers.
-  CHECK(predictor.predict({{"x", Rows(0, 2)}}).at("y").size(0) == 2);
+  CHECK(predictor.predict({{"x", testing::Rows(0, 2)}}).at("y").size(0) == 2);
 }
 
 TEST_CASE("a serving input receiver maps requests to features; inputs of one request share the batch size",
@@ -170,7 +165,7 @@ TEST_CASE("a serving input receiver maps requests to features; inputs of one req
   };
   const Predictor predictor(testing::ServedRegression, testing::TrainAndExport(estimator, 2, split),
                             PredictorOptions().serving_input_fn(split));
-  const at::Tensor x = Rows(5, 4);
+  const at::Tensor x = testing::Rows(5, 4);
   const TensorMap answer = predictor.predict(
       {{"a", x.narrow(1, 0, 2).to(torch::kDouble)}, {"b", x.narrow(1, 2, 1).to(torch::kDouble)}});
   const Predictor direct(testing::ServedRegression, testing::TrainAndExport(estimator, 2));
@@ -186,12 +181,12 @@ TEST_CASE("concurrent callers of one Predictor get the answers of one caller", "
                       testing::QuietConfig());
   const Predictor predictor(testing::ServedRegression, testing::TrainAndExport(estimator, 2));
   std::vector<at::Tensor> expected;
-  for (int64_t t = 0; t < 4; ++t) expected.push_back(predictor.predict({{"x", Rows(t * 8, 8)}}).at("y"));
+  for (int64_t t = 0; t < 4; ++t) expected.push_back(predictor.predict({{"x", testing::Rows(t * 8, 8)}}).at("y"));
   std::vector<std::future<bool>> callers;
   for (int64_t t = 0; t < 4; ++t)
     callers.push_back(std::async(std::launch::async, [&, t] {
       bool same = true;
-      for (int i = 0; i < 50; ++i) same = same && torch::equal(predictor.predict({{"x", Rows(t * 8, 8)}}).at("y"), expected[t]);
+      for (int i = 0; i < 50; ++i) same = same && torch::equal(predictor.predict({{"x", testing::Rows(t * 8, 8)}}).at("y"), expected[t]);
       return same;
     }));
   for (auto& caller : callers) CHECK(caller.get());

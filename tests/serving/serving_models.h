@@ -30,6 +30,11 @@ inline ServingInputReceiver RegressionServingInput() { return {{{"x", at::kFloat
 /// The identity the tests export ServedRegression under.
 inline ModelIdentity RegressionIdentity() { return {"served_regression", "1"}; }
 
+/// Requests' inputs: `count` rows of InputOfBatch's features "x", from row `first`.
+inline at::Tensor Rows(int64_t first, int64_t count) {
+  return torch::cos(torch::arange(384, torch::kFloat32) * 0.37).reshape({128, 3}).narrow(0, first, count).clone();
+}
+
 /// A RunConfig that logs seldom.
 inline RunConfig QuietConfig() {
   RunConfig config;
