@@ -6,7 +6,7 @@ DEMO_DIR  ?= $(BUILD_DIR)/demo-model
 JOBS      ?= $(shell nproc)
 
 .PHONY: demo test sanitize fuzz installed-example release-checks bench deps configure build programs tensorboard \
-  tensorflow sanitize-build gpu-pack clean
+  tensorflow serving-clients sanitize-build gpu-pack clean
 
 # Builds only est-train and the libraries it links, after installing only the packages that
 # takes, so the first step comes soonest.
@@ -39,7 +39,7 @@ installed-example: programs
 # The whole test suite again, built with clang under AddressSanitizer and
 # UndefinedBehaviorSanitizer (the `sanitize` preset, in build-sanitize/), each libFuzzer
 # harness's corpus replayed included.
-sanitize: sanitize-build tensorboard
+sanitize: sanitize-build tensorboard serving-clients
 	cd $(SANITIZE_DIR) && ctest --output-on-failure --no-tests=error -j $(JOBS) -LE fuzzing
 
 # Each libFuzzer harness mutates its corpus (tests/fuzz/corpus/) for EST_FUZZ_SECONDS (25).
@@ -76,8 +76,17 @@ tensorboard: deps
 	@bash cmake/install_venv.sh $(BUILD_DIR)/tb-venv tensorboard tensorboard
 
 # A virtual environment with TensorFlow (CPU), for the tf.data peer of `make bench`'s input group.
+TENSORFLOW_SPEC := 'tensorflow-cpu==2.15.*'
 tensorflow: deps
-	@bash cmake/install_venv.sh $(BUILD_DIR)/tf-venv tensorflow 'tensorflow-cpu==2.15.*'
+	@bash cmake/install_venv.sh $(BUILD_DIR)/tf-venv tensorflow $(TENSORFLOW_SPEC)
+
+# The Python clients of est-serve's protocols, which the test serving_real_clients runs against
+# our server: Triton's tritonclient[grpc] in triton-venv, and tensorflow-serving-api added to
+# tf-venv without its dependencies (it names tensorflow; tf-venv has tensorflow-cpu). Where one
+# is not installed (make test installs both) the test skips it, saying why.
+serving-clients: tensorflow
+	@bash cmake/install_venv.sh $(BUILD_DIR)/triton-venv tritonclient.grpc 'tritonclient[grpc]==2.73.*'
+	@bash cmake/add_to_venv.sh $(BUILD_DIR)/tf-venv tensorflow_serving 'tensorflow-serving-api==2.15.*'
 
 # The Debian packages a GPU machine without network lacks, packed into .gpu-deps/ for
 # cmake/gpu_check.sh's run there (docs/cuda.md, "Checking on a GPU machine").

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Creates a Python virtual environment at VENV_DIR with PIP_SPEC... installed, once: where
 # VENV_DIR's Python already imports MODULE it does nothing. Used for TensorBoard (tb-venv: the
-# tests read our event and Example files with its reader) and TensorFlow (tf-venv: the tf.data
-# peer of make bench's input group). A failed install leaves no environment behind.
+# tests read our event and Example files with its reader), TensorFlow (tf-venv: the tf.data
+# peer of make bench's input group) and Triton's client (triton-venv: the tests call our model
+# server with it). A failed install leaves no environment behind.
 set -euo pipefail
 venv=${1:?usage: install_venv.sh VENV_DIR MODULE PIP_SPEC...}
 module=${2:?usage: install_venv.sh VENV_DIR MODULE PIP_SPEC...}

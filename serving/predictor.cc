@@ -1,6 +1,7 @@
 #include "serving/predictor.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 #include <torch/types.h>
 
@@ -101,6 +102,13 @@ Predictor::~Predictor() = default;
 TensorMap Predictor::predict(const Features& request) const {
   const std::string mismatch = RequestMismatch(impl_->receiver.inputs, request);
   if (!mismatch.empty()) throw RequestError(mismatch);
+  // A thread LibTorch did not make (a server's, a batcher's) takes the process's intra-op thread
+  // count, as LibTorch's own threads do, instead of OpenMP's default of every core.
+  thread_local const bool threads_set = [] {
+    at::init_num_threads();
+    return true;
+  }();
+  (void)threads_set;
   TensorMap predictions;
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);

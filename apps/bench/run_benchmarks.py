@@ -10,7 +10,8 @@ machine has no CUDA device), extras (input_pipeline_bench, checkpoint_bench), ps
 TFRecord shards made once into BUILD_DIR/bench-data/fashion-tfrecord; the tf.data peer runs in
 BUILD_DIR/tf-venv, installed once by cmake/install_venv.sh, or is skipped with a line saying why),
 hosts (hosts_*: needs root and network namespaces; skipped with a line saying why where it cannot run),
-lm (lm_*: the fortunes text of Debian's fortunes package).
+lm (lm_*: the fortunes text of Debian's fortunes package), serve (serve_*: serve_bench, in one process over
+loopback gRPC).
 
 Every model runs on LibTorch's own layers (stock) unless a figure says "kernels": then on the CPU
 kernels of kernels/ (est::kernels), in ours and in the peer alike where the peer is ours too.
@@ -82,6 +83,19 @@ Figures (see docs/performance.md):
                  ours (hierarchical all-reduce: shared memory within a host, Gloo among one
                  leader per host) vs PyTorch DDP (gloo, flat), examples/s
   hosts_*_1g_2x2_vs_flat  the same, ours hierarchical vs ours with a flat Gloo TCP all-reduce
+  serve_predictor_batch_{1,64}  Predictor::predict on an export of the Fashion-MNIST CNN (stock layers, one thread)
+                 vs the limit: the same module and weights called directly under InferenceMode, making the same
+                 predictions, interleaved; examples/s (target >= 0.95); p50/p99 latencies printed below the table
+  serve_grpc_{unbatched,batched}_{1,8,64}_clients  est-serve (ModelServer on 127.0.0.1) under 1, 8 or 64 client
+                 threads sending KServe v2 ModelInfer requests of one image as fast as they can, without and with
+                 dynamic batching (at most 64 examples, 2 ms queue delay), requests/s, vs the Predictor's examples/s
+                 in process at the batch the server runs (1 or 64): the compute's ceiling
+  serve_batching_gain_64_clients  est-serve batched vs unbatched at 64 clients, requests/s (target >= 3)
+  serve_p99_bound_64_clients  the batched p99 latency at 64 clients vs 2 x the queue delay + the Predictor's
+                 batch-64 compute (p50), ms (target <= 1)
+  serve_hot_reload_failed  failed requests of 8 clients sending while new versions are exported into the served
+                 base directory and reloaded (ServedModel::reload), vs the requests sent (target 0)
+  serve_hot_reload_versions  the versions served by those reloads vs the versions exported (target 1)
 and, when built, the figures of input_pipeline_bench and checkpoint_bench.
 """
 
@@ -102,10 +116,13 @@ import time
 
 import simulated_hosts  # beside this file
 
-GROUPS = ("overhead", "estimator", "scaling", "efficiency", "gpu", "extras", "ps", "input", "hosts", "lm")
+GROUPS = ("overhead", "estimator", "scaling", "efficiency", "gpu", "extras", "ps", "input", "hosts", "lm", "serve")
 LM_STEPS, LM_BATCH = 1000, 64  # the lm group's full run: steps and global batch (windows of 64 bytes)
 # The link rates of the hosts group, Mbit/s: 1 and 10 Gbit/s.
 HOST_LINK_RATES = (1000, 10000)
+# The serve group's concurrent clients (one configuration each), the clients sending during the
+# hot reloads, the batcher's largest batch and its queue delay (microseconds).
+SERVE_CLIENTS, SERVE_RELOAD_CLIENTS, SERVE_BATCH, SERVE_DELAY_US = (1, 8, 64), 8, 64, 2000
 # The rank of PowerSGD's factors in the hosts group: DDP's default rank.
 POWERSGD_RANK = 1
 # The gradient bucket caps (MiB) the hosts group compares with DDP's default of 25.
@@ -436,6 +453,19 @@ class Runner:
         return len(timed) * log_every / sum(log_every / rate for rate in timed)
 
 
+    def serve_bench(self):
+        """serve_bench's JSON lines, one a figure: the Predictor vs hand-written LibTorch, est-serve
+        under SERVE_CLIENTS with and without batching, hot reload under load."""
+        sizes = (["--requests", "20", "--warmup-requests", "2", "--predict-calls", "32", "--repetitions", "1",
+                  "--reloads", "2", "--reload-pause-ms", "20"] if self.quick else
+                 ["--requests", "500", "--warmup-requests", "20", "--predict-calls", "2000", "--repetitions", "5",
+                  "--reloads", "5", "--reload-pause-ms", "200"])
+        command = [os.path.join(self.bin, "serve_bench"), "--threads", "1",
+                   "--clients", ",".join(str(c) for c in SERVE_CLIENTS), "--reload-clients", str(SERVE_RELOAD_CLIENTS),
+                   "--max-batch-size", str(SERVE_BATCH), "--max-queue-delay-us", str(SERVE_DELAY_US)] + sizes
+        output = run(command, self.single_thread)
+        return [line for line in json_lines(output) if line.get("bench") == "serve"]
+
     def tf_estimator(self, python):
         """tf_estimator_peer.py's steps/s: tf.estimator training est-train's CNN, one thread."""
         steps, warmup = (30, 10) if self.quick else (1200, 200)
@@ -477,6 +507,7 @@ def main():
             no_hosts = str(why)
 
     trace = {}  # MLP bucket bytes -> (waited, all-reduce inside training, alone) in ms, per repetition
+    serve_latency = {}  # serve figure -> (p50, p99) in ms, per repetition
 
     def record(figure, ours, peer, unit):
         """A repetition's figure; a peer of None has no peer (only ours is reported)."""
@@ -564,6 +595,12 @@ def main():
                 accuracy, minutes = runner.ps_accuracy(mode)
                 record(f"ps_{mode}_accuracy", accuracy / minutes, mirrored_accuracy / mirrored_minutes,
                        "test accuracy per minute")
+
+        if "serve" in only:
+            for line in runner.serve_bench():
+                record(line["figure"], line["ours"], line["reference"], line["unit"])
+                if "p99_ms" in line:
+                    serve_latency.setdefault(line["figure"], []).append((line["p50_ms"], line["p99_ms"]))
 
         if "lm" in only:
             ours, peer = runner.transformer_lm(), runner.lm_ddp()
@@ -706,6 +743,23 @@ def main():
             peers[f"hosts_resnet_{rate // 1000}g_bucket_{cap}mb"] = (
                 f"ours with 25 MiB buckets (DDP's default), ResNet-18 at batch 32, 2 hosts x 1 worker, "
                 f"{rate // 1000} Gbit/s links (ours: {cap} MiB)")
+    for batch in (1, SERVE_BATCH):
+        peers[f"serve_predictor_batch_{batch}"] = ("hand-written LibTorch: the same module and weights called directly "
+                                                   "under InferenceMode, 1 thread")
+    for clients in SERVE_CLIENTS:
+        who = f"{clients} client{'s' if clients > 1 else ''}"
+        peers[f"serve_grpc_unbatched_{clients}_clients"] = (
+            f"Predictor::predict at batch 1 in process, examples/s (ours: est-serve over gRPC, {who}, no batching)")
+        peers[f"serve_grpc_batched_{clients}_clients"] = (
+            f"Predictor::predict at batch {SERVE_BATCH} in process, examples/s (ours: est-serve over gRPC, {who}, "
+            f"batches of at most {SERVE_BATCH}, {SERVE_DELAY_US / 1000:g} ms queue delay)")
+    most = max(SERVE_CLIENTS)
+    peers[f"serve_batching_gain_{most}_clients"] = f"est-serve without batching, {most} clients (ours: with batching)"
+    peers[f"serve_p99_bound_{most}_clients"] = (f"2 x the queue delay + the batch-{SERVE_BATCH} compute (ours: the "
+                                                f"batched p99 latency, {most} clients)")
+    peers["serve_hot_reload_failed"] = (f"requests sent (ours: failed ones, {SERVE_RELOAD_CLIENTS} clients, while new "
+                                        "versions were exported and reloaded)")
+    peers["serve_hot_reload_versions"] = "versions exported (ours: versions served by the reloads under load)"
     print(f"TorchEstimator benchmarks on {platform.node()}: {os.cpu_count()} cores, "
           f"{repetitions} repetition(s), medians{' (quick sizes: not a measurement)' if args.quick else ''}; "
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min) at the end")
@@ -730,7 +784,8 @@ def main():
             details = {"growth_mib": statistics.median(data["growth"]), "stream_mb": data["stream_mb"]}
         note = f"; growth 10%->100% {details['growth_mib']:.1f} MiB" if "growth_mib" in details else ""
         print(f"{figure:<27} {ours:>12.4g} {peer_text} {ratio_text}  {data['unit']} / {peers[figure]}{note}")
-        lines.append({"bench": figure.split("_")[0] if figure.startswith(("input_", "hosts_")) else "training",
+        grouped = figure.startswith(("input_", "hosts_", "serve_"))
+        lines.append({"bench": figure.split("_")[0] if grouped else "training",
                       "figure": figure,
                       "ours": ours, "peer": peer, "ratio": ratio, "unit": data["unit"], "peer_name": peers[figure],
                       "repetitions": repetitions, "quick": args.quick, **details})
@@ -738,6 +793,9 @@ def main():
         waited, inside, alone = (statistics.median(row[k] for row in rows) for k in range(3))
         print(f"allreduce trace, scaling_mlp bucket of {size / 1e6:.1f} MB: waited for the last rank {waited:.1f} ms, "
               f"then the all-reduce {inside:.1f} ms inside training, {alone:.1f} ms alone")
+    for figure, latencies in serve_latency.items():
+        p50, p99 = (statistics.median(latency[k] for latency in latencies) for k in range(2))
+        print(f"serve latency, {figure}: p50 {p50:.3f} ms, p99 {p99:.3f} ms")
     for extra in ("input_pipeline_bench", "checkpoint_bench") if "extras" in only else ():
         path = os.path.join(runner.bin, extra)
         if os.path.exists(path):

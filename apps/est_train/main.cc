@@ -40,8 +40,6 @@ namespace {
 
 /// Where Debian's fortunes package puts its text, transformer_lm's corpus.
 constexpr const char* kFortunesDir = "/usr/share/games/fortunes";
-/// The version of the built-in models' code that exports record (est::ModelIdentity).
-constexpr const char* kModelVersion = "1";
 
 struct Flags {
   std::string model = "fashion_mnist_cnn";
@@ -434,7 +432,7 @@ est_train::TrainingOptions TrainingOptionsOf(const Flags& flags, const est_train
 // The exporters of --export, each into model_dir/export/<kind>, under the model's name.
 std::vector<est::ExporterPtr> ExportersOf(const Flags& flags, const est_train::ModelRecipe& recipe) {
   const est::ExporterOptions options = est::ExporterOptions(recipe.serving_input)
-                                           .model({flags.model, kModelVersion})
+                                           .model({flags.model, est_train::kModelVersion})
                                            .exports_to_keep(flags.exports_to_keep);
   std::vector<est::ExporterPtr> exporters;
   for (const std::string& kind : std::set<std::string>(flags.exports.begin(), flags.exports.end())) {

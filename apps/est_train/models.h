@@ -14,6 +14,10 @@
 
 namespace est_train {
 
+/// The version of the built-in models' code that exports record (est::ModelIdentity), which
+/// est-serve expects of them.
+inline constexpr const char* kModelVersion = "1";
+
 /// A model_fn with its input_fn (train and eval), ready for train_and_evaluate.
 struct ModelRecipe {
   est::ModelFn model_fn;

@@ -12,18 +12,6 @@ namespace {
 /// How many refused peers are remembered (and warned of): a bound on what refusals cost.
 constexpr size_t kRefusedPeersLogged = 256;
 
-/// True when `a` equals `b`, in a time that does not depend on where they differ.
-bool ConstantTimeEquals(const std::string& a, const std::string& b) {
-  unsigned char difference = a.size() == b.size() ? 0 : 1;
-  const std::string& longer = a.size() >= b.size() ? a : b;
-  for (size_t i = 0; i < longer.size(); ++i) {
-    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-    difference |= static_cast<unsigned char>(x ^ y);
-  }
-  return difference == 0;
-}
-
 /// What a peer sent, fit for a log line: at most 64 characters, others than printable ASCII
 /// as '?'.
 std::string Printable(const std::string& text) {
@@ -35,6 +23,17 @@ std::string Printable(const std::string& text) {
 }
 
 }  // namespace
+
+bool ConstantTimeEquals(const std::string& a, const std::string& b) {
+  unsigned char difference = a.size() == b.size() ? 0 : 1;
+  const std::string& longer = a.size() >= b.size() ? a : b;
+  for (size_t i = 0; i < longer.size(); ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    difference |= static_cast<unsigned char>(x ^ y);
+  }
+  return difference == 0;
+}
 
 CallAdmission::CallAdmission(std::string service, std::string job_id, std::string token, std::string host)
     : service_(std::move(service)), job_id_(std::move(job_id)), token_(std::move(token)), host_(std::move(host)) {}

@@ -120,8 +120,16 @@ StartedServer StartServer(const std::function<void(grpc::ServerBuilder&)>& add_s
 
 StartedServer StartGrpcServer(grpc::Service& service, const std::string& host, uint16_t port, const GrpcStoreTls& tls,
                               int max_message_bytes, const std::string& what) {
-  return StartServer([&](grpc::ServerBuilder& builder) { builder.RegisterService(&service); }, host, port, tls,
-                     max_message_bytes, what);
+  return StartGrpcServer(std::vector<grpc::Service*>{&service}, host, port, tls, max_message_bytes, what);
+}
+
+StartedServer StartGrpcServer(const std::vector<grpc::Service*>& services, const std::string& host, uint16_t port,
+                              const GrpcStoreTls& tls, int max_message_bytes, const std::string& what) {
+  return StartServer(
+      [&](grpc::ServerBuilder& builder) {
+        for (grpc::Service* service : services) builder.RegisterService(service);
+      },
+      host, port, tls, max_message_bytes, what);
 }
 
 StartedServer StartGrpcServer(grpc::CallbackGenericService& service, const std::string& host, uint16_t port,

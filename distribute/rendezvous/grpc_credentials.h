@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "distribute/rendezvous/connection_gate.h"
 #include "distribute/rendezvous/grpc_store.h"
@@ -46,6 +47,9 @@ struct StartedServer {
 /// <address>" when it cannot listen.
 StartedServer StartGrpcServer(grpc::Service& service, const std::string& host, uint16_t port, const GrpcStoreTls& tls,
                               int max_message_bytes, const std::string& what);
+/// The same for several services on one port.
+StartedServer StartGrpcServer(const std::vector<grpc::Service*>& services, const std::string& host, uint16_t port,
+                              const GrpcStoreTls& tls, int max_message_bytes, const std::string& what);
 /// The same for a service of gRPC's callback generic API, which takes every method's calls.
 StartedServer StartGrpcServer(grpc::CallbackGenericService& service, const std::string& host, uint16_t port,
                               const GrpcStoreTls& tls, int max_message_bytes, const std::string& what);

@@ -17,6 +17,8 @@
 #include "data/example/example.pb.h"
 #include "data/tfrecord.h"
 #include "estimator/summary/summary_writer.h"
+#include "serving/proto/kserve_v2.pb.h"
+#include "serving/proto/tf_serving.pb.h"
 #include "tests/fuzz/fuzz_files.h"
 
 namespace {
@@ -170,6 +172,46 @@ void WriteRoundTripSeeds(const fs::path& dir) {
   Write(dir, "session_log", std::string("/tmp/model.ckpt-1", 17) + std::string(10, '\x02'));
 }
 
+/// A request of each protocol behind the harness's selector byte (even: KServe v2, odd: TF
+/// Serving), as their clients send them.
+void WriteServingRequestSeeds(const fs::path& dir) {
+  est::serving::v2::ModelInferRequest infer;
+  infer.set_model_name("regression");
+  auto* input = infer.add_inputs();
+  input->set_name("x");
+  input->set_datatype("FP32");
+  input->add_shape(2);
+  input->add_shape(3);
+  const float values[6] = {0.5f, -1.f, 2.f, 0.f, 3.25f, -0.125f};
+  infer.add_raw_input_contents(std::string(reinterpret_cast<const char*>(values), sizeof(values)));
+  infer.add_outputs()->set_name("y");
+  Write(dir, "infer_raw", std::string(1, '\0') + infer.SerializeAsString());
+  infer.clear_raw_input_contents();
+  for (float value : values) input->mutable_contents()->add_fp32_contents(value);
+  input->set_datatype("FP32");
+  Write(dir, "infer_typed", std::string(1, '\2') + infer.SerializeAsString());
+  input->set_datatype("BOOL");
+  input->clear_contents();
+  for (int i = 0; i < 6; ++i) input->mutable_contents()->add_bool_contents(i % 2 == 0);
+  Write(dir, "infer_bool", std::string(1, '\4') + infer.SerializeAsString());
+
+  est::serving::tf::PredictRequest predict;
+  predict.mutable_model_spec()->set_name("regression");
+  est::serving::tf::TensorProto& x = (*predict.mutable_inputs())["x"];
+  x.set_dtype(est::serving::tf::DT_FLOAT);
+  x.mutable_tensor_shape()->add_dim()->set_size(2);
+  x.mutable_tensor_shape()->add_dim()->set_size(3);
+  x.set_tensor_content(std::string(reinterpret_cast<const char*>(values), sizeof(values)));
+  Write(dir, "predict_content", std::string(1, '\1') + predict.SerializeAsString());
+  x.clear_tensor_content();
+  x.add_float_val(1.5f);  // repeated for every element, as TensorFlow reads it
+  Write(dir, "predict_broadcast", std::string(1, '\3') + predict.SerializeAsString());
+  x.clear_float_val();
+  x.set_dtype(est::serving::tf::DT_HALF);
+  x.add_half_val(0x3c00);  // 1.0 in float16
+  Write(dir, "predict_half", std::string(1, '\5') + predict.SerializeAsString());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -185,5 +227,6 @@ int main(int argc, char** argv) {
   WriteTfConfigSeeds(root / "tf_config_fuzzer");
   WriteEventSeeds(root / "event_reader_fuzzer");
   WriteRoundTripSeeds(root / "event_roundtrip_fuzzer");
+  WriteServingRequestSeeds(root / "serving_request_fuzzer");
   return 0;
 }

@@ -1,0 +1,627 @@
+// serve_bench: the serving benchmarks (run_benchmarks.py, group "serve"), in one process, on the
+// Fashion-MNIST CNN (LibTorch's layers) trained one step on random images and exported:
+//   - Predictor::predict at batch 1 and at --max-batch-size against the hand-written limit: the
+//     same module with the export's weights called directly under torch::InferenceMode, making
+//     the same predictions, on the same threads; repetitions interleaved;
+//   - est-serve (a ModelServer on 127.0.0.1) under 1, 8 and 64 client threads sending KServe v2
+//     ModelInfer requests of one image as fast as they can, with and without dynamic batching;
+//   - hot reload under load: clients sending while new versions are exported and reloaded.
+// Prints a table, then one JSON line per figure. --threads holds for every thread that computes
+// (the Predictor gives a server's threads the process's intra-op thread count).
+//
+//   serve_bench [--threads T] [--requests N] [--warmup-requests W] [--clients 1,8,64]
+//               [--channels C] [--predict-calls N] [--repetitions R] [--max-batch-size B]
+//               [--max-queue-delay-us D] [--reloads K] [--reload-clients C] [--reload-pause-ms P]
+//               [--dir DIR]
+
+#include <grpcpp/grpcpp.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "apps/common/fashion_mnist_cnn.h"
+#include "apps/common/parse_flags.h"
+#include "common/error.h"
+#include "common/logging.h"
+#include "estimator/estimator.h"
+#include "estimator/export/export_directory.h"
+#include "serving/model_server.h"
+#include "serving/predictor.h"
+#include "serving/proto/grpc_inference_service.grpc.pb.h"
+#include "serving/proto/kserve_v2.pb.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace serving = est::serving;
+using Clock = std::chrono::steady_clock;
+using Stub = inference::GRPCInferenceService::Stub;
+
+/// The identity the model is exported and served under.
+const est::ModelIdentity kIdentity{"fashion_mnist_cnn", "1"};
+/// How long one ModelInfer call may take before it counts as failed.
+constexpr std::chrono::seconds kCallDeadline{60};
+
+struct Flags {
+  int threads = 1;               ///< LibTorch's intra-op threads, for every figure
+  int64_t requests = 500;        ///< timed ModelInfer requests of each client in each configuration
+  int64_t warmup_requests = 20;  ///< untimed requests of each client first
+  std::vector<int> clients = {1, 8, 64};
+  int channels = 8;              ///< gRPC channels (connections) the clients share, at most one each
+  int64_t predict_calls = 2000;  ///< Predictor calls a repetition at batch 1 (1/16 of them at the large batch)
+  int repetitions = 5;
+  int64_t max_batch_size = 64;  ///< the batcher's, and the Predictor figure's large batch
+  int64_t max_queue_delay_us = 2000;
+  int reloads = 5;  ///< versions exported and reloaded under load
+  int reload_clients = 8;
+  int64_t reload_pause_ms = 200;  ///< load before, between and after the reloads
+  std::string dir;
+};
+
+double Seconds(Clock::duration duration) { return std::chrono::duration<double>(duration).count(); }
+double Milliseconds(Clock::duration duration) { return std::chrono::duration<double, std::milli>(duration).count(); }
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  if (n == 0) return 0;
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+/// The nearest-rank `percent` percentile of `values` (0 for none).
+double Percentile(std::vector<double> values, double percent) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const double rank = std::ceil(percent / 100 * static_cast<double>(values.size()));
+  const size_t index = static_cast<size_t>(std::max(rank, 1.0)) - 1;
+  return values[std::min(index, values.size() - 1)];
+}
+
+/// One row of the table and one JSON line.
+struct Figure {
+  std::string name;
+  std::string label;
+  std::string unit;
+  double ours = 0;
+  std::optional<double> reference;  ///< none: a figure without a peer
+  std::string target = "none";
+  nlohmann::json extra = nlohmann::json::object();
+  std::optional<double> ratio() const {
+    if (!reference || *reference == 0) return std::nullopt;
+    return ours / *reference;
+  }
+};
+
+// ---- The model ----
+
+/// The Fashion-MNIST CNN's model_fn, as est-train's: predictions logits, class and
+/// probabilities; a plain SGD step in training (the benchmark trains one step only).
+est::EstimatorSpec CnnModelFn(const est::Features& features, const torch::Tensor& labels, est::Mode mode,
+                              est::ModelContext& ctx) {
+  auto net = ctx.module("cnn", [] { return est_apps::FashionMnistCnn(/*kernels=*/false); });
+  auto logits = net->forward(features.at("image"));
+  if (mode == est::Mode::kPredict)
+    return est::EstimatorSpec::Predict(
+        {{"logits", logits}, {"class", logits.argmax(1)}, {"probabilities", logits.softmax(1)}});
+  auto loss = torch::nn::functional::cross_entropy(logits, labels);
+  if (mode == est::Mode::kEval) return est::EstimatorSpec::Eval(loss);
+  auto& sgd = ctx.optimizer("sgd", [&] { return torch::optim::SGD(net->parameters(), 0.01); });
+  return est::EstimatorSpec::Train(loss, sgd);
+}
+
+/// The serving input: "image", float32 [-1, 1, 28, 28].
+est::ServingInputReceiver ImageServingInput() { return {{{"image", torch::kFloat32, {-1, 1, 28, 28}}}, nullptr}; }
+
+/// One batch of 64 random images and labels: enough for the one training step.
+est::data::Dataset RandomImages() {
+  return est::data::Dataset::FromTensors({{"image", torch::rand({64, 1, 28, 28})}}, torch::randint(10, {64})).batch(64);
+}
+
+est::RunConfig QuietConfig() {
+  est::RunConfig config;
+  config.save_summary_steps = 0;
+  config.save_checkpoints_steps = 1'000'000;  // the final save only
+  config.log_step_count_steps = 1'000'000;
+  return config;
+}
+
+/// A new version of `estimator`'s latest checkpoint under `base`; its directory.
+std::string ExportVersion(est::Estimator& estimator, const std::string& base) {
+  return estimator.export_saved_model(base, ImageServingInput, est::ExportOptions().model(kIdentity));
+}
+
+serving::PredictorOptions CnnPredictorOptions() {
+  return serving::PredictorOptions().model(kIdentity).serving_input_fn(ImageServingInput);
+}
+
+/// The limit: the CNN module holding an export's weights, called directly, making the same
+/// predictions as CnnModelFn.
+class HandWrittenCnn {
+ public:
+  explicit HandWrittenCnn(const std::string& version_dir) : net_(/*kernels=*/false) {
+    const est::LoadedExport loaded = est::ReadExport(version_dir);
+    torch::NoGradGuard no_grad;
+    auto load = [&](const std::string& key, at::Tensor& value) {
+      const auto found = loaded.weights.find("cnn/" + key);
+      EST_CHECK(found != loaded.weights.end(), est::CheckpointError, "export '", version_dir, "' lacks 'cnn/", key,
+                "'");
+      value.copy_(found->second);
+    };
+    for (auto& item : net_->named_parameters()) load(item.key(), item.value());
+    for (auto& item : net_->named_buffers()) load(item.key(), item.value());
+    net_->eval();
+  }
+
+  est::TensorMap predict(const at::Tensor& images) {
+    c10::InferenceMode inference;
+    at::Tensor logits = net_->forward(images);
+    return {{"logits", logits}, {"class", logits.argmax(1)}, {"probabilities", logits.softmax(1)}};
+  }
+
+ private:
+  est_apps::FashionMnistCnn net_;
+};
+
+// ---- Predictor vs the limit ----
+
+/// Seconds of `calls` calls of `call`; each call's milliseconds are appended to `latencies_ms`.
+double TimeCalls(const std::function<void()>& call, int64_t calls, std::vector<double>& latencies_ms) {
+  const auto start = Clock::now();
+  auto before = start;
+  for (int64_t i = 0; i < calls; ++i) {
+    call();
+    const auto after = Clock::now();
+    latencies_ms.push_back(Milliseconds(after - before));
+    before = after;
+  }
+  return Seconds(Clock::now() - start);
+}
+
+/// Predictor::predict vs the hand-written limit at `batch`, examples/s (medians of the
+/// repetitions, which alternate which goes first); latencies over every timed call.
+Figure MeasurePredictor(const serving::Predictor& predictor, HandWrittenCnn& limit, int64_t batch, int64_t calls,
+                        int repetitions) {
+  const at::Tensor images = torch::rand({batch, 1, 28, 28});
+  est::Features request;
+  request["image"] = images;
+  EST_CHECK(torch::allclose(predictor.predict(request).at("logits"), limit.predict(images).at("logits")),
+            est::ModelError, "the Predictor's logits differ from the hand-written module's at batch ", batch);
+  auto ours_call = [&] { predictor.predict(request); };
+  auto limit_call = [&] { limit.predict(images); };
+  std::vector<double> ignored;
+  const int64_t warmup = std::max<int64_t>(2, calls / 10);
+  TimeCalls(ours_call, warmup, ignored);
+  TimeCalls(limit_call, warmup, ignored);
+  std::vector<double> ours_rates, limit_rates, ours_ms, limit_ms;
+  const double examples = static_cast<double>(batch * calls);
+  for (int rep = 0; rep < repetitions; ++rep) {
+    if (rep % 2 == 0) {
+      ours_rates.push_back(examples / TimeCalls(ours_call, calls, ours_ms));
+      limit_rates.push_back(examples / TimeCalls(limit_call, calls, limit_ms));
+    } else {
+      limit_rates.push_back(examples / TimeCalls(limit_call, calls, limit_ms));
+      ours_rates.push_back(examples / TimeCalls(ours_call, calls, ours_ms));
+    }
+  }
+  const std::string size = std::to_string(batch);
+  Figure figure{"serve_predictor_batch_" + size, "Predictor::predict batch " + size + " vs hand-written",
+                "examples/s", Median(ours_rates), Median(limit_rates), ">= 0.95"};
+  figure.extra = {{"batch", batch},
+                  {"calls", calls},
+                  {"p50_ms", Percentile(ours_ms, 50)},
+                  {"p99_ms", Percentile(ours_ms, 99)},
+                  {"limit_p50_ms", Percentile(limit_ms, 50)},
+                  {"limit_p99_ms", Percentile(limit_ms, 99)}};
+  return figure;
+}
+
+// ---- The load generator: gRPC clients of est-serve ----
+
+/// Holds threads until all `count` have arrived: the clients start their timed requests together.
+class StartLine {
+ public:
+  explicit StartLine(int count) : left_(count) {}
+  void arrive_and_wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (--left_ == 0)
+      all_.notify_all();
+    else
+      all_.wait(lock, [this] { return left_ == 0; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable all_;
+  int left_;
+};
+
+/// What clients send.
+struct Load {
+  uint16_t port = 0;
+  std::string model_name;
+  int clients = 1;
+  int channels = 1;
+  int64_t warmup = 0;
+  /// Timed requests per client; negative: until `stop`.
+  int64_t requests = 0;
+  const std::atomic<bool>* stop = nullptr;
+};
+
+/// What clients saw (one client's, or all of them merged).
+struct LoadResult {
+  std::vector<double> latencies_ms;  ///< every timed request's, failed ones included
+  int64_t answered = 0;
+  int64_t failed = 0;
+  std::string first_error;
+  std::set<std::string> versions;  ///< the model versions that answered
+  Clock::time_point start = Clock::time_point::max();
+  Clock::time_point end = Clock::time_point::min();
+
+  double requests_per_sec() const { return end > start ? static_cast<double>(answered) / Seconds(end - start) : 0; }
+  void merge(const LoadResult& other) {
+    latencies_ms.insert(latencies_ms.end(), other.latencies_ms.begin(), other.latencies_ms.end());
+    answered += other.answered;
+    failed += other.failed;
+    if (first_error.empty()) first_error = other.first_error;
+    versions.insert(other.versions.begin(), other.versions.end());
+    start = std::min(start, other.start);
+    end = std::max(end, other.end);
+  }
+};
+
+/// A ModelInfer request of `image` (float32 [1, 1, 28, 28]) as raw little-endian bytes.
+serving::v2::ModelInferRequest MakeInferRequest(const std::string& model_name, const at::Tensor& image) {
+  serving::v2::ModelInferRequest request;
+  request.set_model_name(model_name);
+  auto* input = request.add_inputs();
+  input->set_name("image");
+  input->set_datatype("FP32");
+  for (int64_t size : image.sizes()) input->add_shape(size);
+  const at::Tensor bytes = image.contiguous();
+  request.add_raw_input_contents(static_cast<const char*>(bytes.data_ptr()), bytes.nbytes());
+  return request;
+}
+
+/// One ModelInfer call, recorded in `result` when `timed`.
+void Infer(Stub& stub, const serving::v2::ModelInferRequest& request, bool timed, LoadResult& result) {
+  serving::v2::ModelInferResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
+  const auto start = Clock::now();
+  const grpc::Status status = stub.ModelInfer(&context, request, &response);
+  const double ms = Milliseconds(Clock::now() - start);
+  if (!timed) return;
+  result.latencies_ms.push_back(ms);
+  std::string error;
+  if (!status.ok())
+    error = "status " + std::to_string(static_cast<int>(status.error_code())) + ": " + status.error_message();
+  else if (response.outputs_size() == 0 || response.outputs_size() != response.raw_output_contents_size())
+    error = "an answer of " + std::to_string(response.outputs_size()) + " outputs and " +
+            std::to_string(response.raw_output_contents_size()) + " contents";
+  if (error.empty()) {
+    ++result.answered;
+    result.versions.insert(response.model_version());
+  } else {
+    ++result.failed;
+    if (result.first_error.empty()) result.first_error = error;
+  }
+}
+
+/// Runs `load.clients` client threads against the server at `load.port` and merges what they saw.
+LoadResult GenerateLoad(const Load& load) {
+  grpc::ChannelArguments arguments;
+  arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // each channel a connection of its own
+  std::vector<std::unique_ptr<Stub>> stubs;
+  const std::string address = "127.0.0.1:" + std::to_string(load.port);
+  for (int i = 0; i < std::min(load.clients, load.channels); ++i)
+    stubs.push_back(inference::GRPCInferenceService::NewStub(
+        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), arguments)));
+  std::vector<LoadResult> results(static_cast<size_t>(load.clients));
+  StartLine start_line(load.clients);
+  std::vector<std::thread> clients;
+  for (int c = 0; c < load.clients; ++c) {
+    clients.emplace_back([&, c] {
+      Stub& stub = *stubs[static_cast<size_t>(c) % stubs.size()];
+      LoadResult& result = results[static_cast<size_t>(c)];
+      const serving::v2::ModelInferRequest request = MakeInferRequest(load.model_name, torch::rand({1, 1, 28, 28}));
+      for (int64_t i = 0; i < load.warmup; ++i) Infer(stub, request, /*timed=*/false, result);
+      start_line.arrive_and_wait();
+      result.start = Clock::now();
+      for (int64_t i = 0; load.requests < 0 ? !load.stop->load() : i < load.requests; ++i)
+        Infer(stub, request, /*timed=*/true, result);
+      result.end = Clock::now();
+    });
+  }
+  for (auto& client : clients) client.join();
+  LoadResult merged;
+  for (const auto& result : results) merged.merge(result);
+  return merged;
+}
+
+serving::ModelServerOptions ServerOptions(const Flags& flags, bool batching) {
+  const auto batching_options = serving::BatchingOptions()
+                                    .max_batch_size(flags.max_batch_size)
+                                    .max_queue_delay(std::chrono::microseconds(flags.max_queue_delay_us));
+  // No watcher: the hot-reload figure calls ServedModel::reload() itself.
+  const auto model = serving::ServedModelOptions()
+                         .predictor(CnnPredictorOptions())
+                         .batching(batching)
+                         .batching_options(batching_options)
+                         .reload_interval(std::chrono::milliseconds(0));
+  return serving::ModelServerOptions().host("127.0.0.1").port(0).model(model);
+}
+
+/// "1 client", "8 clients".
+std::string Clients(int count) { return std::to_string(count) + (count == 1 ? " client" : " clients"); }
+
+/// est-serve's requests/s under each client count, with batching or without; the reference is
+/// the Predictor's examples/s at the batch the server runs (`ceiling`), in process.
+std::vector<Figure> MeasureServer(const Flags& flags, const std::string& base, bool batching, double ceiling) {
+  serving::ModelServer server(CnnModelFn, base, ServerOptions(flags, batching));
+  std::vector<Figure> figures;
+  const std::string mode = batching ? "batched" : "unbatched";
+  for (int clients : flags.clients) {
+    const serving::BatchingStats before = server.model().batching_stats();
+    Load load;
+    load.port = server.port();
+    load.model_name = server.model_name();
+    load.clients = clients;
+    load.channels = flags.channels;
+    load.warmup = flags.warmup_requests;
+    load.requests = flags.requests;
+    const LoadResult result = GenerateLoad(load);
+    const serving::BatchingStats after = server.model().batching_stats();
+    const std::string count = std::to_string(clients);
+    Figure figure{"serve_grpc_" + mode + "_" + count + "_clients",
+                  "est-serve " + mode + ", " + Clients(clients) + " vs Predictor", "requests/s",
+                  result.requests_per_sec(), ceiling, "none"};
+    figure.extra = {{"clients", clients},
+                    {"batching", batching},
+                    {"p50_ms", Percentile(result.latencies_ms, 50)},
+                    {"p99_ms", Percentile(result.latencies_ms, 99)},
+                    {"answered", result.answered},
+                    {"failed", result.failed}};
+    if (batching && after.batches > before.batches)
+      figure.extra["mean_batch"] =
+          static_cast<double>(after.requests - before.requests) / static_cast<double>(after.batches - before.batches);
+    if (!result.first_error.empty()) figure.extra["first_error"] = result.first_error;
+    figures.push_back(figure);
+  }
+  server.shutdown();
+  return figures;
+}
+
+/// Clients sending while `flags.reloads` new versions are exported into `base` and reloaded:
+/// the failed requests (target 0), and the versions served against those exported.
+std::vector<Figure> MeasureHotReload(const Flags& flags, est::Estimator& estimator, const std::string& base) {
+  serving::ModelServer server(CnnModelFn, base, ServerOptions(flags, /*batching=*/true));
+  std::atomic<bool> stop{false};
+  Load load;
+  load.port = server.port();
+  load.model_name = server.model_name();
+  load.clients = flags.reload_clients;
+  load.channels = flags.channels;
+  load.requests = -1;
+  load.stop = &stop;
+  LoadResult result;
+  std::exception_ptr client_error;
+  std::thread clients([&] {
+    try {
+      result = GenerateLoad(load);
+    } catch (...) {
+      client_error = std::current_exception();
+    }
+  });
+  const auto pause = std::chrono::milliseconds(flags.reload_pause_ms);
+  int served = 0;
+  const auto start = Clock::now();
+  try {
+    for (int i = 0; i < flags.reloads; ++i) {
+      std::this_thread::sleep_for(pause);
+      ExportVersion(estimator, base);
+      if (server.model().reload()) ++served;
+    }
+    std::this_thread::sleep_for(pause);
+  } catch (...) {
+    stop = true;
+    clients.join();
+    throw;
+  }
+  stop = true;
+  clients.join();
+  if (client_error) std::rethrow_exception(client_error);
+  const double seconds = Seconds(Clock::now() - start);
+  server.shutdown();
+  Figure failed{"serve_hot_reload_failed", "failed requests, " + Clients(flags.reload_clients) + ", reloads",
+                "requests", static_cast<double>(result.failed), static_cast<double>(result.answered + result.failed),
+                "== 0"};
+  failed.extra = {{"clients", flags.reload_clients},
+                  {"seconds", seconds},
+                  {"p50_ms", Percentile(result.latencies_ms, 50)},
+                  {"p99_ms", Percentile(result.latencies_ms, 99)},
+                  {"versions_answered", result.versions.size()}};
+  if (!result.first_error.empty()) failed.extra["first_error"] = result.first_error;
+  Figure versions{"serve_hot_reload_versions", "versions served vs exported under load", "versions",
+                  static_cast<double>(served), static_cast<double>(flags.reloads), "== 1"};
+  versions.extra = {{"reloads_counted", server.model().stats().reloads},
+                    {"failed_reloads", server.model().stats().failed_reloads}};
+  return {failed, versions};
+}
+
+// ---- Output ----
+
+void Print(const std::vector<Figure>& figures, const Flags& flags) {
+  double load[3] = {0, 0, 0};
+  if (::getloadavg(load, 3) < 0) load[0] = -1;
+  std::printf("serve_bench: Fashion-MNIST CNN (LibTorch's layers), %lld timed requests a client, "
+              "batching at most %lld examples, %lld us queue delay, medians of %d repetitions\n",
+              static_cast<long long>(flags.requests), static_cast<long long>(flags.max_batch_size),
+              static_cast<long long>(flags.max_queue_delay_us), flags.repetitions);
+  std::printf("machine: %ld cores, %d torch threads, load average %.2f\n", ::sysconf(_SC_NPROCESSORS_ONLN),
+              torch::get_num_threads(), load[0]);
+  std::printf("%-46s %12s %12s %8s %8s  %s\n", "figure", "ours", "reference", "ratio", "target", "unit");
+  for (const auto& f : figures) {
+    char ratio[32] = "-";
+    if (f.ratio()) std::snprintf(ratio, sizeof ratio, "%.3f", *f.ratio());
+    char ours[32];
+    char peer[32] = "-";
+    std::snprintf(ours, sizeof ours, "%.4g", f.ours);
+    if (f.reference) std::snprintf(peer, sizeof peer, "%.4g", *f.reference);
+    std::printf("%-46s %12s %12s %8s %8s  %s\n", f.label.c_str(), ours, peer, ratio, f.target.c_str(),
+                f.unit.c_str());
+  }
+  for (const auto& f : figures)
+    if (!f.extra.empty()) std::printf("  %s: %s\n", f.name.c_str(), f.extra.dump().c_str());
+  for (const auto& f : figures) {
+    nlohmann::json line = {{"bench", "serve"},
+                           {"figure", f.name},
+                           {"unit", f.unit},
+                           {"ours", f.ours},
+                           {"reference", f.reference ? nlohmann::json(*f.reference) : nlohmann::json(nullptr)},
+                           {"ratio", f.ratio() ? nlohmann::json(*f.ratio()) : nlohmann::json(nullptr)},
+                           {"target", f.target},
+                           {"threads", flags.threads},
+                           {"requests", flags.requests},
+                           {"repetitions", flags.repetitions}};
+    line.update(f.extra);
+    std::printf("%s\n", line.dump().c_str());
+  }
+}
+
+void AddFlags(CLI::App& app, Flags& flags) {
+  app.add_option("--threads", flags.threads, "LibTorch's intra-op threads, in every thread (as OMP_NUM_THREADS)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--requests", flags.requests, "Timed ModelInfer requests of each client in each configuration")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--warmup-requests", flags.warmup_requests, "Untimed requests of each client before them")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--clients", flags.clients, "Concurrent clients, one configuration each (comma-separated)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--channels", flags.channels, "gRPC channels (connections) the clients of a configuration share")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--predict-calls", flags.predict_calls,
+                 "Timed Predictor calls a repetition at batch 1 (1/16 as many, at least 3, at --max-batch-size)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--repetitions", flags.repetitions, "Interleaved repetitions of the Predictor and its limit")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-batch-size", flags.max_batch_size, "The batcher's largest batch")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-queue-delay-us", flags.max_queue_delay_us, "The batcher's wait for a batch to fill")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--reloads", flags.reloads, "Versions exported and hot-reloaded under load")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--reload-clients", flags.reload_clients, "Clients sending during the reloads")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--reload-pause-ms", flags.reload_pause_ms, "Load before, between and after the reloads")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--dir", flags.dir,
+                 "Directory for the model and its exports (default: a new one, removed at the end)");
+}
+
+/// Removes the directory it names when destroyed, where it made it.
+struct OwnedDirectory {
+  std::string path;
+  bool owned = false;
+  ~OwnedDirectory() {
+    std::error_code ignored;
+    if (owned) fs::remove_all(path, ignored);
+  }
+};
+
+int Run(const Flags& flags) {
+  torch::set_num_threads(flags.threads);
+  est::Log().set_level(spdlog::level::warn);  // the servers' and reloads' lines would bury the table
+  OwnedDirectory dir{flags.dir, flags.dir.empty()};
+  if (dir.owned) dir.path = (fs::temp_directory_path() / ("serve_bench-" + std::to_string(::getpid()))).string();
+  fs::create_directories(dir.path);
+
+  torch::manual_seed(0);
+  est::Estimator estimator(CnnModelFn, dir.path + "/model", QuietConfig());
+  estimator.train(RandomImages, est::TrainOptions().max_steps(1));
+  const std::string base = dir.path + "/export";
+  const std::string version_dir = ExportVersion(estimator, base);
+
+  std::vector<Figure> figures;
+  const serving::Predictor predictor(CnnModelFn, version_dir, CnnPredictorOptions());
+  HandWrittenCnn limit(version_dir);
+  const Figure single = MeasurePredictor(predictor, limit, 1, flags.predict_calls, flags.repetitions);
+  const Figure batched = MeasurePredictor(predictor, limit, flags.max_batch_size,
+                                          std::max<int64_t>(3, flags.predict_calls / 16), flags.repetitions);
+  figures.push_back(single);
+  figures.push_back(batched);
+
+  const std::vector<Figure> unbatched_server = MeasureServer(flags, base, /*batching=*/false, single.ours);
+  const std::vector<Figure> batched_server = MeasureServer(flags, base, /*batching=*/true, batched.ours);
+  figures.insert(figures.end(), unbatched_server.begin(), unbatched_server.end());
+  figures.insert(figures.end(), batched_server.begin(), batched_server.end());
+
+  // At the most clients: batching's gain, and the batched p99 against 2 x the queue delay + one
+  // batch's compute (the Predictor's p50 at the batcher's largest batch).
+  const size_t most = static_cast<size_t>(
+      std::max_element(flags.clients.begin(), flags.clients.end()) - flags.clients.begin());
+  const std::string count = std::to_string(flags.clients[most]);
+  const std::string who = Clients(flags.clients[most]);
+  figures.push_back({"serve_batching_gain_" + count + "_clients", "est-serve batched vs unbatched, " + who,
+                     "requests/s", batched_server[most].ours, unbatched_server[most].ours, ">= 3"});
+  const double compute_ms = batched.extra["p50_ms"].get<double>();
+  const double delay_ms = static_cast<double>(flags.max_queue_delay_us) / 1000;
+  Figure bound{"serve_p99_bound_" + count + "_clients",
+               "batched p99 vs 2 delays + batch, " + who, "ms",
+               batched_server[most].extra["p99_ms"].get<double>(), 2 * delay_ms + compute_ms, "<= 1"};
+  bound.extra = {{"max_queue_delay_ms", delay_ms}, {"batch_compute_ms", compute_ms}};
+  figures.push_back(bound);
+
+  for (Figure& figure : MeasureHotReload(flags, estimator, base)) figures.push_back(std::move(figure));
+  Print(figures, flags);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("serve_bench: the Predictor against hand-written LibTorch, est-serve under concurrent gRPC clients "
+               "with and without dynamic batching, and hot reload under load (see apps/bench/run_benchmarks.py)",
+               "serve_bench");
+  Flags flags;
+  AddFlags(app, flags);
+  if (auto exit_status = est_apps::ParseFlags(app, argc, argv, "serve_bench")) return *exit_status;
+  try {
+    return Run(flags);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "serve_bench: error: %s\n", e.what());
+    return 1;
+  }
+}

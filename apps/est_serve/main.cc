@@ -1,0 +1,177 @@
+// est-serve: serves the exports of est-train's built-in models (est-train --export) over
+// gRPC, with both inference protocols on one port: the Open Inference Protocol (KServe v2,
+// as tritonclient calls it) and TensorFlow Serving's PredictionService.
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "apps/common/number_checks.h"
+#include "apps/common/parse_flags.h"
+#include "apps/est_train/models.h"
+#include "common/file_util.h"
+#include "common/stop_signals.h"
+#include "common/quoted_text.h"
+#include "serving/model_server.h"
+
+namespace {
+
+struct Flags {
+  std::string model = "fashion_mnist_cnn";
+  std::string export_dir;
+  std::string model_name;
+  std::string host = "127.0.0.1";
+  int64_t port = 8500;
+  std::string port_file;
+  std::string batching = "on";
+  int64_t max_batch_size = 64;
+  int64_t max_queue_delay_us = 2000;
+  int64_t max_queue_size = 1024;
+  int64_t reload_interval_ms = 1000;
+  int64_t max_request_mib = 64;
+  std::string token_file;
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  bool tls_require_client_cert = false;
+};
+
+void AddFlags(CLI::App& app, Flags& flags) {
+  app.add_option("--model", flags.model, "The built-in model the exports are of (est-train --model)")
+      ->check(CLI::IsMember({"fashion_mnist_cnn", "linear", "transformer_lm"}))
+      ->capture_default_str();
+  app.add_option("--export-dir", flags.export_dir,
+                 "An export base directory (MODEL_DIR/export/<exporter>): its newest version is served, and newer "
+                 "ones as they appear")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  app.add_option("--model-name", flags.model_name, "The name clients ask for (default: --model)");
+  app.add_option("--host", flags.host, "The address to listen at")->capture_default_str();
+  app.add_option("--port", flags.port, "The port to listen at; 0 picks a free one (see --port-file)")
+      ->check(est_apps::IntegerIn<int64_t>(0, 65535))
+      ->capture_default_str();
+  app.add_option("--port-file", flags.port_file, "A file to write the port to once the server listens");
+  app.add_option("--batching", flags.batching, "Batch concurrent requests along dimension 0")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  app.add_option("--max-batch-size", flags.max_batch_size, "The most examples in one batch")
+      ->check(est_apps::IntegerIn<int64_t>(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--max-queue-delay-us", flags.max_queue_delay_us,
+                 "How long the first request of a batch waits for more, microseconds")
+      ->check(est_apps::IntegerIn<int64_t>(0, 10'000'000))
+      ->capture_default_str();
+  app.add_option("--max-queue-size", flags.max_queue_size,
+                 "The most requests waiting for a batch; more are refused with RESOURCE_EXHAUSTED")
+      ->check(est_apps::IntegerIn<int64_t>(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--reload-interval-ms", flags.reload_interval_ms,
+                 "How often --export-dir is looked at for a new version; 0: never")
+      ->check(est_apps::IntegerIn<int64_t>(0, 86'400'000))
+      ->capture_default_str();
+  app.add_option("--max-request-mib", flags.max_request_mib, "The largest request, MiB")
+      ->check(est_apps::IntegerIn<int64_t>(1, 2047))
+      ->capture_default_str();
+  app.add_option("--token-file", flags.token_file,
+                 "A file holding a secret each call must carry as 'authorization: Bearer <secret>'")
+      ->check(CLI::ExistingFile);
+  const char* tls = "TLS (default: plain TCP)";
+  app.add_option("--tls-cert-file", flags.tls_cert_file, "PEM certificate this server presents")
+      ->check(CLI::ExistingFile)
+      ->group(tls);
+  app.add_option("--tls-key-file", flags.tls_key_file, "PEM private key of --tls-cert-file")
+      ->check(CLI::ExistingFile)
+      ->group(tls);
+  app.add_option("--tls-ca-file", flags.tls_ca_file, "PEM certificate authority of the clients' certificates")
+      ->check(CLI::ExistingFile)
+      ->group(tls);
+  app.add_flag("--tls-require-client-cert", flags.tls_require_client_cert,
+               "Mutual TLS: refuse clients without a certificate signed by --tls-ca-file")
+      ->group(tls);
+}
+
+/// The model_fn and serving input of a built-in model (no data is read: serving needs none).
+est_train::ModelRecipe RecipeOf(const std::string& model) {
+  if (model == "linear") return est_train::Linear(1);
+  if (model == "transformer_lm") return est_train::TransformerLanguageModel("", false, 1, 0, 1);
+  return est_train::FashionMnistCnn(est_train::FashionMnistInput{}, 1, 0, false);
+}
+
+/// The secret of --token-file: its first line, which must not be empty.
+std::string ReadToken(const std::string& path) {
+  std::ifstream file(path);
+  std::string token;
+  std::getline(file, token);
+  while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
+  EST_CHECK(file.good() || file.eof(), est::ConfigError, "--token-file: cannot read '", path, "'");
+  EST_CHECK(!token.empty(), est::ConfigError, "--token-file: '", path, "' is empty; expected the secret on its first line");
+  return token;
+}
+
+int Run(const Flags& flags) {
+  est_train::ModelRecipe recipe = RecipeOf(flags.model);
+  est::serving::ServedModelOptions model;
+  model.predictor(est::serving::PredictorOptions()
+                      .model({flags.model, est_train::kModelVersion})
+                      .serving_input_fn(recipe.serving_input));
+  model.batching(flags.batching == "on")
+      .batching_options(est::serving::BatchingOptions()
+                            .max_batch_size(flags.max_batch_size)
+                            .max_queue_delay(std::chrono::microseconds(flags.max_queue_delay_us))
+                            .max_queue_size(flags.max_queue_size))
+      .reload_interval(std::chrono::milliseconds(flags.reload_interval_ms));
+  est::distribute::GrpcStoreTls tls{flags.tls_ca_file, flags.tls_cert_file, flags.tls_key_file,
+                                    flags.tls_require_client_cert};
+  EST_CHECK(flags.tls_cert_file.empty() == flags.tls_key_file.empty(), est::ConfigError,
+            "--tls-cert-file and --tls-key-file go together: give both for TLS, or neither");
+  EST_CHECK(!flags.tls_require_client_cert || !flags.tls_ca_file.empty(), est::ConfigError,
+            "--tls-require-client-cert needs --tls-ca-file, the authority of the clients' certificates");
+  EST_CHECK(flags.tls_ca_file.empty() || !flags.tls_cert_file.empty(), est::ConfigError,
+            "--tls-ca-file needs --tls-cert-file and --tls-key-file: the server's own certificate comes first");
+  est::StopSignalGuard stop_signals;  // SIGTERM and SIGINT stop the server gracefully
+  est::serving::ModelServer server(recipe.model_fn, flags.export_dir,
+                                   est::serving::ModelServerOptions()
+                                       .model_name(flags.model_name.empty() ? flags.model : flags.model_name)
+                                       .host(flags.host)
+                                       .port(static_cast<uint16_t>(flags.port))
+                                       .tls(tls)
+                                       .token(flags.token_file.empty() ? "" : ReadToken(flags.token_file))
+                                       .model(model)
+                                       .max_request_bytes(flags.max_request_mib << 20));
+  if (!flags.port_file.empty()) est::WriteFileAtomic(flags.port_file, std::to_string(server.port()) + "\n");
+  while (est::StopSignalGuard::pending() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::fprintf(stderr, "est-serve: %s: stopping (calls running get 5 s)\n",
+               est::StopSignalName(est::StopSignalGuard::pending()));
+  server.shutdown(std::chrono::seconds(5));
+  server.wait();
+  return 0;
+}
+
+}  // namespace
+
+// As est-train's: OpenSSL state of a TLS handshake cut short is left out of leak reports.
+extern "C" const char* __lsan_default_suppressions() { return "leak:CRYPTO_zalloc\n"; }
+
+int main(int argc, char** argv) {
+  CLI::App app("est-serve: serve est-train's exports over gRPC (KServe v2 and TensorFlow Serving protocols)",
+               "est-serve");
+  Flags flags;
+  AddFlags(app, flags);
+  if (auto exit_status = est_apps::ParseFlags(app, argc, argv, "est-serve")) return *exit_status;
+  try {
+    return Run(flags);
+  } catch (const est::Error& e) {
+    std::fprintf(stderr, "est-serve: error: %s\n", e.what());
+    return 1;
+  } catch (const c10::Error& e) {
+    std::fprintf(stderr, "est-serve: internal error: %s\n", est::OneLine(e.what_without_backtrace()).c_str());
+    return 70;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "est-serve: internal error: %s\n", e.what());
+    return 70;
+  }
+}

@@ -1,0 +1,51 @@
+#include "serving/call_status.h"
+
+#include "common/error.h"
+#include "common/logging.h"
+#include "distribute/rendezvous/call_admission.h"
+#include "serving/dynamic_batcher.h"
+#include "serving/predictor.h"
+
+namespace est::serving::detail {
+
+grpc::Status CheckToken(const grpc::ServerContext& context, const std::string& token) {
+  if (token.empty()) return grpc::Status::OK;
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find("authorization");
+  const std::string sent = it == metadata.end() ? std::string() : std::string(it->second.data(), it->second.size());
+  if (distribute::detail::ConstantTimeEquals(sent, "Bearer " + token)) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                      it == metadata.end()
+                          ? "the call carries no token: this server takes calls with the metadata "
+                            "'authorization: Bearer <token>' (est-serve --token-file)"
+                          : "the call's token is wrong: this server takes calls with the metadata "
+                            "'authorization: Bearer <token>' of its --token-file");
+}
+
+std::chrono::steady_clock::time_point CallDeadline(const grpc::ServerContext& context) {
+  const auto deadline = context.deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) return std::chrono::steady_clock::time_point::max();
+  const auto left = deadline - std::chrono::system_clock::now();
+  return std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(left);
+}
+
+grpc::Status StatusOfError(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const RequestError& bad) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, bad.what());
+  } catch (const QueueFullError& full) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, full.what());
+  } catch (const TimeoutError& late) {
+    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, late.what());
+  } catch (const CommunicationError& stopping) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, stopping.what());
+  } catch (const std::exception& failed) {
+    Log().error("est-serve: the model failed on a request: {}", failed.what());
+    return grpc::Status(grpc::StatusCode::INTERNAL, std::string("the model failed: ") + failed.what());
+  } catch (...) {
+    return grpc::Status(grpc::StatusCode::INTERNAL, "the model failed with an exception of an unknown type");
+  }
+}
+
+}  // namespace est::serving::detail

@@ -1,0 +1,84 @@
+#pragma once
+/// ServedModel: the model est-serve answers with. It serves the newest version under an export
+/// base directory, through a DynamicBatcher or one request at a time, and watches the base for
+/// newer versions: a new one is loaded beside the current, then requests go to it while the
+/// requests the old one has drain; a version that fails to load is logged and the current one
+/// kept.
+
+#include <torch/arg.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "serving/dynamic_batcher.h"
+#include "serving/predictor.h"
+
+namespace est::serving {
+
+/// How a ServedModel loads, batches and reloads.
+struct ServedModelOptions {
+  /// How each version is loaded (the identity and serving input it must have, the device).
+  TORCH_ARG(PredictorOptions, predictor);
+  /// Batch concurrent requests (DynamicBatcher); otherwise each runs alone.
+  TORCH_ARG(bool, batching) = true;
+  TORCH_ARG(BatchingOptions, batching_options);
+  /// How often the base directory is looked at for a new version; 0: never.
+  TORCH_ARG(std::chrono::milliseconds, reload_interval) = std::chrono::milliseconds(1000);
+};
+
+/// The counts a ServedModel keeps.
+struct ServedModelStats {
+  int64_t reloads = 0;         ///< new versions served
+  int64_t failed_reloads = 0;  ///< versions that did not load
+};
+
+/// A model served from an export base directory.
+class ServedModel {
+ public:
+  /// Loads the newest version under `export_base` (CheckpointError as Predictor's when there is
+  /// none or it does not load) and starts watching.
+  ServedModel(ModelFn model_fn, std::string export_base, ServedModelOptions options = {});
+  /// Stops watching; waits for the batch that runs.
+  ~ServedModel();
+  ServedModel(const ServedModel&) = delete;
+  ServedModel& operator=(const ServedModel&) = delete;
+
+  /// The predictions of the version served now for `request` (errors as
+  /// DynamicBatcher::predict, or Predictor::predict without batching).
+  TensorMap predict(const Features& request, std::chrono::steady_clock::time_point deadline) const;
+
+  /// The version served now (its manifest, path and version).
+  std::shared_ptr<const Predictor> current() const;
+
+  /// Looks at the base directory once: loads and serves a version newer than the current one.
+  /// True when it served one. Called by the watcher; callable by tests and tools.
+  bool reload();
+
+  ServedModelStats stats() const;
+  /// The batcher's counts (zero without batching).
+  BatchingStats batching_stats() const;
+
+ private:
+  void watch();
+
+  const ModelFn model_fn_;
+  const std::string export_base_;
+  const ServedModelOptions options_;
+  std::unique_ptr<DynamicBatcher> batcher_;
+  mutable std::mutex mutex_;
+  std::shared_ptr<const Predictor> current_;
+  std::set<int64_t> failed_versions_;  ///< not tried again
+  ServedModelStats stats_;
+  std::mutex reload_mutex_;  ///< one reload at a time
+  std::condition_variable stop_;
+  bool stopping_ = false;
+  std::thread watcher_;
+};
+
+}  // namespace est::serving

@@ -1,0 +1,162 @@
+// est-serve as a user runs it: it serves what est-train exported, over both protocols, until
+// SIGTERM; it refuses an export of another model with one clear line.
+
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <grpcpp/create_channel.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "apps/est_train/models.h"
+#include "common/file_util.h"
+#include "serving/predictor.h"
+#include "serving/proto/grpc_inference_service.grpc.pb.h"
+#include "serving/proto/prediction_service.grpc.pb.h"
+#include "tests/apps/run_command.h"
+#include "tests/test_util.h"
+
+namespace est_serve_test {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+/// An est-serve process, its stderr in a file.
+struct Server {
+  pid_t pid = -1;
+  fs::path err;
+};
+
+Server Start(const std::vector<std::string>& args, const fs::path& dir) {
+  std::vector<std::string> strings{EST_SERVE_PATH};
+  strings.insert(strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& arg : strings) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  Server server{-1, dir / "err"};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, server.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const int rc = ::posix_spawn(&server.pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  REQUIRE(rc == 0);
+  return server;
+}
+
+/// The exit status of `server` (-1 when a signal ended it); kills it after 30 s.
+int Wait(const Server& server) {
+  int status = 0;
+  const auto give_up = Clock::now() + std::chrono::seconds(30);
+  while (::waitpid(server.pid, &status, WNOHANG) == 0) {
+    if (Clock::now() > give_up) {
+      ::kill(server.pid, SIGKILL);
+      ::waitpid(server.pid, &status, 0);
+      FAIL("est-serve did not exit within 30 s; stderr:\n" << est::ReadFile(server.err.string()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("est-serve serves est-train's export over both protocols until SIGTERM", "[apps][serving]") {
+  const fs::path dir = est::testing::FreshTempDir("est_serve");
+  const std::string model_dir = (dir / "model").string();
+  const RunResult trained = RunCommand(std::string(EST_TRAIN_PATH) + " --model linear --model-dir " + model_dir +
+                                       " --max-steps 30 --log-step-count-steps 100 --export final");
+  INFO(trained.output);
+  REQUIRE(trained.exit_code == 0);
+  const std::string base = model_dir + "/export/final";
+  std::ofstream(dir / "token") << "s3cret\n";
+
+  const Server server = Start({"--model", "linear", "--export-dir", base, "--port", "0", "--port-file",
+                               (dir / "port").string(), "--token-file", (dir / "token").string(),
+                               "--max-queue-delay-us", "500"},
+                              dir);
+  const auto give_up = Clock::now() + std::chrono::seconds(60);
+  while (!fs::exists(dir / "port") && Clock::now() < give_up) {
+    REQUIRE(::waitpid(server.pid, nullptr, WNOHANG) == 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  REQUIRE(fs::exists(dir / "port"));
+  const std::string port = est::ReadFile((dir / "port").string());
+  auto channel = grpc::CreateChannel("127.0.0.1:" + port.substr(0, port.find('\n')), grpc::InsecureChannelCredentials());
+  auto context = [] {
+    auto made = std::make_unique<grpc::ClientContext>();
+    made->AddMetadata("authorization", "Bearer s3cret");
+    made->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    return made;
+  };
+
+  // What est::serving::Predictor answers for x = 1, 2, 3 (est-train's linear model, trained toward y = 1).
+  const at::Tensor x = torch::tensor({1.f, 2.f, 3.f}).view({3, 1});
+  const est::serving::Predictor predictor(est_train::Linear(1).model_fn, base);
+  const at::Tensor expected = predictor.predict({{"x", x}}).at("logits");
+
+  est::serving::v2::ModelInferRequest request;
+  request.set_model_name("linear");
+  auto* input = request.add_inputs();
+  input->set_name("x");
+  input->set_datatype("FP32");
+  input->add_shape(3);
+  input->add_shape(1);
+  request.add_raw_input_contents(std::string(static_cast<const char*>(x.data_ptr()), 12));
+  est::serving::v2::ModelInferResponse response;
+  const grpc::Status inferred = inference::GRPCInferenceService::NewStub(channel)->ModelInfer(context().get(), request,
+                                                                                             &response);
+  REQUIRE(inferred.ok());
+  REQUIRE(response.raw_output_contents_size() == 1);
+  at::Tensor logits = torch::empty({3});
+  REQUIRE(response.raw_output_contents(0).size() == 12);
+  std::memcpy(logits.data_ptr(), response.raw_output_contents(0).data(), 12);
+  CHECK(torch::allclose(logits, expected, 1e-6, 1e-6));
+  CHECK(std::abs(logits[0].item<float>() - 1.f) < 0.2);  // trained toward y = 1 at x = 1
+
+  est::serving::tf::PredictRequest predict;
+  predict.mutable_model_spec()->set_name("linear");
+  auto& proto = (*predict.mutable_inputs())["x"];
+  proto.set_dtype(est::serving::tf::DT_FLOAT);
+  proto.mutable_tensor_shape()->add_dim()->set_size(1);
+  proto.mutable_tensor_shape()->add_dim()->set_size(1);
+  proto.add_float_val(1.f);
+  est::serving::tf::PredictResponse predicted;
+  REQUIRE(tensorflow::serving::PredictionService::NewStub(channel)->Predict(context().get(), predict, &predicted).ok());
+  const std::string& content = predicted.outputs().at("logits").tensor_content();
+  REQUIRE(content.size() == 4);
+  float one = 0;
+  std::memcpy(&one, content.data(), 4);
+  CHECK(one == expected[0].item<float>());
+
+  ::kill(server.pid, SIGTERM);
+  CHECK(Wait(server) == 0);
+  CHECK_THAT(est::ReadFile(server.err.string()), Catch::Contains("SIGTERM: stopping"));
+}
+
+TEST_CASE("est-serve refuses an export of another model with one clear line", "[apps][serving]") {
+  const fs::path dir = est::testing::FreshTempDir("est_serve_other_model");
+  const std::string model_dir = (dir / "model").string();
+  REQUIRE(RunCommand(std::string(EST_TRAIN_PATH) + " --model linear --model-dir " + model_dir +
+                     " --max-steps 5 --log-step-count-steps 100 --export final")
+              .exit_code == 0);
+  const RunResult other = RunCommand(std::string(EST_SERVE_PATH) + " --model fashion_mnist_cnn --port 0 --export-dir " +
+                                     model_dir + "/export/final");
+  CHECK(other.exit_code == 1);
+  CHECK_THAT(other.output, Catch::StartsWith("est-serve: error: the export '" + model_dir + "/export/final/") &&
+                               Catch::Contains("is of model 'linear' version '1'; expected model 'fashion_mnist_cnn'"));
+  const RunResult missing = RunCommand(std::string(EST_SERVE_PATH) + " --export-dir " + (dir / "none").string());
+  CHECK(missing.exit_code != 0);
+  CHECK_THAT(missing.output, Catch::Contains("--export-dir") && Catch::Contains("none"));
+}
+
+}  // namespace est_serve_test

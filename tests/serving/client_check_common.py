@@ -1,0 +1,69 @@
+"""What the client checks of est-serve share (triton_client_check.py, tf_serving_client_check.py):
+their arguments, the check helpers, and how a run of checks is reported. Imports nothing but the
+standard library, so that each client's virtual environment runs it."""
+
+import argparse
+
+# The largest difference allowed between a served "y" and Estimator::predict's.
+Y_TOLERANCE = 1e-6
+# Seconds each call may take.
+CALL_TIMEOUT_S = 60
+
+
+class CheckFailed(Exception):
+    """A check that did not hold."""
+
+
+def check(condition, what):
+    if not condition:
+        raise CheckFailed(what)
+
+
+def refusal(call, error_type):
+    """The `error_type` exception `call` raises; CheckFailed when it succeeds."""
+    try:
+        call()
+    except error_type as error:
+        return error
+    raise CheckFailed("the call succeeded; expected an error")
+
+
+def check_message(message, words, what):
+    """Each of `words` is in the error message `message`."""
+    for word in words:
+        check(word in message, f"{what}: the message does not name {word!r}: {message}")
+
+
+def parse_arguments(description):
+    """The server's address, the model's name and served version, expected.json, and the token
+    and certificate authority when the server has them."""
+    parser = argparse.ArgumentParser(description=description.splitlines()[0])
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--version", required=True)
+    parser.add_argument("--expected", required=True)
+    parser.add_argument("--token", default="")
+    parser.add_argument("--ca", default="")
+    return parser.parse_args()
+
+
+def run_checks(client, args, steps, describe_error, close):
+    """Runs `steps` in turn and prints the outcome as `client`: 0 when all held, else 1. A
+    CheckFailed, or an exception describe_error turns into a text (None for others), fails."""
+    try:
+        for step in steps:
+            step()
+    except CheckFailed as failure:
+        print(f"{client}: failed: {failure}")
+        return 1
+    except Exception as error:  # noqa: BLE001 (a client's own errors, described by it)
+        described = describe_error(error)
+        if described is None:
+            raise
+        print(f"{client}: failed: {described}")
+        return 1
+    finally:
+        close()
+    print(f"{client}: ok ({len(steps)} groups of checks"
+          f"{', token' if args.token else ''}{', TLS' if args.ca else ''})")
+    return 0

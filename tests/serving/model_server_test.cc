@@ -1,0 +1,446 @@
+// est::serving::ModelServer over gRPC, called through the protocols' own stubs: the Open
+// Inference Protocol (KServe v2) and TensorFlow Serving's PredictionService answer what the
+// Predictor answers; bad requests get INVALID_ARGUMENT naming the input and the server goes
+// on; a full queue answers RESOURCE_EXHAUSTED; the token and TLS are enforced; a new version
+// is served once it appears, a corrupt one is not.
+
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <thread>
+
+#include "serving/model_server.h"
+#include "serving/proto/grpc_inference_service.grpc.pb.h"
+#include "serving/proto/prediction_service.grpc.pb.h"
+#include "tests/serving/serving_models.h"
+#include "tests/tls_certificates.h"
+
+namespace model_server_test {
+using namespace est;
+using namespace est::serving;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A model_dir with ServedRegression trained 20 steps and exported; its export base.
+struct Trained {
+  explicit Trained(const std::string& name)
+      : estimator(testing::ServedRegression, testing::FreshTempDir(name).string(), testing::QuietConfig()) {
+    testing::TrainAndExport(estimator, 20, testing::RegressionServingInput,
+                            ExportOptions().model(testing::RegressionIdentity()));
+  }
+  std::string base() const { return estimator.model_dir() + "/export"; }
+  Estimator estimator;
+};
+
+ServedModelOptions Served(bool batching = true) {
+  return ServedModelOptions()
+      .predictor(PredictorOptions().model(testing::RegressionIdentity()).serving_input_fn(testing::RegressionServingInput))
+      .batching(batching)
+      .reload_interval(std::chrono::milliseconds(0));
+}
+
+ModelServerOptions Options(bool batching = true) {
+  return ModelServerOptions().port(0).model_name("regression").model(Served(batching));
+}
+
+/// Both protocols' stubs on one channel.
+struct Client {
+  explicit Client(uint16_t port, std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials())
+      : channel(grpc::CreateChannel("127.0.0.1:" + std::to_string(port), credentials)),
+        v2(inference::GRPCInferenceService::NewStub(channel)),
+        tf(tensorflow::serving::PredictionService::NewStub(channel)) {}
+
+  /// A context with a deadline, and the token when one is given.
+  std::unique_ptr<grpc::ClientContext> context(const std::string& token = "") const {
+    auto context = std::make_unique<grpc::ClientContext>();
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    if (!token.empty()) context->AddMetadata("authorization", "Bearer " + token);
+    return context;
+  }
+
+  grpc::Status infer(const v2::ModelInferRequest& request, v2::ModelInferResponse& response,
+                     const std::string& token = "") const {
+    return v2->ModelInfer(context(token).get(), request, &response);
+  }
+
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<inference::GRPCInferenceService::Stub> v2;
+  std::unique_ptr<tensorflow::serving::PredictionService::Stub> tf;
+};
+
+/// A ModelInferRequest for "x" = `x`, its bytes raw as tritonclient sends them.
+v2::ModelInferRequest InferRequest(const at::Tensor& x, const std::string& model = "regression") {
+  v2::ModelInferRequest request;
+  request.set_model_name(model);
+  auto* input = request.add_inputs();
+  input->set_name("x");
+  input->set_datatype("FP32");
+  for (int64_t size : x.sizes()) input->add_shape(size);
+  request.add_raw_input_contents(std::string(static_cast<const char*>(x.data_ptr()), x.nbytes()));
+  return request;
+}
+
+/// The output `name` of a response, from its raw contents.
+at::Tensor Output(const v2::ModelInferResponse& response, const std::string& name) {
+  for (int i = 0; i < response.outputs_size(); ++i) {
+    const auto& output = response.outputs(i);
+    if (output.name() != name) continue;
+    const at::ScalarType dtype = output.datatype() == "BOOL" ? at::kBool : at::kFloat;
+    std::vector<int64_t> shape(output.shape().begin(), output.shape().end());
+    at::Tensor tensor = torch::empty(shape, dtype);
+    const std::string& bytes = response.raw_output_contents(i);
+    REQUIRE(bytes.size() == static_cast<size_t>(tensor.numel() * tensor.element_size()));
+    std::memcpy(tensor.data_ptr(), bytes.data(), bytes.size());
+    return tensor;
+  }
+  FAIL("no output '" << name << "' in the response");
+  return {};
+}
+
+/// A TensorProto of `x` in tensor_content.
+tf::TensorProto Proto(const at::Tensor& x) {
+  tf::TensorProto proto;
+  proto.set_dtype(tf::DT_FLOAT);
+  for (int64_t size : x.sizes()) proto.mutable_tensor_shape()->add_dim()->set_size(size);
+  proto.set_tensor_content(std::string(static_cast<const char*>(x.data_ptr()), x.numel() * 4));
+  return proto;
+}
+
+at::Tensor FromProto(const tf::TensorProto& proto) {
+  std::vector<int64_t> shape;
+  for (const auto& dim : proto.tensor_shape().dim()) shape.push_back(dim.size());
+  at::Tensor tensor = torch::empty(shape, proto.dtype() == tf::DT_BOOL ? at::kBool : at::kFloat);
+  REQUIRE(proto.tensor_content().size() == static_cast<size_t>(tensor.numel() * tensor.element_size()));
+  std::memcpy(tensor.data_ptr(), proto.tensor_content().data(), proto.tensor_content().size());
+  return tensor;
+}
+
+}  // namespace
+
+TEST_CASE("the Open Inference Protocol answers what the Predictor answers", "[serving][server]") {
+  Trained trained("server_v2");
+  const Predictor predictor(testing::ServedRegression, trained.base());
+  ModelServer server(testing::ServedRegression, trained.base(), Options());
+  const Client client(server.port());
+  const std::string version = std::to_string(predictor.version());
+
+  v2::ServerLiveResponse live;
+  REQUIRE(client.v2->ServerLive(client.context().get(), {}, &live).ok());
+  CHECK(live.live());
+  v2::ServerReadyResponse ready;
+  REQUIRE(client.v2->ServerReady(client.context().get(), {}, &ready).ok());
+  CHECK(ready.ready());
+  v2::ModelReadyRequest model_ready;
+  model_ready.set_name("regression");
+  v2::ModelReadyResponse is_ready;
+  REQUIRE(client.v2->ModelReady(client.context().get(), model_ready, &is_ready).ok());
+  CHECK(is_ready.ready());
+  model_ready.set_name("other");  // not ready, and no error (as Triton answers)
+  REQUIRE(client.v2->ModelReady(client.context().get(), model_ready, &is_ready).ok());
+  CHECK_FALSE(is_ready.ready());
+
+  v2::ModelMetadataRequest metadata_request;
+  metadata_request.set_name("regression");
+  v2::ModelMetadataResponse metadata;
+  REQUIRE(client.v2->ModelMetadata(client.context().get(), metadata_request, &metadata).ok());
+  CHECK(metadata.versions_size() == 1);
+  CHECK(metadata.versions(0) == version);
+  REQUIRE(metadata.inputs_size() == 1);
+  CHECK(metadata.inputs(0).name() == "x");
+  CHECK(metadata.inputs(0).datatype() == "FP32");
+  CHECK(std::vector<int64_t>(metadata.inputs(0).shape().begin(), metadata.inputs(0).shape().end()) ==
+        std::vector<int64_t>{-1, 3});
+  REQUIRE(metadata.outputs_size() == 2);
+
+  const at::Tensor x = testing::Rows(0, 8);
+  const TensorMap expected = predictor.predict({{"x", x}});
+  v2::ModelInferRequest request = InferRequest(x);
+  request.set_id("request-7");
+  v2::ModelInferResponse response;
+  const grpc::Status status = client.infer(request, response);
+  REQUIRE(status.ok());
+  CHECK(response.model_name() == "regression");
+  CHECK(response.model_version() == version);
+  CHECK(response.id() == "request-7");
+  CHECK(torch::allclose(Output(response, "y"), expected.at("y"), 1e-6, 1e-6));
+  CHECK(torch::equal(Output(response, "positive"), expected.at("positive")));
+
+  SECTION("one output asked for, and typed contents instead of raw bytes") {
+    v2::ModelInferRequest typed = InferRequest(x);
+    typed.clear_raw_input_contents();
+    for (int64_t i = 0; i < x.numel(); ++i) typed.mutable_inputs(0)->mutable_contents()->add_fp32_contents(x.view(-1)[i].item<float>());
+    typed.add_outputs()->set_name("positive");
+    v2::ModelInferResponse answer;
+    REQUIRE(client.infer(typed, answer).ok());
+    REQUIRE(answer.outputs_size() == 1);
+    CHECK(torch::equal(Output(answer, "positive"), expected.at("positive")));
+  }
+  SECTION("one row at a time, by concurrent clients, answers the same rows") {
+    std::vector<std::future<at::Tensor>> answers;
+    for (int64_t row = 0; row < 8; ++row)
+      answers.push_back(std::async(std::launch::async, [&client, row] {
+        v2::ModelInferResponse answer;
+        const grpc::Status called = client.infer(InferRequest(testing::Rows(row, 1)), answer);
+        return called.ok() ? Output(answer, "y") : at::Tensor();
+      }));
+    for (int64_t row = 0; row < 8; ++row) {
+      const at::Tensor y = answers[row].get();
+      REQUIRE(y.defined());
+      CHECK(torch::allclose(y, expected.at("y").narrow(0, row, 1), 1e-6, 1e-6));
+    }
+  }
+}
+
+TEST_CASE("bad requests get INVALID_ARGUMENT or NOT_FOUND naming what is wrong, and the server goes on",
+          "[serving][server]") {
+  Trained trained("server_bad_requests");
+  ModelServer server(testing::ServedRegression, trained.base(), Options());
+  const Client client(server.port());
+  auto refusal = [&](const v2::ModelInferRequest& request) {
+    v2::ModelInferResponse response;
+    const grpc::Status status = client.infer(request, response);
+    return std::make_pair(status.error_code(), status.error_message());
+  };
+  const at::Tensor x = testing::Rows(0, 2);
+  using Code = grpc::StatusCode;
+
+  v2::ModelInferRequest renamed = InferRequest(x);
+  renamed.mutable_inputs(0)->set_name("z");
+  auto [code, message] = refusal(renamed);
+  CHECK(code == Code::INVALID_ARGUMENT);
+  CHECK_THAT(message, Catch::Contains("'z'") && Catch::Contains("takes 'x'"));
+
+  v2::ModelInferRequest wrong_type = InferRequest(x.to(at::kDouble));
+  wrong_type.mutable_inputs(0)->set_datatype("FP64");
+  std::tie(code, message) = refusal(wrong_type);
+  CHECK(code == Code::INVALID_ARGUMENT);
+  CHECK_THAT(message, Catch::Contains("'x'") && Catch::Contains("float32"));
+
+  std::tie(code, message) = refusal(InferRequest(testing::Rows(0, 4).reshape({3, 4})));
+  CHECK(code == Code::INVALID_ARGUMENT);
+  CHECK_THAT(message, Catch::Contains("'x'") && Catch::Contains("[-1, 3]"));
+
+  v2::ModelInferRequest short_bytes = InferRequest(x);
+  short_bytes.set_raw_input_contents(0, short_bytes.raw_input_contents(0).substr(4));
+  std::tie(code, message) = refusal(short_bytes);
+  CHECK(code == Code::INVALID_ARGUMENT);
+  CHECK_THAT(message, Catch::Contains("'x' carries 20 bytes; expected 24"));
+
+  v2::ModelInferRequest huge = InferRequest(x);
+  huge.mutable_inputs(0)->set_shape(0, int64_t{1} << 40);
+  std::tie(code, message) = refusal(huge);
+  CHECK(code == Code::INVALID_ARGUMENT);
+  CHECK_THAT(message, Catch::Contains("'x' is too large"));
+
+  v2::ModelInferRequest strange = InferRequest(x);
+  strange.mutable_inputs(0)->set_datatype("UINT64");
+  std::tie(code, message) = refusal(strange);
+  CHECK(code == Code::INVALID_ARGUMENT);
+  CHECK_THAT(message, Catch::Contains("'x' has datatype 'UINT64'") && Catch::Contains("FP32"));
+
+  std::tie(code, message) = refusal(InferRequest(x, "other"));
+  CHECK(code == Code::NOT_FOUND);
+  CHECK_THAT(message, Catch::StartsWith("Request for unknown model: 'other'"));
+
+  v2::ModelInferRequest old_version = InferRequest(x);
+  old_version.set_model_version("1");
+  std::tie(code, message) = refusal(old_version);
+  CHECK(code == Code::NOT_FOUND);
+  CHECK_THAT(message, Catch::Contains("version 1 is not found"));
+
+  v2::ModelInferRequest unknown_output = InferRequest(x);
+  unknown_output.add_outputs()->set_name("w");
+  std::tie(code, message) = refusal(unknown_output);
+  CHECK(code == Code::INVALID_ARGUMENT);
+  CHECK_THAT(message, Catch::Contains("output 'w'"));
+
+  // And the server still answers.
+  v2::ModelInferResponse response;
+  CHECK(client.infer(InferRequest(x), response).ok());
+}
+
+TEST_CASE("TensorFlow Serving's Predict and GetModelMetadata answer what the Predictor answers",
+          "[serving][server]") {
+  Trained trained("server_tf");
+  const Predictor predictor(testing::ServedRegression, trained.base());
+  ModelServer server(testing::ServedRegression, trained.base(), Options(false));
+  const Client client(server.port());
+  const at::Tensor x = testing::Rows(0, 5);
+  const TensorMap expected = predictor.predict({{"x", x}});
+
+  tf::PredictRequest request;
+  request.mutable_model_spec()->set_name("regression");
+  (*request.mutable_inputs())["x"] = Proto(x);
+  tf::PredictResponse response;
+  REQUIRE(client.tf->Predict(client.context().get(), request, &response).ok());
+  CHECK(response.model_spec().version().value() == predictor.version());
+  CHECK(response.model_spec().signature_name() == "serving_default");
+  CHECK(torch::allclose(FromProto(response.outputs().at("y")), expected.at("y"), 1e-6, 1e-6));
+  CHECK(torch::equal(FromProto(response.outputs().at("positive")), expected.at("positive")));
+
+  SECTION("typed values, the last repeated as TensorFlow reads them, and an output filter") {
+    tf::PredictRequest typed;
+    typed.mutable_model_spec()->set_name("regression");
+    typed.mutable_model_spec()->mutable_version()->set_value(predictor.version());
+    tf::TensorProto& proto = (*typed.mutable_inputs())["x"];
+    proto.set_dtype(tf::DT_FLOAT);
+    proto.mutable_tensor_shape()->add_dim()->set_size(2);
+    proto.mutable_tensor_shape()->add_dim()->set_size(3);
+    proto.add_float_val(0.5f);
+    typed.add_output_filter("y");
+    tf::PredictResponse answer;
+    REQUIRE(client.tf->Predict(client.context().get(), typed, &answer).ok());
+    CHECK(answer.outputs().size() == 1);
+    const TensorMap halves = predictor.predict({{"x", torch::full({2, 3}, 0.5f)}});
+    CHECK(torch::allclose(FromProto(answer.outputs().at("y")), halves.at("y"), 1e-6, 1e-6));
+  }
+  SECTION("a signature or version the server does not have, and a missing spec") {
+    tf::PredictRequest other = request;
+    other.mutable_model_spec()->set_signature_name("classify");
+    tf::PredictResponse answer;
+    grpc::Status status = client.tf->Predict(client.context().get(), other, &answer);
+    CHECK(status.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+    CHECK_THAT(status.error_message(), Catch::Contains("\"classify\" not found"));
+    other = request;
+    other.mutable_model_spec()->mutable_version()->set_value(3);
+    status = client.tf->Predict(client.context().get(), other, &answer);
+    CHECK(status.error_code() == grpc::StatusCode::NOT_FOUND);
+    CHECK_THAT(status.error_message(), Catch::Contains("Specific(regression, 3)"));
+    other.clear_model_spec();
+    status = client.tf->Predict(client.context().get(), other, &answer);
+    CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(status.error_message() == "Missing ModelSpec");
+  }
+  SECTION("the signature as a SignatureDefMap") {
+    tf::GetModelMetadataRequest metadata_request;
+    metadata_request.mutable_model_spec()->set_name("regression");
+    metadata_request.add_metadata_field("signature_def");
+    tf::GetModelMetadataResponse metadata;
+    REQUIRE(client.tf->GetModelMetadata(client.context().get(), metadata_request, &metadata).ok());
+    const google::protobuf::Any& any = metadata.metadata().at("signature_def");
+    CHECK(any.type_url() == "type.googleapis.com/tensorflow.serving.SignatureDefMap");
+    tf::SignatureDefMap signatures;
+    REQUIRE(signatures.ParseFromString(any.value()));
+    const tf::SignatureDef& signature = signatures.signature_def().at("serving_default");
+    CHECK(signature.method_name() == "tensorflow/serving/predict");
+    CHECK(signature.inputs().at("x").dtype() == tf::DT_FLOAT);
+    CHECK(signature.inputs().at("x").tensor_shape().dim(0).size() == -1);
+    CHECK(signature.outputs().at("positive").dtype() == tf::DT_BOOL);
+  }
+}
+
+TEST_CASE("a full queue answers RESOURCE_EXHAUSTED and a deadline DEADLINE_EXCEEDED", "[serving][server]") {
+  Trained trained("server_queue");
+  ModelServerOptions options = Options();
+  options.model().batching_options(
+      BatchingOptions().max_queue_size(1).max_batch_size(64).max_queue_delay(std::chrono::milliseconds(1500)));
+  ModelServer server(testing::ServedRegression, trained.base(), options);
+  const Client client(server.port());
+  // The first request waits 1.5 s in the queue for others: the queue is full meanwhile.
+  auto first = std::async(std::launch::async, [&] {
+    v2::ModelInferResponse response;
+    return client.infer(InferRequest(testing::Rows(0, 1)), response).error_code();
+  });
+  while (server.model().batching_stats().queued == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  v2::ModelInferResponse response;
+  const grpc::Status full = client.infer(InferRequest(testing::Rows(1, 1)), response);
+  CHECK(full.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK_THAT(full.error_message(), Catch::Contains("queue is full"));
+  CHECK(first.get() == grpc::StatusCode::OK);
+
+  // A request whose deadline comes before its batch runs.
+  grpc::ClientContext short_deadline;
+  short_deadline.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
+  const grpc::Status late = client.v2->ModelInfer(&short_deadline, InferRequest(testing::Rows(2, 1)), &response);
+  CHECK(late.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
+  // The server dropped it too: counted expired when its batch ran, not computed.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (server.model().batching_stats().expired == 0 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(server.model().batching_stats().expired == 1);
+}
+
+TEST_CASE("a server with a token refuses calls without it", "[serving][server]") {
+  Trained trained("server_token");
+  ModelServer server(testing::ServedRegression, trained.base(), Options().token("s3cret"));
+  const Client client(server.port());
+  v2::ModelInferResponse response;
+  grpc::Status status = client.infer(InferRequest(testing::Rows(0, 1)), response);
+  CHECK(status.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  CHECK_THAT(status.error_message(), Catch::Contains("no token") && Catch::Contains("authorization: Bearer"));
+  status = client.infer(InferRequest(testing::Rows(0, 1)), response, "wrong");
+  CHECK(status.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  CHECK_THAT(status.error_message(), Catch::Contains("token is wrong"));
+  tf::PredictRequest request;
+  request.mutable_model_spec()->set_name("regression");
+  tf::PredictResponse answer;
+  CHECK(client.tf->Predict(client.context().get(), request, &answer).error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  CHECK(client.infer(InferRequest(testing::Rows(0, 1)), response, "s3cret").ok());
+}
+
+TEST_CASE("a server over TLS answers clients that trust its authority only", "[serving][server]") {
+  Trained trained("server_tls");
+  const fs::path dir = testing::FreshTempDir("server_tls_certificates");
+  testing::MakeCertificate(dir, "ca");
+  testing::MakeCertificate(dir, "server", "ca");
+  distribute::GrpcStoreTls tls;
+  tls.cert_file = (dir / "server.pem").string();
+  tls.key_file = (dir / "server.key").string();
+  ModelServer server(testing::ServedRegression, trained.base(), Options().tls(tls));
+  grpc::SslCredentialsOptions trusted;
+  std::ifstream ca(dir / "ca.pem");
+  trusted.pem_root_certs.assign(std::istreambuf_iterator<char>(ca), {});
+  const Client over_tls(server.port(), grpc::SslCredentials(trusted));
+  v2::ModelInferResponse response;
+  CHECK(over_tls.infer(InferRequest(testing::Rows(0, 1)), response).ok());
+  const Client plain(server.port());
+  CHECK(plain.infer(InferRequest(testing::Rows(0, 1)), response).error_code() == grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST_CASE("a new version is served once it appears, and a corrupt one is not", "[serving][server][reload]") {
+  Trained trained("server_reload");
+  ModelServerOptions options = Options();
+  options.model().reload_interval(std::chrono::milliseconds(50));
+  ModelServer server(testing::ServedRegression, trained.base(), options);
+  const Client client(server.port());
+  const int64_t first = server.model().current()->version();
+  auto served_version = [&] {
+    v2::ModelInferResponse response;
+    REQUIRE(client.infer(InferRequest(testing::Rows(0, 2)), response).ok());
+    return response;
+  };
+
+  // A corrupt version: a manifest that does not parse. It is logged and skipped.
+  const fs::path corrupt = fs::path(trained.base()) / std::to_string(first + 1);
+  fs::create_directories(corrupt);
+  std::ofstream(corrupt / "export.json") << "{ not json";
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (server.model().stats().failed_reloads == 0 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(server.model().stats().failed_reloads == 1);
+  CHECK(served_version().model_version() == std::to_string(first));
+
+  // A good version after it: trained further, so its predictions differ.
+  const std::string newer = testing::TrainAndExport(trained.estimator, 40, testing::RegressionServingInput,
+                                                    ExportOptions().model(testing::RegressionIdentity()));
+  const Predictor expected(testing::ServedRegression, newer);
+  REQUIRE(expected.version() > first + 1);
+  while (server.model().current()->version() != expected.version() && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const v2::ModelInferResponse response = served_version();
+  CHECK(response.model_version() == std::to_string(expected.version()));
+  CHECK(torch::allclose(Output(response, "y"), expected.predict({{"x", testing::Rows(0, 2)}}).at("y"), 1e-6, 1e-6));
+  CHECK(server.model().stats().reloads == 1);
+  CHECK(server.model().stats().failed_reloads == 1);
+}
+
+}  // namespace model_server_test

@@ -1,0 +1,223 @@
+"""Checks est-serve's TensorFlow Serving PredictionService with TensorFlow Serving's own Python
+API (tensorflow-serving-api's stubs, TensorFlow's make_tensor_proto and make_ndarray):
+Predict of a batch and of single rows, in every form TensorFlow writes a TensorProto in,
+against what Estimator::predict answered, output_filter, the version served, GetModelMetadata's
+signature, the errors of bad requests, and, where the server has them, its token and TLS. Run
+by real_clients_test.py in a virtual environment with tensorflow-cpu and
+tensorflow-serving-api; exits 0 when every check passes, 1 naming the first that failed.
+
+usage: tf_serving_client_check.py --url HOST:PORT --model NAME --version V --expected FILE
+                                  [--token T] [--ca FILE]
+"""
+
+import json
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up lines
+
+import grpc  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from tensorflow.core.framework import tensor_pb2, tensor_shape_pb2, types_pb2  # noqa: E402
+from tensorflow_serving.apis import get_model_metadata_pb2  # noqa: E402
+from tensorflow_serving.apis import predict_pb2  # noqa: E402
+from tensorflow_serving.apis import prediction_service_pb2_grpc  # noqa: E402
+
+from client_check_common import (CALL_TIMEOUT_S, Y_TOLERANCE, check, check_message,  # noqa: E402
+                                 parse_arguments, refusal, run_checks)
+
+
+def check_refusal(call, status, words, what):
+    """`call` fails with gRPC status `status` and a message with each of `words`."""
+    error = refusal(call, grpc.RpcError)
+    check(error.code() == status,
+          f"{what}: status {error.code()}, expected {status} ({error.details()})")
+    check_message(error.details(), words, what)
+
+
+def float_val_proto(values):
+    """A DT_FLOAT TensorProto of `values` (a 2-D array) in float_val, as TensorFlow writes one of
+    a single element and other clients write any."""
+    proto = tensor_pb2.TensorProto(dtype=types_pb2.DT_FLOAT)
+    for size in values.shape:
+        proto.tensor_shape.dim.append(tensor_shape_pb2.TensorShapeProto.Dim(size=size))
+    proto.float_val.extend(values.reshape(-1).tolist())
+    return proto
+
+
+class Checks:
+    """The checks, against one server."""
+
+    def __init__(self, args):
+        self.model = args.model
+        self.version = int(args.version)
+        self.metadata = [("authorization", "Bearer " + args.token)] if args.token else None
+        self.url = args.url
+        if args.ca:
+            with open(args.ca, "rb") as file:
+                credentials = grpc.ssl_channel_credentials(root_certificates=file.read())
+            self.channel = grpc.secure_channel(args.url, credentials)
+        else:
+            self.channel = grpc.insecure_channel(args.url)
+        self.stub = prediction_service_pb2_grpc.PredictionServiceStub(self.channel)
+        with open(args.expected) as file:
+            expected = json.load(file)
+        self.x = np.array(expected["x"], dtype=np.float32)
+        self.y = np.array(expected["y"], dtype=np.float32)
+        self.positive = np.array(expected["positive"], dtype=bool)
+
+    def request(self, inputs, model=None, signature_name="", output_filter=()):
+        request = predict_pb2.PredictRequest()
+        request.model_spec.name = model or self.model
+        if signature_name:
+            request.model_spec.signature_name = signature_name
+        for name, proto in inputs.items():
+            request.inputs[name].CopyFrom(proto)
+        request.output_filter.extend(output_filter)
+        return request
+
+    def predict(self, inputs, metadata="ours", **options):
+        return self.stub.Predict(self.request(inputs, **options), timeout=CALL_TIMEOUT_S,
+                                 metadata=self.metadata if metadata == "ours" else metadata)
+
+    def check_answer(self, response, rows, what):
+        check(set(response.outputs) == {"y", "positive"},
+              f"{what}: outputs {list(response.outputs)}")
+        y = tf.make_ndarray(response.outputs["y"])
+        positive = tf.make_ndarray(response.outputs["positive"])
+        check(y.dtype == np.float32 and y.shape == (len(rows),),
+              f"{what}: y is {y.dtype} {y.shape}")
+        check(positive.dtype == bool and positive.shape == (len(rows),),
+              f"{what}: positive is {positive.dtype} {positive.shape}")
+        difference = np.abs(y - self.y[rows]).max()
+        check(difference <= Y_TOLERANCE,
+              f"{what}: y differs from Estimator::predict's by {difference}")
+        check(np.array_equal(positive, self.positive[rows]),
+              f"{what}: positive {positive}, expected {self.positive[rows]}")
+        spec = response.model_spec
+        check(spec.name == self.model and spec.version.value == self.version,
+              f"{what}: answered by {spec.name} version {spec.version.value}, "
+              f"expected {self.version}")
+        check(spec.signature_name == "serving_default",
+              f"{what}: signature {spec.signature_name!r}")
+
+    def prediction(self):
+        rows = list(range(len(self.x)))
+        batch = tf.make_tensor_proto(self.x)
+        check(len(batch.tensor_content) == self.x.nbytes,
+              "make_tensor_proto wrote no tensor_content")
+        self.check_answer(self.predict({"x": batch}), rows, "all rows in one request")
+        for row in rows:
+            one = tf.make_tensor_proto(self.x[row:row + 1])
+            self.check_answer(self.predict({"x": one}), [row], f"row {row}")
+        # A row from a Python list, and rows in float_val.
+        listed = tf.make_tensor_proto(self.x[:1].tolist(), dtype=tf.float32, shape=[1, 3])
+        self.check_answer(self.predict({"x": listed}), [0], "row 0 from a list")
+        self.check_answer(self.predict({"x": float_val_proto(self.x[:3])}), [0, 1, 2],
+                          "rows 0 to 2 in float_val")
+        # One value for every element (TensorFlow's fill), as the same values written out.
+        filled = tf.make_tensor_proto(0.5, dtype=tf.float32, shape=[2, 3])
+        check(list(filled.float_val) == [0.5], f"make_tensor_proto filled {filled}")
+        y_filled = tf.make_ndarray(self.predict({"x": filled}).outputs["y"])
+        y_full = tf.make_ndarray(self.predict({"x": tf.make_tensor_proto(
+            np.full((2, 3), 0.5, np.float32))}).outputs["y"])
+        check(np.abs(y_filled - y_full).max() <= Y_TOLERANCE,
+              f"filled {y_filled}, written {y_full}")
+        # output_filter, and the default signature by its name.
+        response = self.predict({"x": batch}, output_filter=["positive"],
+                                signature_name="serving_default")
+        check(list(response.outputs) == ["positive"],
+              f"asked for positive, got {list(response.outputs)}")
+        check(np.array_equal(tf.make_ndarray(response.outputs["positive"]), self.positive),
+              "the filtered positive")
+
+    def model_metadata(self):
+        request = get_model_metadata_pb2.GetModelMetadataRequest()
+        request.model_spec.name = self.model
+        request.metadata_field.append("signature_def")
+        response = self.stub.GetModelMetadata(request, timeout=CALL_TIMEOUT_S,
+                                              metadata=self.metadata)
+        spec = response.model_spec
+        check(spec.name == self.model and spec.version.value == self.version,
+              f"metadata of {spec}")
+        signatures = get_model_metadata_pb2.SignatureDefMap()
+        check(response.metadata["signature_def"].Unpack(signatures),
+              f"signature_def is a {response.metadata['signature_def'].type_url}")
+        check(list(signatures.signature_def) == ["serving_default"],
+              f"signatures {list(signatures.signature_def)}")
+        signature = signatures.signature_def["serving_default"]
+        check(signature.method_name == "tensorflow/serving/predict",
+              f"method {signature.method_name}")
+
+        def described(infos):
+            return sorted((name, info.dtype, [d.size for d in info.tensor_shape.dim])
+                          for name, info in infos.items())
+        inputs = described(signature.inputs)
+        check(inputs == [("x", types_pb2.DT_FLOAT, [-1, 3])], f"signature inputs {inputs}")
+        outputs = described(signature.outputs)
+        check(outputs == [("positive", types_pb2.DT_BOOL, [-1]), ("y", types_pb2.DT_FLOAT, [-1])],
+              f"signature outputs {outputs}")
+
+    def bad_requests(self):
+        rows = tf.make_tensor_proto(self.x[:2])
+        wide = tf.make_tensor_proto(np.zeros((2, 4), np.float32))
+        doubles = tf.make_tensor_proto(self.x[:2].astype(np.float64))
+        check_refusal(lambda: self.predict({"x": rows, "z": rows}),
+                      grpc.StatusCode.INVALID_ARGUMENT, ["'z'"], "an unknown input")
+        check_refusal(lambda: self.predict({"x": wide}), grpc.StatusCode.INVALID_ARGUMENT, ["'x'"],
+                      "a wrong shape")
+        check_refusal(lambda: self.predict({"x": doubles}), grpc.StatusCode.INVALID_ARGUMENT,
+                      ["'x'"], "a wrong dtype")
+        check_refusal(lambda: self.predict({"x": rows}, signature_name="classify"),
+                      grpc.StatusCode.FAILED_PRECONDITION, ["classify"], "an unknown signature")
+        check_refusal(lambda: self.predict({"x": rows}, output_filter=["score"]),
+                      grpc.StatusCode.INVALID_ARGUMENT, ["'score'"], "an unknown output")
+        check_refusal(lambda: self.predict({"x": rows}, model="no_such_model"),
+                      grpc.StatusCode.NOT_FOUND, ["no_such_model"], "an unknown model")
+        request = self.request({"x": rows})
+        request.model_spec.version.value = self.version + 1
+        check_refusal(lambda: self.stub.Predict(request, timeout=CALL_TIMEOUT_S,
+                                                metadata=self.metadata),
+                      grpc.StatusCode.NOT_FOUND, [str(self.version + 1)], "an unknown version")
+
+    def token(self):
+        """Without the token, or with another one, calls are refused; with it they pass (every
+        other check sends it)."""
+        rows = {"x": tf.make_tensor_proto(self.x[:2])}
+        check_refusal(lambda: self.predict(rows, metadata=None), grpc.StatusCode.UNAUTHENTICATED,
+                      ["token"], "a call without the token")
+        wrong = [("authorization", "Bearer not-the-token")]
+        check_refusal(lambda: self.predict(rows, metadata=wrong), grpc.StatusCode.UNAUTHENTICATED,
+                      ["token"], "a call with a wrong token")
+
+    def tls(self):
+        """A client without TLS cannot call a server that serves TLS."""
+        with grpc.insecure_channel(self.url) as channel:
+            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+            request = self.request({"x": tf.make_tensor_proto(self.x[:2])})
+            error = refusal(lambda: stub.Predict(request, timeout=10, metadata=self.metadata),
+                            grpc.RpcError)
+            check(error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED),
+                  f"a plain client of a TLS server: {error.code()} ({error.details()})")
+
+
+def main():
+    args = parse_arguments(__doc__)
+    checks = Checks(args)
+    steps = [checks.prediction, checks.model_metadata, checks.bad_requests]
+    if args.token:
+        steps.append(checks.token)
+    if args.ca:
+        steps.append(checks.tls)
+
+    def describe(error):
+        if isinstance(error, grpc.RpcError):
+            return f"a call failed: {error.code()}: {error.details()}"
+        return None
+
+    return run_checks("tf serving client", args, steps, describe, checks.channel.close)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""Checks est-serve's Open Inference Protocol (KServe v2) service with Triton's own Python
+client, tritonclient.grpc: health, model readiness and metadata, inference of a batch and of
+single rows against what Estimator::predict answered, a subset of outputs, the errors of bad
+requests, and, where the server has them, its token and TLS. Run by real_clients_test.py in a
+virtual environment with tritonclient[grpc]; exits 0 when every check passes, 1 naming the
+first that failed.
+
+usage: triton_client_check.py --url HOST:PORT --model NAME --version V --expected FILE
+                              [--token T] [--ca FILE]
+"""
+
+import json
+import sys
+
+import numpy as np
+import tritonclient.grpc as triton
+from tritonclient.utils import InferenceServerException
+
+from client_check_common import (CALL_TIMEOUT_S, Y_TOLERANCE, check, check_message,
+                                 parse_arguments, refusal, run_checks)
+
+
+def check_refusal(call, status, words, what):
+    """`call` fails with gRPC status `status` (e.g. "INVALID_ARGUMENT") and a message with
+    each of `words`."""
+    error = refusal(call, InferenceServerException)
+    check(error.status() == "StatusCode." + status,
+          f"{what}: status {error.status()}, expected {status} ({error.message()})")
+    check_message(error.message(), words, what)
+
+
+def input_of(name, values, datatype="FP32"):
+    tensor = triton.InferInput(name, list(values.shape), datatype)
+    tensor.set_data_from_numpy(values)
+    return tensor
+
+
+class Checks:
+    """The checks, against one server."""
+
+    def __init__(self, args):
+        self.model = args.model
+        self.version = args.version
+        self.headers = {"authorization": "Bearer " + args.token} if args.token else None
+        self.client = triton.InferenceServerClient(args.url, ssl=bool(args.ca),
+                                                   root_certificates=args.ca or None)
+        with open(args.expected) as file:
+            expected = json.load(file)
+        self.x = np.array(expected["x"], dtype=np.float32)
+        self.y = np.array(expected["y"], dtype=np.float32)
+        self.positive = np.array(expected["positive"], dtype=bool)
+
+    def infer(self, inputs, model=None, outputs=None):
+        return self.client.infer(model or self.model, inputs, outputs=outputs, headers=self.headers,
+                                 client_timeout=CALL_TIMEOUT_S)
+
+    def health(self):
+        check(self.client.is_server_live(headers=self.headers), "the server is not live")
+        check(self.client.is_server_ready(headers=self.headers), "the server is not ready")
+        check(self.client.is_model_ready(self.model, headers=self.headers),
+              f"model {self.model} is not ready")
+        check(self.client.is_model_ready(self.model, self.version, headers=self.headers),
+              f"model {self.model} version {self.version} is not ready")
+        check(not self.client.is_model_ready("no_such_model", headers=self.headers),
+              "an unknown model is ready")
+        check(not self.client.is_model_ready(self.model, self.version + "0", headers=self.headers),
+              "an unknown version is ready")
+
+    def metadata(self):
+        metadata = self.client.get_model_metadata(self.model, headers=self.headers)
+        check(metadata.name == self.model, f"metadata names model {metadata.name}")
+        check(list(metadata.versions) == [self.version], f"metadata versions {metadata.versions}")
+        inputs = [(t.name, t.datatype, list(t.shape)) for t in metadata.inputs]
+        check(inputs == [("x", "FP32", [-1, 3])], f"metadata inputs {inputs}")
+        outputs = sorted((t.name, t.datatype, list(t.shape)) for t in metadata.outputs)
+        check(outputs == [("positive", "BOOL", [-1]), ("y", "FP32", [-1])],
+              f"metadata outputs {outputs}")
+
+    def check_answer(self, result, rows, what):
+        y = result.as_numpy("y")
+        positive = result.as_numpy("positive")
+        for name, values, dtype in (("y", y, np.float32), ("positive", positive, bool)):
+            check(values is not None and values.dtype == dtype and values.shape == (len(rows),),
+                  f"{what}: {name} is {None if values is None else (values.dtype, values.shape)}")
+        difference = np.abs(y - self.y[rows]).max()
+        check(difference <= Y_TOLERANCE,
+              f"{what}: y differs from Estimator::predict's by {difference}")
+        check(np.array_equal(positive, self.positive[rows]),
+              f"{what}: positive {positive}, expected {self.positive[rows]}")
+        response = result.get_response()
+        check(response.model_name == self.model and response.model_version == self.version,
+              f"{what}: answered by {response.model_name} version {response.model_version}")
+
+    def inference(self):
+        rows = list(range(len(self.x)))
+        self.check_answer(self.infer([input_of("x", self.x)]), rows, "all rows in one request")
+        for row in rows:
+            self.check_answer(self.infer([input_of("x", self.x[row:row + 1])]), [row], f"row {row}")
+        # Only the outputs asked for.
+        result = self.infer([input_of("x", self.x)],
+                            outputs=[triton.InferRequestedOutput("positive")])
+        names = [output.name for output in result.get_response().outputs]
+        check(names == ["positive"], f"asked for positive only, got {names}")
+        check(np.array_equal(result.as_numpy("positive"), self.positive), "the subset's positive")
+        check(result.as_numpy("y") is None, "asked for positive only, y came too")
+
+    def bad_requests(self):
+        rows = self.x[:2]
+        check_refusal(lambda: self.infer([input_of("x", rows), input_of("z", rows)]),
+                      "INVALID_ARGUMENT", ["'z'"], "an unknown input")
+        check_refusal(lambda: self.infer([input_of("x", np.zeros((2, 4), np.float32))]),
+                      "INVALID_ARGUMENT", ["'x'"], "a wrong shape")
+        check_refusal(lambda: self.infer([input_of("x", rows.astype(np.float64), "FP64")]),
+                      "INVALID_ARGUMENT", ["'x'"], "a wrong datatype")
+        check_refusal(lambda: self.infer([input_of("x", rows)], model="no_such_model"),
+                      "NOT_FOUND", ["Request for unknown model", "no_such_model"],
+                      "an unknown model")
+        check_refusal(lambda: self.client.get_model_metadata("no_such_model", headers=self.headers),
+                      "NOT_FOUND", ["Request for unknown model"], "metadata of an unknown model")
+        check_refusal(lambda: self.infer([input_of("x", rows)],
+                                         outputs=[triton.InferRequestedOutput("score")]),
+                      "INVALID_ARGUMENT", ["'score'"], "an unknown output")
+
+    def token(self):
+        """Without the token, or with another one, calls are refused; with it they pass (every
+        other check sends it)."""
+        check_refusal(lambda: self.client.is_server_live(), "UNAUTHENTICATED", ["token"],
+                      "a call without the token")
+        wrong = {"authorization": "Bearer not-the-token"}
+        check_refusal(lambda: self.client.infer(self.model, [input_of("x", self.x)], headers=wrong),
+                      "UNAUTHENTICATED", ["token"], "an inference with a wrong token")
+
+    def tls(self, url):
+        """A client without TLS cannot call a server that serves TLS."""
+        plain = triton.InferenceServerClient(url)
+        error = refusal(lambda: plain.is_server_live(headers=self.headers, client_timeout=10),
+                        InferenceServerException)
+        check(error.status() in ("StatusCode.UNAVAILABLE", "StatusCode.DEADLINE_EXCEEDED"),
+              f"a plain client of a TLS server: {error.status()} ({error.message()})")
+        plain.close()
+
+
+def main():
+    args = parse_arguments(__doc__)
+    checks = Checks(args)
+    steps = [checks.health, checks.metadata, checks.inference, checks.bad_requests]
+    if args.token:
+        steps.append(checks.token)
+    if args.ca:
+        steps.append(lambda: checks.tls(args.url))
+
+    def describe(error):
+        return str(error) if isinstance(error, InferenceServerException) else None
+
+    return run_checks("triton client", args, steps, describe, checks.client.close)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
