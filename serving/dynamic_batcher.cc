@@ -119,14 +119,17 @@ TensorMap DynamicBatcher::predict(const Features& request, Clock::time_point dea
 
 void DynamicBatcher::run() {
   std::unique_lock<std::mutex> lock(mutex_);
+  Clock::time_point free_since;  // when the last batch ended
   while (true) {
     arrived_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
     if (stopping_) break;
     // The first request opens a batch; those of its shape join until it is full or the first
-    // has waited max_queue_delay (or until its deadline).
+    // has waited max_queue_delay (or until its deadline), counted from when the batcher was free
+    // for it: a request that came while a batch ran waits from that batch's end, so that the
+    // answered callers' next requests join it instead of forming a batch of their own.
     const std::string key = queue_.front()->shape_key;
     const Clock::time_point window_end =
-        std::min(queue_.front()->arrived + options_.max_queue_delay(), queue_.front()->deadline);
+        std::min(std::max(queue_.front()->arrived, free_since) + options_.max_queue_delay(), queue_.front()->deadline);
     auto full = [&] {
       int64_t rows = 0;
       for (const auto& pending : queue_)
@@ -162,6 +165,7 @@ void DynamicBatcher::run() {
     stats_.requests += static_cast<int64_t>(batch.size());
     lock.unlock();
     run_batch(batch, predictor);
+    free_since = Clock::now();
     lock.lock();
   }
   for (auto& pending : queue_)

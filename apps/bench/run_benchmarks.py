@@ -96,6 +96,9 @@ Figures (see docs/performance.md):
   serve_hot_reload_failed  failed requests of 8 clients sending while new versions are exported into the served
                  base directory and reloaded (ServedModel::reload), vs the requests sent (target 0)
   serve_hot_reload_versions  the versions served by those reloads vs the versions exported (target 1)
+  serve_mlp_*    the same figures for a 21 M-parameter MLP (1024-4096-4096-10), whose single request reads every
+                 weight for one example: where batching pays most (the CNN's batch-64 call computes only about twice
+                 as many examples a second as its batch-1 call)
 and, when built, the figures of input_pipeline_bench and checkpoint_bench.
 """
 
@@ -453,14 +456,20 @@ class Runner:
         return len(timed) * log_every / sum(log_every / rate for rate in timed)
 
 
-    def serve_bench(self):
-        """serve_bench's JSON lines, one a figure: the Predictor vs hand-written LibTorch, est-serve
-        under SERVE_CLIENTS with and without batching, hot reload under load."""
-        sizes = (["--requests", "20", "--warmup-requests", "2", "--predict-calls", "32", "--repetitions", "1",
-                  "--reloads", "2", "--reload-pause-ms", "20"] if self.quick else
-                 ["--requests", "500", "--warmup-requests", "20", "--predict-calls", "2000", "--repetitions", "5",
-                  "--reloads", "5", "--reload-pause-ms", "200"])
-        command = [os.path.join(self.bin, "serve_bench"), "--threads", "1",
+    def serve_bench(self, model):
+        """serve_bench's JSON lines for `model` ("cnn" or "mlp"), one a figure: the Predictor vs
+        hand-written LibTorch, est-serve under SERVE_CLIENTS with and without batching, hot reload
+        under load. The MLP answers about 40 single requests a second: it gets fewer."""
+        if self.quick:
+            sizes = ["--requests", "2" if model == "mlp" else "20", "--warmup-requests", "1", "--predict-calls",
+                     "4" if model == "mlp" else "32", "--reloads", "1", "--reload-pause-ms", "20"]
+        elif model == "mlp":
+            sizes = ["--requests", "20", "--warmup-requests", "2", "--predict-calls", "200", "--reloads", "3",
+                     "--reload-pause-ms", "500"]
+        else:
+            sizes = ["--requests", "500", "--warmup-requests", "20", "--predict-calls", "2000", "--reloads", "5",
+                     "--reload-pause-ms", "200"]
+        command = [os.path.join(self.bin, "serve_bench"), "--model", model, "--threads", "1", "--repetitions", "1",
                    "--clients", ",".join(str(c) for c in SERVE_CLIENTS), "--reload-clients", str(SERVE_RELOAD_CLIENTS),
                    "--max-batch-size", str(SERVE_BATCH), "--max-queue-delay-us", str(SERVE_DELAY_US)] + sizes
         output = run(command, self.single_thread)
@@ -597,7 +606,7 @@ def main():
                        "test accuracy per minute")
 
         if "serve" in only:
-            for line in runner.serve_bench():
+            for line in runner.serve_bench("cnn") + runner.serve_bench("mlp"):
                 record(line["figure"], line["ours"], line["reference"], line["unit"])
                 if "p99_ms" in line:
                     serve_latency.setdefault(line["figure"], []).append((line["p50_ms"], line["p99_ms"]))
@@ -760,6 +769,8 @@ def main():
     peers["serve_hot_reload_failed"] = (f"requests sent (ours: failed ones, {SERVE_RELOAD_CLIENTS} clients, while new "
                                         "versions were exported and reloaded)")
     peers["serve_hot_reload_versions"] = "versions exported (ours: versions served by the reloads under load)"
+    for figure in [name for name in peers if name.startswith("serve_")]:  # the same, for the MLP
+        peers["serve_mlp_" + figure[len("serve_"):]] = peers[figure] + "; the 21 M-parameter MLP"
     print(f"TorchEstimator benchmarks on {platform.node()}: {os.cpu_count()} cores, "
           f"{repetitions} repetition(s), medians{' (quick sizes: not a measurement)' if args.quick else ''}; "
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min) at the end")

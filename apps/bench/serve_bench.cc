@@ -39,7 +39,7 @@
 #include <thread>
 #include <vector>
 
-#include "apps/common/fashion_mnist_cnn.h"
+#include "apps/bench/bench_models.h"
 #include "apps/common/parse_flags.h"
 #include "common/error.h"
 #include "common/logging.h"
@@ -57,12 +57,12 @@ namespace serving = est::serving;
 using Clock = std::chrono::steady_clock;
 using Stub = inference::GRPCInferenceService::Stub;
 
-/// The identity the model is exported and served under.
-const est::ModelIdentity kIdentity{"fashion_mnist_cnn", "1"};
+
 /// How long one ModelInfer call may take before it counts as failed.
 constexpr std::chrono::seconds kCallDeadline{60};
 
 struct Flags {
+  std::string model = "cnn";     ///< the model served: "cnn" or "mlp" (NetOf)
   int threads = 1;               ///< LibTorch's intra-op threads, for every figure
   int64_t requests = 500;        ///< timed ModelInfer requests of each client in each configuration
   int64_t warmup_requests = 20;  ///< untimed requests of each client first
@@ -114,27 +114,54 @@ struct Figure {
 
 // ---- The model ----
 
-/// The Fashion-MNIST CNN's model_fn, as est-train's: predictions logits, class and
-/// probabilities; a plain SGD step in training (the benchmark trains one step only).
-est::EstimatorSpec CnnModelFn(const est::Features& features, const torch::Tensor& labels, est::Mode mode,
-                              est::ModelContext& ctx) {
-  auto net = ctx.module("cnn", [] { return est_apps::FashionMnistCnn(/*kernels=*/false); });
-  auto logits = net->forward(features.at("image"));
-  if (mode == est::Mode::kPredict)
-    return est::EstimatorSpec::Predict(
-        {{"logits", logits}, {"class", logits.argmax(1)}, {"probabilities", logits.softmax(1)}});
-  auto loss = torch::nn::functional::cross_entropy(logits, labels);
-  if (mode == est::Mode::kEval) return est::EstimatorSpec::Eval(loss);
-  auto& sgd = ctx.optimizer("sgd", [&] { return torch::optim::SGD(net->parameters(), 0.01); });
-  return est::EstimatorSpec::Train(loss, sgd);
+/// A model the benchmark serves: est-train's Fashion-MNIST CNN ("cnn", input [N, 1, 28, 28]),
+/// or bench_models.h's 21 M-parameter MLP ("mlp", input [N, 1024]), whose batch-1 call reads
+/// every weight for one example (memory-bound) where a batch shares the read.
+struct ServedNet {
+  est::ModelIdentity identity;
+  std::vector<int64_t> example;  ///< one example's sizes
+  std::function<torch::nn::Sequential()> make;
+  std::string description;
+};
+
+const ServedNet& NetOf(const std::string& model) {
+  static const ServedNet cnn{{"fashion_mnist_cnn", "1"}, {1, 28, 28}, [] { return est_bench::MakeCnn(false); },
+                             "Fashion-MNIST CNN (LibTorch's layers)"};
+  static const ServedNet mlp{{"mlp", "1"}, {1024}, [] { return est_bench::MakeMlp(false); },
+                             "MLP 1024-4096-4096-10, 21 M parameters (LibTorch's layers)"};
+  return model == "mlp" ? mlp : cnn;
 }
 
-/// The serving input: "image", float32 [-1, 1, 28, 28].
-est::ServingInputReceiver ImageServingInput() { return {{{"image", torch::kFloat32, {-1, 1, 28, 28}}}, nullptr}; }
+/// `batch` random examples of `net`'s input.
+at::Tensor RandomExamples(const ServedNet& net, int64_t batch) {
+  std::vector<int64_t> sizes{batch};
+  sizes.insert(sizes.end(), net.example.begin(), net.example.end());
+  return torch::rand(sizes);
+}
 
-/// One batch of 64 random images and labels: enough for the one training step.
-est::data::Dataset RandomImages() {
-  return est::data::Dataset::FromTensors({{"image", torch::rand({64, 1, 28, 28})}}, torch::randint(10, {64})).batch(64);
+/// The model_fn of `net`, as est-train's CNN's: predictions logits, class and probabilities of
+/// input "x"; a plain SGD step in training (the benchmark trains one step only).
+est::ModelFn ModelFnOf(const ServedNet& net) {
+  return [&net](const est::Features& features, const torch::Tensor& labels, est::Mode mode, est::ModelContext& ctx) {
+    auto module = ctx.module("net", net.make);
+    auto logits = module->forward(features.at("x"));
+    if (mode == est::Mode::kPredict)
+      return est::EstimatorSpec::Predict(
+          {{"logits", logits}, {"class", logits.argmax(1)}, {"probabilities", logits.softmax(1)}});
+    auto loss = torch::nn::functional::cross_entropy(logits, labels);
+    if (mode == est::Mode::kEval) return est::EstimatorSpec::Eval(loss);
+    auto& sgd = ctx.optimizer("sgd", [&] { return torch::optim::SGD(module->parameters(), 0.01); });
+    return est::EstimatorSpec::Train(loss, sgd);
+  };
+}
+
+/// The serving input of `net`: "x", float32 [-1, example...].
+est::ServingInputFn ServingInputOf(const ServedNet& net) {
+  return [&net] {
+    std::vector<int64_t> shape{-1};
+    shape.insert(shape.end(), net.example.begin(), net.example.end());
+    return est::ServingInputReceiver{{{"x", torch::kFloat32, shape}}, nullptr};
+  };
 }
 
 est::RunConfig QuietConfig() {
@@ -145,41 +172,49 @@ est::RunConfig QuietConfig() {
   return config;
 }
 
+/// Trains `estimator` (of `net`) one step on a batch of 64 random examples.
+void TrainOneStep(est::Estimator& estimator, const ServedNet& net) {
+  auto input = [&net] {
+    return est::data::Dataset::FromTensors({{"x", RandomExamples(net, 64)}}, torch::randint(10, {64})).batch(64);
+  };
+  estimator.train(input, est::TrainOptions().max_steps(1));
+}
+
 /// A new version of `estimator`'s latest checkpoint under `base`; its directory.
-std::string ExportVersion(est::Estimator& estimator, const std::string& base) {
-  return estimator.export_saved_model(base, ImageServingInput, est::ExportOptions().model(kIdentity));
+std::string ExportVersion(est::Estimator& estimator, const ServedNet& net, const std::string& base) {
+  return estimator.export_saved_model(base, ServingInputOf(net), est::ExportOptions().model(net.identity));
 }
 
-serving::PredictorOptions CnnPredictorOptions() {
-  return serving::PredictorOptions().model(kIdentity).serving_input_fn(ImageServingInput);
+serving::PredictorOptions PredictorOptionsOf(const ServedNet& net) {
+  return serving::PredictorOptions().model(net.identity).serving_input_fn(ServingInputOf(net));
 }
 
-/// The limit: the CNN module holding an export's weights, called directly, making the same
-/// predictions as CnnModelFn.
-class HandWrittenCnn {
+/// The limit: `net`'s module holding an export's weights, called directly, making the same
+/// predictions as ModelFnOf(net).
+class HandWrittenNet {
  public:
-  explicit HandWrittenCnn(const std::string& version_dir) : net_(/*kernels=*/false) {
+  HandWrittenNet(const ServedNet& net, const std::string& version_dir) : module_(net.make()) {
     const est::LoadedExport loaded = est::ReadExport(version_dir);
     torch::NoGradGuard no_grad;
     auto load = [&](const std::string& key, at::Tensor& value) {
-      const auto found = loaded.weights.find("cnn/" + key);
-      EST_CHECK(found != loaded.weights.end(), est::CheckpointError, "export '", version_dir, "' lacks 'cnn/", key,
+      const auto found = loaded.weights.find("net/" + key);
+      EST_CHECK(found != loaded.weights.end(), est::CheckpointError, "export '", version_dir, "' lacks 'net/", key,
                 "'");
       value.copy_(found->second);
     };
-    for (auto& item : net_->named_parameters()) load(item.key(), item.value());
-    for (auto& item : net_->named_buffers()) load(item.key(), item.value());
-    net_->eval();
+    for (auto& item : module_->named_parameters()) load(item.key(), item.value());
+    for (auto& item : module_->named_buffers()) load(item.key(), item.value());
+    module_->eval();
   }
 
-  est::TensorMap predict(const at::Tensor& images) {
+  est::TensorMap predict(const at::Tensor& x) {
     c10::InferenceMode inference;
-    at::Tensor logits = net_->forward(images);
+    at::Tensor logits = module_->forward(x);
     return {{"logits", logits}, {"class", logits.argmax(1)}, {"probabilities", logits.softmax(1)}};
   }
 
  private:
-  est_apps::FashionMnistCnn net_;
+  torch::nn::Sequential module_;
 };
 
 // ---- Predictor vs the limit ----
@@ -199,11 +234,11 @@ double TimeCalls(const std::function<void()>& call, int64_t calls, std::vector<d
 
 /// Predictor::predict vs the hand-written limit at `batch`, examples/s (medians of the
 /// repetitions, which alternate which goes first); latencies over every timed call.
-Figure MeasurePredictor(const serving::Predictor& predictor, HandWrittenCnn& limit, int64_t batch, int64_t calls,
-                        int repetitions) {
-  const at::Tensor images = torch::rand({batch, 1, 28, 28});
+Figure MeasurePredictor(const serving::Predictor& predictor, const ServedNet& net, HandWrittenNet& limit,
+                        int64_t batch, int64_t calls, int repetitions) {
+  const at::Tensor images = RandomExamples(net, batch);
   est::Features request;
-  request["image"] = images;
+  request["x"] = images;
   EST_CHECK(torch::allclose(predictor.predict(request).at("logits"), limit.predict(images).at("logits")),
             est::ModelError, "the Predictor's logits differ from the hand-written module's at batch ", batch);
   auto ours_call = [&] { predictor.predict(request); };
@@ -259,6 +294,7 @@ class StartLine {
 struct Load {
   uint16_t port = 0;
   std::string model_name;
+  const ServedNet* net = nullptr;  ///< what a request holds
   int clients = 1;
   int channels = 1;
   int64_t warmup = 0;
@@ -289,12 +325,12 @@ struct LoadResult {
   }
 };
 
-/// A ModelInfer request of `image` (float32 [1, 1, 28, 28]) as raw little-endian bytes.
+/// A ModelInfer request of `image` (one example) as raw little-endian bytes.
 serving::v2::ModelInferRequest MakeInferRequest(const std::string& model_name, const at::Tensor& image) {
   serving::v2::ModelInferRequest request;
   request.set_model_name(model_name);
   auto* input = request.add_inputs();
-  input->set_name("image");
+  input->set_name("x");
   input->set_datatype("FP32");
   for (int64_t size : image.sizes()) input->add_shape(size);
   const at::Tensor bytes = image.contiguous();
@@ -343,7 +379,7 @@ LoadResult GenerateLoad(const Load& load) {
     clients.emplace_back([&, c] {
       Stub& stub = *stubs[static_cast<size_t>(c) % stubs.size()];
       LoadResult& result = results[static_cast<size_t>(c)];
-      const serving::v2::ModelInferRequest request = MakeInferRequest(load.model_name, torch::rand({1, 1, 28, 28}));
+      const serving::v2::ModelInferRequest request = MakeInferRequest(load.model_name, RandomExamples(*load.net, 1));
       for (int64_t i = 0; i < load.warmup; ++i) Infer(stub, request, /*timed=*/false, result);
       start_line.arrive_and_wait();
       result.start = Clock::now();
@@ -364,7 +400,7 @@ serving::ModelServerOptions ServerOptions(const Flags& flags, bool batching) {
                                     .max_queue_delay(std::chrono::microseconds(flags.max_queue_delay_us));
   // No watcher: the hot-reload figure calls ServedModel::reload() itself.
   const auto model = serving::ServedModelOptions()
-                         .predictor(CnnPredictorOptions())
+                         .predictor(PredictorOptionsOf(NetOf(flags.model)))
                          .batching(batching)
                          .batching_options(batching_options)
                          .reload_interval(std::chrono::milliseconds(0));
@@ -377,7 +413,8 @@ std::string Clients(int count) { return std::to_string(count) + (count == 1 ? " 
 /// est-serve's requests/s under each client count, with batching or without; the reference is
 /// the Predictor's examples/s at the batch the server runs (`ceiling`), in process.
 std::vector<Figure> MeasureServer(const Flags& flags, const std::string& base, bool batching, double ceiling) {
-  serving::ModelServer server(CnnModelFn, base, ServerOptions(flags, batching));
+  const ServedNet& net = NetOf(flags.model);
+  serving::ModelServer server(ModelFnOf(net), base, ServerOptions(flags, batching));
   std::vector<Figure> figures;
   const std::string mode = batching ? "batched" : "unbatched";
   for (int clients : flags.clients) {
@@ -385,6 +422,8 @@ std::vector<Figure> MeasureServer(const Flags& flags, const std::string& base, b
     Load load;
     load.port = server.port();
     load.model_name = server.model_name();
+  load.net = &net;
+    load.net = &net;
     load.clients = clients;
     load.channels = flags.channels;
     load.warmup = flags.warmup_requests;
@@ -414,11 +453,13 @@ std::vector<Figure> MeasureServer(const Flags& flags, const std::string& base, b
 /// Clients sending while `flags.reloads` new versions are exported into `base` and reloaded:
 /// the failed requests (target 0), and the versions served against those exported.
 std::vector<Figure> MeasureHotReload(const Flags& flags, est::Estimator& estimator, const std::string& base) {
-  serving::ModelServer server(CnnModelFn, base, ServerOptions(flags, /*batching=*/true));
+  const ServedNet& net = NetOf(flags.model);
+  serving::ModelServer server(ModelFnOf(net), base, ServerOptions(flags, /*batching=*/true));
   std::atomic<bool> stop{false};
   Load load;
   load.port = server.port();
   load.model_name = server.model_name();
+  load.net = &net;
   load.clients = flags.reload_clients;
   load.channels = flags.channels;
   load.requests = -1;
@@ -438,7 +479,7 @@ std::vector<Figure> MeasureHotReload(const Flags& flags, est::Estimator& estimat
   try {
     for (int i = 0; i < flags.reloads; ++i) {
       std::this_thread::sleep_for(pause);
-      ExportVersion(estimator, base);
+      ExportVersion(estimator, net, base);
       if (server.model().reload()) ++served;
     }
     std::this_thread::sleep_for(pause);
@@ -473,9 +514,9 @@ std::vector<Figure> MeasureHotReload(const Flags& flags, est::Estimator& estimat
 void Print(const std::vector<Figure>& figures, const Flags& flags) {
   double load[3] = {0, 0, 0};
   if (::getloadavg(load, 3) < 0) load[0] = -1;
-  std::printf("serve_bench: Fashion-MNIST CNN (LibTorch's layers), %lld timed requests a client, "
+  std::printf("serve_bench: %s, %lld timed requests a client, "
               "batching at most %lld examples, %lld us queue delay, medians of %d repetitions\n",
-              static_cast<long long>(flags.requests), static_cast<long long>(flags.max_batch_size),
+              NetOf(flags.model).description.c_str(), static_cast<long long>(flags.requests), static_cast<long long>(flags.max_batch_size),
               static_cast<long long>(flags.max_queue_delay_us), flags.repetitions);
   std::printf("machine: %ld cores, %d torch threads, load average %.2f\n", ::sysconf(_SC_NPROCESSORS_ONLN),
               torch::get_num_threads(), load[0]);
@@ -492,9 +533,12 @@ void Print(const std::vector<Figure>& figures, const Flags& flags) {
   }
   for (const auto& f : figures)
     if (!f.extra.empty()) std::printf("  %s: %s\n", f.name.c_str(), f.extra.dump().c_str());
+  // The CNN's figures are serve_*, the MLP's serve_mlp_*.
+  auto name_of = [&](const Figure& f) { return flags.model == "cnn" ? f.name : "serve_mlp_" + f.name.substr(6); };
   for (const auto& f : figures) {
     nlohmann::json line = {{"bench", "serve"},
-                           {"figure", f.name},
+                           {"figure", name_of(f)},
+                           {"model", flags.model},
                            {"unit", f.unit},
                            {"ours", f.ours},
                            {"reference", f.reference ? nlohmann::json(*f.reference) : nlohmann::json(nullptr)},
@@ -509,6 +553,9 @@ void Print(const std::vector<Figure>& figures, const Flags& flags) {
 }
 
 void AddFlags(CLI::App& app, Flags& flags) {
+  app.add_option("--model", flags.model, "The model served: est-train's Fashion-MNIST CNN, or a 21 M-parameter MLP")
+      ->check(CLI::IsMember({"cnn", "mlp"}))
+      ->capture_default_str();
   app.add_option("--threads", flags.threads, "LibTorch's intra-op threads, in every thread (as OMP_NUM_THREADS)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -569,16 +616,17 @@ int Run(const Flags& flags) {
   fs::create_directories(dir.path);
 
   torch::manual_seed(0);
-  est::Estimator estimator(CnnModelFn, dir.path + "/model", QuietConfig());
-  estimator.train(RandomImages, est::TrainOptions().max_steps(1));
+  const ServedNet& net = NetOf(flags.model);
+  est::Estimator estimator(ModelFnOf(net), dir.path + "/model", QuietConfig());
+  TrainOneStep(estimator, net);
   const std::string base = dir.path + "/export";
-  const std::string version_dir = ExportVersion(estimator, base);
+  const std::string version_dir = ExportVersion(estimator, net, base);
 
   std::vector<Figure> figures;
-  const serving::Predictor predictor(CnnModelFn, version_dir, CnnPredictorOptions());
-  HandWrittenCnn limit(version_dir);
-  const Figure single = MeasurePredictor(predictor, limit, 1, flags.predict_calls, flags.repetitions);
-  const Figure batched = MeasurePredictor(predictor, limit, flags.max_batch_size,
+  const serving::Predictor predictor(ModelFnOf(net), version_dir, PredictorOptionsOf(net));
+  HandWrittenNet limit(net, version_dir);
+  const Figure single = MeasurePredictor(predictor, net, limit, 1, flags.predict_calls, flags.repetitions);
+  const Figure batched = MeasurePredictor(predictor, net, limit, flags.max_batch_size,
                                           std::max<int64_t>(3, flags.predict_calls / 16), flags.repetitions);
   figures.push_back(single);
   figures.push_back(batched);
