@@ -1,11 +1,28 @@
 #include "serving/served_model.h"
 
+#include <filesystem>
 #include <utility>
 
 #include "common/logging.h"
 #include "estimator/export/export_directory.h"
 
 namespace est::serving {
+namespace {
+
+/// The names, sizes and modification times of the files of `dir`: what changes when they do.
+std::string FilesStamp(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::string stamp;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(dir, error)) {
+    const auto size = entry.is_regular_file(error) ? entry.file_size(error) : 0;
+    const auto time = entry.last_write_time(error).time_since_epoch().count();
+    stamp += entry.path().filename().string() + ":" + std::to_string(size) + ":" + std::to_string(time) + ";";
+  }
+  return stamp;
+}
+
+}  // namespace
 
 ServedModel::ServedModel(ModelFn model_fn, std::string export_base, ServedModelOptions options)
     : model_fn_(std::move(model_fn)), export_base_(std::move(export_base)), options_(std::move(options)) {
@@ -44,17 +61,22 @@ bool ServedModel::reload() {
   int64_t newest = -1;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (int64_t version : versions)
-      if (version > serving && failed_versions_.count(version) == 0) newest = version;
+    for (int64_t version : versions) {
+      if (version <= serving) continue;
+      auto failed = failed_versions_.find(version);
+      if (failed == failed_versions_.end() || failed->second != FilesStamp(ExportVersionPath(export_base_, version)))
+        newest = version;
+    }
   }
   if (newest < 0) return false;
   const std::string path = ExportVersionPath(export_base_, newest);
+  const std::string stamp = FilesStamp(path);  // before loading: a change while it loads is seen next time
   std::shared_ptr<const Predictor> loaded;
   try {
     loaded = std::make_shared<const Predictor>(model_fn_, path, options_.predictor());
   } catch (const std::exception& error) {
     std::lock_guard<std::mutex> lock(mutex_);
-    failed_versions_.insert(newest);
+    failed_versions_[newest] = stamp;
     ++stats_.failed_reloads;
     Log().warn("est-serve: version {} at '{}' does not load, so version {} stays served: {}", newest, path, serving,
                error.what());

@@ -3,7 +3,7 @@
 /// base directory, through a DynamicBatcher or one request at a time, and watches the base for
 /// newer versions: a new one is loaded beside the current, then requests go to it while the
 /// requests the old one has drain; a version that fails to load is logged and the current one
-/// kept.
+/// kept (the version is tried again when its files change).
 
 #include <torch/arg.h>
 
@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <set>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -73,7 +73,9 @@ class ServedModel {
   std::unique_ptr<DynamicBatcher> batcher_;
   mutable std::mutex mutex_;
   std::shared_ptr<const Predictor> current_;
-  std::set<int64_t> failed_versions_;  ///< not tried again
+  /// The versions that did not load, with their files' stamp then: tried again once it changes
+  /// (a version copied in by hand whose copy was not finished).
+  std::map<int64_t, std::string> failed_versions_;
   ServedModelStats stats_;
   std::mutex reload_mutex_;  ///< one reload at a time
   std::condition_variable stop_;

@@ -406,7 +406,8 @@ TEST_CASE("a server over TLS answers clients that trust its authority only", "[s
   CHECK(plain.infer(InferRequest(testing::Rows(0, 1)), response).error_code() == grpc::StatusCode::UNAVAILABLE);
 }
 
-TEST_CASE("a new version is served once it appears, and a corrupt one is not", "[serving][server][reload]") {
+TEST_CASE("a new version is served once it appears, and a corrupt one only once mended",
+          "[serving][server][reload]") {
   Trained trained("server_reload");
   ModelServerOptions options = Options();
   options.model().reload_interval(std::chrono::milliseconds(50));
@@ -428,6 +429,17 @@ TEST_CASE("a new version is served once it appears, and a corrupt one is not", "
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   CHECK(server.model().stats().failed_reloads == 1);
   CHECK(served_version().model_version() == std::to_string(first));
+  // It is not tried again while its files stay as they are.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(server.model().stats().failed_reloads == 1);
+
+  // Its files mended (the first version's copied in, as a copy by hand finishes): served.
+  for (const char* file : {"variables.pt", "export.json"})
+    fs::copy_file(fs::path(trained.base()) / std::to_string(first) / file, corrupt / file,
+                  fs::copy_options::overwrite_existing);
+  while (server.model().current()->version() != first + 1 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(served_version().model_version() == std::to_string(first + 1));
 
   // A good version after it: trained further, so its predictions differ.
   const std::string newer = testing::TrainAndExport(trained.estimator, 40, testing::RegressionServingInput,
@@ -439,7 +451,7 @@ TEST_CASE("a new version is served once it appears, and a corrupt one is not", "
   const v2::ModelInferResponse response = served_version();
   CHECK(response.model_version() == std::to_string(expected.version()));
   CHECK(torch::allclose(Output(response, "y"), expected.predict({{"x", testing::Rows(0, 2)}}).at("y"), 1e-6, 1e-6));
-  CHECK(server.model().stats().reloads == 1);
+  CHECK(server.model().stats().reloads == 2);
   CHECK(server.model().stats().failed_reloads == 1);
 }
 
