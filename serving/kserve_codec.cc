@@ -57,7 +57,7 @@ at::Tensor FromContents(const v2::ModelInferRequest::InferInputTensor& input, at
                               max_bytes, false);
     default:
       throw RequestError("input '" + name + "' of datatype " + input.datatype() +
-                         " has typed contents, which that datatype lacks; expected raw_input_contents");
+                         " must come in raw_input_contents: the datatype has no typed contents");
   }
 }
 

@@ -14,10 +14,10 @@ int64_t CheckedElementCount(const std::string& input, const std::vector<int64_t>
                             int64_t max_bytes) {
   int64_t count = 1;
   const int64_t most = max_bytes / std::max<int64_t>(element_bytes, 1);
-  for (int64_t size : shape) {
+  for (int64_t size : shape)
     EST_CHECK(size >= 0, RequestError, "input '", input, "' has size ", size, " in its shape; expected sizes of 0 or more");
+  for (int64_t size : shape)
     if (size == 0) return 0;
-  }
   for (int64_t size : shape) {
     EST_CHECK(count <= most / size, RequestError, "input '", input, "' is too large: its shape ", at::IntArrayRef(shape),
               " holds more than ", max_bytes, " bytes, the most a request may carry");

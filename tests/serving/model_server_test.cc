@@ -241,6 +241,14 @@ TEST_CASE("bad requests get INVALID_ARGUMENT or NOT_FOUND naming what is wrong, 
   CHECK(code == Code::INVALID_ARGUMENT);
   CHECK_THAT(message, Catch::Contains("'x' is too large"));
 
+  v2::ModelInferRequest negative = InferRequest(x);  // no rows, and a size below 0 after them
+  negative.mutable_inputs(0)->set_shape(0, 0);
+  negative.mutable_inputs(0)->set_shape(1, -3);
+  negative.set_raw_input_contents(0, "");
+  std::tie(code, message) = refusal(negative);
+  CHECK(code == Code::INVALID_ARGUMENT);
+  CHECK_THAT(message, Catch::Contains("'x' has size -3"));
+
   v2::ModelInferRequest strange = InferRequest(x);
   strange.mutable_inputs(0)->set_datatype("UINT64");
   std::tie(code, message) = refusal(strange);
