@@ -114,10 +114,8 @@ std::vector<std::string> RequestedInferOutputs(const v2::ModelInferRequest& requ
   for (const auto& requested : request.outputs()) {
     bool known = false;
     for (const TensorSpec& output : outputs) known = known || output.name == requested.name();
-    std::string all;
-    for (const TensorSpec& output : outputs) all += (all.empty() ? "'" : ", '") + output.name + "'";
     EST_CHECK(known, RequestError, "the request asks for output '", requested.name(),
-              "', which the model does not have; it has ", all);
+              "', which the model does not have; it has ", QuotedNames(outputs));
     EST_CHECK(seen.insert(requested.name()).second, RequestError, "output '", requested.name(), "' is asked for twice");
     EST_CHECK(requested.parameters().empty(), RequestError, "output '", requested.name(),
               "' has parameters (such as 'classification'), which est-serve does not take");

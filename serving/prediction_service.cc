@@ -21,12 +21,9 @@ std::vector<std::string> FilteredOutputs(const tf::PredictRequest& request, cons
   std::set<std::string> seen;
   for (const std::string& name : request.output_filter()) {
     bool known = false;
-    std::string all;
-    for (const TensorSpec& output : outputs) {
-      known = known || output.name == name;
-      all += (all.empty() ? "'" : ", '") + output.name + "'";
-    }
-    EST_CHECK(known, RequestError, "output tensor alias not found in signature: '", name, "'; the signature has ", all);
+    for (const TensorSpec& output : outputs) known = known || output.name == name;
+    EST_CHECK(known, RequestError, "output tensor alias not found in signature: '", name, "'; the signature has ",
+              QuotedNames(outputs));
     EST_CHECK(seen.insert(name).second, RequestError, "duplicate output tensor alias: '", name, "'");
     names.push_back(name);
   }

@@ -59,9 +59,7 @@ std::string RequestMismatch(const std::vector<TensorSpec>& inputs, const Feature
     bool known = false;
     for (const TensorSpec& input : inputs) known = known || input.name == name;
     if (known) continue;
-    std::string names;
-    for (const TensorSpec& input : inputs) names += (names.empty() ? "'" : ", '") + input.name + "'";
-    return "the request has input '" + name + "', which the model does not take; it takes " + names;
+    return "the request has input '" + name + "', which the model does not take; it takes " + QuotedNames(inputs);
   }
   int64_t batch = -1;
   std::string first;

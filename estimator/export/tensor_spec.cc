@@ -67,4 +67,10 @@ std::string TensorSpec::mismatch(const at::Tensor& tensor, const std::string& wh
   return "";
 }
 
+std::string QuotedNames(const std::vector<TensorSpec>& specs) {
+  std::string names;
+  for (const TensorSpec& spec : specs) names += (names.empty() ? "'" : ", '") + spec.name + "'";
+  return names;
+}
+
 }  // namespace est

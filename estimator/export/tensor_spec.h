@@ -31,6 +31,9 @@ struct TensorSpec {
   std::string mismatch(const at::Tensor& tensor, const std::string& what) const;
 };
 
+/// The specs' names, quoted and comma-separated ("'x', 'y'"), for messages.
+std::string QuotedNames(const std::vector<TensorSpec>& specs);
+
 /// The dtype's name in serving signatures: "float32", "float64", "float16", "bfloat16",
 /// "int8", "int16", "int32", "int64", "uint8", "bool".
 std::string DtypeName(at::ScalarType dtype);
