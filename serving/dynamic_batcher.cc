@@ -42,7 +42,8 @@ struct DynamicBatcher::Pending {
   std::string shape_key;
   Clock::time_point arrived;
   Clock::time_point deadline;
-  std::promise<TensorMap> answer;
+  /// The predictions, with the version of the Predictor that made them.
+  std::promise<std::pair<TensorMap, int64_t>> answer;
 };
 
 DynamicBatcher::DynamicBatcher(std::shared_ptr<const Predictor> predictor, BatchingOptions options)
@@ -79,7 +80,7 @@ BatchingStats DynamicBatcher::stats() const {
   return stats;
 }
 
-TensorMap DynamicBatcher::predict(const Features& request, Clock::time_point deadline) {
+TensorMap DynamicBatcher::predict(const Features& request, Clock::time_point deadline, int64_t* version) {
   const std::vector<TensorSpec>& inputs = predictor()->manifest().inputs;
   if (std::string mismatch = RequestMismatch(inputs, request); !mismatch.empty()) throw RequestError(mismatch);
   auto pending = std::make_unique<Pending>();
@@ -88,7 +89,7 @@ TensorMap DynamicBatcher::predict(const Features& request, Clock::time_point dea
   pending->rows = request.at(inputs.front().name).size(0);
   pending->arrived = Clock::now();
   pending->deadline = deadline;
-  std::future<TensorMap> answer = pending->answer.get_future();
+  std::future<std::pair<TensorMap, int64_t>> answer = pending->answer.get_future();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (static_cast<int64_t>(queue_.size()) >= options_.max_queue_size()) {
@@ -114,7 +115,9 @@ TensorMap DynamicBatcher::predict(const Features& request, Clock::time_point dea
       EST_THROW(TimeoutError, "the request's deadline passed while it waited for a batch");
     }
   }
-  return answer.get();
+  auto [predictions, answered_by] = answer.get();
+  if (version != nullptr) *version = answered_by;
+  return std::move(predictions);
 }
 
 void DynamicBatcher::run() {
@@ -204,7 +207,7 @@ void DynamicBatcher::run_batch(std::vector<std::unique_ptr<Pending>>& batch,
                        ? tensor.narrow(0, offset, pending->rows).clone()
                        : tensor;
     offset += pending->rows;
-    pending->answer.set_value(std::move(mine));
+    pending->answer.set_value({std::move(mine), predictor->version()});
   }
 }
 

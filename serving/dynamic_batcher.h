@@ -60,9 +60,11 @@ class DynamicBatcher {
   /// The predictions for `request`, computed in a batch with others. RequestError (at once)
   /// for a request that does not fit the model's signature, QueueFullError when the queue is
   /// full, TimeoutError when `deadline` passes before its batch runs; the model's own errors
-  /// reach every request of the batch.
+  /// reach every request of the batch. `version`, when given, is set to the version of the
+  /// Predictor that answered.
   TensorMap predict(const Features& request,
-                    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+                    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
+                    int64_t* version = nullptr);
 
   /// Makes the batches formed from now on use `predictor` (a new version); a batch running
   /// keeps the one it started with.

@@ -72,7 +72,14 @@ grpc::Status InferenceService::ModelMetadata(grpc::ServerContext* context, const
   response->set_name(context_.model_name);
   response->add_versions(std::to_string(predictor->version()));
   response->set_platform("torch_estimator");
-  for (const TensorSpec& input : manifest.inputs) AddTensorMetadata(input, *response->add_inputs());
+  if (manifest.records_input.empty()) {
+    for (const TensorSpec& input : manifest.inputs) AddTensorMetadata(input, *response->add_inputs());
+  } else {
+    auto& records = *response->add_inputs();
+    records.set_name(manifest.records_input);
+    records.set_datatype(kV2BytesDatatype);
+    records.add_shape(-1);
+  }
   for (const TensorSpec& output : manifest.outputs) AddTensorMetadata(output, *response->add_outputs());
   return grpc::Status::OK;
 }
@@ -84,11 +91,12 @@ grpc::Status InferenceService::ModelInfer(grpc::ServerContext* context, const v2
   if (grpc::Status found = find(request->model_name(), request->model_version(), predictor); !found.ok()) return found;
   try {
     const std::vector<std::string> outputs = RequestedInferOutputs(*request, predictor->manifest().outputs);
-    const TensorMap predictions =
-        context_.model->predict(DecodeInferInputs(*request, context_.max_request_bytes), CallDeadline(*context));
+    int64_t version = 0;  // the version that answered: a reload may have swapped it in since find()
+    const TensorMap predictions = context_.model->predict(
+        RequestTensors(DecodeInferInputs(*request, context_.max_request_bytes), *predictor), CallDeadline(*context),
+        &version);
     response->set_model_name(context_.model_name);
-    // The version that answered: a reload may have swapped it in since find().
-    response->set_model_version(std::to_string(context_.model->current()->version()));
+    response->set_model_version(std::to_string(version));
     response->set_id(request->id());
     EncodeInferOutputs(predictions, outputs, *response);
     return grpc::Status::OK;

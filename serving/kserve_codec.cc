@@ -76,31 +76,40 @@ std::optional<at::ScalarType> DtypeOfV2Datatype(const std::string& datatype) {
   return std::nullopt;
 }
 
-Features DecodeInferInputs(const v2::ModelInferRequest& request, int64_t max_bytes) {
+WireInputs DecodeInferInputs(const v2::ModelInferRequest& request, int64_t max_bytes) {
   const int raw_count = request.raw_input_contents_size();
   EST_CHECK(raw_count == 0 || raw_count == request.inputs_size(), RequestError, "the request has ", raw_count,
             " raw_input_contents for ", request.inputs_size(), " inputs; expected one per input, or none");
-  Features features;
+  WireInputs inputs;
   for (int i = 0; i < request.inputs_size(); ++i) {
     const auto& input = request.inputs(i);
     const std::string& name = input.name();
-    EST_CHECK(features.count(name) == 0, RequestError, "input '", name, "' is given twice");
+    EST_CHECK(!inputs.has(name), RequestError, "input '", name, "' is given twice");
     EST_CHECK(input.parameters().count("shared_memory_region") == 0, RequestError, "input '", name,
               "' is in shared memory, which est-serve does not take; expected its contents in the request");
+    const bool bytes = input.datatype() == kV2BytesDatatype;
     const std::optional<at::ScalarType> dtype = DtypeOfV2Datatype(input.datatype());
-    EST_CHECK(dtype.has_value(), RequestError, "input '", name, "' has datatype '", input.datatype(),
-              "'; expected one of ", DatatypeNames());
+    EST_CHECK(bytes || dtype.has_value(), RequestError, "input '", name, "' has datatype '", input.datatype(),
+              "'; expected one of ", DatatypeNames(), ", ", kV2BytesDatatype);
     const std::vector<int64_t> shape(input.shape().begin(), input.shape().end());
     const bool has_contents = input.has_contents() && input.contents().ByteSizeLong() > 0;
     if (raw_count > 0) {
       EST_CHECK(!has_contents, RequestError, "input '", name,
                 "' has both typed contents and raw_input_contents; expected one of them");
-      features[name] = TensorFromBytes(name, *dtype, shape, request.raw_input_contents(i), max_bytes);
+      const std::string& raw = request.raw_input_contents(i);
+      if (bytes)
+        inputs.strings[name] = ByteStringsFromRaw(name, shape, raw, max_bytes);
+      else
+        inputs.tensors[name] = TensorFromBytes(name, *dtype, shape, raw, max_bytes);
+    } else if (bytes) {
+      const auto& values = input.contents().bytes_contents();
+      inputs.strings[name] =
+          ByteStringsFromValues(name, shape, std::vector<std::string>(values.begin(), values.end()), max_bytes, false);
     } else {
-      features[name] = FromContents(input, *dtype, shape, max_bytes);
+      inputs.tensors[name] = FromContents(input, *dtype, shape, max_bytes);
     }
   }
-  return features;
+  return inputs;
 }
 
 std::vector<std::string> RequestedInferOutputs(const v2::ModelInferRequest& request,

@@ -60,14 +60,14 @@ grpc::Status PredictionService::Predict(grpc::ServerContext* context, const tf::
   if (grpc::Status found = find(request->model_spec(), predictor); !found.ok()) return found;
   try {
     const std::vector<std::string> outputs = FilteredOutputs(*request, predictor->manifest().outputs);
-    Features features;
-    for (const auto& [name, proto] : request->inputs())
-      features[name] = TensorFromProto(name, proto, context_.max_request_bytes);
-    const TensorMap predictions = context_.model->predict(features, CallDeadline(*context));
+    int64_t version = 0;  // the version that answered: a reload may have swapped it in since find()
+    const TensorMap predictions = context_.model->predict(
+        RequestTensors(DecodePredictInputs(*request, context_.max_request_bytes), *predictor), CallDeadline(*context),
+        &version);
     for (const std::string& name : outputs) TensorToProto(predictions.at(name), (*response->mutable_outputs())[name]);
     tf::ModelSpec& spec = *response->mutable_model_spec();
     spec.set_name(context_.model_name);
-    spec.mutable_version()->set_value(context_.model->current()->version());
+    spec.mutable_version()->set_value(version);
     spec.set_signature_name(kDefaultSignature);
     return grpc::Status::OK;
   } catch (...) {
@@ -90,7 +90,7 @@ grpc::Status PredictionService::GetModelMetadata(grpc::ServerContext* context,
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           "Metadata field " + field + " is not supported; expected 'signature_def'");
   tf::SignatureDefMap signatures;
-  SignatureDefMapOf(predictor->manifest().inputs, predictor->manifest().outputs, signatures);
+  SignatureDefMapOf(predictor->manifest(), signatures);
   google::protobuf::Any& any = (*response->mutable_metadata())["signature_def"];
   any.set_type_url(kSignatureDefMapType);
   any.set_value(signatures.SerializeAsString());

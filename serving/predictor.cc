@@ -26,6 +26,15 @@ std::string ResolveExportPath(const std::string& export_path) {
   return ExportVersionPath(export_path, versions.back());
 }
 
+namespace {
+
+/// What requests carry, for messages: "tensors" or "serialized records in input 'examples'".
+std::string RequestForm(const std::string& records_input) {
+  return records_input.empty() ? "tensors" : "serialized records in input '" + records_input + "'";
+}
+
+}  // namespace
+
 struct Predictor::Impl {
   ModelFn model_fn;
   LoadedExport loaded;
@@ -57,10 +66,17 @@ Predictor::Predictor(ModelFn model_fn, const std::string& export_path, Predictor
             expected.name, "' version '", expected.version, "'");
   if (options.serving_input_fn()) {
     impl_->receiver = options.serving_input_fn()();
+    ValidateServingInputReceiver(impl_->receiver);
     const std::string difference =
         SignatureDifference(impl_->receiver.inputs, manifest.inputs, "input", "here", "in the export '" + loaded.path + "'");
     EST_CHECK(difference.empty(), CheckpointError, "the serving input differs from the export's: ", difference);
+    EST_CHECK(impl_->receiver.records_input == manifest.records_input, CheckpointError,
+              "the serving input differs from the export's: requests carry ", RequestForm(impl_->receiver.records_input),
+              " here but ", RequestForm(manifest.records_input), " in the export '", loaded.path, "'");
   } else {
+    EST_CHECK(manifest.records_input.empty(), CheckpointError, "the export '", loaded.path, "' takes ",
+              RequestForm(manifest.records_input), ", which only its serving input parses; expected "
+              "PredictorOptions::serving_input_fn, the one it was exported with");
     impl_->receiver.inputs = manifest.inputs;
   }
 
@@ -118,6 +134,18 @@ TensorMap Predictor::predict(const Features& request) const {
   for (auto& [name, tensor] : predictions) tensor = tensor.to(at::kCPU);
   return predictions;
 }
+
+Features Predictor::parse_records(const std::vector<std::string>& records) const {
+  EST_CHECK(impl_->receiver.parse_records != nullptr, RequestError, "the model takes tensors (",
+            QuotedNames(impl_->receiver.inputs), "), not serialized records");
+  try {
+    return impl_->receiver.parse_records(records);
+  } catch (const DataError& error) {
+    throw RequestError(error.what());
+  }
+}
+
+const std::string& Predictor::records_input() const { return impl_->loaded.manifest.records_input; }
 
 const ExportManifest& Predictor::manifest() const { return impl_->loaded.manifest; }
 const std::string& Predictor::path() const { return impl_->loaded.path; }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "estimator/estimator_spec.h"
@@ -55,6 +56,13 @@ class Predictor {
   /// model_fn's predictions for `request`, a batch of the signature's inputs, on the CPU.
   /// RequestError naming the input for a request that does not fit the signature.
   TensorMap predict(const Features& request) const;
+
+  /// The tensors of a request of serialized records, one per example (an export whose
+  /// serving input is ParsingServingInputFn's), parsed by the serving input. RequestError naming
+  /// the record that does not parse, or when the model takes tensors.
+  Features parse_records(const std::vector<std::string>& records) const;
+  /// The request's input of serialized records; empty when requests carry tensors.
+  const std::string& records_input() const;
 
   /// What the export says of itself (identity, signature, global step, metrics).
   const ExportManifest& manifest() const;

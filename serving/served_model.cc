@@ -42,10 +42,12 @@ ServedModel::~ServedModel() {
   if (watcher_.joinable()) watcher_.join();
 }
 
-TensorMap ServedModel::predict(const Features& request, std::chrono::steady_clock::time_point deadline) const {
-  if (batcher_) return batcher_->predict(request, deadline);
+TensorMap ServedModel::predict(const Features& request, std::chrono::steady_clock::time_point deadline,
+                               int64_t* version) const {
+  if (batcher_) return batcher_->predict(request, deadline, version);
   // Held to the end of the call: a version swapped out meanwhile is freed by its last request.
   const std::shared_ptr<const Predictor> predictor = current();
+  if (version != nullptr) *version = predictor->version();
   return predictor->predict(request);
 }
 

@@ -50,8 +50,10 @@ class ServedModel {
   ServedModel& operator=(const ServedModel&) = delete;
 
   /// The predictions of the version served now for `request` (errors as
-  /// DynamicBatcher::predict, or Predictor::predict without batching).
-  TensorMap predict(const Features& request, std::chrono::steady_clock::time_point deadline) const;
+  /// DynamicBatcher::predict, or Predictor::predict without batching); `version`, when given,
+  /// is set to the version that answered (a reload may swap versions during the call).
+  TensorMap predict(const Features& request, std::chrono::steady_clock::time_point deadline,
+                    int64_t* version = nullptr) const;
 
   /// The version served now (its manifest, path and version).
   std::shared_ptr<const Predictor> current() const;

@@ -5,6 +5,7 @@
 #include <optional>
 #include <utility>
 
+#include "estimator/export/export_manifest.h"
 #include "serving/predictor.h"
 #include "serving/proto/tf_serving.pb.h"
 #include "serving/wire_tensor.h"
@@ -86,8 +87,26 @@ void TensorToProto(const at::Tensor& tensor, tf::TensorProto& proto) {
   proto.set_tensor_content(TensorBytes(tensor));
 }
 
-void SignatureDefMapOf(const std::vector<TensorSpec>& inputs, const std::vector<TensorSpec>& outputs,
-                       tf::SignatureDefMap& map) {
+WireInputs DecodePredictInputs(const tf::PredictRequest& request, int64_t max_bytes) {
+  WireInputs inputs;
+  for (const auto& [name, proto] : request.inputs()) {
+    if (proto.dtype() != tf::DT_STRING) {
+      inputs.tensors[name] = TensorFromProto(name, proto, max_bytes);
+      continue;
+    }
+    EST_CHECK(proto.tensor_content().empty(), RequestError, "input '", name,
+              "' is DT_STRING in tensor_content; expected its strings in string_val");
+    EST_CHECK(!proto.tensor_shape().unknown_rank(), RequestError, "input '", name,
+              "' has an unknown rank; expected its shape");
+    std::vector<int64_t> shape;
+    for (const auto& dim : proto.tensor_shape().dim()) shape.push_back(dim.size());
+    inputs.strings[name] = ByteStringsFromValues(
+        name, shape, std::vector<std::string>(proto.string_val().begin(), proto.string_val().end()), max_bytes, true);
+  }
+  return inputs;
+}
+
+void SignatureDefMapOf(const ExportManifest& manifest, tf::SignatureDefMap& map) {
   tf::SignatureDef& signature = (*map.mutable_signature_def())[kDefaultSignature];
   signature.set_method_name("tensorflow/serving/predict");
   auto add = [](const std::vector<TensorSpec>& specs, const std::string& prefix,
@@ -99,8 +118,15 @@ void SignatureDefMapOf(const std::vector<TensorSpec>& inputs, const std::vector<
       ShapeToProto(spec.shape, *info.mutable_tensor_shape());
     }
   };
-  add(inputs, "serving_default_", *signature.mutable_inputs());
-  add(outputs, "StatefulPartitionedCall_", *signature.mutable_outputs());
+  if (manifest.records_input.empty()) {
+    add(manifest.inputs, "serving_default_", *signature.mutable_inputs());
+  } else {
+    tf::TensorInfo& info = (*signature.mutable_inputs())[manifest.records_input];
+    info.set_name("serving_default_" + manifest.records_input + ":0");
+    info.set_dtype(tf::DT_STRING);
+    ShapeToProto({-1}, *info.mutable_tensor_shape());
+  }
+  add(manifest.outputs, "StatefulPartitionedCall_", *signature.mutable_outputs());
 }
 
 }  // namespace est::serving

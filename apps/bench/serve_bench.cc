@@ -422,7 +422,6 @@ std::vector<Figure> MeasureServer(const Flags& flags, const std::string& base, b
     Load load;
     load.port = server.port();
     load.model_name = server.model_name();
-  load.net = &net;
     load.net = &net;
     load.clients = clients;
     load.channels = flags.channels;
@@ -459,7 +458,6 @@ std::vector<Figure> MeasureHotReload(const Flags& flags, est::Estimator& estimat
   Load load;
   load.port = server.port();
   load.model_name = server.model_name();
-  load.net = &net;
   load.clients = flags.reload_clients;
   load.channels = flags.channels;
   load.requests = -1;

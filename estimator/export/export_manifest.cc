@@ -33,6 +33,8 @@ std::vector<TensorSpec> SpecsFromJson(const nlohmann::json& list) {
 }  // namespace
 
 std::string ExportManifest::to_json() const {
+  nlohmann::json signature = {{"inputs", ToJson(inputs)}, {"outputs", ToJson(outputs)}};
+  if (!records_input.empty()) signature["records_input"] = records_input;
   nlohmann::json json = {
       {"format", kFormat},
       {"format_version", kFormatVersion},
@@ -40,7 +42,7 @@ std::string ExportManifest::to_json() const {
       {"params", params},
       {"global_step", global_step},
       {"metrics", metrics},
-      {"signature", {{"inputs", ToJson(inputs)}, {"outputs", ToJson(outputs)}}},
+      {"signature", signature},
       {"weights",
        {{"file", kExportWeightsFile}, {"bytes", weights_bytes}, {"crc32c", weights_crc32c},
         {"moving_averages", moving_averages}}},
@@ -64,6 +66,7 @@ ExportManifest ExportManifest::Parse(const std::string& text, const std::string&
     manifest.metrics = json.at("metrics").get<std::map<std::string, double>>();
     manifest.inputs = SpecsFromJson(json.at("signature").at("inputs"));
     manifest.outputs = SpecsFromJson(json.at("signature").at("outputs"));
+    manifest.records_input = json.at("signature").value("records_input", "");
     const nlohmann::json& weights = json.at("weights");
     manifest.weights_bytes = weights.at("bytes").get<uint64_t>();
     manifest.weights_crc32c = weights.at("crc32c").get<uint32_t>();

@@ -42,6 +42,9 @@ struct ExportManifest {
   /// The serving signature: what a request holds and what the model answers.
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
+  /// The request's one input of serialized records that the serving input parses into `inputs`
+  /// (ServingInputReceiver::records_input); empty when requests carry `inputs` themselves.
+  std::string records_input;
   /// The weights are the moving averages of the variables (RunConfig::moving_average).
   bool moving_averages = false;
   /// The weights file's size and CRC32C.

@@ -21,7 +21,7 @@ std::string Estimator::Impl::export_saved_model(const std::string& export_dir_ba
   EST_CHECK(reader != nullptr, CheckpointError, "Couldn't find trained model at ", model_dir,
             "; train first or pass ExportOptions::checkpoint_path");
   const ServingInputReceiver receiver = serving_input_fn();
-  ValidateServingInputs(receiver.inputs);
+  ValidateServingInputReceiver(receiver);
 
   // The model as prediction makes it, on the CPU, from the checkpoint's variables (or their
   // moving averages); its predictions on example requests give the outputs' signature.
@@ -40,6 +40,7 @@ std::string Estimator::Impl::export_saved_model(const std::string& export_dir_ba
   manifest.global_step = global_step;
   manifest.metrics = options.metrics();
   manifest.inputs = receiver.inputs;
+  manifest.records_input = receiver.records_input;
   manifest.outputs = OutputSignature(receiver.inputs, predict);
   manifest.moving_averages = restore == RestoreMode::kMovingAverages;
   std::map<std::string, at::Tensor> weights;

@@ -3,6 +3,7 @@
 /// (tf.estimator.export.ServingInputReceiver and serving_input_receiver_fn).
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "data/element.h"
@@ -17,6 +18,13 @@ struct ServingInputReceiver {
   /// Maps a request's tensors (checked against `inputs` already) to the features model_fn
   /// takes in Mode::kPredict; the request's tensors themselves when unset.
   std::function<Features(const Features& request)> receiver;
+  /// Set for a signature of serialized records (ParsingServingInputFn): the name of a request's
+  /// one input, a batch of byte strings (TensorFlow's DT_STRING, the Open Inference Protocol's
+  /// BYTES), one record per example. Empty: requests carry the tensors of `inputs`.
+  std::string records_input = {};
+  /// Turns a request's records into the tensors of `inputs` (set with records_input); a
+  /// DataError names what is wrong with a record.
+  std::function<Features(const std::vector<std::string>& records)> parse_records = nullptr;
 };
 
 /// Makes the ServingInputReceiver of an export (tf.estimator's serving_input_receiver_fn).

@@ -23,6 +23,14 @@ void ValidateServingInputs(const std::vector<TensorSpec>& inputs) {
   }
 }
 
+void ValidateServingInputReceiver(const ServingInputReceiver& receiver) {
+  ValidateServingInputs(receiver.inputs);
+  EST_CHECK(receiver.records_input.empty() == (receiver.parse_records == nullptr), ConfigError,
+            "the serving input receiver has ", receiver.records_input.empty() ? "no records_input" : "a records_input",
+            " but ", receiver.parse_records ? "a parse_records function" : "no parse_records function",
+            "; expected both (requests of serialized records) or neither (requests of tensors)");
+}
+
 Features ExampleRequest(const std::vector<TensorSpec>& inputs, int64_t free_size) {
   Features request;
   for (const TensorSpec& input : inputs) {

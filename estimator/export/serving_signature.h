@@ -9,6 +9,7 @@
 
 #include "data/element.h"
 #include "estimator/estimator_spec.h"
+#include "estimator/export/serving_input.h"
 #include "estimator/export/tensor_spec.h"
 
 namespace est {
@@ -16,6 +17,9 @@ namespace est {
 /// Checks the inputs a serving_input_fn declares: at least one, each named, names distinct,
 /// each of rank 1 or more with sizes of -1 or more. ConfigError naming what is wrong.
 void ValidateServingInputs(const std::vector<TensorSpec>& inputs);
+/// Checks a serving_input_fn's receiver: its inputs (ValidateServingInputs), and a records
+/// input with a parser or neither. ConfigError naming what is wrong.
+void ValidateServingInputReceiver(const ServingInputReceiver& receiver);
 
 /// A request of `inputs` filled with zeros, each size of -1 being `free_size`.
 Features ExampleRequest(const std::vector<TensorSpec>& inputs, int64_t free_size);

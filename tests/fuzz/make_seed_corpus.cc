@@ -194,6 +194,24 @@ void WriteServingRequestSeeds(const fs::path& dir) {
   input->clear_contents();
   for (int i = 0; i < 6; ++i) input->mutable_contents()->add_bool_contents(i % 2 == 0);
   Write(dir, "infer_bool", std::string(1, '\4') + infer.SerializeAsString());
+  // Serialized records (BYTES): raw, each a 4-byte little-endian length and its bytes; then typed.
+  const std::string records[2] = {std::string("\x0a\x00", 2), "\x0a\x0c\x0a\x0a\x0a\x01x\x12\x05\x1a\x03\x0a\x01\x01"};
+  input->clear_contents();
+  input->set_name("examples");
+  input->set_datatype("BYTES");
+  input->clear_shape();
+  input->add_shape(2);
+  std::string raw;
+  for (const std::string& record : records) {
+    const uint32_t length = static_cast<uint32_t>(record.size());
+    for (int byte = 0; byte < 4; ++byte) raw.push_back(static_cast<char>(length >> (8 * byte)));
+    raw += record;
+  }
+  infer.add_raw_input_contents(raw);
+  Write(dir, "infer_bytes_raw", std::string(1, '\6') + infer.SerializeAsString());
+  infer.clear_raw_input_contents();
+  for (const std::string& record : records) input->mutable_contents()->add_bytes_contents(record);
+  Write(dir, "infer_bytes_typed", std::string(1, '\10') + infer.SerializeAsString());
 
   est::serving::tf::PredictRequest predict;
   predict.mutable_model_spec()->set_name("regression");
@@ -210,6 +228,12 @@ void WriteServingRequestSeeds(const fs::path& dir) {
   x.set_dtype(est::serving::tf::DT_HALF);
   x.add_half_val(0x3c00);  // 1.0 in float16
   Write(dir, "predict_half", std::string(1, '\5') + predict.SerializeAsString());
+  predict.mutable_inputs()->clear();
+  est::serving::tf::TensorProto& examples = (*predict.mutable_inputs())["examples"];
+  examples.set_dtype(est::serving::tf::DT_STRING);
+  examples.mutable_tensor_shape()->add_dim()->set_size(2);
+  for (const std::string& record : records) examples.add_string_val(record);
+  Write(dir, "predict_string", std::string(1, '\7') + predict.SerializeAsString());
 }
 
 }  // namespace

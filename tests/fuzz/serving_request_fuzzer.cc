@@ -3,7 +3,8 @@
 /// PredictRequest), the rest is its wire bytes. A RequestError is the expected answer to a bad
 /// request; anything else (a crash, another exception, an allocation beyond the request's
 /// byte limit) is a bug. A tensor decoded must have the shape the request declares, and raw
-/// bytes must come back as they were sent.
+/// bytes must come back as they were sent; byte strings (BYTES, DT_STRING) must be as many as
+/// the shape holds.
 
 #include <torch/torch.h>
 
@@ -19,6 +20,7 @@
 #include "serving/proto/kserve_v2.pb.h"
 #include "serving/proto/tf_serving.pb.h"
 #include "serving/tf_serving_codec.h"
+#include "serving/wire_inputs.h"
 
 namespace {
 
@@ -32,24 +34,45 @@ void Require(bool condition, const char* what) {
   std::abort();
 }
 
+/// Checks byte strings decoded: as many as the shape holds, within the byte limit.
+void CheckStrings(const est::serving::ByteStrings& strings, const std::vector<int64_t>& shape) {
+  Require(strings.shape == shape, "byte strings of another shape than the request declares");
+  int64_t count = 1;
+  for (int64_t size : shape) count *= size;
+  Require(static_cast<int64_t>(strings.values.size()) == count, "another number of byte strings than the shape holds");
+  size_t total = 0;
+  for (const std::string& value : strings.values) total += value.size();
+  Require(total <= static_cast<size_t>(kMaxBytes), "byte strings beyond the byte limit");
+}
+
+/// Checks a tensor decoded: the shape the request declares, within the byte limit.
+void CheckTensor(const at::Tensor& tensor, const std::vector<int64_t>& shape) {
+  Require(tensor.sizes().vec() == shape, "a tensor of another shape than the request declares");
+  Require(tensor.nbytes() <= static_cast<size_t>(kMaxBytes), "a tensor beyond the byte limit");
+}
+
 void DecodeInfer(const est::serving::v2::ModelInferRequest& request) {
   static const std::vector<est::TensorSpec> outputs = {{"y", at::kFloat, {-1}}, {"positive", at::kBool, {-1}}};
   try {
     est::serving::RequestedInferOutputs(request, outputs);
   } catch (const est::serving::RequestError&) {
   }
-  est::Features features;
+  est::serving::WireInputs inputs;
   try {
-    features = est::serving::DecodeInferInputs(request, kMaxBytes);
+    inputs = est::serving::DecodeInferInputs(request, kMaxBytes);
   } catch (const est::serving::RequestError&) {
     return;
   }
   for (int i = 0; i < request.inputs_size(); ++i) {
     const auto& input = request.inputs(i);
-    const at::Tensor& tensor = features.at(input.name());
-    Require(tensor.sizes().vec() == std::vector<int64_t>(input.shape().begin(), input.shape().end()),
-            "a tensor of another shape than the request declares");
-    Require(tensor.nbytes() <= static_cast<size_t>(kMaxBytes), "a tensor beyond the byte limit");
+    const std::vector<int64_t> shape(input.shape().begin(), input.shape().end());
+    auto strings = inputs.strings.find(input.name());
+    if (strings != inputs.strings.end()) {
+      CheckStrings(strings->second, shape);
+      continue;
+    }
+    const at::Tensor& tensor = inputs.tensors.at(input.name());
+    CheckTensor(tensor, shape);
     if (request.raw_input_contents_size() > 0) {
       const std::string& raw = request.raw_input_contents(i);
       Require(raw.size() == tensor.nbytes() && (raw.empty() || std::memcmp(raw.data(), tensor.data_ptr(), raw.size()) == 0),
@@ -59,17 +82,22 @@ void DecodeInfer(const est::serving::v2::ModelInferRequest& request) {
 }
 
 void DecodePredict(const est::serving::tf::PredictRequest& request) {
+  est::serving::WireInputs inputs;
+  try {
+    inputs = est::serving::DecodePredictInputs(request, kMaxBytes);
+  } catch (const est::serving::RequestError&) {
+    return;
+  }
   for (const auto& [name, proto] : request.inputs()) {
-    at::Tensor tensor;
-    try {
-      tensor = est::serving::TensorFromProto(name, proto, kMaxBytes);
-    } catch (const est::serving::RequestError&) {
-      continue;
-    }
     std::vector<int64_t> shape;
     for (const auto& dim : proto.tensor_shape().dim()) shape.push_back(dim.size());
-    Require(tensor.sizes().vec() == shape, "a tensor of another shape than the request declares");
-    Require(tensor.nbytes() <= static_cast<size_t>(kMaxBytes), "a tensor beyond the byte limit");
+    auto strings = inputs.strings.find(name);
+    if (strings != inputs.strings.end()) {
+      CheckStrings(strings->second, shape);
+      continue;
+    }
+    const at::Tensor& tensor = inputs.tensors.at(name);
+    CheckTensor(tensor, shape);
     if (!proto.tensor_content().empty())
       Require(std::memcmp(proto.tensor_content().data(), tensor.data_ptr(), tensor.nbytes()) == 0,
               "tensor_content that does not come back as sent");

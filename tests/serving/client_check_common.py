@@ -35,8 +35,8 @@ def check_message(message, words, what):
 
 
 def parse_arguments(description):
-    """The server's address, the model's name and served version, expected.json, and the token
-    and certificate authority when the server has them."""
+    """The server's address, the model's name and served version, expected.json, the token and
+    certificate authority when the server has them, and whether it takes records."""
     parser = argparse.ArgumentParser(description=description.splitlines()[0])
     parser.add_argument("--url", required=True)
     parser.add_argument("--model", required=True)
@@ -44,7 +44,14 @@ def parse_arguments(description):
     parser.add_argument("--expected", required=True)
     parser.add_argument("--token", default="")
     parser.add_argument("--ca", default="")
+    parser.add_argument("--records", action="store_true",
+                        help="the server takes serialized tf.train.Example records in 'examples'")
     return parser.parse_args()
+
+
+def example_records(expected):
+    """The tf.train.Example records of expected.json's rows, as bytes."""
+    return [bytes.fromhex(record) for record in expected["records"]]
 
 
 def run_checks(client, args, steps, describe_error, close):
@@ -64,6 +71,7 @@ def run_checks(client, args, steps, describe_error, close):
         return 1
     finally:
         close()
-    print(f"{client}: ok ({len(steps)} groups of checks"
-          f"{', token' if args.token else ''}{', TLS' if args.ca else ''})")
+    print(f"{client}: ok ({len(steps)} group{'' if len(steps) == 1 else 's'} of checks"
+          f"{', token' if args.token else ''}{', TLS' if args.ca else ''}"
+          f"{', records' if args.records else ''})")
     return 0

@@ -130,9 +130,15 @@ TEST_CASE("batches formed after set_predictor use the new version", "[serving][b
   auto newer = std::make_shared<const Predictor>(testing::ServedRegression, testing::TrainAndExport(estimator, 30));
   DynamicBatcher batcher(older, BatchingOptions().max_queue_delay(std::chrono::microseconds(0)));
   const at::Tensor x = testing::Rows(0, 4);
-  CHECK(torch::equal(batcher.predict({{"x", x}}).at("y"), older->predict({{"x", x}}).at("y")));
+  int64_t version = -1;
+  CHECK(torch::equal(batcher.predict({{"x", x}}, Clock::time_point::max(), &version).at("y"),
+                     older->predict({{"x", x}}).at("y")));
+  CHECK(version == older->version());
   batcher.set_predictor(newer);
-  CHECK(torch::equal(batcher.predict({{"x", x}}).at("y"), newer->predict({{"x", x}}).at("y")));
+  CHECK(torch::equal(batcher.predict({{"x", x}}, Clock::time_point::max(), &version).at("y"),
+                     newer->predict({{"x", x}}).at("y")));
+  CHECK(version == newer->version());
+  CHECK(older->version() != newer->version());
   CHECK_FALSE(torch::equal(older->predict({{"x", x}}).at("y"), newer->predict({{"x", x}}).at("y")));
   CHECK_THROWS_MATCHES(BatchingOptions().max_batch_size(0).validate(), ConfigError,
                        testing::MessageMatches(Catch::Contains("max_batch_size must be at least 1, got 0")));

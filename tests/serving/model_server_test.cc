@@ -32,24 +32,23 @@ namespace {
 
 /// A model_dir with ServedRegression trained 20 steps and exported; its export base.
 struct Trained {
-  explicit Trained(const std::string& name)
+  explicit Trained(const std::string& name, const ServingInputFn& serving_input = testing::RegressionServingInput)
       : estimator(testing::ServedRegression, testing::FreshTempDir(name).string(), testing::QuietConfig()) {
-    testing::TrainAndExport(estimator, 20, testing::RegressionServingInput,
-                            ExportOptions().model(testing::RegressionIdentity()));
+    testing::TrainAndExport(estimator, 20, serving_input, ExportOptions().model(testing::RegressionIdentity()));
   }
   std::string base() const { return estimator.model_dir() + "/export"; }
   Estimator estimator;
 };
 
-ServedModelOptions Served(bool batching = true) {
+ServedModelOptions Served(bool batching = true, const ServingInputFn& serving_input = testing::RegressionServingInput) {
   return ServedModelOptions()
-      .predictor(PredictorOptions().model(testing::RegressionIdentity()).serving_input_fn(testing::RegressionServingInput))
+      .predictor(PredictorOptions().model(testing::RegressionIdentity()).serving_input_fn(serving_input))
       .batching(batching)
       .reload_interval(std::chrono::milliseconds(0));
 }
 
-ModelServerOptions Options(bool batching = true) {
-  return ModelServerOptions().port(0).model_name("regression").model(Served(batching));
+ModelServerOptions Options(bool batching = true, const ServingInputFn& serving_input = testing::RegressionServingInput) {
+  return ModelServerOptions().port(0).model_name("regression").model(Served(batching, serving_input));
 }
 
 /// Both protocols' stubs on one channel.
@@ -86,6 +85,25 @@ v2::ModelInferRequest InferRequest(const at::Tensor& x, const std::string& model
   input->set_datatype("FP32");
   for (int64_t size : x.sizes()) input->add_shape(size);
   request.add_raw_input_contents(std::string(static_cast<const char*>(x.data_ptr()), x.nbytes()));
+  return request;
+}
+
+/// A ModelInferRequest of serialized records in BYTES input "examples", raw as tritonclient
+/// sends them (each a 4-byte little-endian length, then its bytes).
+v2::ModelInferRequest RecordsRequest(const std::vector<std::string>& records) {
+  v2::ModelInferRequest request;
+  request.set_model_name("regression");
+  auto* input = request.add_inputs();
+  input->set_name("examples");
+  input->set_datatype("BYTES");
+  input->add_shape(static_cast<int64_t>(records.size()));
+  std::string raw;
+  for (const std::string& record : records) {
+    const uint32_t length = static_cast<uint32_t>(record.size());
+    for (int byte = 0; byte < 4; ++byte) raw.push_back(static_cast<char>(length >> (8 * byte)));
+    raw += record;
+  }
+  request.add_raw_input_contents(raw);
   return request;
 }
 
@@ -271,9 +289,90 @@ TEST_CASE("bad requests get INVALID_ARGUMENT or NOT_FOUND naming what is wrong, 
   CHECK(code == Code::INVALID_ARGUMENT);
   CHECK_THAT(message, Catch::Contains("output 'w'"));
 
+  v2::ModelInferRequest strings = RecordsRequest(testing::ExampleRecords(x));
+  strings.mutable_inputs(0)->set_name("x");
+  std::tie(code, message) = refusal(strings);
+  CHECK(code == Code::INVALID_ARGUMENT);
+  CHECK_THAT(message, Catch::Contains("input 'x' holds byte strings; expected x: float32 [-1, 3]"));
+
   // And the server still answers.
   v2::ModelInferResponse response;
   CHECK(client.infer(InferRequest(x), response).ok());
+}
+
+TEST_CASE("serialized tf.Example records in BYTES and DT_STRING inputs are parsed by the export's serving input",
+          "[serving][server][records]") {
+  Trained trained("server_records", testing::RegressionRecordsInput);
+  const Predictor predictor(testing::ServedRegression, trained.base(),
+                            PredictorOptions().serving_input_fn(testing::RegressionRecordsInput));
+  ModelServer server(testing::ServedRegression, trained.base(), Options(true, testing::RegressionRecordsInput));
+  const Client client(server.port());
+  const at::Tensor x = testing::Rows(0, 4);
+  const TensorMap expected = predictor.predict({{"x", x}});
+  const std::vector<std::string> records = testing::ExampleRecords(x);
+
+  // KServe: raw, then typed bytes_contents.
+  v2::ModelInferResponse response;
+  REQUIRE(client.infer(RecordsRequest(records), response).ok());
+  CHECK(torch::allclose(Output(response, "y"), expected.at("y"), 1e-6, 1e-6));
+  v2::ModelInferRequest typed = RecordsRequest(records);
+  typed.clear_raw_input_contents();
+  for (const std::string& record : records) typed.mutable_inputs(0)->mutable_contents()->add_bytes_contents(record);
+  REQUIRE(client.infer(typed, response).ok());
+  CHECK(torch::allclose(Output(response, "y"), expected.at("y"), 1e-6, 1e-6));
+  v2::ModelMetadataRequest metadata_request;
+  metadata_request.set_name("regression");
+  v2::ModelMetadataResponse metadata;
+  REQUIRE(client.v2->ModelMetadata(client.context().get(), metadata_request, &metadata).ok());
+  REQUIRE(metadata.inputs_size() == 1);
+  CHECK(metadata.inputs(0).name() == "examples");
+  CHECK(metadata.inputs(0).datatype() == "BYTES");
+  CHECK(std::vector<int64_t>(metadata.inputs(0).shape().begin(), metadata.inputs(0).shape().end()) ==
+        std::vector<int64_t>{-1});
+
+  // TensorFlow Serving: DT_STRING in string_val.
+  tf::PredictRequest request;
+  request.mutable_model_spec()->set_name("regression");
+  tf::TensorProto& proto = (*request.mutable_inputs())["examples"];
+  proto.set_dtype(tf::DT_STRING);
+  proto.mutable_tensor_shape()->add_dim()->set_size(static_cast<int64_t>(records.size()));
+  for (const std::string& record : records) proto.add_string_val(record);
+  tf::PredictResponse answer;
+  REQUIRE(client.tf->Predict(client.context().get(), request, &answer).ok());
+  CHECK(torch::allclose(FromProto(answer.outputs().at("y")), expected.at("y"), 1e-6, 1e-6));
+  tf::GetModelMetadataRequest signature_request;
+  signature_request.mutable_model_spec()->set_name("regression");
+  signature_request.add_metadata_field("signature_def");
+  tf::GetModelMetadataResponse signature_response;
+  REQUIRE(client.tf->GetModelMetadata(client.context().get(), signature_request, &signature_response).ok());
+  tf::SignatureDefMap signatures;
+  REQUIRE(signatures.ParseFromString(signature_response.metadata().at("signature_def").value()));
+  const auto& inputs = signatures.signature_def().at("serving_default").inputs();
+  REQUIRE(inputs.size() == 1);
+  CHECK(inputs.at("examples").dtype() == tf::DT_STRING);
+
+  // Bad requests name what is wrong.
+  auto refusal = [&](const v2::ModelInferRequest& bad) {
+    const grpc::Status status = client.infer(bad, response);
+    CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    return status.error_message();
+  };
+  CHECK_THAT(refusal(InferRequest(x)), Catch::Contains("the request has input 'x', which the model does not take; "
+                                                       "it takes the input 'examples' of serialized records"));
+  CHECK_THAT(refusal(RecordsRequest({records[0], testing::ExampleRecord({1, 2})})),
+             Catch::Contains("record 1 of input 'examples'"));
+  v2::ModelInferRequest matrix = RecordsRequest(records);
+  matrix.mutable_inputs(0)->set_shape(0, 2);
+  matrix.mutable_inputs(0)->add_shape(2);
+  CHECK_THAT(refusal(matrix), Catch::Contains("'examples' has shape [2, 2]; expected [-1], one serialized record"));
+  v2::ModelInferRequest cut = RecordsRequest(records);
+  cut.set_raw_input_contents(0, cut.raw_input_contents(0).substr(0, 40));
+  CHECK_THAT(refusal(cut), Catch::Contains("input 'examples'") && Catch::Contains("follow"));
+  v2::ModelInferRequest too_many = RecordsRequest(records);
+  too_many.mutable_inputs(0)->set_shape(0, 3);
+  CHECK_THAT(refusal(too_many), Catch::Contains("after its 3 byte strings"));
+  // And the server still answers.
+  CHECK(client.infer(RecordsRequest(records), response).ok());
 }
 
 TEST_CASE("TensorFlow Serving's Predict and GetModelMetadata answer what the Predictor answers",

@@ -176,6 +176,56 @@ TEST_CASE("a serving input receiver maps requests to features; inputs of one req
              Catch::Contains("input 'b' has 3 rows but input 'a' has 2"));
 }
 
+TEST_CASE("a Predictor of serialized tf.Example records parses them into the tensors model_fn takes",
+          "[serving][predictor][records]") {
+  Estimator estimator(testing::ServedRegression, testing::FreshTempDir("predictor_records").string(),
+                      testing::QuietConfig());
+  const std::string path = testing::TrainAndExport(estimator, 5, testing::RegressionRecordsInput);
+  const Predictor predictor(testing::ServedRegression, path,
+                            PredictorOptions().serving_input_fn(testing::RegressionRecordsInput));
+  CHECK(predictor.records_input() == "examples");
+  CHECK((predictor.manifest().inputs == std::vector<TensorSpec>{{"x", at::kFloat, {-1, 3}}}));
+  const at::Tensor x = testing::Rows(3, 6);
+  const Features parsed = predictor.parse_records(testing::ExampleRecords(x));
+  CHECK(torch::equal(parsed.at("x"), x));
+  const Predictor direct(testing::ServedRegression, testing::TrainAndExport(estimator, 5));
+  CHECK(torch::equal(predictor.predict(parsed).at("y"), direct.predict({{"x", x}}).at("y")));
+  CHECK(predictor.parse_records({}).at("x").sizes() == at::IntArrayRef({0, 3}));
+
+  auto refusal = [&](const std::vector<std::string>& records) {
+    return testing::ErrorMessageOf<RequestError>([&] { predictor.parse_records(records); });
+  };
+  CHECK_THAT(refusal({testing::ExampleRecord({1, 2, 3}), testing::ExampleRecord({1, 2})}),
+             Catch::Contains("record 1 of input 'examples'") && Catch::Contains("'x'"));
+  CHECK_THAT(refusal({"\xff\xff"}), Catch::Contains("record 0 of input 'examples'"));
+  CHECK_THAT(testing::ErrorMessageOf<RequestError>([&] { direct.parse_records({}); }),
+             Catch::Contains("the model takes tensors ('x'), not serialized records"));
+
+  // The export's serving input is needed to parse, and another one is refused.
+  CHECK_THAT(RefusalOf([&] { Predictor(testing::ServedRegression, path); }),
+             Catch::Contains("takes serialized records in input 'examples', which only its serving input parses"));
+  CHECK_THAT(RefusalOf([&] {
+               Predictor(testing::ServedRegression, path,
+                         PredictorOptions().serving_input_fn(testing::RegressionServingInput));
+             }),
+             Catch::Contains("requests carry tensors here but serialized records in input 'examples' in the export"));
+}
+
+TEST_CASE("ParsingServingInputFn refuses features without a fixed shape", "[serving][predictor][records]") {
+  using data::FeatureSpec;
+  using data::FeatureType;
+  CHECK_THAT(testing::ErrorMessageOf<ConfigError>([] { ParsingServingInputFn({{"t", FeatureSpec::VarLen(FeatureType::kInt64)}}); }),
+             Catch::Contains("feature 't' is VarLen"));
+  CHECK_THAT(testing::ErrorMessageOf<ConfigError>([] { ParsingServingInputFn({{"image", FeatureSpec::FixedLen(FeatureType::kBytes)}}); }),
+             Catch::Contains("bytes feature 'image' needs its tensor in bytes_features"));
+  // A bytes feature decoded: its tensor as given.
+  const ServingInputReceiver receiver =
+      ParsingServingInputFn({{"image", FeatureSpec::FixedLen(FeatureType::kBytes).decoder(data::DecodeRaw(at::kByte, {2, 2}))}},
+                            ParsingServingInputOptions().input_name("images").bytes_features({{"image", at::kByte, {-1, 2, 2}}}))();
+  CHECK(receiver.records_input == "images");
+  CHECK((receiver.inputs == std::vector<TensorSpec>{{"image", at::kByte, {-1, 2, 2}}}));
+}
+
 TEST_CASE("concurrent callers of one Predictor get the answers of one caller", "[serving][predictor]") {
   Estimator estimator(testing::ServedRegression, testing::FreshTempDir("predictor_threads").string(),
                       testing::QuietConfig());

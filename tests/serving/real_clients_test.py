@@ -1,9 +1,10 @@
 """Our model server against the real Python clients of the protocols it speaks: Triton's
 tritonclient[grpc] (KServe v2 / Open Inference Protocol) and tensorflow-serving-api (TensorFlow
-Serving's PredictionService). serving_fixture serves a model it trained, three times: plainly,
-with a token, and over TLS; each time triton_client_check.py and tf_serving_client_check.py run
-in their virtual environments (`make serving-clients`) and check its answers against what
-Estimator::predict answered (the fixture's expected.json).
+Serving's PredictionService). serving_fixture serves a model it trained, four times: plainly,
+with a token, over TLS, and taking serialized tf.train.Example records; each time
+triton_client_check.py and tf_serving_client_check.py run in their virtual environments
+(`make serving-clients`) and check its answers against what Estimator::predict answered (the
+fixture's expected.json).
 
 A client whose environment is missing or cannot import it is skipped with a line
 "SKIPPED: <client> not installable: <why>"; with neither, the test exits 77 (skipped).
@@ -115,8 +116,9 @@ class Fixture:
             raise Failed(f"serving_fixture exited with status {status}:\n{self.log()}")
 
 
-def run_checks(client, fixture, token):
-    """Runs `client`'s checks against `fixture`; True when they pass."""
+def run_checks(client, fixture, token, records):
+    """Runs `client`'s checks against `fixture` (`records`: one taking tf.train.Example
+    records); True when they pass."""
     command = [client.python, client.script, "--url", f"127.0.0.1:{fixture.server['port']}",
                "--model", MODEL, "--version", fixture.version(),
                "--expected", os.path.join(fixture.directory, "expected.json")]
@@ -124,6 +126,8 @@ def run_checks(client, fixture, token):
         command += ["--token", token]
     if fixture.server.get("ca_file"):
         command += ["--ca", fixture.server["ca_file"]]
+    if records:
+        command += ["--records"]
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=CHECK_TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -154,7 +158,8 @@ def main():
 
     root = tempfile.mkdtemp(prefix="serving_real_clients_")
     token = "test-" + secrets.token_hex(8)
-    modes = (("plain", [], ""), ("token", ["--token", token], token), ("TLS", ["--tls"], ""))
+    modes = (("plain", [], ""), ("token", ["--token", token], token), ("TLS", ["--tls"], ""),
+             ("records", ["--records"], ""))
     passed = True
     for mode, options, mode_token in modes:
         print(f"{mode}:")
@@ -162,7 +167,7 @@ def main():
         try:
             fixture = Fixture(program, os.path.join(root, mode.lower()), options)
             for client in clients:
-                passed = run_checks(client, fixture, mode_token) and passed
+                passed = run_checks(client, fixture, mode_token, mode == "records") and passed
         except Failed as failure:
             print(f"  failed: {failure}")
             passed = False

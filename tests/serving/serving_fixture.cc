@@ -3,14 +3,18 @@
 // briefly in DIR/model, exports it under DIR/model/export, writes what Estimator::predict answers
 // for the rows the clients send, and serves the export until its stdin ends.
 //
-//   serving_fixture --dir DIR [--token T] [--tls]
+//   serving_fixture --dir DIR [--token T] [--tls] [--records]
 //
 // Writes, in order:
-//   DIR/expected.json  {"x": [[3 floats] x 16], "y": [16 floats], "positive": [16 bools]}:
-//                      testing::Rows(0, 16) and Estimator::predict's answers for them;
+//   DIR/expected.json  {"x": [[3 floats] x 16], "y": [16 floats], "positive": [16 bools],
+//                       "records": [16 strings]}: testing::Rows(0, 16), Estimator::predict's
+//                      answers for them, and the rows as tf.train.Example records with float
+//                      feature "x" (testing::ExampleRecords), each as its bytes' hex digits;
 //   DIR/server.json    {"port": N, "ca_file": PATH or ""}, atomically, once the server listens.
 // With --token, calls must carry "authorization: Bearer T"; with --tls the server serves TLS
-// with a certificate made in DIR/tls by openssl, signed by DIR/tls/ca.pem (the ca_file).
+// with a certificate made in DIR/tls by openssl, signed by DIR/tls/ca.pem (the ca_file). With
+// --records the export's serving input is testing::RegressionRecordsInput: requests carry
+// serialized tf.train.Example records in input "examples" instead of "x".
 // Exit status: 0 after stdin's end and a clean shutdown, 1 bad usage, 2 any error (printed).
 
 #include <torch/torch.h>
@@ -46,6 +50,7 @@ struct Arguments {
   std::string dir;
   std::string token;
   bool tls = false;
+  bool records = false;
 };
 
 /// Parses the command line; false (after a usage line) when it is not understood.
@@ -58,13 +63,15 @@ bool ParseArguments(int argc, char** argv, Arguments& arguments) {
       arguments.token = argv[++i];
     } else if (flag == "--tls") {
       arguments.tls = true;
+    } else if (flag == "--records") {
+      arguments.records = true;
     } else {
       arguments.dir.clear();
       break;
     }
   }
   if (!arguments.dir.empty()) return true;
-  std::cerr << "usage: serving_fixture --dir DIR [--token T] [--tls]\n";
+  std::cerr << "usage: serving_fixture --dir DIR [--token T] [--tls] [--records]\n";
   return false;
 }
 
@@ -84,6 +91,17 @@ distribute::GrpcStoreTls MakeServerCertificates(const fs::path& dir) {
   return tls;
 }
 
+/// `bytes` as hex digits, two per byte.
+std::string Hex(const std::string& bytes) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char byte : bytes) {
+    hex.push_back(kDigits[byte >> 4]);
+    hex.push_back(kDigits[byte & 15]);
+  }
+  return hex;
+}
+
 /// Estimator::predict's answers for the rows the clients send, as expected.json holds them.
 nlohmann::json ExpectedAnswers(Estimator& estimator) {
   const at::Tensor x = testing::Rows(0, kRows);
@@ -91,7 +109,8 @@ nlohmann::json ExpectedAnswers(Estimator& estimator) {
     return data::Dataset::FromTensors({{"x", x}}).batch(kRows);
   };
   nlohmann::json expected = {{"x", nlohmann::json::array()}, {"y", nlohmann::json::array()},
-                             {"positive", nlohmann::json::array()}};
+                             {"positive", nlohmann::json::array()}, {"records", nlohmann::json::array()}};
+  for (const std::string& record : testing::ExampleRecords(x)) expected["records"].push_back(Hex(record));
   for (int64_t row = 0; row < kRows; ++row) {
     const at::Tensor values = x[row].contiguous();
     expected["x"].push_back(std::vector<float>(values.data_ptr<float>(), values.data_ptr<float>() + 3));
@@ -108,11 +127,14 @@ int Serve(const Arguments& arguments) {
   const fs::path dir = fs::absolute(arguments.dir);
   fs::create_directories(dir);
   Estimator estimator(testing::ServedRegression, (dir / "model").string(), testing::QuietConfig());
-  testing::TrainAndExport(estimator, 20, testing::RegressionServingInput,
-                          ExportOptions().model(testing::RegressionIdentity()));
+  const ServingInputFn serving_input =
+      arguments.records ? ServingInputFn(testing::RegressionRecordsInput) : ServingInputFn(testing::RegressionServingInput);
+  testing::TrainAndExport(estimator, 20, serving_input, ExportOptions().model(testing::RegressionIdentity()));
   WriteFileAtomic((dir / "expected.json").string(), ExpectedAnswers(estimator).dump(2) + "\n");
 
-  serving::ModelServerOptions options = serving::ModelServerOptions().host("127.0.0.1").port(0);
+  serving::ModelServerOptions options =
+      serving::ModelServerOptions().host("127.0.0.1").port(0).model(serving::ServedModelOptions().predictor(
+          serving::PredictorOptions().model(testing::RegressionIdentity()).serving_input_fn(serving_input)));
   options.token(arguments.token);
   if (arguments.tls) options.tls(MakeServerCertificates(dir / "tls"));
   serving::ModelServer server(testing::ServedRegression, (dir / "model" / "export").string(), options);

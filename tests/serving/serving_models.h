@@ -4,8 +4,10 @@
 #include <torch/torch.h>
 
 #include <string>
+#include <vector>
 
 #include "estimator/estimator.h"
+#include "estimator/export/parsing_serving_input.h"
 #include "tests/estimator/test_models.h"
 #include "tests/test_util.h"
 
@@ -26,6 +28,41 @@ inline EstimatorSpec ServedRegression(const Features& features, const at::Tensor
 
 /// The serving input of ServedRegression: "x", float32 [-1, 3].
 inline ServingInputReceiver RegressionServingInput() { return {{{"x", at::kFloat, {-1, 3}}}, nullptr}; }
+
+/// The serving input of ServedRegression for serialized tf.train.Example records in input
+/// "examples", each with feature "x" (3 floats).
+inline ServingInputReceiver RegressionRecordsInput() {
+  return ParsingServingInputFn({{"x", data::FeatureSpec::FixedLen(data::FeatureType::kFloat32, {3})}})();
+}
+
+/// A serialized tf.train.Example with float feature "x" holding `values` (written as
+/// TensorFlow writes it: the float list packed), for requests of records.
+inline std::string ExampleRecord(const std::vector<float>& values) {
+  auto varint = [](uint64_t value) {
+    std::string bytes;
+    for (; value >= 0x80; value >>= 7) bytes.push_back(static_cast<char>((value & 0x7f) | 0x80));
+    bytes.push_back(static_cast<char>(value));
+    return bytes;
+  };
+  auto field = [&](int number, const std::string& bytes) {  // a length-delimited field
+    return varint(static_cast<uint64_t>(number) << 3 | 2) + varint(bytes.size()) + bytes;
+  };
+  const std::string packed(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+  const std::string feature = field(2, field(1, packed));  // Feature.float_list.value
+  const std::string entry = field(1, "x") + field(2, feature);  // the map entry "x" → feature
+  return field(1, field(1, entry));  // Example.features.feature
+}
+
+/// The records of `rows` (a [n, 3] float tensor), one ExampleRecord per row.
+inline std::vector<std::string> ExampleRecords(const at::Tensor& rows) {
+  std::vector<std::string> records;
+  const at::Tensor dense = rows.contiguous();
+  for (int64_t row = 0; row < dense.size(0); ++row) {
+    const float* values = dense[row].data_ptr<float>();
+    records.push_back(ExampleRecord({values, values + dense.size(1)}));
+  }
+  return records;
+}
 
 /// The identity the tests export ServedRegression under.
 inline ModelIdentity RegressionIdentity() { return {"served_regression", "1"}; }

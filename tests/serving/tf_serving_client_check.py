@@ -2,12 +2,13 @@
 API (tensorflow-serving-api's stubs, TensorFlow's make_tensor_proto and make_ndarray):
 Predict of a batch and of single rows, in every form TensorFlow writes a TensorProto in,
 against what Estimator::predict answered, output_filter, the version served, GetModelMetadata's
-signature, the errors of bad requests, and, where the server has them, its token and TLS. Run
+signature, the errors of bad requests, and, where the server has them, its token and TLS; or,
+with --records, Predict of tf.train.Example records TensorFlow serializes, in DT_STRING. Run
 by real_clients_test.py in a virtual environment with tensorflow-cpu and
 tensorflow-serving-api; exits 0 when every check passes, 1 naming the first that failed.
 
 usage: tf_serving_client_check.py --url HOST:PORT --model NAME --version V --expected FILE
-                                  [--token T] [--ca FILE]
+                                  [--token T] [--ca FILE] [--records]
 """
 
 import json
@@ -25,7 +26,7 @@ from tensorflow_serving.apis import predict_pb2  # noqa: E402
 from tensorflow_serving.apis import prediction_service_pb2_grpc  # noqa: E402
 
 from client_check_common import (CALL_TIMEOUT_S, Y_TOLERANCE, check, check_message,  # noqa: E402
-                                 parse_arguments, refusal, run_checks)
+                                 example_records, parse_arguments, refusal, run_checks)
 
 
 def check_refusal(call, status, words, what):
@@ -66,6 +67,7 @@ class Checks:
         self.x = np.array(expected["x"], dtype=np.float32)
         self.y = np.array(expected["y"], dtype=np.float32)
         self.positive = np.array(expected["positive"], dtype=bool)
+        self.fixture_records = example_records(expected)
 
     def request(self, inputs, model=None, signature_name="", output_filter=()):
         request = predict_pb2.PredictRequest()
@@ -202,10 +204,53 @@ class Checks:
                   f"a plain client of a TLS server: {error.code()} ({error.details()})")
 
 
+    def records(self):
+        """tf.train.Example records of the rows, serialized by TensorFlow, in one DT_STRING
+        input: the answers are Estimator::predict's; the signature says so; a record that does
+        not parse is refused naming it."""
+        serialized = [tf.train.Example(features=tf.train.Features(feature={
+            "x": tf.train.Feature(float_list=tf.train.FloatList(value=row))})).SerializeToString()
+            for row in self.x.tolist()]
+        # The fixture's records (sent by the Triton client) are what TensorFlow reads back.
+        for row, record in enumerate(self.fixture_records):
+            parsed = tf.train.Example.FromString(record).features.feature["x"].float_list.value
+            check(np.array_equal(np.array(parsed, np.float32), self.x[row]),
+                  f"the fixture's record {row} holds {list(parsed)}")
+        rows = list(range(len(self.x)))
+        batch = tf.make_tensor_proto(serialized)
+        check(batch.dtype == types_pb2.DT_STRING and len(batch.string_val) == len(rows),
+              f"make_tensor_proto of records wrote {batch.dtype}")
+        self.check_answer(self.predict({"examples": batch}), rows, "all records in one request")
+        for row in rows[:4]:
+            self.check_answer(self.predict({"examples": tf.make_tensor_proto(serialized[row:row + 1])}),
+                              [row], f"record {row}")
+        request = get_model_metadata_pb2.GetModelMetadataRequest()
+        request.model_spec.name = self.model
+        request.metadata_field.append("signature_def")
+        response = self.stub.GetModelMetadata(request, timeout=CALL_TIMEOUT_S,
+                                              metadata=self.metadata)
+        signatures = get_model_metadata_pb2.SignatureDefMap()
+        response.metadata["signature_def"].Unpack(signatures)
+        inputs = {name: (info.dtype, [d.size for d in info.tensor_shape.dim])
+                  for name, info in signatures.signature_def["serving_default"].inputs.items()}
+        check(inputs == {"examples": (types_pb2.DT_STRING, [-1])}, f"signature inputs {inputs}")
+        short = tf.train.Example(features=tf.train.Features(feature={
+            "x": tf.train.Feature(float_list=tf.train.FloatList(value=[1.0, 2.0]))}))
+        check_refusal(lambda: self.predict({"examples": tf.make_tensor_proto(
+                          [serialized[0], short.SerializeToString()])}),
+                      grpc.StatusCode.INVALID_ARGUMENT, ["record 1", "'examples'", "'x'"],
+                      "a record with 2 values of 'x'")
+        check_refusal(lambda: self.predict({"x": tf.make_tensor_proto(self.x[:2])}),
+                      grpc.StatusCode.INVALID_ARGUMENT, ["'x'", "'examples'"],
+                      "tensors for a model of records")
+
+
 def main():
     args = parse_arguments(__doc__)
     checks = Checks(args)
     steps = [checks.prediction, checks.model_metadata, checks.bad_requests]
+    if args.records:
+        steps = [checks.records]
     if args.token:
         steps.append(checks.token)
     if args.ca:

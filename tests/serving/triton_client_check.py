@@ -1,12 +1,14 @@
 """Checks est-serve's Open Inference Protocol (KServe v2) service with Triton's own Python
 client, tritonclient.grpc: health, model readiness and metadata, inference of a batch and of
 single rows against what Estimator::predict answered, a subset of outputs, the errors of bad
-requests, and, where the server has them, its token and TLS. Run by real_clients_test.py in a
+requests, and, where the server has them, its token and TLS; or, with --records, inference of
+tf.train.Example records in a BYTES input (tritonclient's own BYTES encoding). Run by
+real_clients_test.py in a
 virtual environment with tritonclient[grpc]; exits 0 when every check passes, 1 naming the
 first that failed.
 
 usage: triton_client_check.py --url HOST:PORT --model NAME --version V --expected FILE
-                              [--token T] [--ca FILE]
+                              [--token T] [--ca FILE] [--records]
 """
 
 import json
@@ -17,7 +19,7 @@ import tritonclient.grpc as triton
 from tritonclient.utils import InferenceServerException
 
 from client_check_common import (CALL_TIMEOUT_S, Y_TOLERANCE, check, check_message,
-                                 parse_arguments, refusal, run_checks)
+                                 example_records, parse_arguments, refusal, run_checks)
 
 
 def check_refusal(call, status, words, what):
@@ -49,6 +51,7 @@ class Checks:
         self.x = np.array(expected["x"], dtype=np.float32)
         self.y = np.array(expected["y"], dtype=np.float32)
         self.positive = np.array(expected["positive"], dtype=bool)
+        self.records = np.array(example_records(expected), dtype=np.object_)
 
     def infer(self, inputs, model=None, outputs=None):
         return self.client.infer(model or self.model, inputs, outputs=outputs, headers=self.headers,
@@ -121,6 +124,25 @@ class Checks:
                                          outputs=[triton.InferRequestedOutput("score")]),
                       "INVALID_ARGUMENT", ["'score'"], "an unknown output")
 
+    def records_inference(self):
+        """The rows as tf.train.Example records in one BYTES input, as tritonclient encodes
+        byte strings: the metadata says so, the answers are Estimator::predict's, and a request
+        of tensors or a record that does not parse is refused naming what is wrong."""
+        metadata = self.client.get_model_metadata(self.model, headers=self.headers)
+        inputs = [(t.name, t.datatype, list(t.shape)) for t in metadata.inputs]
+        check(inputs == [("examples", "BYTES", [-1])], f"metadata inputs {inputs}")
+        rows = list(range(len(self.records)))
+        self.check_answer(self.infer([input_of("examples", self.records, "BYTES")]), rows,
+                          "all records in one request")
+        for row in rows[:4]:
+            self.check_answer(self.infer([input_of("examples", self.records[row:row + 1], "BYTES")]),
+                              [row], f"record {row}")
+        broken = np.array([self.records[0], b"\xff\xff"], dtype=np.object_)
+        check_refusal(lambda: self.infer([input_of("examples", broken, "BYTES")]),
+                      "INVALID_ARGUMENT", ["record 1", "'examples'"], "a record that does not parse")
+        check_refusal(lambda: self.infer([input_of("x", self.x[:2])]), "INVALID_ARGUMENT",
+                      ["'x'", "'examples'"], "tensors for a model of records")
+
     def token(self):
         """Without the token, or with another one, calls are refused; with it they pass (every
         other check sends it)."""
@@ -144,6 +166,8 @@ def main():
     args = parse_arguments(__doc__)
     checks = Checks(args)
     steps = [checks.health, checks.metadata, checks.inference, checks.bad_requests]
+    if args.records:
+        steps = [checks.health, checks.records_inference]
     if args.token:
         steps.append(checks.token)
     if args.ca:

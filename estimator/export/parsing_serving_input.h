@@ -1,0 +1,33 @@
+#pragma once
+/// ParsingServingInputFn: requests of serialized tf.train.Example records, parsed with the data
+/// module's parser (tf.estimator.export.build_parsing_serving_input_receiver_fn).
+
+#include <torch/arg.h>
+
+#include <string>
+#include <vector>
+
+#include "data/example.h"
+#include "estimator/export/serving_input.h"
+#include "estimator/export/tensor_spec.h"
+
+namespace est {
+
+/// How ParsingServingInputFn names its input and types its features.
+struct ParsingServingInputOptions {
+  /// The name of the request's input of records (TensorFlow's is "examples").
+  TORCH_ARG(std::string, input_name) = "examples";
+  /// The tensor a bytes feature's decoder makes, batched ("image": uint8 [-1, 28, 28]); every
+  /// bytes feature needs one, since a decoder does not say what it makes. A float32 or int64
+  /// feature's tensor follows from its spec (FixedLen of shape S: [-1, S...]).
+  TORCH_ARG(std::vector<TensorSpec>, bytes_features);
+};
+
+/// A serving input whose requests carry one input of serialized tf.train.Example records, each
+/// parsed by `spec` (data::ParseExample) into one example of model_fn's features, the examples
+/// stacked along a new dimension 0. Only FixedLen features have a fixed shape, so `spec` takes
+/// no VarLen feature: a ConfigError names one, and a bytes feature missing from
+/// options.bytes_features. A record that does not parse is a DataError naming it and the feature.
+ServingInputFn ParsingServingInputFn(data::ExampleSpec spec, ParsingServingInputOptions options = {});
+
+}  // namespace est
