@@ -458,6 +458,7 @@ std::vector<Figure> MeasureHotReload(const Flags& flags, est::Estimator& estimat
   Load load;
   load.port = server.port();
   load.model_name = server.model_name();
+  load.net = &net;
   load.clients = flags.reload_clients;
   load.channels = flags.channels;
   load.requests = -1;
