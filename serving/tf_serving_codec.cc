@@ -40,6 +40,15 @@ void ShapeToProto(const std::vector<int64_t>& shape, tf::TensorShapeProto& proto
   for (int64_t size : shape) proto.add_dim()->set_size(size);
 }
 
+/// The shape `proto` declares; RequestError naming `input` for an unknown rank.
+std::vector<int64_t> ShapeOf(const std::string& input, const tf::TensorProto& proto) {
+  EST_CHECK(!proto.tensor_shape().unknown_rank(), RequestError, "input '", input,
+            "' has an unknown rank; expected its shape");
+  std::vector<int64_t> shape;
+  for (const auto& dim : proto.tensor_shape().dim()) shape.push_back(dim.size());
+  return shape;
+}
+
 /// A half_val input: 16-bit patterns in int32s.
 at::Tensor FromHalfValues(const std::string& input, at::ScalarType dtype, const std::vector<int64_t>& shape,
                           const tf::TensorProto& proto, int64_t max_bytes) {
@@ -56,10 +65,7 @@ at::Tensor TensorFromProto(const std::string& input, const tf::TensorProto& prot
   EST_CHECK(dtype.has_value(), RequestError, "input '", input, "' has DataType ", tf::DataType_Name(proto.dtype()),
             " (", static_cast<int>(proto.dtype()), "); expected one of DT_FLOAT, DT_DOUBLE, DT_HALF, DT_BFLOAT16, ",
             "DT_INT8, DT_INT16, DT_INT32, DT_INT64, DT_UINT8, DT_BOOL");
-  EST_CHECK(!proto.tensor_shape().unknown_rank(), RequestError, "input '", input,
-            "' has an unknown rank; expected its shape");
-  std::vector<int64_t> shape;
-  for (const auto& dim : proto.tensor_shape().dim()) shape.push_back(dim.size());
+  const std::vector<int64_t> shape = ShapeOf(input, proto);
   if (!proto.tensor_content().empty()) return TensorFromBytes(input, *dtype, shape, proto.tensor_content(), max_bytes);
   switch (*dtype) {
     case at::kFloat:
@@ -96,12 +102,10 @@ WireInputs DecodePredictInputs(const tf::PredictRequest& request, int64_t max_by
     }
     EST_CHECK(proto.tensor_content().empty(), RequestError, "input '", name,
               "' is DT_STRING in tensor_content; expected its strings in string_val");
-    EST_CHECK(!proto.tensor_shape().unknown_rank(), RequestError, "input '", name,
-              "' has an unknown rank; expected its shape");
-    std::vector<int64_t> shape;
-    for (const auto& dim : proto.tensor_shape().dim()) shape.push_back(dim.size());
-    inputs.strings[name] = ByteStringsFromValues(
-        name, shape, std::vector<std::string>(proto.string_val().begin(), proto.string_val().end()), max_bytes, true);
+    inputs.strings[name] =
+        ByteStringsFromValues(name, ShapeOf(name, proto),
+                              std::vector<std::string>(proto.string_val().begin(), proto.string_val().end()), max_bytes,
+                              true);
   }
   return inputs;
 }
