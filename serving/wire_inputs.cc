@@ -58,12 +58,12 @@ ByteStrings ByteStringsFromValues(const std::string& input, const std::vector<in
             " byte strings; expected ", count, " for shape ", at::IntArrayRef(shape));
   int64_t total = 0;
   for (const std::string& value : values) total += static_cast<int64_t>(value.size());
-  const int64_t last = given > 0 ? static_cast<int64_t>(values.back().size()) : 0;
-  // The repeated last string counts too, before it is copied.
-  EST_CHECK(last == 0 || count - given <= (max_bytes - std::min(total, max_bytes)) / last, RequestError, "input '",
-            input, "' is too large: its byte strings, the last repeated to fill shape ", at::IntArrayRef(shape),
-            ", hold more than ", max_bytes, " bytes, the most a request may carry");
   CheckTotal(input, total, max_bytes);
+  // The repeated last string counts too, before it is copied.
+  const int64_t last = given > 0 ? static_cast<int64_t>(values.back().size()) : 0;
+  EST_CHECK(last == 0 || count - given <= (max_bytes - total) / last, RequestError, "input '", input,
+            "' is too large: its byte strings, the last repeated to fill shape ", at::IntArrayRef(shape),
+            ", hold more than ", max_bytes, " bytes, the most a request may carry");
   ByteStrings strings;
   strings.shape = shape;
   strings.values = std::move(values);
