@@ -50,7 +50,7 @@ DynamicBatcher::DynamicBatcher(std::shared_ptr<const Predictor> predictor, Batch
     : options_(std::move(options)), predictor_(std::move(predictor)) {
   options_.validate();
   EST_CHECK(predictor_ != nullptr, ConfigError, "DynamicBatcher: no predictor");
-  thread_ = std::thread([this] { run(); });
+  for (int64_t i = 0; i < predictor_->instances(); ++i) threads_.emplace_back([this] { run(); });
 }
 
 DynamicBatcher::~DynamicBatcher() {
@@ -59,7 +59,7 @@ DynamicBatcher::~DynamicBatcher() {
     stopping_ = true;
   }
   arrived_.notify_all();
-  thread_.join();
+  for (std::thread& thread : threads_) thread.join();
 }
 
 void DynamicBatcher::set_predictor(std::shared_ptr<const Predictor> predictor) {
@@ -122,14 +122,17 @@ TensorMap DynamicBatcher::predict(const Features& request, Clock::time_point dea
 
 void DynamicBatcher::run() {
   std::unique_lock<std::mutex> lock(mutex_);
-  Clock::time_point free_since;  // when the last batch ended
+  Clock::time_point free_since;  // when this thread's last batch ended
   while (true) {
-    arrived_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    // One thread at a time forms a batch; the others run theirs or wait their turn.
+    arrived_.wait(lock, [&] { return stopping_ || (!forming_ && !queue_.empty()); });
     if (stopping_) break;
+    forming_ = true;
     // The first request opens a batch; those of its shape join until it is full or the first
-    // has waited max_queue_delay (or until its deadline), counted from when the batcher was free
-    // for it: a request that came while a batch ran waits from that batch's end, so that the
-    // answered callers' next requests join it instead of forming a batch of their own.
+    // has waited max_queue_delay (or until its deadline), counted from when this thread was
+    // free for it: a request that came while every thread ran a batch waits from the end of
+    // this thread's, so that the answered callers' next requests join it instead of forming a
+    // batch of their own.
     const std::string key = queue_.front()->shape_key;
     const Clock::time_point window_end =
         std::min(std::max(queue_.front()->arrived, free_since) + options_.max_queue_delay(), queue_.front()->deadline);
@@ -162,6 +165,8 @@ void DynamicBatcher::run() {
       batch.push_back(std::move(*it));
       it = queue_.erase(it);
     }
+    forming_ = false;
+    arrived_.notify_all();  // the next thread may form a batch
     if (batch.empty()) continue;
     std::shared_ptr<const Predictor> predictor = predictor_;
     ++stats_.batches;

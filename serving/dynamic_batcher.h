@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "common/error.h"
 #include "serving/predictor.h"
@@ -48,11 +49,13 @@ struct BatchingStats {
   int64_t queued = 0;    ///< waiting now
 };
 
-/// Batches the requests of many threads to one Predictor, on a thread of its own.
+/// Batches the requests of many threads to one Predictor. It runs as many batches at once as the
+/// first Predictor has instances, each on a thread of its own: while one computes, the next
+/// forms and starts on a free instance instead of waiting for it.
 class DynamicBatcher {
  public:
   DynamicBatcher(std::shared_ptr<const Predictor> predictor, BatchingOptions options);
-  /// Waits for the batch that runs; requests still queued get a CommunicationError.
+  /// Waits for the batches that run; requests still queued get a CommunicationError.
   ~DynamicBatcher();
   DynamicBatcher(const DynamicBatcher&) = delete;
   DynamicBatcher& operator=(const DynamicBatcher&) = delete;
@@ -86,7 +89,8 @@ class DynamicBatcher {
   std::shared_ptr<const Predictor> predictor_;
   BatchingStats stats_;
   bool stopping_ = false;
-  std::thread thread_;
+  bool forming_ = false;  ///< a thread is forming a batch; the others wait their turn
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace est::serving

@@ -5,6 +5,7 @@
 #include <c10/core/InferenceMode.h>
 #include <torch/types.h>
 
+#include <atomic>
 #include <filesystem>
 #include <mutex>
 #include <set>
@@ -36,26 +37,46 @@ std::string RequestForm(const std::string& records_input) {
 }  // namespace
 
 struct Predictor::Impl {
+  /// One copy of the model: model_fn's context holds its variables, and runs one request at a time.
+  struct Instance {
+    std::unique_ptr<ModelContext> ctx;
+    std::mutex mutex;
+  };
+
   ModelFn model_fn;
   LoadedExport loaded;
   ServingInputReceiver receiver;
-  std::unique_ptr<ModelContext> ctx;
+  std::vector<std::unique_ptr<Instance>> instances;
   std::set<std::string> restored;  ///< the export's variables model_fn created
-  mutable std::mutex mutex;  ///< model_fn runs one request at a time
+  mutable std::atomic<size_t> next_instance{0};  ///< where a call finding every instance busy waits
 
   /// model_fn's predictions for a request that fits the signature, where they are computed.
-  TensorMap run(const Features& request) const {
+  TensorMap run(const Features& request, ModelContext& ctx) const {
     data::Element element;
     element.features = receiver.receiver ? receiver.receiver(request) : request;
-    return CallModelFn(model_fn, ToDevice(std::move(element), *ctx), Mode::kPredict, *ctx,
-                       loaded.manifest.global_step, MixedPrecision::kNone)
+    return CallModelFn(model_fn, ToDevice(std::move(element), ctx), Mode::kPredict, ctx, loaded.manifest.global_step,
+                       MixedPrecision::kNone)
         .predictions;
+  }
+
+  /// `request`'s predictions on a free instance; when every one is busy, on the next in turn
+  /// once it is free.
+  TensorMap run_on_an_instance(const Features& request) const {
+    for (const auto& instance : instances) {
+      std::unique_lock<std::mutex> lock(instance->mutex, std::try_to_lock);
+      if (lock.owns_lock()) return run(request, *instance->ctx);
+    }
+    Instance& instance = *instances[next_instance++ % instances.size()];
+    std::lock_guard<std::mutex> lock(instance.mutex);
+    return run(request, *instance.ctx);
   }
 };
 
 Predictor::Predictor(ModelFn model_fn, const std::string& export_path, PredictorOptions options)
     : impl_(std::make_unique<Impl>()) {
   EST_CHECK(model_fn != nullptr, ConfigError, "Predictor: model_fn is empty");
+  EST_CHECK(options.instances() >= 1 && options.instances() <= kMaxModelInstances, ConfigError,
+            "Predictor: instances must be between 1 and ", kMaxModelInstances, ", got ", options.instances());
   impl_->model_fn = std::move(model_fn);
   impl_->loaded = ReadExport(ResolveExportPath(export_path));
   const LoadedExport& loaded = impl_->loaded;
@@ -80,7 +101,7 @@ Predictor::Predictor(ModelFn model_fn, const std::string& export_path, Predictor
     impl_->receiver.inputs = manifest.inputs;
   }
 
-  // The model, its variables filled from the export's weights as model_fn creates them.
+  // Each instance's model, its variables filled from the export's weights as model_fn creates them.
   ModelContext::Initializers initializers;
   initializers.variables = [impl = impl_.get()](const NamedTensors& variables) {
     const LoadedExport& loaded = impl->loaded;
@@ -97,20 +118,25 @@ Predictor::Predictor(ModelFn model_fn, const std::string& export_path, Predictor
       impl->restored.insert(name);
     }
   };
-  impl_->ctx = std::make_unique<ModelContext>(std::make_shared<const nlohmann::json>(manifest.params), options.device(),
-                                              std::move(initializers));
-  // Example requests create every variable and give the outputs, which must be the export's.
+  const auto params = std::make_shared<const nlohmann::json>(manifest.params);
   torch::NoGradGuard no_grad;
-  const std::vector<TensorSpec> outputs =
-      OutputSignature(impl_->receiver.inputs, [&](const Features& request) { return impl_->run(request); });
-  const std::string difference =
-      SignatureDifference(outputs, manifest.outputs, "output", "from model_fn", "in the export '" + loaded.path + "'");
-  EST_CHECK(difference.empty(), CheckpointError, "model_fn's predictions differ from the export's: ", difference);
+  for (int64_t i = 0; i < options.instances(); ++i) {
+    auto instance = std::make_unique<Impl::Instance>();
+    instance->ctx = std::make_unique<ModelContext>(params, options.device(), initializers);
+    // Example requests create every variable and give the outputs, which must be the export's.
+    const std::vector<TensorSpec> outputs = OutputSignature(
+        impl_->receiver.inputs, [&](const Features& request) { return impl_->run(request, *instance->ctx); });
+    const std::string difference =
+        SignatureDifference(outputs, manifest.outputs, "output", "from model_fn", "in the export '" + loaded.path + "'");
+    EST_CHECK(difference.empty(), CheckpointError, "model_fn's predictions differ from the export's: ", difference);
+    impl_->instances.push_back(std::move(instance));
+  }
   for (const auto& [name, weight] : loaded.weights)
     EST_CHECK(impl_->restored.count(name) != 0, CheckpointError, "the export '", loaded.path, "' holds variable '", name,
               "', which model_fn does not create in Mode::kPredict");
-  Log().info("Loaded export {} of model '{}' version '{}' (global step {}) on {}", loaded.path, manifest.model.name,
-             manifest.model.version, manifest.global_step, options.device().str());
+  Log().info("Loaded export {} of model '{}' version '{}' (global step {}) on {}{}", loaded.path, manifest.model.name,
+             manifest.model.version, manifest.global_step, options.device().str(),
+             options.instances() > 1 ? ", " + std::to_string(options.instances()) + " instances" : std::string());
 }
 
 Predictor::~Predictor() = default;
@@ -127,9 +153,8 @@ TensorMap Predictor::predict(const Features& request) const {
   (void)threads_set;
   TensorMap predictions;
   {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
     c10::InferenceMode inference;
-    predictions = impl_->run(request);
+    predictions = impl_->run_on_an_instance(request);
   }
   for (auto& [name, tensor] : predictions) tensor = tensor.to(at::kCPU);
   return predictions;
@@ -150,5 +175,6 @@ const std::string& Predictor::records_input() const { return impl_->loaded.manif
 const ExportManifest& Predictor::manifest() const { return impl_->loaded.manifest; }
 const std::string& Predictor::path() const { return impl_->loaded.path; }
 int64_t Predictor::version() const { return impl_->loaded.version; }
+int64_t Predictor::instances() const { return static_cast<int64_t>(impl_->instances.size()); }
 
 }  // namespace est::serving

@@ -38,9 +38,17 @@ struct PredictorOptions {
   TORCH_ARG(ServingInputFn, serving_input_fn);
   /// Where model_fn runs: the CPU or a CUDA device.
   TORCH_ARG(c10::Device, device) = c10::Device(c10::kCPU);
+  /// Copies of the model (Triton's instance count), each with its own variables: that many
+  /// predict() calls run at once, each on one copy, so model_fn is called from several threads
+  /// at once, each with its own ModelContext. Memory grows by the weights for each copy.
+  TORCH_ARG(int64_t, instances) = 1;
 };
 
-/// Runs an export's model. Thread-safe: calls of predict() take turns.
+/// The most model instances a Predictor takes: more is a mistake, not a tuning.
+inline constexpr int64_t kMaxModelInstances = 256;
+
+/// Runs an export's model. Thread-safe: as many predict() calls run at once as there are
+/// instances; further calls wait for one.
 class Predictor {
  public:
   /// Loads `export_path`: an export's version directory, or a base directory, whose newest
@@ -69,6 +77,8 @@ class Predictor {
   /// The export's version directory and version.
   const std::string& path() const;
   int64_t version() const;
+  /// How many predict() calls can run at once (PredictorOptions::instances).
+  int64_t instances() const;
 
  private:
   struct Impl;

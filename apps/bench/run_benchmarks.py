@@ -93,6 +93,9 @@ Figures (see docs/performance.md):
   serve_batching_gain_64_clients  est-serve batched vs unbatched at 64 clients, requests/s (target >= 3)
   serve_p99_bound_64_clients  the batched p99 latency at 64 clients vs 2 x the queue delay + the Predictor's
                  batch-64 compute (p50), ms (target <= 1)
+  serve_grpc_batched_open_64_clients, serve_p99_bound_open_64_clients  the same 64 clients in open loop (each
+                 sending on a Poisson schedule, latency counted from the scheduled time; MLPerf's server scenario)
+                 at half the closed loop's requests/s: requests/s, and the p99 vs the same bound (target <= 1)
   serve_hot_reload_failed  failed requests of 8 clients sending while new versions are exported into the served
                  base directory and reloaded (ServedModel::reload), vs the requests sent (target 0)
   serve_hot_reload_versions  the versions served by those reloads vs the versions exported (target 1)
@@ -766,6 +769,11 @@ def main():
     peers[f"serve_batching_gain_{most}_clients"] = f"est-serve without batching, {most} clients (ours: with batching)"
     peers[f"serve_p99_bound_{most}_clients"] = (f"2 x the queue delay + the batch-{SERVE_BATCH} compute (ours: the "
                                                 f"batched p99 latency, {most} clients)")
+    peers[f"serve_grpc_batched_open_{most}_clients"] = (
+        f"Predictor::predict at batch {SERVE_BATCH} in process, examples/s (ours: est-serve batched, {most} clients in "
+        "open loop at half the closed loop's requests/s)")
+    peers[f"serve_p99_bound_open_{most}_clients"] = (f"2 x the queue delay + the batch-{SERVE_BATCH} compute (ours: the "
+                                                     f"batched p99 latency, {most} clients in open loop)")
     peers["serve_hot_reload_failed"] = (f"requests sent (ours: failed ones, {SERVE_RELOAD_CLIENTS} clients, while new "
                                         "versions were exported and reloaded)")
     peers["serve_hot_reload_versions"] = "versions exported (ours: versions served by the reloads under load)"

@@ -4,15 +4,17 @@
 //     same module with the export's weights called directly under torch::InferenceMode, making
 //     the same predictions, on the same threads; repetitions interleaved;
 //   - est-serve (a ModelServer on 127.0.0.1) under 1, 8 and 64 client threads sending KServe v2
-//     ModelInfer requests of one image as fast as they can, with and without dynamic batching;
+//     ModelInfer requests of one image as fast as they can, with and without dynamic batching,
+//     and the most clients batched in open loop (Poisson arrivals, MLPerf's server scenario) at
+//     --open-loop-load of the closed loop's requests/s;
 //   - hot reload under load: clients sending while new versions are exported and reloaded.
 // Prints a table, then one JSON line per figure. --threads holds for every thread that computes
 // (the Predictor gives a server's threads the process's intra-op thread count).
 //
 //   serve_bench [--threads T] [--requests N] [--warmup-requests W] [--clients 1,8,64]
 //               [--channels C] [--predict-calls N] [--repetitions R] [--max-batch-size B]
-//               [--max-queue-delay-us D] [--reloads K] [--reload-clients C] [--reload-pause-ms P]
-//               [--dir DIR]
+//               [--max-queue-delay-us D] [--instances N] [--open-loop-load F] [--reloads K]
+//               [--reload-clients C] [--reload-pause-ms P] [--dir DIR]
 
 #include <grpcpp/grpcpp.h>
 #include <torch/torch.h>
@@ -34,6 +36,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -72,6 +75,8 @@ struct Flags {
   int repetitions = 5;
   int64_t max_batch_size = 64;  ///< the batcher's, and the Predictor figure's large batch
   int64_t max_queue_delay_us = 2000;
+  int64_t instances = 1;  ///< the server's model instances: batches (or requests) that run at once
+  double open_load = 0.5;     ///< the open-loop figure's rate, a fraction of the closed loop's; 0: none
   int reloads = 5;  ///< versions exported and reloaded under load
   int reload_clients = 8;
   int64_t reload_pause_ms = 200;  ///< load before, between and after the reloads
@@ -298,9 +303,14 @@ struct Load {
   int clients = 1;
   int channels = 1;
   int64_t warmup = 0;
-  /// Timed requests per client; negative: until `stop`.
+  /// Timed requests per client (in open loop, on average); negative: until `stop`.
   int64_t requests = 0;
   const std::atomic<bool>* stop = nullptr;
+  /// Open loop: requests/s over all clients, each client sending on a Poisson schedule of its
+  /// own, at the scheduled time or, when its last request is still unanswered, once it is; a
+  /// request's latency counts from its scheduled time. 0: closed loop, each client sending its
+  /// next request as soon as it is answered.
+  double rate = 0;
 };
 
 /// What clients saw (one client's, or all of them merged).
@@ -338,12 +348,14 @@ serving::v2::ModelInferRequest MakeInferRequest(const std::string& model_name, c
   return request;
 }
 
-/// One ModelInfer call, recorded in `result` when `timed`.
-void Infer(Stub& stub, const serving::v2::ModelInferRequest& request, bool timed, LoadResult& result) {
+/// One ModelInfer call, recorded in `result` when `timed`, its latency counted from `since`
+/// (default: the call).
+void Infer(Stub& stub, const serving::v2::ModelInferRequest& request, bool timed, LoadResult& result,
+           Clock::time_point since = Clock::time_point::min()) {
   serving::v2::ModelInferResponse response;
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
-  const auto start = Clock::now();
+  const auto start = since == Clock::time_point::min() ? Clock::now() : since;
   const grpc::Status status = stub.ModelInfer(&context, request, &response);
   const double ms = Milliseconds(Clock::now() - start);
   if (!timed) return;
@@ -383,8 +395,24 @@ LoadResult GenerateLoad(const Load& load) {
       for (int64_t i = 0; i < load.warmup; ++i) Infer(stub, request, /*timed=*/false, result);
       start_line.arrive_and_wait();
       result.start = Clock::now();
-      for (int64_t i = 0; load.requests < 0 ? !load.stop->load() : i < load.requests; ++i)
-        Infer(stub, request, /*timed=*/true, result);
+      std::mt19937_64 random(static_cast<uint64_t>(c) + 1);
+      if (load.rate <= 0) {
+        for (int64_t i = 0; load.requests < 0 ? !load.stop->load() : i < load.requests; ++i)
+          Infer(stub, request, /*timed=*/true, result);
+      } else {
+        // Requests scheduled over the time that `requests` a client take on average at this rate.
+        const double per_client = load.rate / load.clients;
+        std::exponential_distribution<double> gap_seconds(per_client);
+        const Clock::time_point end = result.start + std::chrono::duration_cast<Clock::duration>(
+                                                         std::chrono::duration<double>(load.requests / per_client));
+        Clock::time_point scheduled = result.start;
+        while (true) {
+          scheduled += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(gap_seconds(random)));
+          if (scheduled >= end || (load.stop != nullptr && load.stop->load())) break;
+          std::this_thread::sleep_until(scheduled);
+          Infer(stub, request, /*timed=*/true, result, scheduled);
+        }
+      }
       result.end = Clock::now();
     });
   }
@@ -400,7 +428,7 @@ serving::ModelServerOptions ServerOptions(const Flags& flags, bool batching) {
                                     .max_queue_delay(std::chrono::microseconds(flags.max_queue_delay_us));
   // No watcher: the hot-reload figure calls ServedModel::reload() itself.
   const auto model = serving::ServedModelOptions()
-                         .predictor(PredictorOptionsOf(NetOf(flags.model)))
+                         .predictor(PredictorOptionsOf(NetOf(flags.model)).instances(flags.instances))
                          .batching(batching)
                          .batching_options(batching_options)
                          .reload_interval(std::chrono::milliseconds(0));
@@ -410,14 +438,17 @@ serving::ModelServerOptions ServerOptions(const Flags& flags, bool batching) {
 /// "1 client", "8 clients".
 std::string Clients(int count) { return std::to_string(count) + (count == 1 ? " client" : " clients"); }
 
-/// est-serve's requests/s under each client count, with batching or without; the reference is
-/// the Predictor's examples/s at the batch the server runs (`ceiling`), in process.
-std::vector<Figure> MeasureServer(const Flags& flags, const std::string& base, bool batching, double ceiling) {
+/// est-serve's requests/s under each client count (closed loop), with batching or without; the
+/// reference is the Predictor's examples/s at the batch the server runs (`ceiling`), in process.
+/// With `open_load` > 0, one more figure: the most clients in open loop at that fraction of the
+/// closed loop's requests/s there.
+std::vector<Figure> MeasureServer(const Flags& flags, const std::string& base, bool batching, double ceiling,
+                                  double open_load = 0) {
   const ServedNet& net = NetOf(flags.model);
   serving::ModelServer server(ModelFnOf(net), base, ServerOptions(flags, batching));
   std::vector<Figure> figures;
   const std::string mode = batching ? "batched" : "unbatched";
-  for (int clients : flags.clients) {
+  auto measure = [&](int clients, double rate) {
     const serving::BatchingStats before = server.model().batching_stats();
     Load load;
     load.port = server.port();
@@ -427,14 +458,17 @@ std::vector<Figure> MeasureServer(const Flags& flags, const std::string& base, b
     load.channels = flags.channels;
     load.warmup = flags.warmup_requests;
     load.requests = flags.requests;
+    load.rate = rate;
     const LoadResult result = GenerateLoad(load);
     const serving::BatchingStats after = server.model().batching_stats();
     const std::string count = std::to_string(clients);
-    Figure figure{"serve_grpc_" + mode + "_" + count + "_clients",
-                  "est-serve " + mode + ", " + Clients(clients) + " vs Predictor", "requests/s",
-                  result.requests_per_sec(), ceiling, "none"};
+    const std::string loop = rate > 0 ? "_open" : "";
+    Figure figure{"serve_grpc_" + mode + loop + "_" + count + "_clients",
+                  "est-serve " + mode + ", " + Clients(clients) + (rate > 0 ? " open loop" : "") + " vs Predictor",
+                  "requests/s", result.requests_per_sec(), ceiling, "none"};
     figure.extra = {{"clients", clients},
                     {"batching", batching},
+                    {"open_loop_rate", rate},
                     {"p50_ms", Percentile(result.latencies_ms, 50)},
                     {"p99_ms", Percentile(result.latencies_ms, 99)},
                     {"answered", result.answered},
@@ -443,7 +477,15 @@ std::vector<Figure> MeasureServer(const Flags& flags, const std::string& base, b
       figure.extra["mean_batch"] =
           static_cast<double>(after.requests - before.requests) / static_cast<double>(after.batches - before.batches);
     if (!result.first_error.empty()) figure.extra["first_error"] = result.first_error;
-    figures.push_back(figure);
+    return figure;
+  };
+  for (int clients : flags.clients) figures.push_back(measure(clients, 0));
+  if (open_load > 0) {
+    const int most = *std::max_element(flags.clients.begin(), flags.clients.end());
+    double closed = 0;
+    for (const Figure& figure : figures)
+      if (figure.extra.at("clients").get<int>() == most) closed = figure.ours;
+    figures.push_back(measure(most, open_load * closed));
   }
   server.shutdown();
   return figures;
@@ -514,9 +556,10 @@ void Print(const std::vector<Figure>& figures, const Flags& flags) {
   double load[3] = {0, 0, 0};
   if (::getloadavg(load, 3) < 0) load[0] = -1;
   std::printf("serve_bench: %s, %lld timed requests a client, "
-              "batching at most %lld examples, %lld us queue delay, medians of %d repetitions\n",
+              "batching at most %lld examples, %lld us queue delay, %lld model instances, medians of %d repetitions\n",
               NetOf(flags.model).description.c_str(), static_cast<long long>(flags.requests), static_cast<long long>(flags.max_batch_size),
-              static_cast<long long>(flags.max_queue_delay_us), flags.repetitions);
+              static_cast<long long>(flags.max_queue_delay_us), static_cast<long long>(flags.instances),
+              flags.repetitions);
   std::printf("machine: %ld cores, %d torch threads, load average %.2f\n", ::sysconf(_SC_NPROCESSORS_ONLN),
               torch::get_num_threads(), load[0]);
   std::printf("%-46s %12s %12s %8s %8s  %s\n", "figure", "ours", "reference", "ratio", "target", "unit");
@@ -584,6 +627,14 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--max-queue-delay-us", flags.max_queue_delay_us, "The batcher's wait for a batch to fill")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--instances", flags.instances, "The server's model instances: batches (or requests) that run at once")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--open-loop-load", flags.open_load,
+                 "The batched open-loop figure's rate at the most clients, as a fraction of the closed loop's "
+                 "requests/s there; 0: no such figure")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   app.add_option("--reloads", flags.reloads, "Versions exported and hot-reloaded under load")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
@@ -631,7 +682,8 @@ int Run(const Flags& flags) {
   figures.push_back(batched);
 
   const std::vector<Figure> unbatched_server = MeasureServer(flags, base, /*batching=*/false, single.ours);
-  const std::vector<Figure> batched_server = MeasureServer(flags, base, /*batching=*/true, batched.ours);
+  const std::vector<Figure> batched_server =
+      MeasureServer(flags, base, /*batching=*/true, batched.ours, flags.open_load);
   figures.insert(figures.end(), unbatched_server.begin(), unbatched_server.end());
   figures.insert(figures.end(), batched_server.begin(), batched_server.end());
 
@@ -650,6 +702,15 @@ int Run(const Flags& flags) {
                batched_server[most].extra["p99_ms"].get<double>(), 2 * delay_ms + compute_ms, "<= 1"};
   bound.extra = {{"max_queue_delay_ms", delay_ms}, {"batch_compute_ms", compute_ms}};
   figures.push_back(bound);
+  if (flags.open_load > 0) {
+    const Figure& open = batched_server.back();
+    Figure open_bound{"serve_p99_bound_open_" + count + "_clients",
+                      "open-loop p99 vs 2 delays + batch, " + who, "ms", open.extra["p99_ms"].get<double>(),
+                      2 * delay_ms + compute_ms, "<= 1"};
+    open_bound.extra = bound.extra;
+    open_bound.extra["open_loop_rate"] = open.extra["open_loop_rate"];
+    figures.push_back(open_bound);
+  }
 
   for (Figure& figure : MeasureHotReload(flags, estimator, base)) figures.push_back(std::move(figure));
   Print(figures, flags);

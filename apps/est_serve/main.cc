@@ -31,6 +31,7 @@ struct Flags {
   int64_t max_batch_size = 64;
   int64_t max_queue_delay_us = 2000;
   int64_t max_queue_size = 1024;
+  int64_t instances = 1;
   int64_t reload_interval_ms = 1000;
   int64_t max_request_mib = 64;
   std::string token_file;
@@ -68,6 +69,11 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--max-queue-size", flags.max_queue_size,
                  "The most requests waiting for a batch; more are refused with RESOURCE_EXHAUSTED")
       ->check(est_apps::IntegerIn<int64_t>(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--instances", flags.instances,
+                 "Copies of the model (Triton's instance count): that many batches, or requests without batching, run "
+                 "at once")
+      ->check(est_apps::IntegerIn<int64_t>(1, est::serving::kMaxModelInstances))
       ->capture_default_str();
   app.add_option("--reload-interval-ms", flags.reload_interval_ms,
                  "How often --export-dir is looked at for a new version; 0: never")
@@ -117,7 +123,8 @@ int Run(const Flags& flags) {
   est::serving::ServedModelOptions model;
   model.predictor(est::serving::PredictorOptions()
                       .model({flags.model, est_train::kModelVersion})
-                      .serving_input_fn(recipe.serving_input));
+                      .serving_input_fn(recipe.serving_input)
+                      .instances(flags.instances));
   model.batching(flags.batching == "on")
       .batching_options(est::serving::BatchingOptions()
                             .max_batch_size(flags.max_batch_size)

@@ -82,7 +82,7 @@ TEST_CASE("est-serve serves est-train's export over both protocols until SIGTERM
 
   const Server server = Start({"--model", "linear", "--export-dir", base, "--port", "0", "--port-file",
                                (dir / "port").string(), "--token-file", (dir / "token").string(),
-                               "--max-queue-delay-us", "500"},
+                               "--max-queue-delay-us", "500", "--instances", "2"},
                               dir);
   const auto give_up = Clock::now() + std::chrono::seconds(60);
   while (!fs::exists(dir / "port") && Clock::now() < give_up) {
@@ -143,7 +143,7 @@ TEST_CASE("est-serve serves est-train's export over both protocols until SIGTERM
   CHECK_THAT(est::ReadFile(server.err.string()), Catch::Contains("SIGTERM: stopping"));
 }
 
-TEST_CASE("est-serve refuses an export of another model with one clear line", "[apps][serving]") {
+TEST_CASE("est-serve refuses an export of another model, and a bad flag, with one clear line", "[apps][serving]") {
   const fs::path dir = est::testing::FreshTempDir("est_serve_other_model");
   const std::string model_dir = (dir / "model").string();
   REQUIRE(RunCommand(std::string(EST_TRAIN_PATH) + " --model linear --model-dir " + model_dir +
@@ -157,6 +157,10 @@ TEST_CASE("est-serve refuses an export of another model with one clear line", "[
   const RunResult missing = RunCommand(std::string(EST_SERVE_PATH) + " --export-dir " + (dir / "none").string());
   CHECK(missing.exit_code != 0);
   CHECK_THAT(missing.output, Catch::Contains("--export-dir") && Catch::Contains("none"));
+  const RunResult no_instances =
+      RunCommand(std::string(EST_SERVE_PATH) + " --instances 0 --export-dir " + model_dir + "/export/final");
+  CHECK(no_instances.exit_code != 0);
+  CHECK_THAT(no_instances.output, Catch::Contains("--instances") && Catch::Contains("from 1 to 256, got '0'"));
 }
 
 }  // namespace est_serve_test

@@ -1,6 +1,7 @@
 // DynamicBatcher: concurrent requests answered in fewer model calls with the answers each
 // would get alone; a full queue refuses, deadlines are kept, bad requests are refused at once,
-// and a new version takes over the batches formed after it is set.
+// a new version takes over the batches formed after it is set, and with several model
+// instances a batch forms and runs while another still computes.
 
 #include <torch/torch.h>
 
@@ -47,10 +48,10 @@ struct Gate {
     changed.wait(lock, [&] { return open; });
     --waiting;
   }
-  // Waits until a model call is held.
-  void wait_for_caller() {
+  // Waits until `callers` model calls are held (at most 20 s); true when they are.
+  bool wait_for_callers(int callers = 1) {
     std::unique_lock<std::mutex> lock(mutex);
-    changed.wait(lock, [&] { return waiting > 0; });
+    return changed.wait_for(lock, std::chrono::seconds(20), [&] { return waiting >= callers; });
   }
 };
 
@@ -97,7 +98,7 @@ TEST_CASE("a full queue refuses, a deadline is kept, and a bad request is refuse
 
   gate->close();
   auto first = std::async(std::launch::async, [&] { return batcher.predict({{"x", testing::Rows(0, 1)}}); });
-  gate->wait_for_caller();  // the first request's batch runs, and waits
+  REQUIRE(gate->wait_for_callers());  // the first request's batch runs, and waits
   // Two wait in the queue, the second with a deadline.
   auto second = std::async(std::launch::async, [&] { return batcher.predict({{"x", testing::Rows(1, 1)}}); });
   auto third = std::async(std::launch::async, [&] {
@@ -121,6 +122,36 @@ TEST_CASE("a full queue refuses, a deadline is kept, and a bad request is refuse
   const BatchingStats stats = batcher.stats();
   CHECK(stats.expired == 1);
   CHECK(stats.refused == 1);
+}
+
+TEST_CASE("with two model instances a batch runs while another computes", "[serving][batching]") {
+  Estimator estimator(testing::ServedRegression, testing::FreshTempDir("batcher_threads").string(),
+                      testing::QuietConfig());
+  const std::string path = testing::TrainAndExport(estimator, 2);
+  auto gate = std::make_shared<Gate>();
+  auto predictor = std::make_shared<const Predictor>(Gated(gate), path, PredictorOptions().instances(2));
+  REQUIRE(predictor->instances() == 2);
+  DynamicBatcher batcher(predictor, BatchingOptions().max_queue_delay(std::chrono::microseconds(0)));
+  gate->close();
+  auto first = std::async(std::launch::async, [&] { return batcher.predict({{"x", testing::Rows(0, 2)}}); });
+  REQUIRE(gate->wait_for_callers(1));
+  // The first batch is held in its instance: the second request gets a batch of its own on the
+  // other, and a third waits in the queue for a free one.
+  auto second = std::async(std::launch::async, [&] { return batcher.predict({{"x", testing::Rows(2, 3)}}); });
+  REQUIRE(gate->wait_for_callers(2));
+  auto third = std::async(std::launch::async, [&] { return batcher.predict({{"x", testing::Rows(5, 1)}}); });
+  const Clock::time_point give_up = Clock::now() + std::chrono::seconds(20);
+  while (batcher.stats().queued < 1 && Clock::now() < give_up) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK(batcher.stats().queued == 1);
+  CHECK(batcher.stats().batches == 2);
+  gate->release();
+  CHECK(torch::equal(first.get().at("y"), predictor->predict({{"x", testing::Rows(0, 2)}}).at("y")));
+  CHECK(torch::equal(second.get().at("y"), predictor->predict({{"x", testing::Rows(2, 3)}}).at("y")));
+  CHECK(torch::equal(third.get().at("y"), predictor->predict({{"x", testing::Rows(5, 1)}}).at("y")));
+  CHECK(batcher.stats().batches == 3);
+  CHECK(batcher.stats().requests == 3);
+  CHECK_THROWS_MATCHES(Predictor(testing::ServedRegression, path, PredictorOptions().instances(0)), ConfigError,
+                       testing::MessageMatches(Catch::Contains("instances must be between 1 and 256, got 0")));
 }
 
 TEST_CASE("batches formed after set_predictor use the new version", "[serving][batching]") {
