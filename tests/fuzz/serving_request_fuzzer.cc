@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -37,8 +38,10 @@ void Require(bool condition, const char* what) {
 /// Checks byte strings decoded: as many as the shape holds, within the byte limit.
 void CheckStrings(const est::serving::ByteStrings& strings, const std::vector<int64_t>& shape) {
   Require(strings.shape == shape, "byte strings of another shape than the request declares");
-  int64_t count = 1;
-  for (int64_t size : shape) count *= size;
+  // A shape with a 0 holds none, however large its other sizes; others must not overflow.
+  int64_t count = std::count(shape.begin(), shape.end(), 0) > 0 ? 0 : 1;
+  for (int64_t size : shape)
+    Require(count == 0 || !__builtin_mul_overflow(count, size, &count), "byte strings of a shape that overflows");
   Require(static_cast<int64_t>(strings.values.size()) == count, "another number of byte strings than the shape holds");
   size_t total = 0;
   for (const std::string& value : strings.values) total += value.size();
