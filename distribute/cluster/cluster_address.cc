@@ -65,6 +65,11 @@ HostPort ParseHostPort(const std::string& address, const std::string& what) {
   return result;
 }
 
+int MasterPortOr29500(const Environment& env) {
+  const std::optional<std::string> master_port = env("MASTER_PORT");
+  return master_port ? ParsePort(*master_port, "environment variable MASTER_PORT=\"" + *master_port + "\"") : 29500;
+}
+
 std::string JoinHostPort(const std::string& host, int port) {
   bool ipv6 = host.find(':') != std::string::npos;
   return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);

@@ -1,8 +1,10 @@
 #pragma once
-/// Task addresses: the "host:port" strings of TF_CONFIG, torchrun and Slurm.
+/// Task addresses: the "host:port" strings of TF_CONFIG, torchrun, MPI and Slurm.
 
 #include <optional>
 #include <string>
+
+#include "distribute/cluster/cluster_environment.h"
 
 namespace est::distribute {
 
@@ -22,6 +24,10 @@ HostPort ParseHostPort(const std::string& address, const std::string& what);
 /// Parses a TCP port; throws ConfigError naming `what` and quoting `text` unless it is a
 /// number in [1, 65535].
 int ParsePort(const std::string& text, const std::string& what);
+
+/// The chief's port where a launcher names only its host (Slurm, MPI): MASTER_PORT, or 29500,
+/// torch.distributed's default, when it is not set. ConfigError quoting a bad value.
+int MasterPortOr29500(const Environment& env);
 
 /// "host:port", with an IPv6 host in brackets.
 std::string JoinHostPort(const std::string& host, int port);

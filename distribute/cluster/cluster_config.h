@@ -26,7 +26,7 @@ using ClusterSpec = std::map<std::string, std::vector<std::string>>;
 /// workers; ps and evaluator tasks are outside it.
 struct ClusterConfig {
   /// Job name ("chief", "worker", "ps", "evaluator") -> task addresses in index order; an
-  /// address is "" where the source does not tell it (torchrun and Slurm give only the
+  /// address is "" where the source does not tell it (torchrun, MPI and Slurm give only the
   /// chief's). Empty for a local run.
   ClusterSpec cluster;
   /// This task's job; kLocal for a local run.
@@ -47,7 +47,8 @@ struct ClusterConfig {
   /// Position in the training group, multi_worker_util.id_in_cluster: the chief 0, then the
   /// workers in index order; -1 for ps and evaluator tasks.
   int rank = 0;
-  /// Index among the training group's tasks on this machine (LOCAL_RANK, SLURM_LOCALID; for
+  /// Index among the training group's tasks on this machine (LOCAL_RANK, SLURM_LOCALID,
+  /// OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID; for
   /// TF_CONFIG, the training tasks before this one whose address has the same host); 0 for
   /// ps and evaluator tasks and a local run.
   int local_rank = 0;
@@ -55,9 +56,9 @@ struct ClusterConfig {
   /// job), where the rendezvous store lives; empty for a local run.
   std::string chief_address;
   /// This task's own "host:port"; empty when unknown (an evaluator missing from the cluster,
-  /// torchrun and Slurm tasks other than rank 0) and for a local run.
+  /// torchrun, MPI and Slurm tasks other than rank 0) and for a local run.
   std::string task_address;
-  /// Where the configuration came from: "local", "TF_CONFIG", "torchrun", "slurm" or
+  /// Where the configuration came from: "local", "TF_CONFIG", "torchrun", "mpi", "slurm" or
   /// "explicit".
   std::string source = "local";
 
@@ -87,7 +88,7 @@ ClusterConfig MakeClusterConfig(const ClusterSpec& cluster, const std::string& t
                                 const std::string& source);
 
 /// The configuration of rank `rank` in a training group known only by its size and its
-/// chief's "host:port" (torchrun, Slurm): every rank is a "worker" with task_id `rank`, rank 0
+/// chief's "host:port" (torchrun, MPI, Slurm): every rank is a "worker" with task_id `rank`, rank 0
 /// is the chief at `chief_address`, other ranks' addresses are unknown (""). Throws
 /// ConfigError unless 0 <= rank < world_size and chief_address is "host:port".
 ClusterConfig MakeRankedClusterConfig(int world_size, int rank, int local_rank, const std::string& chief_address,

@@ -74,6 +74,7 @@ ClusterConfig ResolveCluster(const std::string& explicit_tf_config, Environment 
     std::vector<std::unique_ptr<ClusterResolver>> resolvers;
     resolvers.push_back(TfConfigClusterResolver(env));
     resolvers.push_back(TorchrunClusterResolver(env));
+    resolvers.push_back(MpiClusterResolver(env));
     resolvers.push_back(SlurmClusterResolver(env));
     size_t winner = 0;
     for (; winner < resolvers.size(); ++winner) {
@@ -82,7 +83,7 @@ ClusterConfig ResolveCluster(const std::string& explicit_tf_config, Environment 
     if (config && !config->is_local()) WarnOfDisagreement(*config, resolvers, winner + 1);
   }
   if (!config) {
-    Log().debug("No TF_CONFIG, torchrun or Slurm variables: running locally");
+    Log().debug("No TF_CONFIG, torchrun, MPI or Slurm variables: running locally");
     return ClusterConfig();
   }
   if (config->is_local()) {

@@ -1,5 +1,5 @@
 #pragma once
-/// Cluster resolvers: the sources of a ClusterConfig (TF_CONFIG, torchrun, Slurm) and the
+/// Cluster resolvers: the sources of a ClusterConfig (TF_CONFIG, torchrun, MPI, Slurm) and the
 /// order in which ResolveCluster consults them.
 
 #include <memory>
@@ -15,7 +15,7 @@ namespace est::distribute {
 class ClusterResolver {
  public:
   virtual ~ClusterResolver() = default;
-  /// The source's name, as ClusterConfig::source gives it ("TF_CONFIG", "torchrun", "slurm").
+  /// The source's name, as ClusterConfig::source gives it ("TF_CONFIG", "torchrun", "mpi", "slurm").
   virtual std::string name() const = 0;
   /// The configuration, or nullopt when this source is not present in the environment.
   /// Throws ConfigError naming the variable when a value is malformed.
@@ -34,6 +34,17 @@ std::unique_ptr<ClusterResolver> TfConfigClusterResolver(Environment env = Proce
 /// present (Slurm jobs set them for the Slurm resolver).
 std::unique_ptr<ClusterResolver> TorchrunClusterResolver(Environment env = ProcessEnvironment());
 
+/// The variables an MPI launcher gives each rank: Open MPI's mpirun (OMPI_COMM_WORLD_RANK,
+/// _SIZE, _LOCAL_RANK, _LOCAL_SIZE), or PMI's (PMI_RANK, PMI_SIZE) with MPICH's Hydra mpiexec
+/// (MPI_LOCALRANKID, MPI_LOCALNRANKS) or Cray MPICH (PMI_LOCAL_RANK, PMI_LOCAL_SIZE). Present
+/// when OMPI_COMM_WORLD_RANK is set (then OMPI_COMM_WORLD_SIZE is required), or PMI_RANK and
+/// PMI_SIZE both. PMI_RANK and PMIX_RANK, where set beside Open MPI's, must
+/// agree with its rank. Every rank is a "worker" with task_id its rank; rank 0 is the chief, at
+/// MASTER_ADDR, or 127.0.0.1 when every rank runs on this host (the local size equals the
+/// world size), or the first host of SLURM_JOB_NODELIST (mpirun in a Slurm allocation places
+/// rank 0 there); otherwise a ConfigError asks for MASTER_ADDR. The port is MASTER_PORT, or 29500.
+std::unique_ptr<ClusterResolver> MpiClusterResolver(Environment env = ProcessEnvironment());
+
 /// The variables of a Slurm task (run it under srun): SLURM_PROCID (the rank), SLURM_NTASKS
 /// (the number of ranks), SLURM_LOCALID (the local rank, optional) and SLURM_NODELIST
 /// (SLURM_JOB_NODELIST when unset), whose first host runs rank 0, the chief. The chief's port
@@ -44,9 +55,11 @@ std::unique_ptr<ClusterResolver> SlurmClusterResolver(Environment env = ProcessE
 
 /// The cluster this process belongs to. `explicit_tf_config` (TF_CONFIG JSON from a flag or a
 /// program) wins when not empty (source "explicit"); otherwise the first source present, in
-/// order TF_CONFIG, torchrun, Slurm; otherwise a local run (source "local"). A TF_CONFIG of "{}"
-/// is present and gives a local run. Sources after the one used are not read, so a malformed
-/// later source does not matter. Logs the source used at info level.
+/// order TF_CONFIG, torchrun, MPI, Slurm (MPI before Slurm: ranks that mpirun starts inside a
+/// Slurm allocation inherit Slurm's variables of the batch step, which do not describe them);
+/// otherwise a local run (source "local"). A TF_CONFIG of "{}" is present and gives a local
+/// run. A later source that is malformed does not matter, and one that describes another
+/// cluster is logged as a warning naming both. Logs the source used at info level.
 /// Throws ConfigError from the source used.
 ClusterConfig ResolveCluster(const std::string& explicit_tf_config = "", Environment env = ProcessEnvironment());
 

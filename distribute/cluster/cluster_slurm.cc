@@ -10,9 +10,6 @@
 namespace est::distribute {
 namespace {
 
-/// The chief's port when MASTER_PORT is not set: torch.distributed's default.
-constexpr int kDefaultPort = 29500;
-
 /// Reads the variables of a Slurm task.
 class SlurmResolver : public ClusterResolver {
  public:
@@ -37,10 +34,8 @@ class SlurmResolver : public ClusterResolver {
     } catch (const ConfigError& error) {
       EST_THROW(ConfigError, "environment variable ", variable, ": ", error.what());
     }
-    std::optional<std::string> master_port = env_("MASTER_PORT");
-    const int port = master_port ? ParsePort(*master_port, "environment variable MASTER_PORT=\"" + *master_port + "\"")
-                                 : kDefaultPort;
-    return MakeRankedClusterConfig(world_size, rank, local_rank, JoinHostPort(first_host, port), name());
+    return MakeRankedClusterConfig(world_size, rank, local_rank, JoinHostPort(first_host, MasterPortOr29500(env_)),
+                                   name());
   }
 
  private:

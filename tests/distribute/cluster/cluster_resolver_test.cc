@@ -19,6 +19,9 @@ const std::map<std::string, std::string> kTorchrun = {
     {"RANK", "2"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "torch0"}, {"MASTER_PORT", "29400"}};
 const std::map<std::string, std::string> kSlurm = {
     {"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "6"}, {"SLURM_NODELIST", "slurm[0-1]"}};
+const std::map<std::string, std::string> kMpi = {{"OMPI_COMM_WORLD_RANK", "1"},
+                                                 {"OMPI_COMM_WORLD_SIZE", "2"},
+                                                 {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}};
 
 /// The union of variable sets.
 Environment Merged(std::initializer_list<std::map<std::string, std::string>> sets) {
@@ -42,7 +45,7 @@ TEST_CASE("TfConfigClusterResolver reads TF_CONFIG when it is set and not empty"
                        MessageMatches(Catch::Contains("TF_CONFIG") && Catch::Contains("\"{\"")));
 }
 
-TEST_CASE("ResolveCluster: explicit, then TF_CONFIG, then torchrun, then Slurm, then local", "[distribute]") {
+TEST_CASE("ResolveCluster: explicit, then TF_CONFIG, then torchrun, then MPI, then Slurm, then local", "[distribute]") {
   const std::string explicit_config =
       R"({"cluster": {"chief": ["flag0:1"], "worker": ["flag1:1"]}, "task": {"type": "chief", "index": 0}})";
   SECTION("an explicit TF_CONFIG wins over every variable") {
@@ -61,6 +64,15 @@ TEST_CASE("ResolveCluster: explicit, then TF_CONFIG, then torchrun, then Slurm, 
     CHECK(config.source == "torchrun");
     CHECK(config.rank == 2);
     CHECK(config.chief_address == "torch0:29400");
+  }
+  SECTION("MPI wins over Slurm: mpirun's ranks in an allocation inherit the batch step's variables") {
+    est::testing::LogCapture log;
+    ClusterConfig config = ResolveCluster("", Merged({kMpi, kSlurm}));
+    CHECK(config.source == "mpi");
+    CHECK(config.rank == 1);
+    CHECK(config.chief_address == "127.0.0.1:29500");
+    CHECK_THAT(log.text(), Catch::Contains("and slurm's variables (task worker:3, rank 3 of 6, chief at "
+                                           "slurm0:29500) describe different clusters; mpi wins"));
   }
   SECTION("Slurm") {
     ClusterConfig config = ResolveCluster("", Merged({kSlurm}));
