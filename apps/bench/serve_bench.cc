@@ -395,13 +395,13 @@ LoadResult GenerateLoad(const Load& load) {
       for (int64_t i = 0; i < load.warmup; ++i) Infer(stub, request, /*timed=*/false, result);
       start_line.arrive_and_wait();
       result.start = Clock::now();
-      std::mt19937_64 random(static_cast<uint64_t>(c) + 1);
       if (load.rate <= 0) {
         for (int64_t i = 0; load.requests < 0 ? !load.stop->load() : i < load.requests; ++i)
           Infer(stub, request, /*timed=*/true, result);
       } else {
         // Requests scheduled over the time that `requests` a client take on average at this rate.
         const double per_client = load.rate / load.clients;
+        std::mt19937_64 random(static_cast<uint64_t>(c) + 1);
         std::exponential_distribution<double> gap_seconds(per_client);
         const Clock::time_point end = result.start + std::chrono::duration_cast<Clock::duration>(
                                                          std::chrono::duration<double>(load.requests / per_client));
@@ -628,7 +628,7 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--instances", flags.instances, "The server's model instances: batches (or requests) that run at once")
-      ->check(CLI::Range(1, 64))
+      ->check(CLI::Range(int64_t{1}, serving::kMaxModelInstances))
       ->capture_default_str();
   app.add_option("--open-loop-load", flags.open_load,
                  "The batched open-loop figure's rate at the most clients, as a fraction of the closed loop's "

@@ -12,7 +12,8 @@ namespace est::distribute {
 namespace {
 
 /// The variables of one launcher family: rank, world size, and the local rank and local size
-/// (the second name is another launcher's of the family, read where the first is not set).
+/// (a second name, where there is one, is another launcher's of the family, read where the
+/// first is not set).
 struct LauncherVariables {
   const char* rank;
   const char* size;
@@ -22,8 +23,8 @@ struct LauncherVariables {
 
 constexpr LauncherVariables kOpenMpi = {"OMPI_COMM_WORLD_RANK",
                                         "OMPI_COMM_WORLD_SIZE",
-                                        {"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"},
-                                        {"OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"}};
+                                        {"OMPI_COMM_WORLD_LOCAL_RANK", nullptr},
+                                        {"OMPI_COMM_WORLD_LOCAL_SIZE", nullptr}};
 /// PMI's: MPICH's Hydra gives MPI_LOCALRANKID and MPI_LOCALNRANKS, Cray MPICH PMI_LOCAL_RANK
 /// and PMI_LOCAL_SIZE.
 constexpr LauncherVariables kPmi = {
@@ -59,7 +60,8 @@ class MpiResolver : public ClusterResolver {
  private:
   /// The first of `names` that is set, as an integer of at least `min`.
   std::optional<int> ReadFirstIntVariable(const char* const (&names)[2], int min) const {
-    return env_(names[0]) ? ReadIntVariable(env_, names[0], min) : ReadIntVariable(env_, names[1], min);
+    const char* name = env_(names[0]) || names[1] == nullptr ? names[0] : names[1];
+    return ReadIntVariable(env_, name, min);
   }
 
   /// MASTER_ADDR; else this host when every rank runs on it; else the first host of the Slurm
