@@ -19,10 +19,13 @@ packages=(
 # the sanitizer tree of `make sanitize` and `make fuzz`; python3-torch is PyTorch DDP, the peer
 # of the tests and benchmarks; openssl makes the test certificate authority of the store's TLS
 # tests; fortunes is the text est-train's transformer_lm learns; openmpi-bin's mpirun starts
-# est-train in the MPI tests; python3-yaml reads the Kubernetes manifests in their test.
+# est-train in the MPI tests; python3-yaml reads the Kubernetes manifests in their test;
+# slurmctld, slurmd, slurm-client and munge make the private Slurm of the Slurm tests
+# (tests/slurm/local_slurm.sh starts its own daemons; the system's stay unconfigured).
 case "${1:-all}" in
   demo) ;;
-  all) packages+=(clang libclang-rt-14-dev python3 python3-venv python3-torch python3-yaml openssl fortunes openmpi-bin) ;;
+  all) packages+=(clang libclang-rt-14-dev python3 python3-venv python3-torch python3-yaml openssl fortunes openmpi-bin
+         slurmctld slurmd slurm-client munge) ;;
   *) echo "install_deps: unknown package set '$1'; expected demo or all" >&2; exit 2 ;;
 esac
 

@@ -148,6 +148,7 @@ void MultiWorkerMirroredStrategy::connect() {
   rendezvous.rank = worker_index;
   rendezvous.world_size = num_workers;
   rendezvous.timeout = timeout;
+  rendezvous.cluster_source = cluster.source;
   job_store_ = Rendezvous(store_, rendezvous);
   // Workers with other settings would train with mismatched buckets or replicas.
   CheckSameSettings(*job_store_, worker_index, num_workers, settings(), timeout);

@@ -17,6 +17,7 @@
 #include "apps/common/number_checks.h"
 #include "apps/common/parse_flags.h"
 #include "apps/common/tls_flags.h"
+#include "apps/est_train/cluster_flags.h"
 #include "apps/est_train/models.h"
 #include "apps/est_train/training_options.h"
 #include "common/error.h"
@@ -83,6 +84,8 @@ struct Flags {
   std::string kernels = est_apps::kKernelsBuilt ? "on" : "off";
   bool ignore_invalid_checkpoints = false;
   std::string job_token_file;
+  std::string chief_address;
+  bool evaluator = false;
   est_apps::TlsFlags tls;
   std::string ps_mode = "async";
   int staleness = 2;
@@ -279,6 +282,13 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "Evaluator task: seconds to wait before the first evaluation")
       ->check(est_apps::NumberIn(0, est_apps::kMaxSeconds, "a number of seconds"))
       ->capture_default_str();
+  app.add_option("--chief-address", flags.chief_address,
+                 "multi_worker: HOST:PORT of the chief (rank 0), where the others meet it, for ranks that torchrun, "
+                 "mpirun or srun give (default: MASTER_ADDR, or the first host of Slurm's node list, and MASTER_PORT "
+                 "or the port of docs/distributed.md)");
+  app.add_flag("--evaluator", flags.evaluator,
+               "Run as the evaluator task: evaluate each new checkpoint in --model-dir until --max-steps, outside\n"
+               "the training group whatever ranks the launcher gives (an evaluator step of a Slurm job)");
   app.add_option("--job-token-file", flags.job_token_file,
                  "multi_worker, parameter_server: file holding the job's shared secret, which every call to the "
                  "chief's store or a ps task carries (default: EST_JOB_TOKEN; est-launch sets a random one)")
@@ -458,7 +468,8 @@ int Run(const Flags& flags) {
   est::CheckAddressSpaceForTraining();
   const bool kernels = flags.kernels == "on";
   est_apps::CheckKernelsBuilt(kernels, "--kernels on");
-  est::RunConfig config;  // reads TF_CONFIG (or torchrun / Slurm variables)
+  est::RunConfig config;  // reads TF_CONFIG (or torchrun, MPI or Slurm variables)
+  config.cluster = est_train::AmendCluster(config.cluster, flags.chief_address, flags.evaluator);
   if (config.cluster.is_local() || config.cluster.is_chief) CheckWritableModelDir(flags.model_dir);
   est_train::ModelRecipe recipe;
   nlohmann::json params = nlohmann::json::object();

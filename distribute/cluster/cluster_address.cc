@@ -65,9 +65,18 @@ HostPort ParseHostPort(const std::string& address, const std::string& what) {
   return result;
 }
 
-int MasterPortOr29500(const Environment& env) {
-  const std::optional<std::string> master_port = env("MASTER_PORT");
-  return master_port ? ParsePort(*master_port, "environment variable MASTER_PORT=\"" + *master_port + "\"") : 29500;
+int DefaultMasterPort(const Environment& env) {
+  if (const std::optional<std::string> master_port = env("MASTER_PORT"))
+    return ParsePort(*master_port, "environment variable MASTER_PORT=\"" + *master_port + "\"");
+  if (const std::optional<std::string> job_id = env("SLURM_JOB_ID")) {
+    const bool digits = !job_id->empty() && std::all_of(job_id->begin(), job_id->end(), [](unsigned char c) {
+      return std::isdigit(c) != 0;
+    });
+    EST_CHECK(digits, ConfigError, "environment variable SLURM_JOB_ID=\"", *job_id,
+              "\" is not a job number (the chief's port derives from it where MASTER_PORT is not set)");
+    return 15000 + std::stoi(job_id->substr(job_id->size() - std::min<size_t>(job_id->size(), 4)));
+  }
+  return 29500;
 }
 
 std::string JoinHostPort(const std::string& host, int port) {

@@ -25,9 +25,11 @@ HostPort ParseHostPort(const std::string& address, const std::string& what);
 /// number in [1, 65535].
 int ParsePort(const std::string& text, const std::string& what);
 
-/// The chief's port where a launcher names only its host (Slurm, MPI): MASTER_PORT, or 29500,
-/// torch.distributed's default, when it is not set. ConfigError quoting a bad value.
-int MasterPortOr29500(const Environment& env);
+/// The chief's port where a launcher names only its host (Slurm, MPI): MASTER_PORT; else,
+/// inside a Slurm job, 15000 + the last four digits of SLURM_JOB_ID (PyTorch Lightning's rule,
+/// so that two jobs sharing a node do not share a port); else 29500, torch.distributed's
+/// default. ConfigError quoting a bad value.
+int DefaultMasterPort(const Environment& env);
 
 /// "host:port", with an IPv6 host in brackets.
 std::string JoinHostPort(const std::string& host, int port);

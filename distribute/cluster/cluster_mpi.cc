@@ -65,9 +65,9 @@ class MpiResolver : public ClusterResolver {
   }
 
   /// MASTER_ADDR; else this host when every rank runs on it; else the first host of the Slurm
-  /// allocation mpirun runs in (rank 0 is placed there); at MASTER_PORT or 29500.
+  /// allocation mpirun runs in (rank 0 is placed there); at DefaultMasterPort's port.
   std::string chief_address(const LauncherVariables& launcher, int world_size, std::optional<int> local_size) const {
-    const int port = MasterPortOr29500(env_);
+    const int port = DefaultMasterPort(env_);
     if (std::optional<std::string> master_addr = env_("MASTER_ADDR"); master_addr && !master_addr->empty()) {
       const std::string address = JoinHostPort(*master_addr, port);
       ParseHostPort(address, "environment variable MASTER_ADDR=\"" + *master_addr + "\"");

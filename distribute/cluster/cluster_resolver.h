@@ -42,13 +42,15 @@ std::unique_ptr<ClusterResolver> TorchrunClusterResolver(Environment env = Proce
 /// agree with its rank. Every rank is a "worker" with task_id its rank; rank 0 is the chief, at
 /// MASTER_ADDR, or 127.0.0.1 when every rank runs on this host (the local size equals the
 /// world size), or the first host of SLURM_JOB_NODELIST (mpirun in a Slurm allocation places
-/// rank 0 there); otherwise a ConfigError asks for MASTER_ADDR. The port is MASTER_PORT, or 29500.
+/// rank 0 there); otherwise a ConfigError asks for MASTER_ADDR. The port is DefaultMasterPort's:
+/// MASTER_PORT, else one derived from SLURM_JOB_ID inside a Slurm job, else 29500.
 std::unique_ptr<ClusterResolver> MpiClusterResolver(Environment env = ProcessEnvironment());
 
 /// The variables of a Slurm task (run it under srun): SLURM_PROCID (the rank), SLURM_NTASKS
 /// (the number of ranks), SLURM_LOCALID (the local rank, optional) and SLURM_NODELIST
-/// (SLURM_JOB_NODELIST when unset), whose first host runs rank 0, the chief. The chief's port
-/// is MASTER_PORT, or 29500 (torch.distributed's default) when unset. Present when
+/// (SLURM_JOB_NODELIST when unset), whose first host runs rank 0, the chief. The chief's host
+/// is MASTER_ADDR where set, else that first host; its port is DefaultMasterPort's
+/// (MASTER_PORT, else 15000 + the last four digits of SLURM_JOB_ID). Present when
 /// SLURM_PROCID and SLURM_NTASKS are both set. Every rank is a "worker" with task_id
 /// SLURM_PROCID.
 std::unique_ptr<ClusterResolver> SlurmClusterResolver(Environment env = ProcessEnvironment());

@@ -34,8 +34,12 @@ class SlurmResolver : public ClusterResolver {
     } catch (const ConfigError& error) {
       EST_THROW(ConfigError, "environment variable ", variable, ": ", error.what());
     }
-    return MakeRankedClusterConfig(world_size, rank, local_rank, JoinHostPort(first_host, MasterPortOr29500(env_)),
-                                   name());
+    // A job script's MASTER_ADDR wins over the node list, as in PyTorch Lightning.
+    const std::optional<std::string> master_addr = env_("MASTER_ADDR");
+    const bool by_script = master_addr && !master_addr->empty();
+    const std::string chief_address = JoinHostPort(by_script ? *master_addr : first_host, DefaultMasterPort(env_));
+    if (by_script) ParseHostPort(chief_address, "environment variable MASTER_ADDR=\"" + *master_addr + "\"");
+    return MakeRankedClusterConfig(world_size, rank, local_rank, chief_address, name());
   }
 
  private:

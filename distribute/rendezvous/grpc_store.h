@@ -37,6 +37,9 @@ struct GrpcStoreOptions {
   std::string token;
   /// Limit on a client's connecting and on each of its calls that does not wait for keys.
   std::chrono::milliseconds timeout = std::chrono::minutes(5);
+  /// While a client waits for a server that does not listen yet (a chief that starts late), a
+  /// log line says so this often.
+  std::chrono::milliseconds progress_interval = std::chrono::seconds(30);
   /// Largest value, and so largest message, a call may carry.
   int max_value_bytes = 64 << 20;
   /// Largest key.

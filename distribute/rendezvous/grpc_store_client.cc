@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/logging.h"
 #include "distribute/rendezvous/call_admission.h"
 #include "distribute/rendezvous/error_text.h"
 #include "distribute/rendezvous/grpc_credentials.h"
@@ -155,7 +156,8 @@ class GrpcStore final : public Store {
   /// reached, within 50 ms: Interrupted.
   template <typename Attempt>
   grpc::Status call(const std::string& what, std::chrono::milliseconds timeout, Attempt&& attempt, bool waits = false) {
-    const auto deadline = Clock::now() + timeout;
+    const auto start = Clock::now();
+    const auto deadline = start + timeout;
     std::optional<Clock::time_point> lost_since;  // when a server reached before stopped answering
     std::chrono::milliseconds retry = kFirstRetry;
     for (;;) {
@@ -163,9 +165,14 @@ class GrpcStore final : public Store {
       // Once a server that answered is lost, every attempt ends within kLostServerPatience of
       // the loss: a reconnect whose packets are dropped would otherwise take the whole timeout.
       const auto give_up = [&] { return lost_since ? std::min(deadline, *lost_since + kLostServerPatience) : deadline; };
+      // An attempt that waits for the server to listen ends every progress_interval, to say so.
+      const bool awaits_server = !reached && !waits;
+      const auto report_at = std::min(deadline, Clock::now() + options_.progress_interval);
       grpc::ClientContext context;
       // A waiting call gets a little longer than its wait, so that the server answers it.
-      context.set_deadline(waits && !lost_since ? deadline + std::chrono::seconds(1) : give_up());
+      context.set_deadline(waits && !lost_since ? deadline + std::chrono::seconds(1)
+                           : awaits_server     ? report_at
+                                               : give_up());
       // Until the server first answers, a call waits for it to listen; after that, a call
       // fails at once when the server is gone, and is retried below for kLostServerPatience.
       context.set_wait_for_ready(!reached);
@@ -184,6 +191,12 @@ class GrpcStore final : public Store {
           EST_THROW(CommunicationError, describe(), ": ", what, " was cancelled: ", status.error_message());
         case grpc::StatusCode::DEADLINE_EXCEEDED:
           if (lost_since) ThrowLost(what, *lost_since, status);
+          if (awaits_server && report_at < deadline && channel_->GetState(false) != GRPC_CHANNEL_READY) {
+            Log().info("{}: waiting for the chief to listen (job '{}'); {} of {} passed", describe(), options_.job_id,
+                       DescribeDuration(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start)),
+                       DescribeDuration(timeout));
+            continue;
+          }
           if (channel_->GetState(false) != GRPC_CHANNEL_READY)
             EST_THROW(CommunicationError, describe(), ": ", what, ": the store was unreachable for ",
                       DescribeDuration(timeout), Hint());
@@ -233,6 +246,8 @@ std::shared_ptr<Store> CreateGrpcStore(const GrpcStoreOptions& options) {
   EST_CHECK(options.timeout.count() > 0, ConfigError, "store client: the timeout must be positive, got ",
             options.timeout.count(), " ms");
   EST_CHECK(options.port > 0, ConfigError, "store client: the port of ", options.host, " must be set");
+  EST_CHECK(options.progress_interval.count() > 0, ConfigError, "store client: the progress interval must be "
+            "positive, got ", options.progress_interval.count(), " ms");
   return std::make_shared<GrpcStore>(options);
 }
 

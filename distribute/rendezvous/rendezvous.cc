@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/logging.h"
 #include "common/stop_signals.h"
 #include "distribute/rendezvous/error_text.h"
 #include "distribute/rendezvous/poll.h"
@@ -56,6 +57,34 @@ void StopIfSignalled(const RendezvousOptions& options) {
                                      ") stopped by ", StopSignalName(signal_number), " before every rank arrived"),
                       signal_number);
 }
+
+// " (the cluster from slurm)", or "" when the source is not known.
+std::string FromSource(const RendezvousOptions& options) {
+  return options.cluster_source.empty() ? "" : " (the cluster from " + options.cluster_source + ")";
+}
+
+// Logs, every progress_interval, which ranks the round still waits for.
+class ProgressReport {
+ public:
+  explicit ProgressReport(const RendezvousOptions& options)
+      : options_(options), start_(std::chrono::steady_clock::now()), next_(start_ + options.progress_interval) {}
+
+  bool due() const { return std::chrono::steady_clock::now() >= next_; }
+  // Logs the ranks still missing, and schedules the next report.
+  void Report(Store& store, const std::vector<int>& missing) {
+    const auto now = std::chrono::steady_clock::now();
+    next_ = now + options_.progress_interval;
+    Log().info("Rendezvous of job '{}' (rank {} of {}, {}): waiting for {}{}; {} of {} passed", options_.job_id,
+               options_.rank, options_.world_size, store.describe(), DescribeRanks(missing), FromSource(options_),
+               DescribeDuration(std::chrono::duration_cast<std::chrono::milliseconds>(now - start_)),
+               DescribeDuration(options_.timeout));
+  }
+
+ private:
+  const RendezvousOptions& options_;
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point next_;
+};
 
 // Records the job id in a store that has none, or checks it against the one recorded.
 void ClaimStoreForJob(Store& store, const RendezvousOptions& options, std::chrono::steady_clock::time_point deadline) {
@@ -140,8 +169,18 @@ std::shared_ptr<Store> Rendezvous(std::shared_ptr<Store> store, const Rendezvous
             options.job_id, "': rank must be in [0, ", options.world_size, "), got ", options.rank);
   EST_CHECK(options.timeout.count() > 0, ConfigError, "rendezvous of job '", options.job_id,
             "': the timeout must be positive, got ", options.timeout.count(), " ms");
+  EST_CHECK(options.progress_interval.count() > 0, ConfigError, "rendezvous of job '", options.job_id,
+            "': the progress interval must be positive, got ", options.progress_interval.count(), " ms");
   const auto deadline = std::chrono::steady_clock::now() + options.timeout;
-  ClaimStoreForJob(*store, options, deadline);
+  ProgressReport progress(options);
+  try {
+    ClaimStoreForJob(*store, options, deadline);
+  } catch (const CommunicationError& error) {
+    // The chief's store never answered: rank 0 is the one missing.
+    EST_THROW(CommunicationError, "rendezvous of job '", options.job_id, "' (rank ", options.rank, " of ",
+              options.world_size, "): rank 0's store did not answer", FromSource(options), ": ",
+              error.what());
+  }
   const std::string generation_key = options.job_id + "/rendezvous/generation";
   int64_t generation = store->add(generation_key, 0);
   while (true) {
@@ -150,7 +189,9 @@ std::shared_ptr<Store> Rendezvous(std::shared_ptr<Store> store, const Rendezvous
       // Waits in slices, to notice a round closed by a timed-out or restarted rank.
       const bool settled = PollUntil(deadline, [&] {
         StopIfSignalled(options);
-        return round.WaitComplete(*store, std::min(kWaitSlice, Remaining(deadline))) || round.Closed(*store);
+        if (round.WaitComplete(*store, std::min(kWaitSlice, Remaining(deadline))) || round.Closed(*store)) return true;
+        if (progress.due()) progress.Report(*store, round.MissingRanks(*store));
+        return false;
       });
       if (round.Complete(*store)) {
         round.Close(*store);
@@ -160,7 +201,8 @@ std::shared_ptr<Store> Rendezvous(std::shared_ptr<Store> store, const Rendezvous
         if (!settled) round.Abandon(*store);
         EST_THROW(TimeoutError, "rendezvous of job '", options.job_id, "' (rank ", options.rank, ", round ",
                   generation, ", ", store->describe(), "): ", DescribeRanks(round.MissingRanks(*store)), " of ",
-                  options.world_size, " never arrived within ", DescribeDuration(options.timeout));
+                  options.world_size, " never arrived within ", DescribeDuration(options.timeout),
+                  FromSource(options));
       }
     } else {
       round.Close(*store);

@@ -159,6 +159,26 @@ TEST_CASE("est-train rejects bad flags with one clear line", "[apps]") {
     CHECK(result.exit_code == 1);
     CHECK(result.output == "est-train: error: " + message + "\n");
   }
+  // --chief-address amends the ranks of torchrun, MPI or Slurm, and the evaluator meets no chief.
+  const std::string torchrun = "env RANK=1 WORLD_SIZE=2 MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 ";
+  const std::vector<std::pair<std::string, std::string>> cluster_flags = {
+      {std::string(EST_TRAIN_PATH) + " --chief-address 10.0.0.1:29500",
+       "--chief-address applies to ranks that torchrun, MPI or Slurm give; no launcher's variables describe a "
+       "cluster (a local run)"},
+      {"env TF_CONFIG='{\"cluster\": {\"worker\": [\"a:1\", \"b:2\"]}, \"task\": {\"type\": \"worker\", "
+       "\"index\": 1}}' " + std::string(EST_TRAIN_PATH) + " --chief-address 10.0.0.1:29500",
+       "--chief-address applies to ranks that torchrun, MPI or Slurm give; TF_CONFIG names the chief itself (a:1)"},
+      {torchrun + EST_TRAIN_PATH + " --chief-address node0",
+       "--chief-address: address \"node0\" is not \"host:port\" (no port)"},
+      {torchrun + EST_TRAIN_PATH + " --evaluator --chief-address 10.0.0.1:29500",
+       "--chief-address names the training group's chief; the evaluator (--evaluator) connects to no one"},
+  };
+  for (const auto& [command, message] : cluster_flags) {
+    RunResult result = RunCommand(command + " --model linear --strategy multi_worker --model-dir " + dir);
+    INFO(command << " -> " << result.output);
+    CHECK(result.exit_code == 1);
+    CHECK(result.output.find("est-train: error: " + message + "\n") != std::string::npos);
+  }
   RunResult help = RunEstTrain("--help");
   CHECK(help.exit_code == 0);
   CHECK(help.output.find("--save-checkpoints-steps") != std::string::npos);

@@ -101,4 +101,24 @@ TEST_CASE("mpirun -np 4: four ranks train to a checkpoint, each in its place", "
   CHECK(est::checkpoint::LatestCheckpoint(dir) == dir + "/model.ckpt-20");
 }
 
+TEST_CASE("mpirun -np 2 with --chief-address: the ranks meet where the flag says", "[apps][cluster][mpi]") {
+  if (!HaveMpirun()) {
+    WARN("skipped: needs mpirun (Debian's openmpi-bin)");
+    return;
+  }
+  const std::string dir = est::testing::FreshTempDir("mpirun_chief_address").string();
+  // MASTER_PORT (Mpirun sets one) is overridden by the flag's port.
+  const std::string chief = "127.0.0.1:" + std::to_string(est::testing::FreePort());
+  const RunResult mpi = Mpirun(2, "--model linear --strategy multi_worker --model-dir " + dir +
+                                      " --max-steps 10 --timeout-secs 60 --chief-address " + chief);
+  INFO(mpi.output);
+  REQUIRE(mpi.exit_code == 0);
+  for (int rank = 0; rank < 2; ++rank) {
+    INFO("rank " << rank);
+    CHECK(Contains(RankLines(mpi.output, rank), "--chief-address: the chief is at " + chief));
+    CHECK(Contains(RankLines(mpi.output, rank), "joining job 'cluster@" + chief + "' at " + chief + " (mpi)"));
+  }
+  CHECK(est::checkpoint::LatestCheckpoint(dir) == dir + "/model.ckpt-10");
+}
+
 }  // namespace mpirun_test

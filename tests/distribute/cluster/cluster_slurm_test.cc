@@ -57,6 +57,22 @@ TEST_CASE("SlurmClusterResolver reads a Slurm task's variables", "[distribute]")
     CHECK(config->is_chief);
     CHECK(config->local_rank == 0);
   }
+  SECTION("inside a job without MASTER_PORT, the port is 15000 + the job id's last four digits") {
+    Variables variables = slurm;
+    variables["SLURM_JOB_ID"] = "4817263";
+    CHECK(Resolve(variables)->chief_address == "node03:22263");
+    variables["SLURM_JOB_ID"] = "42";
+    CHECK(Resolve(variables)->chief_address == "node03:15042");
+    variables["MASTER_PORT"] = "29511";
+    CHECK(Resolve(variables)->chief_address == "node03:29511");
+  }
+  SECTION("a job script's MASTER_ADDR wins over the node list") {
+    Variables variables = slurm;
+    variables["MASTER_ADDR"] = "10.1.2.3";
+    CHECK(Resolve(variables)->chief_address == "10.1.2.3:29500");
+    variables["MASTER_ADDR"] = "";
+    CHECK(Resolve(variables)->chief_address == "node03:29500");
+  }
 }
 
 TEST_CASE("SlurmClusterResolver names the malformed variable and its value", "[distribute]") {
@@ -75,6 +91,8 @@ TEST_CASE("SlurmClusterResolver names the malformed variable and its value", "[d
       {"SLURM_NODELIST", "n[1-2", {"SLURM_NODELIST", "\"n[1-2\""}},
       {"SLURM_NODELIST", "", {"SLURM_NODELIST", "empty"}},
       {"MASTER_PORT", "70000", {"MASTER_PORT=\"70000\""}},
+      {"SLURM_JOB_ID", "12x", {"SLURM_JOB_ID=\"12x\""}},
+      {"MASTER_ADDR", "node 1", {"MASTER_ADDR=\"node 1\""}},
   };
   for (const Case& c : cases) {
     Variables variables = slurm;

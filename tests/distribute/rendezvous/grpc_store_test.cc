@@ -49,6 +49,9 @@ GrpcStoreOptions Options(uint16_t port = 0, std::string token = "secret") {
   return options;
 }
 
+// A port a store server listened on and no longer does: a chief that is not up yet.
+uint16_t PortOfAStoppedServer() { return GrpcStoreServer::Start(Options())->port(); }
+
 // How many times `needle` occurs in `text`.
 size_t Occurrences(const std::string& text, const std::string& needle) {
   size_t count = 0;
@@ -108,11 +111,7 @@ TEST_CASE("the gRPC store refuses another job id or a wrong token, naming the pe
 }
 
 TEST_CASE("a gRPC store client that starts before its server connects once it listens", "[distribute]") {
-  uint16_t port = 0;
-  {
-    auto probe = GrpcStoreServer::Start(Options());
-    port = probe->port();
-  }
+  const uint16_t port = PortOfAStoppedServer();
   auto store = CreateGrpcStore(Options(port));
   std::unique_ptr<GrpcStoreServer> server;
   std::thread starter([&] {
@@ -127,6 +126,39 @@ TEST_CASE("a gRPC store client that starts before its server connects once it li
   CHECK(waited < 1s);
 }
 
+TEST_CASE("a gRPC store client waiting for its chief to listen says so every progress_interval", "[distribute]") {
+  const uint16_t port = PortOfAStoppedServer();
+  GrpcStoreOptions options = Options(port);
+  options.progress_interval = 150ms;
+  est::testing::LogCapture log;
+  SECTION("the chief comes up: the call succeeds after the lines") {
+    auto store = CreateGrpcStore(options);
+    std::unique_ptr<GrpcStoreServer> server;
+    std::thread starter([&] {
+      std::this_thread::sleep_for(600ms);
+      server = GrpcStoreServer::Start(Options(port));
+    });
+    store->set("k", "v");
+    starter.join();
+    CHECK(store->get("k", 1s) == "v");
+    CHECK(Occurrences(log.text(), "info: store 127.0.0.1:" + std::to_string(port) +
+                                      ": waiting for the chief to listen (job 'job-a'); ") >= 1);
+    CHECK(Occurrences(log.text(), " of 5 s passed\n") >= 1);
+  }
+  SECTION("it never does: the timeout's error follows them") {
+    options.timeout = 700ms;
+    CHECK_THROWS_MATCHES(CreateGrpcStore(options)->set("k", "v"), est::CommunicationError,
+                         MessageMatches(Catch::Contains("unreachable for 700 ms")));
+    CHECK(Occurrences(log.text(), ": waiting for the chief to listen (job 'job-a'); ") >= 1);
+    CHECK(Occurrences(log.text(), ": waiting for the chief to listen") <= 5);
+  }
+  SECTION("a progress interval of 0 is refused") {
+    options.progress_interval = 0ms;
+    CHECK_THROWS_MATCHES(CreateGrpcStore(options), est::ConfigError,
+                         MessageMatches(Catch::Contains("progress interval must be positive, got 0 ms")));
+  }
+}
+
 TEST_CASE("a 16 MB value round-trips through the gRPC store", "[distribute]") {
   auto server = GrpcStoreServer::Start(Options());
   auto store = CreateGrpcStore(Options(server->port()));
@@ -137,11 +169,7 @@ TEST_CASE("a 16 MB value round-trips through the gRPC store", "[distribute]") {
 }
 
 TEST_CASE("an unreachable gRPC store is a CommunicationError after the timeout", "[distribute]") {
-  uint16_t port = 0;
-  {
-    auto probe = GrpcStoreServer::Start(Options());
-    port = probe->port();
-  }
+  const uint16_t port = PortOfAStoppedServer();
   GrpcStoreOptions options = Options(port);
   options.timeout = 300ms;
   CHECK_THROWS_MATCHES(CreateGrpcStore(options)->set("k", "v"), est::CommunicationError,

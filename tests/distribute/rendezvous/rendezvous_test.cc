@@ -11,6 +11,7 @@
 #include "distribute/rendezvous/rendezvous.h"
 #include "distribute/rendezvous/store.h"
 #include "tests/distribute/rank_threads.h"
+#include "tests/log_capture.h"
 #include "tests/test_util.h"
 
 using namespace est::distribute;
@@ -71,6 +72,23 @@ TEST_CASE("Rendezvous gathers every rank into one view of the store per round", 
     }
     CHECK(Meet(store, "job", 4).size() == 4);
     CHECK(store->check({"job/1/from/3"}));
+  }
+
+  SECTION("while ranks are missing, a log line names them every progress_interval; the timeout names the source") {
+    est::testing::LogCapture log;
+    RendezvousOptions options = Options("job", 1, 3, 700ms);
+    options.progress_interval = 150ms;
+    options.cluster_source = "slurm";
+    CHECK_THROWS_MATCHES(Rendezvous(store, options), est::TimeoutError,
+                         MessageMatches(Catch::Contains("ranks 0, 2 of 3 never arrived within 700 ms (the cluster "
+                                                        "from slurm)")));
+    const std::string line = "info: Rendezvous of job 'job' (rank 1 of 3, in-memory store): waiting for ranks 0, 2 "
+                             "(the cluster from slurm); ";
+    CHECK_THAT(log.text(), Catch::Contains(line));
+    CHECK_THAT(log.text(), Catch::Contains(" of 700 ms passed\n"));
+    options.progress_interval = 0ms;
+    CHECK_THROWS_MATCHES(Rendezvous(store, options), est::ConfigError,
+                         MessageMatches(Catch::Contains("progress interval must be positive, got 0 ms")));
   }
 
   SECTION("a rank joining a round twice (a restarted process) moves everyone to the next round") {

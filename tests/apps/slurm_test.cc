@@ -1,0 +1,281 @@
+// est-train under a real Slurm (Debian's slurm-wlm 22.05): a private slurmctld and slurmd on
+// this machine (tests/slurm/local_slurm.sh), jobs submitted with sbatch whose steps srun
+// starts. Each task finds its place in Slurm's variables (SlurmClusterResolver).
+
+#include <ATen/ATen.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "checkpoint/checkpoint_reader.h"
+#include "checkpoint/checkpoint_state.h"
+#include "common/file_util.h"
+#include "tests/apps/run_command.h"
+#include "tests/loopback.h"
+#include "tests/test_util.h"
+
+namespace slurm_test {
+namespace {
+
+using est::testing::RunCommand;
+using est::testing::RunResult;
+namespace fs = std::filesystem;
+
+// The private Slurm of this test program: started at its first use, stopped at exit.
+class LocalSlurm {
+ public:
+  // "" when Slurm is up (SLURM_CONF names its configuration), else why the tests skip.
+  static const std::string& SkipReason() {
+    static LocalSlurm slurm;
+    return slurm.skip_reason_;
+  }
+
+ private:
+  // Its own directory, not FreshTempDir's, which may be removed before the daemons stop.
+  LocalSlurm() : dir_((fs::temp_directory_path() / ("est-slurm-" + std::to_string(::getpid()))).string()) {
+    const RunResult started = RunCommand("bash " LOCAL_SLURM_SCRIPT " start " + dir_);
+    if (started.exit_code == 77) {
+      skip_reason_ = started.output;
+      return;
+    }
+    INFO(started.output);
+    REQUIRE(started.exit_code == 0);
+    const std::string conf = started.output.substr(0, started.output.find('\n'));
+    ::setenv("SLURM_CONF", conf.c_str(), 1);
+  }
+  ~LocalSlurm() {
+    if (!skip_reason_.empty()) return;
+    // std::system, not RunCommand: Catch has shut down when statics are destroyed.
+    const int stopped = std::system(("bash " LOCAL_SLURM_SCRIPT " stop " + dir_ + " >/dev/null 2>&1").c_str());
+    (void)stopped;
+    std::error_code ignored;
+    fs::remove_all(dir_, ignored);
+  }
+
+  std::string dir_;
+  std::string skip_reason_;
+};
+
+bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// Writes a batch script of `body` under `dir` and submits it; returns the job id.
+std::string Submit(const std::string& dir, const std::string& sbatch_flags, const std::string& body) {
+  const std::string script = dir + "/job.sh";
+  std::ofstream(script) << "#!/bin/bash\n" << body;
+  const RunResult submitted = RunCommand("sbatch --parsable --chdir=" + dir + " --output=" + dir +
+                                         "/job.out --open-mode=append " + sbatch_flags + " " + script);
+  INFO(submitted.output);
+  REQUIRE(submitted.exit_code == 0);
+  return submitted.output.substr(0, submitted.output.find_first_of(";\n"));
+}
+
+// squeue's "STATE REASON" of the job; "" once it has left the queue.
+std::string JobState(const std::string& job) {
+  const std::string state = RunCommand("squeue --noheader --jobs=" + job + " --format='%T %r' 2>/dev/null").output;
+  return state.substr(0, state.find('\n'));
+}
+
+// Waits until the job leaves the queue. A requeued job waits for a begin time Slurm sets about
+// two minutes ahead; the test starts it at once, as an administrator would.
+void WaitForJobEnd(const std::string& job, std::chrono::seconds limit = std::chrono::seconds(240)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (std::string state = JobState(job); !state.empty(); state = JobState(job)) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      RunCommand("scancel --signal=KILL " + job);
+      FAIL("job " << job << " still queued or running after " << limit.count() << " s: " << state);
+    }
+    if (Contains(state, "PENDING BeginTime")) RunCommand("scontrol update JobId=" + job + " StartTime=now");
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+// Waits until `file` holds `text`.
+void WaitForText(const std::string& file, const std::string& text, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!fs::exists(file) || !Contains(est::ReadFile(file), text)) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      FAIL("'" << text << "' not in " << file << " after " << limit.count() << " s:\n"
+               << (fs::exists(file) ? est::ReadFile(file) : std::string("(no file)")));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+// The lines of task `task` in srun --label's output.
+std::string TaskLines(const std::string& output, int task) {
+  const std::string label = std::to_string(task) + ": ";
+  std::istringstream lines(output);
+  std::string line;
+  std::string result;
+  while (std::getline(lines, line))
+    if (line.rfind(label, 0) == 0) result += line + "\n";
+  return result;
+}
+
+// The global step of the latest checkpoint in `model_dir`.
+int64_t LatestStep(const std::string& model_dir) {
+  const std::optional<std::string> latest = est::checkpoint::LatestCheckpoint(model_dir);
+  REQUIRE(latest.has_value());
+  return std::stoll(latest->substr(latest->rfind('-') + 1));
+}
+
+// Checks that two checkpoints hold the same tensors and input position.
+void CheckSameCheckpoint(const std::string& a, const std::string& b) {
+  est::checkpoint::CheckpointReader first(a);
+  est::checkpoint::CheckpointReader second(b);
+  REQUIRE(first.tensor_names() == second.tensor_names());
+  for (const auto& name : first.tensor_names()) {
+    INFO("tensor " << name);
+    CHECK(at::equal(first.tensor(name), second.tensor(name)));
+  }
+  CHECK(first.blob("input_position") == second.blob("input_position"));
+}
+
+#define SKIP_WITHOUT_SLURM()                                      \
+  if (!LocalSlurm::SkipReason().empty()) {                        \
+    WARN(LocalSlurm::SkipReason());                               \
+    return;                                                       \
+  }
+
+// A port of its own for each job: ctest runs other clusters beside this one.
+std::string MasterPort() { return "--export=ALL,MASTER_PORT=" + std::to_string(est::testing::FreePort()); }
+
+}  // namespace
+
+TEST_CASE("examples/slurm/train.sbatch: two srun tasks train the CNN, the chief alone writes, and an evaluator "
+          "step follows", "[apps][cluster][slurm]") {
+  SKIP_WITHOUT_SLURM();
+  const std::string dir = est::testing::FreshTempDir("slurm_cnn").string();
+  // The example's own script, on this one node with 3 tasks, its flags from the environment.
+  const RunResult submitted = RunCommand(
+      "MODEL_DIR=" + dir + "/model EST_TRAIN=" + EST_TRAIN_PATH +
+      " EST_TRAIN_FLAGS='--model fashion_mnist_cnn --max-steps 20 --batch-size 32 --save-checkpoints-steps 10 "
+      "--eval-steps 2 --log-step-count-steps 10 --seed 7 --timeout-secs 120' sbatch --parsable --nodes=1 --ntasks=3 "
+      "--cpus-per-task=1 --time=10 --chdir=" + dir + " --output=" + dir + "/job.out " + MasterPort() + " " +
+      EXAMPLE_SBATCH_SCRIPT);
+  INFO(submitted.output);
+  REQUIRE(submitted.exit_code == 0);
+  const std::string job = submitted.output.substr(0, submitted.output.find_first_of(";\n"));
+  WaitForJobEnd(job);
+  const std::string output = est::ReadFile(dir + "/job.out");
+  const std::string evaluator = est::ReadFile(dir + "/evaluator-" + job + ".out");
+  INFO(output << "\nThe evaluator:\n" << evaluator);
+  CHECK(Contains(TaskLines(output, 0), "Cluster configuration from slurm: task worker:0, rank 0 of 2 (chief)"));
+  CHECK(Contains(TaskLines(output, 1), "Cluster configuration from slurm: task worker:1, rank 1 of 2"));
+  CHECK(Contains(TaskLines(output, 0), "Saving checkpoints for 20"));
+  CHECK_FALSE(Contains(TaskLines(output, 1), "Saving checkpoints"));
+  CHECK(LatestStep(dir + "/model") == 20);
+  // The evaluator step is outside the training group and evaluated up to the last checkpoint.
+  CHECK(Contains(evaluator, "--evaluator: running as the evaluator task, not as worker 0 of the cluster from slurm"));
+  CHECK(Contains(evaluator, "Saving dict for global step 20"));
+  CHECK(Contains(evaluator, "Exiting evaluation, global step 20 >= train max_steps 20"));
+  CHECK(fs::is_directory(dir + "/model/eval"));
+}
+
+TEST_CASE("sbatch: four srun tasks end with est-launch's four workers' checkpoint, bit for bit, at the job's port",
+          "[apps][cluster][slurm]") {
+  SKIP_WITHOUT_SLURM();
+  const std::string train = " --model linear --strategy multi_worker --max-steps 20 --save-checkpoints-steps 10 "
+                            "--timeout-secs 120 --model-dir ";
+  const std::string dir = est::testing::FreshTempDir("slurm_4").string();
+  // No MASTER_PORT: the chief listens at 15000 + the job id's last four digits.
+  const std::string job =
+      Submit(dir, "--ntasks=4", "srun --label " + std::string(EST_TRAIN_PATH) + train + dir + "/model\n");
+  WaitForJobEnd(job);
+  const std::string output = est::ReadFile(dir + "/job.out");
+  INFO(output);
+  const int port = 15000 + std::stoi(job) % 10000;
+  for (int task = 0; task < 4; ++task) {
+    INFO("task " << task);
+    CHECK(Contains(TaskLines(output, task), "task worker:" + std::to_string(task) + ", rank " + std::to_string(task) +
+                                                " of 4"));
+    CHECK(Contains(TaskLines(output, task), ":" + std::to_string(port) + " (slurm)"));
+  }
+  REQUIRE(LatestStep(dir + "/model") == 20);
+
+  const std::string launch_dir = est::testing::FreshTempDir("slurm_4_launch").string();
+  const RunResult launch = RunCommand(std::string(EST_LAUNCH_PATH) + " --workers 4 -- " + EST_TRAIN_PATH + train + launch_dir);
+  INFO(launch.output);
+  REQUIRE(launch.exit_code == 0);
+  CheckSameCheckpoint(dir + "/model/model.ckpt-20", launch_dir + "/model.ckpt-20");
+}
+
+TEST_CASE("scancel stops both tasks after one step with the chief's checkpoint, and a resubmitted job resumes from it",
+          "[apps][cluster][slurm]") {
+  SKIP_WITHOUT_SLURM();
+  const std::string dir = est::testing::FreshTempDir("slurm_scancel").string();
+  // Each task writes its own file (slurmstepd does, so the lines after scancel are kept: srun
+  // itself stops relaying output when the job is cancelled).
+  const std::string body = "srun --output=task-%j-%t.out " + std::string(EST_TRAIN_PATH) +
+                           " --model linear --strategy multi_worker --model-dir " + dir + "/model "
+                           "--save-checkpoints-steps 1000000 --log-step-count-steps 100 --timeout-secs 120 "
+                           "--max-steps ";
+  const std::string first = Submit(dir, "--ntasks=2 " + MasterPort(), body + "1000000000\n");
+  const std::string chief_file = dir + "/task-" + first + "-0.out";
+  WaitForText(chief_file, "global_step/sec", std::chrono::seconds(120));
+  REQUIRE(RunCommand("scancel " + first).exit_code == 0);
+  WaitForJobEnd(first);
+  const std::string chief = est::ReadFile(chief_file);
+  const std::string worker = est::ReadFile(dir + "/task-" + first + "-1.out");
+  INFO("the chief:\n" << chief << "\nthe worker:\n" << worker);
+  // Slurm's SIGTERM reached both tasks; they stopped after the same step and the chief saved it.
+  const std::regex stop(R"(Stopping at global step (\d+): received SIGTERM)");
+  std::smatch match;
+  REQUIRE(std::regex_search(chief, match, stop));
+  const int64_t stopped = std::stoll(match[1]);
+  CHECK(Contains(worker, "Stopping at global step " + std::to_string(stopped) + ": received SIGTERM"));
+  CHECK(Contains(chief, "est-train: training stopped by SIGTERM at global step " + std::to_string(stopped) +
+                            "; saved a checkpoint"));
+  REQUIRE(LatestStep(dir + "/model") == stopped);
+
+  const std::string second = Submit(dir, "--ntasks=2 " + MasterPort(), body + std::to_string(stopped + 50) + "\n");
+  WaitForJobEnd(second);
+  for (int task = 0; task < 2; ++task) {
+    const std::string output = est::ReadFile(dir + "/task-" + second + "-" + std::to_string(task) + ".out");
+    INFO("task " << task << ":\n" << output);
+    CHECK(Contains(output, "Restoring parameters from " + dir + "/model/model.ckpt-" + std::to_string(stopped)));
+  }
+  CHECK(LatestStep(dir + "/model") == stopped + 50);
+}
+
+TEST_CASE("preemption: --signal=TERM@55 gives a checkpoint, and the --requeue'd job continues from it",
+          "[apps][cluster][slurm]") {
+  SKIP_WITHOUT_SLURM();
+  const std::string dir = est::testing::FreshTempDir("slurm_requeue").string();
+  // The first run trains until Slurm's signal, 55 s before its 1-minute limit, and requeues
+  // itself as examples/slurm/train.sbatch does; the second trains 50 steps past the checkpoint.
+  const std::string job = Submit(
+      dir, "--ntasks=2 --time=1 --signal=TERM@55 --requeue " + MasterPort(),
+      "steps=1000000000\n"
+      "if [ \"${SLURM_RESTART_COUNT:-0}\" -gt 0 ]; then\n"
+      "  steps=$(( $(sed -n 's/^model_checkpoint_path: \"model.ckpt-\\([0-9]*\\)\"$/\\1/p' model/checkpoint) + 50 ))\n"
+      "fi\n"
+      "srun --label " + std::string(EST_TRAIN_PATH) + " --model linear --strategy multi_worker --model-dir " + dir +
+      "/model --save-checkpoints-steps 1000000 --log-step-count-steps 1000 --timeout-secs 120 --max-steps $steps\n"
+      "status=$?\n"
+      "echo \"restart ${SLURM_RESTART_COUNT:-0} exited $status\"\n"
+      // The second run gets a limit whose signal cannot come before its 50 steps are done.
+      "if [ $status -eq 143 ]; then scontrol update JobId=\"$SLURM_JOB_ID\" TimeLimit=10; "
+      "scontrol requeue \"$SLURM_JOB_ID\"; fi\n"
+      "exit $status\n");
+  WaitForJobEnd(job);
+  const std::string output = est::ReadFile(dir + "/job.out");
+  INFO(output);
+  const std::regex stop(R"(0: .*Stopping at global step (\d+): received SIGTERM)");
+  std::smatch match;
+  REQUIRE(std::regex_search(output, match, stop));
+  const std::string stopped = match[1];
+  CHECK(Contains(output, "restart 0 exited 143"));
+  CHECK(Contains(output, "restart 1 exited 0"));
+  CHECK(Contains(TaskLines(output, 0), "Restoring parameters from " + dir + "/model/model.ckpt-" + stopped));
+  CHECK(LatestStep(dir + "/model") == std::stoll(stopped) + 50);
+}
+
+}  // namespace slurm_test
