@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "distribute/cluster/cluster_address.h"
+#include "distribute/default_devices.h"
 #include "distribute/rendezvous/grpc_store.h"
 #include "distribute/rendezvous/rendezvous.h"
 #include "distribute/rendezvous/settings_agreement.h"
@@ -31,12 +32,27 @@ std::string CompressionSetting(const GradientReducerOptions& buckets) {
 
 }  // namespace
 
-MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(MultiWorkerOptions options)
-    : options_(std::move(options)),
-      devices_(ParseDevices(options_.devices())),
-      backend_(&ChooseCollectiveBackend(options_.communication(), devices_, "MultiWorkerMirroredStrategy")) {
+MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(MultiWorkerOptions options) : options_(std::move(options)) {
+  if (!options_.devices().empty()) {
+    use_devices(options_.devices());
+  } else if (CudaDeviceCount() == 0) {
+    Log().info("MultiWorkerMirroredStrategy: no devices given: the CPU (LibTorch sees no GPU)");
+    use_devices({"cpu"});
+  }  // else the GPU of the local rank, once the cluster is known
   check_options();
   if (options_.cluster()) adopt(*options_.cluster());
+}
+
+void MultiWorkerMirroredStrategy::use_devices(const std::vector<std::string>& devices) {
+  devices_ = ParseDevices(devices);
+  backend_ = &ChooseCollectiveBackend(options_.communication(), devices_, "MultiWorkerMirroredStrategy");
+}
+
+std::vector<c10::Device> MultiWorkerMirroredStrategy::local_devices() const {
+  EST_CHECK(!devices_.empty(), ConfigError, "MultiWorkerMirroredStrategy takes the GPU of its task's local rank, "
+            "which it knows once it has a cluster (MultiWorkerOptions::cluster, or the Estimator's RunConfig); "
+            "or name its devices (MultiWorkerOptions::devices)");
+  return devices_;
 }
 
 MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(std::shared_ptr<Collective> collective,
@@ -72,6 +88,13 @@ void MultiWorkerMirroredStrategy::adopt(const ClusterConfig& cluster) {
   if (options_.job_id().empty()) options_.job_id(DefaultJobId(cluster.chief_address));
   if (options_.job_token().empty()) options_.job_token(JobTokenFromEnvironment());
   if (!options_.tls()) options_.tls(StoreTlsFromEnvironment());
+  if (devices_.empty()) {
+    const int gpus = CudaDeviceCount();
+    const std::string device = DeviceOfLocalRank(cluster.local_rank, gpus);
+    Log().info("MultiWorkerMirroredStrategy: no devices given: local rank {} takes {} of the {} GPUs on this host",
+               cluster.local_rank, device, gpus);
+    use_devices({device});
+  }
 }
 
 const ClusterConfig& MultiWorkerMirroredStrategy::cluster() const {
@@ -86,7 +109,7 @@ void MultiWorkerMirroredStrategy::check_options() const {
   EST_CHECK(options_.timeout_secs() > 0, ConfigError, "MultiWorkerMirroredStrategy: timeout_secs must be positive, got ",
             options_.timeout_secs());
   const GradientCompression compression = options_.buckets().compression();
-  EST_CHECK(compression == GradientCompression::kNone || devices_.size() == 1, ConfigError,
+  EST_CHECK(compression == GradientCompression::kNone || devices_.size() <= 1, ConfigError,
             "MultiWorkerMirroredStrategy: gradient compression ", GradientCompressionName(compression),
             " needs one device per worker (it compresses the bucketed all-reduce), but ", devices_.size(),
             " devices are listed");

@@ -27,8 +27,9 @@ struct MultiWorkerOptions {
   /// collective backend's name ("ring", "nccl": CollectiveBackends()) or "auto", the first
   /// backend of this build that serves every device (ChooseCollectiveBackend).
   TORCH_ARG(std::string, communication) = "auto";
-  /// This worker's replicas, one per device.
-  TORCH_ARG(std::vector<std::string>, devices) = std::vector<std::string>{"cpu"};
+  /// This worker's replicas, one per device. None (the default): the GPU of this task's local
+  /// rank where LibTorch sees GPUs (DeviceOfLocalRank), else the CPU; logged once.
+  TORCH_ARG(std::vector<std::string>, devices);
   /// The cluster; when unset, the Estimator hands the strategy RunConfig::cluster (from
   /// TF_CONFIG, torchrun or Slurm variables) before training.
   TORCH_ARG(std::optional<ClusterConfig>, cluster);
@@ -73,7 +74,8 @@ class MultiWorkerMirroredStrategy : public Strategy {
   ~MultiWorkerMirroredStrategy() override;
 
   std::string name() const override { return "MultiWorkerMirroredStrategy"; }
-  std::vector<c10::Device> local_devices() const override { return devices_; }
+  /// ConfigError while the devices wait for the cluster (no devices given, GPUs present).
+  std::vector<c10::Device> local_devices() const override;
   /// Adopts `cluster` when made without one; checks that it agrees otherwise. A strategy
   /// made on a collective keeps the collective's ranks.
   void configure(const ClusterConfig& cluster) override;
@@ -100,6 +102,8 @@ class MultiWorkerMirroredStrategy : public Strategy {
   void check_options() const;
   /// Takes `cluster` as the one this strategy trains in.
   void adopt(const ClusterConfig& cluster);
+  /// Takes `devices` as this worker's, with the collective backend that serves them.
+  void use_devices(const std::vector<std::string>& devices);
   /// This worker's place; ConfigError while the strategy has neither a cluster nor a collective.
   const TrainingPlace& place() const { return PlaceOrThrow(place_, name(), "MultiWorkerOptions::cluster"); }
   void connect();

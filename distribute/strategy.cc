@@ -1,9 +1,10 @@
 #include "distribute/strategy.h"
 
 #include <ATen/ATen.h>
-#include <torch/cuda.h>
 
 #include "common/error.h"
+#include "common/logging.h"
+#include "distribute/default_devices.h"
 
 namespace est::distribute {
 
@@ -21,7 +22,7 @@ c10::Device ParseDevice(const std::string& device) {
 
 void CheckDeviceAvailable(c10::Device device) {
   if (!device.is_cuda()) return;
-  const auto count = static_cast<int64_t>(torch::cuda::device_count());
+  const int count = CudaDeviceCount();
   EST_CHECK(count > 0, ConfigError, "device '", device.str(),
             "' needs CUDA, but LibTorch sees no CUDA device (this LibTorch has no CUDA, or no GPU is visible); "
             "use \"cpu\"");
@@ -150,8 +151,15 @@ std::shared_ptr<OneDeviceStrategy> OneDeviceStrategy::Create(const std::string& 
 
 MirroredStrategy::MirroredStrategy(const std::vector<std::string>& devices, BufferSync buffer_sync)
     : buffer_sync_(buffer_sync) {
-  EST_CHECK(!devices.empty(), ConfigError, "MirroredStrategy needs at least one device");
-  for (const auto& device : devices) devices_.push_back(ParseDevice(device));
+  std::vector<std::string> names = devices;
+  if (names.empty()) {
+    names = EveryLocalDevice(CudaDeviceCount());
+    std::string list;
+    for (const auto& name : names) list += (list.empty() ? "" : ", ") + name;
+    Log().info("MirroredStrategy: no devices given: {}",
+               names.front() == "cpu" ? "the CPU (LibTorch sees no GPU)" : "every GPU, " + list);
+  }
+  for (const auto& device : names) devices_.push_back(ParseDevice(device));
 }
 
 std::shared_ptr<MirroredStrategy> MirroredStrategy::Create(const std::vector<std::string>& devices,

@@ -125,11 +125,13 @@ class OneDeviceStrategy : public Strategy {
 /// CPU replicas), which is how its logic is tested without GPUs.
 class MirroredStrategy : public Strategy {
  public:
-  /// Throws ConfigError for an empty list or a malformed device name.
-  explicit MirroredStrategy(const std::vector<std::string>& devices = {"cpu"},
+  /// No devices (the default) takes every GPU LibTorch sees, else the CPU, as
+  /// tf.distribute.MirroredStrategy() does, and logs which. Throws ConfigError for a
+  /// malformed device name.
+  explicit MirroredStrategy(const std::vector<std::string>& devices = {},
                             BufferSync buffer_sync = BufferSync::kBroadcast);
   /// A shared strategy over `devices`.
-  static std::shared_ptr<MirroredStrategy> Create(const std::vector<std::string>& devices = {"cpu"},
+  static std::shared_ptr<MirroredStrategy> Create(const std::vector<std::string>& devices = {},
                                                   BufferSync buffer_sync = BufferSync::kBroadcast);
 
   std::string name() const override { return "MirroredStrategy"; }

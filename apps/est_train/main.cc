@@ -28,6 +28,7 @@
 #include "data/list_files.h"
 #include "data/mnist.h"
 #include "distribute/collective/collective_backend.h"
+#include "distribute/default_devices.h"
 #include "distribute/multi_worker_mirrored_strategy.h"
 #include "distribute/parameter_server_strategy.h"
 #include "distribute/strategy.h"
@@ -67,7 +68,7 @@ struct Flags {
   int64_t log_step_count_steps = 100;
   uint64_t seed = 42;
   std::string strategy = "none";
-  std::string devices = "cpu";
+  std::string devices;  ///< empty: each strategy's default (every GPU, the local rank's GPU, or the CPU)
   double start_delay_secs = 0;
   double timeout_secs = 300;
   int64_t gradient_accumulation_steps = 1;
@@ -219,8 +220,10 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "workers backups whose late gradients are dropped)")
       ->check(est_apps::IntegerIn<int>(0, std::numeric_limits<int>::max()))
       ->capture_default_str();
-  app.add_option("--devices", flags.devices, "Comma-separated devices of this process's replicas, e.g. cpu,cpu")
-      ->capture_default_str();
+  app.add_option("--devices", flags.devices,
+                 "Comma-separated devices of this process's replicas, e.g. cuda:0,cuda:1 or cpu,cpu (default: "
+                 "mirrored takes every GPU, the others the GPU of the task's local rank; the CPU where there is no "
+                 "GPU)");
   app.add_option("--timeout-secs", flags.timeout_secs,
                  "multi_worker, parameter_server: limit on waiting for peers and on every collective operation or "
                  "call to a ps task")
@@ -306,14 +309,28 @@ std::string ReadJobToken(const std::string& path) {
   return token;
 }
 
+// The devices of --devices; none when the flag is not given.
 std::vector<std::string> SplitDevices(const std::string& list) {
   std::vector<std::string> devices;
   std::stringstream stream(list);
   std::string device;
   while (std::getline(stream, device, ','))
     if (!device.empty()) devices.push_back(device);
-  EST_CHECK(!devices.empty(), est::ConfigError, "--devices names no device");
   return devices;
+}
+
+// The one device of a task without --devices: its local rank's GPU, or the CPU.
+std::string OneDeviceOf(const std::vector<std::string>& devices, const est::distribute::ClusterConfig& cluster,
+                        const std::string& strategy) {
+  if (!devices.empty()) {
+    EST_CHECK(devices.size() == 1, est::ConfigError, "--strategy ", strategy, " trains one replica per process; "
+              "--devices names ", devices.size());
+    return devices[0];
+  }
+  const int gpus = est::distribute::CudaDeviceCount();
+  const std::string device = est::distribute::DeviceOfLocalRank(cluster.local_rank, gpus);
+  est::Log().info("--devices not given: {} (local rank {}, {} GPUs on this host)", device, cluster.local_rank, gpus);
+  return device;
 }
 
 // TLS of the --tls-* flags, when any is given.
@@ -340,26 +357,23 @@ std::shared_ptr<est::distribute::Strategy> MakeStrategy(const Flags& flags, cons
   EST_CHECK(!flags.powersgd_options_given || flags.gradient_compression == "powersgd", est::ConfigError,
             "--powersgd-rank and --powersgd-warmup-steps apply to --gradient-compression powersgd, not ",
             flags.gradient_compression);
+  const std::vector<std::string> devices = SplitDevices(flags.devices);
+  EST_CHECK(flags.devices.empty() || !devices.empty(), est::ConfigError, "--devices '", flags.devices,
+            "' names no device");
   if (flags.strategy == "parameter_server") {
-    const std::vector<std::string> devices = SplitDevices(flags.devices);
-    EST_CHECK(devices.size() == 1, est::ConfigError, "--strategy parameter_server trains one replica per worker; "
-              "--devices names ", devices.size());
     auto options = est::distribute::ParameterServerOptions()
                        .mode(est::distribute::ParseParameterServerMode(flags.ps_mode))
                        .staleness(flags.staleness)
                        .replicas_to_aggregate(flags.replicas_to_aggregate)
-                       .device(devices[0])
+                       .device(OneDeviceOf(devices, cluster, flags.strategy))
                        .cluster(cluster)
                        .timeout_secs(flags.timeout_secs)
                        .job_token(ReadJobToken(flags.job_token_file));
     options.tls(TlsOf(flags));
     return est::distribute::ParameterServerStrategy::Create(options);
   }
-  const std::vector<std::string> devices = SplitDevices(flags.devices);
-  if (flags.strategy == "one_device") {
-    EST_CHECK(devices.size() == 1, est::ConfigError, "--strategy one_device takes one device, got ", flags.devices);
-    return est::distribute::OneDeviceStrategy::Create(devices[0]);
-  }
+  if (flags.strategy == "one_device")
+    return est::distribute::OneDeviceStrategy::Create(OneDeviceOf(devices, cluster, flags.strategy));
   if (flags.strategy == "mirrored") return est::distribute::MirroredStrategy::Create(devices);
   if (flags.strategy != "multi_worker") return nullptr;
   auto options = est::distribute::MultiWorkerOptions()

@@ -118,11 +118,16 @@ bool PsConnection::initialized() {
 }
 
 void PsConnection::wait_initialized() {
-  const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
-  bool logged = false;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + options_.timeout;
+  auto next_log = start;  // then every 30 s, as the rendezvous says who it waits for
   while (!initialized()) {
-    if (!logged) Log().info("Waiting for the chief to initialize the variables on the ps tasks");
-    logged = true;
+    if (const auto now = std::chrono::steady_clock::now(); now >= next_log) {
+      Log().info("Waiting for the chief to initialize the variables on the ps tasks; {} of {} passed",
+                 DescribeDuration(std::chrono::duration_cast<std::chrono::milliseconds>(now - start)),
+                 DescribeDuration(options_.timeout));
+      next_log = now + std::chrono::seconds(30);
+    }
     EST_CHECK(std::chrono::steady_clock::now() < deadline, TimeoutError, "the ps tasks held no variables after ",
               DescribeDuration(options_.timeout), ": the chief did not initialize them (is it running?)");
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

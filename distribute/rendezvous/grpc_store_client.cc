@@ -191,6 +191,7 @@ class GrpcStore final : public Store {
           EST_THROW(CommunicationError, describe(), ": ", what, " was cancelled: ", status.error_message());
         case grpc::StatusCode::DEADLINE_EXCEEDED:
           if (lost_since) ThrowLost(what, *lost_since, status);
+          // Not sent while the channel was never ready, so the attempt is safe to repeat.
           if (awaits_server && report_at < deadline && channel_->GetState(false) != GRPC_CHANNEL_READY) {
             Log().info("{}: waiting for the chief to listen (job '{}'); {} of {} passed", describe(), options_.job_id,
                        DescribeDuration(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start)),
@@ -201,7 +202,10 @@ class GrpcStore final : public Store {
             EST_THROW(CommunicationError, describe(), ": ", what, ": the store was unreachable for ",
                       DescribeDuration(timeout), Hint());
           if (waits) return status;
-          EST_THROW(CommunicationError, describe(), ": ", what, " got no answer within ", DescribeDuration(timeout));
+          // (Within the timeout for a call of a client that had reached the server; sooner for a
+          // first call sent just as a progress interval ended, which is not repeated.)
+          EST_THROW(CommunicationError, describe(), ": ", what, " got no answer within ",
+                    DescribeDuration(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start)));
         case grpc::StatusCode::PERMISSION_DENIED:
           EST_THROW(ConfigError, describe(), ": ", what, ": ", status.error_message());
         case grpc::StatusCode::UNAVAILABLE: {
