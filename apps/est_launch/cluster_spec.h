@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace est_launch {
@@ -35,8 +36,14 @@ struct ClusterLayout {
   int num_tasks() const { return workers + (chief ? 1 : 0) + ps + (evaluator ? 1 : 0); }
 };
 
-/// Checks the job sizes; throws est::ConfigError naming the flag at fault.
-void ValidateLayout(const ClusterLayout& layout);
+/// Checks the job sizes; throws est::ConfigError naming the flag at fault. A host of a launch
+/// across hosts (`part_of_job`) may have no worker and no chief, but must have a task, and
+/// an empty host (chosen at the rendezvous).
+void ValidateLayout(const ClusterLayout& layout, bool part_of_job = false);
+
+/// The tasks of `layout` in launch order: chief, workers by index, ps tasks by index,
+/// evaluator (indices from 0).
+std::vector<TaskId> TasksOf(const ClusterLayout& layout);
 
 /// Checks that ports first_port .. first_port + count - 1 all lie in 1..65535; throws
 /// est::ConfigError naming the range otherwise.
@@ -45,12 +52,21 @@ void ValidatePortRange(int first_port, int count);
 /// "host:port", with an IPv6 address in brackets ("[::1]:2222") as TensorFlow writes it.
 std::string HostPort(const std::string& host, int port);
 
-/// A local cluster with consecutive ports: chief, then workers, then ps tasks, then evaluator.
+/// Splits "host:port" ("[::1]:2222" for IPv6) as written by HostPort; throws
+/// est::ConfigError naming `flag` when it is not of that form or the port is not in 1..65535.
+std::pair<std::string, int> SplitHostPort(const std::string& text, const std::string& flag);
+
+/// The tasks this est-launch runs, on consecutive ports of one host, and the cluster they
+/// belong to: the same tasks (one host) or a job across hosts.
 class ClusterSpec {
  public:
-  /// Lays the tasks of `layout` out on ports first_port, first_port + 1, ...; throws
-  /// est::ConfigError for an invalid layout or port range.
-  ClusterSpec(ClusterLayout layout, int first_port);
+  /// Lays the tasks of `layout` out on ports first_port, first_port + 1, ...: chief, then
+  /// workers, then ps tasks, then evaluator; throws est::ConfigError for an invalid layout or
+  /// port range.
+  ClusterSpec(const ClusterLayout& layout, int first_port);
+  /// This host's `tasks` (on ports first_port, ... of `host`) of the job whose TF_CONFIG
+  /// "cluster" is `cluster` (a launch across hosts).
+  ClusterSpec(nlohmann::json cluster, std::vector<TaskId> tasks, std::string host, int first_port);
 
   /// Every task in launch order: chief, workers by index, ps tasks by index, evaluator.
   const std::vector<TaskId>& tasks() const { return tasks_; }
@@ -59,19 +75,20 @@ class ClusterSpec {
   /// The port of the last task.
   int last_port() const { return first_port_ + static_cast<int>(tasks_.size()) - 1; }
   /// The host every task listens on.
-  const std::string& host() const { return layout_.host; }
+  const std::string& host() const { return host_; }
   /// True for a parameter-server job (with ps tasks).
-  bool has_ps() const { return layout_.ps > 0; }
+  bool has_ps() const { return cluster_.contains("ps"); }
 
   /// The "cluster" object of TF_CONFIG: {"chief": ["h:p"], "worker": [...], "ps": [...], "evaluator": [...]}.
-  nlohmann::json cluster_json() const;
+  const nlohmann::json& cluster_json() const { return cluster_; }
   /// The TF_CONFIG value of one task: {"cluster": {...}, "task": {"type": t, "index": i}}.
   std::string tf_config(const TaskId& task) const;
 
  private:
-  ClusterLayout layout_;
-  int first_port_;
+  nlohmann::json cluster_;
   std::vector<TaskId> tasks_;
+  std::string host_;
+  int first_port_;
 };
 
 }  // namespace est_launch

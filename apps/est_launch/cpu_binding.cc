@@ -1,7 +1,9 @@
 #include "apps/est_launch/cpu_binding.h"
 
 #include <algorithm>
+#include <cstdlib>
 
+#include "apps/est_launch/cpu_affinity.h"
 #include "common/error.h"
 
 namespace est_launch {
@@ -63,6 +65,14 @@ std::string DescribeCpuBinding(const std::vector<std::vector<int>>& plan, const 
          (omp_num_threads_set ? " (OMP_NUM_THREADS kept from the environment)"
                               : " (OMP_NUM_THREADS=" + std::to_string(block) + ")") +
          (unbound.empty() ? "" : "; " + unbound + " on all CPUs") + "; --cpu-bind none to disable";
+}
+
+std::vector<std::vector<int>> BindTasksToCpus(const std::vector<TaskId>& tasks, CpuBindMode mode,
+                                              std::string* description) {
+  const std::vector<int> cpus = mode == CpuBindMode::kNone ? std::vector<int>{} : AvailableCpus();
+  std::vector<std::vector<int>> plan = PlanCpuBinding(cpus, tasks, mode);
+  *description = DescribeCpuBinding(plan, tasks, cpus.size(), mode, std::getenv("OMP_NUM_THREADS") != nullptr);
+  return plan;
 }
 
 }  // namespace est_launch

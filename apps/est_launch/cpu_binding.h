@@ -41,4 +41,9 @@ std::string CpuListText(const std::vector<int>& cpus);
 std::string DescribeCpuBinding(const std::vector<std::vector<int>>& plan, const std::vector<TaskId>& tasks,
                                size_t num_available_cpus, CpuBindMode mode, bool omp_num_threads_set);
 
+/// The CPUs of each of `tasks` under `mode` (est-launch's available CPUs planned by
+/// PlanCpuBinding), with DescribeCpuBinding's line in *description.
+std::vector<std::vector<int>> BindTasksToCpus(const std::vector<TaskId>& tasks, CpuBindMode mode,
+                                              std::string* description);
+
 }  // namespace est_launch

@@ -1,4 +1,5 @@
-// est-launch: starts a local TF_CONFIG cluster, one process per task, and supervises it.
+// est-launch: starts the tasks of a TF_CONFIG cluster on this host (or this host's part of a job across
+// hosts), one process per task, and supervises them.
 
 #include <fcntl.h>
 
@@ -7,13 +8,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <tuple>
 
 #include "apps/common/number_checks.h"
 #include "apps/common/parse_flags.h"
 #include "apps/common/tls_flags.h"
 #include "apps/est_launch/cluster_spec.h"
-#include "apps/est_launch/cpu_affinity.h"
 #include "apps/est_launch/cpu_binding.h"
+#include "apps/est_launch/node_agent.h"
 #include "apps/est_launch/port_finder.h"
 #include "apps/est_launch/supervisor.h"
 #include "common/error.h"
@@ -60,6 +62,14 @@ their model_dir. With --ps (parameter servers), the failed task alone is started
 each such restart counting one of the N: the other workers train on, a restarted worker
 continues its own input, and a restarted ps task is restored by the chief.
 
+Across hosts, run one est-launch per host with --nnodes N, its own --node-rank and the same
+--rendezvous HOST:PORT; node 0 listens there. Each host's --chief, --workers, --ps and
+--evaluator are its own tasks; once all N have joined (within --rendezvous-timeout-secs),
+every task gets the whole job's TF_CONFIG (each job's tasks numbered in node-rank order),
+EST_JOB_ID and EST_JOB_TOKEN (node 0's; with EST_JOB_TOKEN set, a node joins only with the
+same one). A failed task, a signal, or a host's est-launch gone stops the tasks on every
+host; node 0's --max-restarts restarts the whole job once every host has joined again.
+
 Every task gets SIGHUP when est-launch exits or is killed (SIGKILL included); est-train
 stops on it as on SIGTERM (a checkpoint first) and exits with 129: no task trains on alone.
 
@@ -73,7 +83,11 @@ struct Flags {
   int ps = 0;
   bool evaluator = false;
   int port = 0;
-  std::string host = "127.0.0.1";
+  std::string host;
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string rendezvous;
+  double rendezvous_timeout_secs = 600;
   double grace_secs = 10;
   std::string cpu_bind = "auto";
   int max_restarts = 0;
@@ -95,7 +109,21 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_flag("--evaluator", flags.evaluator, "Add job \"evaluator\" with one task, on the last port");
   app.add_option("--port", flags.port, "First port of the cluster (default: a free range found by binding port 0)")
       ->check(est_apps::IntegerIn<int>(0, 65535));
-  app.add_option("--host", flags.host, "Host name or address of this machine that every task listens on")
+  app.add_option("--host", flags.host,
+                 "Host name or address of this machine that every task listens on (default: 127.0.0.1; with "
+                 "--nnodes, the rendezvous host on node 0 and on the others the address they reach it from)");
+  app.add_option("--nnodes", flags.nnodes,
+                 "Number of hosts, each running one est-launch with its own --node-rank (see below)")
+      ->check(est_apps::IntegerIn<int>(1, 4096))
+      ->capture_default_str();
+  app.add_option("--node-rank", flags.node_rank, "This host's rank, 0 to --nnodes - 1; node 0 hosts --rendezvous")
+      ->check(est_apps::IntegerIn<int>(0, 4095))
+      ->capture_default_str();
+  app.add_option("--rendezvous", flags.rendezvous,
+                 "HOST:PORT where node 0's est-launch listens and the other hosts' connect (with --nnodes 2 or more)");
+  app.add_option("--rendezvous-timeout-secs", flags.rendezvous_timeout_secs,
+                 "Seconds a rendezvous (the first, and the one after each restart) may take")
+      ->check(est_apps::NumberIn(1, 86400, "a number of seconds"))
       ->capture_default_str();
   app.add_option("--grace-secs", flags.grace_secs, "Seconds from SIGTERM to SIGKILL when tasks are stopped")
       ->check(est_apps::NumberIn(0, 86400, "a number of seconds"))
@@ -141,21 +169,31 @@ std::string JobToken() {
 
 // Checks the flags that CLI11 cannot; throws est::ConfigError naming the flag.
 est_launch::ClusterLayout ValidatedLayout(const Flags& flags, bool port_given) {
+  const bool across_hosts = flags.nnodes > 1;
   est_launch::ClusterLayout layout;
   layout.workers = flags.workers;
   layout.chief = flags.chief;
   layout.ps = flags.ps;
   layout.evaluator = flags.evaluator;
-  layout.host = flags.host;
-  est_launch::ValidateLayout(layout);
+  layout.host = flags.host.empty() && !across_hosts ? "127.0.0.1" : flags.host;
+  if (across_hosts) {
+    EST_CHECK(!flags.rendezvous.empty(), est::ConfigError, "--nnodes ", flags.nnodes,
+              " needs --rendezvous HOST:PORT, where node 0's est-launch listens");
+    EST_CHECK(flags.node_rank < flags.nnodes, est::ConfigError, "--node-rank ", flags.node_rank,
+              " is not in 0..", flags.nnodes - 1, " (--nnodes ", flags.nnodes, ")");
+    est_launch::SplitHostPort(flags.rendezvous, "--rendezvous");
+  } else {
+    EST_CHECK(flags.rendezvous.empty() && flags.node_rank == 0, est::ConfigError,
+              "--rendezvous and --node-rank are for a launch across hosts: give --nnodes 2 or more");
+  }
+  // A host of a launch across hosts may run only ps tasks or the evaluator.
+  est_launch::ValidateLayout(layout, across_hosts);
   if (port_given) est_launch::ValidatePortRange(flags.port, layout.num_tasks());
-  est_launch::CheckLocalHost(flags.host);
+  if (!layout.host.empty()) est_launch::CheckLocalHost(layout.host);
   return layout;
 }
 
 int Run(const Flags& flags, const est_launch::ClusterLayout& layout, bool port_given) {
-  const int first_port = port_given ? flags.port : est_launch::FindFreePortRange(layout.host, layout.num_tasks());
-  const est_launch::ClusterSpec cluster(layout, first_port);
   est_launch::LaunchOptions options;
   options.command = flags.command;
   options.grace_secs = flags.grace_secs;
@@ -165,17 +203,30 @@ int Run(const Flags& flags, const est_launch::ClusterLayout& layout, bool port_g
   options.max_restarts = flags.max_restarts;
   options.restart_backoff_secs = flags.restart_backoff_secs;
   options.max_restart_backoff_secs = flags.max_restart_backoff_secs;
+  using est_launch::CpuBindMode;
+  const CpuBindMode mode = flags.cpu_bind == "none" ? CpuBindMode::kNone : CpuBindMode::kAuto;
+  if (flags.nnodes > 1) {
+    est_launch::NodeOptions node;
+    node.nnodes = flags.nnodes;
+    node.node_rank = flags.node_rank;
+    std::tie(node.rendezvous_host, node.rendezvous_port) = est_launch::SplitHostPort(flags.rendezvous, "--rendezvous");
+    node.rendezvous_timeout_secs = flags.rendezvous_timeout_secs;
+    node.layout = layout;
+    node.port = port_given ? flags.port : 0;
+    node.cpu_bind = mode;
+    const char* own_token = std::getenv("EST_JOB_TOKEN");
+    node.token_from_environment = own_token != nullptr && *own_token != '\0';
+    return est_launch::RunNode(node, options);
+  }
+  const int first_port = port_given ? flags.port : est_launch::FindFreePortRange(layout.host, layout.num_tasks());
+  const est_launch::ClusterSpec cluster(layout, first_port);
   const std::string ports = cluster.tasks().size() == 1
                                 ? "port " + std::to_string(cluster.first_port())
                                 : "ports " + std::to_string(cluster.first_port()) + "-" + std::to_string(cluster.last_port());
   std::fprintf(stderr, "est-launch: starting %zu task(s) on %s %s, EST_JOB_ID=%s\n", cluster.tasks().size(),
                cluster.host().c_str(), ports.c_str(), options.job_id.c_str());
-  using est_launch::CpuBindMode;
-  const CpuBindMode mode = flags.cpu_bind == "none" ? CpuBindMode::kNone : CpuBindMode::kAuto;
-  const std::vector<int> cpus = mode == CpuBindMode::kNone ? std::vector<int>{} : est_launch::AvailableCpus();
-  options.task_cpus = est_launch::PlanCpuBinding(cpus, cluster.tasks(), mode);
-  const std::string binding = est_launch::DescribeCpuBinding(options.task_cpus, cluster.tasks(), cpus.size(), mode,
-                                                             std::getenv("OMP_NUM_THREADS") != nullptr);
+  std::string binding;
+  options.task_cpus = est_launch::BindTasksToCpus(cluster.tasks(), mode, &binding);
   if (!binding.empty()) std::fprintf(stderr, "est-launch: %s\n", binding.c_str());
   std::fflush(stderr);
   return est_launch::RunCluster(cluster, options).exit_code;
@@ -192,7 +243,8 @@ void OpenStandardFds() {
 
 int main(int argc, char** argv) {
   OpenStandardFds();
-  CLI::App app("est-launch: run a command as every task of a local TF_CONFIG cluster", "est-launch");
+  CLI::App app("est-launch: run a command as every task of a TF_CONFIG cluster, on this host or across hosts",
+               "est-launch");
   Flags flags;
   AddFlags(app, flags);
   if (auto exit_status = est_apps::ParseFlags(app, argc, argv, "est-launch")) return *exit_status;
@@ -206,6 +258,9 @@ int main(int argc, char** argv) {
   }
   try {
     return Run(flags, layout, port_given);
+  } catch (const est::ConfigError& e) {
+    std::fprintf(stderr, "est-launch: error: %s\n", e.what());
+    return 2;
   } catch (const est::Error& e) {
     std::fprintf(stderr, "est-launch: error: %s\n", e.what());
     return 1;

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "apps/est_launch/line_prefixer.h"
@@ -69,11 +70,13 @@ struct Task {
 
 class Supervisor {
  public:
-  Supervisor(const ClusterSpec& cluster, const LaunchOptions& options, int restarts, SignalPipe& signals)
+  Supervisor(const ClusterSpec& cluster, const LaunchOptions& options, int restarts, SignalPipe& signals,
+             PeerNodes* peers)
       : cluster_(cluster),
         options_(options),
         restarts_(restarts),
         signals_(signals),
+        peers_(peers),
         stdout_(STDOUT_FILENO),
         stderr_(STDERR_FILENO) {
 #if defined(__linux__)
@@ -86,7 +89,10 @@ class Supervisor {
   LaunchResult Run() {
     if (restarts_ == 0 || WaitBeforeRestart()) Supervise();
     const LaunchResult result = Result();
-    if (will_restart())
+    if (peers_ != nullptr) {
+      // Across hosts, node 0 decides whether the job restarts, and says so.
+      if (!result.error.empty()) Log(result.error);
+    } else if (will_restart())
       Log(result.error + "; restarting every task in " + Seconds(RestartBackoffSecs(options_, restarts_ + 1)) +
           " (restart " + std::to_string(restarts_ + 1) + " of at most " + std::to_string(options_.max_restarts) + ")");
     else if (!result.error.empty())
@@ -98,10 +104,10 @@ class Supervisor {
     return result;
   }
 
+  /// True when this run ended with a failed task and may be started again.
+  bool restartable() const { return task_failed_ && interrupt_ == 0 && !gave_up_; }
   /// True when this run ended with a failed task that RunCluster starts again.
-  bool will_restart() const {
-    return task_failed_ && interrupt_ == 0 && !gave_up_ && restarts_ < options_.max_restarts;
-  }
+  bool will_restart() const { return restartable() && restarts_ < options_.max_restarts; }
 
  private:
   enum class Phase { kRunning, kStopping, kKilling };
@@ -146,6 +152,7 @@ class Supervisor {
       const auto* spawn_error = dynamic_cast<const SpawnError*>(&e);
       failure_exit_code_ = spawn_error == nullptr ? 1 : spawn_error->error_number() == ENOENT ? 127 : 126;
       failure_ = id.label() + ": " + e.what();
+      if (peers_ != nullptr) peers_->OnLocalStop(failure_);
       if (!tasks_.empty()) {
         Log(failure_ + "; stopping the other tasks");
         BeginStop(SIGTERM, /*leftovers_only=*/false);
@@ -249,6 +256,7 @@ class Supervisor {
       failure_exit_code_ = 1;
       task_failed_ = true;
       Log(failure_ + "; stopping the other tasks (SIGTERM, then SIGKILL after " + Seconds(options_.grace_secs) + ")");
+      if (peers_ != nullptr) peers_->OnLocalStop(failure_);
       BeginStop(SIGTERM, /*leftovers_only=*/false);
     } else {
       Log(task.id.label() + " " + DescribeWaitStatus(status));
@@ -301,11 +309,22 @@ class Supervisor {
       interrupt_ = signal_number;
       Log("caught " + SignalName(signal_number) + "; forwarding it to the tasks (SIGKILL after " +
           Seconds(options_.grace_secs) + ")");
+      if (peers_ != nullptr) peers_->OnLocalStop("est-launch caught " + SignalName(signal_number));
       BeginStop(signal_number, /*leftovers_only=*/false);
     } else if (phase_ == Phase::kStopping) {
       Log("caught " + SignalName(signal_number) + " while stopping the tasks; sending SIGKILL");
       KillAll(/*reason=*/"");
     }
+  }
+
+  // Another host asks this one to stop its tasks: a failure of the job, which may restart.
+  void OnPeerStop(const std::string& reason) {
+    if (phase_ != Phase::kRunning) return;
+    failure_ = reason;
+    failure_exit_code_ = 1;
+    task_failed_ = true;
+    Log(reason + "; stopping this host's tasks (SIGTERM, then SIGKILL after " + Seconds(options_.grace_secs) + ")");
+    BeginStop(SIGTERM, /*leftovers_only=*/false);
   }
 
   bool GroupAlive(const Task& task) const { return ::killpg(task.pid, 0) == 0 || errno == EPERM; }
@@ -393,11 +412,19 @@ class Supervisor {
         streams.push_back(stream);
       }
     }
+    const size_t num_streams = fds.size();
+    if (peers_ != nullptr)
+      for (int fd : peers_->fds()) fds.push_back({fd, POLLIN, 0});
     if (::poll(fds.data(), fds.size(), PollTimeoutMs(held_back)) <= 0) return;  // timeout or EINTR
     if (fds[0].revents != 0)
       for (int signal_number : signals_.drain()) OnSignal(signal_number);
-    for (size_t i = 1; i < fds.size(); ++i)
+    for (size_t i = 1; i < num_streams; ++i)
       if (fds[i].revents != 0) ReadStream(*streams[i]);
+    for (size_t i = num_streams; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      if (std::optional<std::string> reason = peers_->OnReadable()) OnPeerStop(*reason);
+      break;  // OnReadable reads every peer
+    }
   }
 
   void ReadStream(Stream& stream) {
@@ -435,6 +462,7 @@ class Supervisor {
   const LaunchOptions& options_;
   const int restarts_;  // restarts made before this run
   SignalPipe& signals_;  // the launch's, caught from the first run to the last
+  PeerNodes* const peers_;  // the other hosts of a launch across hosts, or null
   OutputWriter stdout_;
   OutputWriter stderr_;
   std::vector<Task> tasks_;  // after the writers, which its prefixers write to
@@ -458,14 +486,20 @@ double RestartBackoffSecs(const LaunchOptions& options, int restart) {
   return std::min(wait, options.max_restart_backoff_secs);
 }
 
+RoundResult RunRound(const ClusterSpec& cluster, const LaunchOptions& options, int restarts, SignalPipe& signals,
+                     PeerNodes* peers) {
+  Supervisor supervisor(cluster, options, restarts, signals, peers);
+  LaunchResult result = supervisor.Run();
+  return {std::move(result), supervisor.restartable()};
+}
+
 LaunchResult RunCluster(const ClusterSpec& cluster, const LaunchOptions& options) {
   // One set of handlers for every run: a signal that arrives between one run's end and the
   // next one's wait to restart is caught, and ends the launch there, not by its default action.
   SignalPipe signals({SIGCHLD, SIGINT, SIGTERM, SIGHUP});
   for (int restarts = 0;; ++restarts) {
-    Supervisor supervisor(cluster, options, restarts, signals);
-    LaunchResult result = supervisor.Run();
-    if (!supervisor.will_restart()) return result;
+    RoundResult round = RunRound(cluster, options, restarts, signals, /*peers=*/nullptr);
+    if (!round.restartable || restarts >= options.max_restarts) return round.result;
   }
 }
 

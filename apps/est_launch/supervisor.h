@@ -3,12 +3,30 @@
 /// the rule that when one task fails every other task is stopped, within a bounded time.
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "apps/est_launch/cluster_spec.h"
 
 namespace est_launch {
+
+class SignalPipe;
+
+/// The other hosts of a launch across hosts (est-launch --nnodes), as the supervisor of this
+/// host's tasks sees them: they may ask it to stop its tasks, and it tells them when it stops.
+class PeerNodes {
+ public:
+  virtual ~PeerNodes() = default;
+  /// The descriptors to poll for what the other hosts send.
+  virtual std::vector<int> fds() const = 0;
+  /// Reads what arrived; returns why this host's tasks must stop (another host's task
+  /// failed, or its est-launch is gone), else nothing.
+  virtual std::optional<std::string> OnReadable() = 0;
+  /// This host's tasks are being stopped for `reason` (a task failed, est-launch caught a
+  /// signal): the other hosts stop theirs.
+  virtual void OnLocalStop(const std::string& reason) = 0;
+};
 
 /// How to run the tasks of a cluster.
 struct LaunchOptions {
@@ -53,6 +71,22 @@ struct LaunchResult {
   /// final line "est-launch: error: <error>".
   std::string error;
 };
+
+/// How one start of every task ended (a round: RunCluster makes one per restart).
+struct RoundResult {
+  /// The round's result, as RunCluster's.
+  LaunchResult result;
+  /// Whether a restart may follow: a task failed (here or, with peers, on another host) and
+  /// est-launch was not interrupted and no process outlived SIGKILL.
+  bool restartable = false;
+};
+
+/// One round of RunCluster: waits RestartBackoffSecs(options, restarts) when `restarts` > 0,
+/// then starts every task of `cluster` with EST_RESTART_COUNT `restarts` and supervises them
+/// until all have exited, stopping them when `peers` (may be null) ask it to and telling them
+/// when it stops them. `signals` are the launch's (SIGCHLD, SIGINT, SIGTERM, SIGHUP).
+RoundResult RunRound(const ClusterSpec& cluster, const LaunchOptions& options, int restarts, SignalPipe& signals,
+                     PeerNodes* peers);
 
 /// Starts `options.command` once per task of `cluster`, each in a process group of its
 /// own, with TF_CONFIG, EST_JOB_ID, EST_JOB_TOKEN, EST_TASK ("worker-1") and EST_RESTART_COUNT set and the

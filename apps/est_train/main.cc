@@ -287,8 +287,8 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->capture_default_str();
   app.add_option("--chief-address", flags.chief_address,
                  "multi_worker: HOST:PORT of the chief (rank 0), where the others meet it, for ranks that torchrun, "
-                 "mpirun or srun give (default: MASTER_ADDR, or the first host of Slurm's node list, and MASTER_PORT "
-                 "or the port of docs/distributed.md)");
+                 "mpirun or srun give (default: MASTER_ADDR, else the first host of Slurm's node list; and MASTER_PORT, "
+                 "else 15000 + the last four digits of SLURM_JOB_ID inside a Slurm job, else 29500)");
   app.add_flag("--evaluator", flags.evaluator,
                "Run as the evaluator task: evaluate each new checkpoint in --model-dir until --max-steps, outside\n"
                "the training group whatever ranks the launcher gives (an evaluator step of a Slurm job)");

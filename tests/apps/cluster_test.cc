@@ -16,6 +16,8 @@
 
 using est::testing::RunCommand;
 using est::testing::RunResult;
+using est::testing::Contains;
+using est::testing::LinesStartingWith;
 
 namespace {
 
@@ -27,33 +29,9 @@ std::string EstTrain() { return EST_TRAIN_PATH; }
 // model the same way (apps/bench/lm_ddp_peer.py) reached 3.00.
 constexpr double kLmLossAfter40Steps = 3.2;
 
-// Lines of `output` that start with `prefix` ("[worker 1] ").
-std::string LinesOf(const std::string& output, const std::string& prefix) {
-  std::istringstream lines(output);
-  std::string line;
-  std::string result;
-  while (std::getline(lines, line))
-    if (line.rfind(prefix, 0) == 0) result += line + "\n";
-  return result;
-}
-
-bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 // One est-train task of `tf_config` with `args`, alone (its peers never start), for at most 60 s.
 RunResult RunLoneTask(const std::string& tf_config, const std::string& args) {
   return RunCommand("TF_CONFIG='" + tf_config + "' timeout 60 " + EstTrain() + " " + args);
-}
-
-/// The accuracy of the evaluator's last evaluation in `output`, at global step >= `steps`.
-double LastEvaluatorAccuracy(const std::string& output, int64_t steps) {
-  const std::string evaluator = LinesOf(output, "[evaluator 0] ");
-  std::smatch last;
-  const std::regex evaluation(R"(Saving dict for global step (\d+): accuracy = ([0-9.]+))");
-  for (auto it = std::sregex_iterator(evaluator.begin(), evaluator.end(), evaluation); it != std::sregex_iterator(); ++it)
-    last = *it;
-  REQUIRE(!last.empty());
-  CHECK(std::stoll(last[1]) >= steps);
-  return std::stod(last[2]);
 }
 
 }  // namespace
@@ -66,9 +44,9 @@ TEST_CASE("two workers and an evaluator: the tutorial's cluster trains, evaluate
   INFO(first.output);
   REQUIRE(first.exit_code == 0);
   // Both workers trained in sync; only worker 0 (the chief, as there is no chief job) saved.
-  const std::string chief = LinesOf(first.output, "[worker 0] ");
-  const std::string worker = LinesOf(first.output, "[worker 1] ");
-  const std::string evaluator = LinesOf(first.output, "[evaluator 0] ");
+  const std::string chief = LinesStartingWith(first.output, "[worker 0] ");
+  const std::string worker = LinesStartingWith(first.output, "[worker 1] ");
+  const std::string evaluator = LinesStartingWith(first.output, "[evaluator 0] ");
   CHECK(Contains(chief, "all 2 workers connected"));
   CHECK(Contains(worker, "all 2 workers connected"));
   CHECK(Contains(chief, "Saving checkpoints for 40 into"));
@@ -84,8 +62,8 @@ TEST_CASE("two workers and an evaluator: the tutorial's cluster trains, evaluate
   RunResult second = RunCommand(std::string(EST_LAUNCH_PATH) + " --workers 2 -- " + train + " --max-steps 60");
   INFO(second.output);
   REQUIRE(second.exit_code == 0);
-  CHECK(Contains(LinesOf(second.output, "[worker 0] "), "Restoring parameters from " + dir + "/model.ckpt-40"));
-  CHECK(Contains(LinesOf(second.output, "[worker 1] "), "Restoring parameters from " + dir + "/model.ckpt-40"));
+  CHECK(Contains(LinesStartingWith(second.output, "[worker 0] "), "Restoring parameters from " + dir + "/model.ckpt-40"));
+  CHECK(Contains(LinesStartingWith(second.output, "[worker 1] "), "Restoring parameters from " + dir + "/model.ckpt-40"));
   CHECK(est::checkpoint::LatestCheckpoint(dir) == dir + "/model.ckpt-60");
 }
 
@@ -117,9 +95,9 @@ TEST_CASE("a parameter-server job: a ps task, two workers and an evaluator train
   RunResult run = RunCommand(std::string(EST_LAUNCH_PATH) + " --ps 1 --workers 2 --evaluator -- " + train);
   INFO(run.output);
   REQUIRE(run.exit_code == 0);
-  const std::string chief = LinesOf(run.output, "[worker 0] ");
-  const std::string worker = LinesOf(run.output, "[worker 1] ");
-  const std::string ps = LinesOf(run.output, "[ps 0] ");
+  const std::string chief = LinesStartingWith(run.output, "[worker 0] ");
+  const std::string worker = LinesStartingWith(run.output, "[worker 1] ");
+  const std::string ps = LinesStartingWith(run.output, "[ps 0] ");
   CHECK(Contains(chief, "Initialized the variables on 1 ps task(s) at global step 0"));
   CHECK(Contains(worker, "ParameterServerStrategy: worker 1 of 2 (async mode) with 1 ps task(s)"));
   CHECK(Contains(ps, "serving job"));
@@ -132,61 +110,7 @@ TEST_CASE("a parameter-server job: a ps task, two workers and an evaluator train
   const std::optional<std::string> latest = est::checkpoint::LatestCheckpoint(dir);
   REQUIRE(latest);
   CHECK(std::stoll(latest->substr(latest->rfind('-') + 1)) >= 200);
-  CHECK(Contains(LinesOf(run.output, "[evaluator 0] "), ">= train max_steps 200"));
-}
-
-TEST_CASE("Fashion-MNIST with a ps task and two async workers reaches 0.88 test accuracy", "[apps][cluster][slow]") {
-  const std::string dir = est::testing::FreshTempDir("cluster_ps_fashion").string();
-  RunResult run = RunCommand(std::string(EST_LAUNCH_PATH) + " --ps 1 --workers 2 --evaluator -- " + EstTrain() +
-                             " --model fashion_mnist_cnn --strategy parameter_server --model-dir " + dir +
-                             " --max-steps 3000 --batch-size 64 --save-checkpoints-steps 1000 --timeout-secs 120");
-  INFO(run.output);
-  REQUIRE(run.exit_code == 0);  // every task, the ps included, exited 0
-  CHECK(Contains(LinesOf(run.output, "[ps 0] "), "the chief finished the job; exiting"));
-  // The evaluator followed the chief's checkpoints and exited after the last one.
-  CHECK(Contains(LinesOf(run.output, "[evaluator 0] "), ">= train max_steps 3000"));
-  CHECK(LastEvaluatorAccuracy(run.output, 3000) >= 0.88);
-}
-
-TEST_CASE("Fashion-MNIST from TFRecord shards, sharded by file over two workers, trains as well as from IDX files",
-          "[apps][cluster][slow]") {
-  const std::string shards = est::testing::FreshTempDir("cluster_tfrecord_shards").string();
-  RunResult convert = RunCommand(std::string(EST_IDX_TO_TFRECORD_PATH) + " --output-dir " + shards);
-  INFO(convert.output);
-  REQUIRE(convert.exit_code == 0);
-  const std::string train = std::string(EST_LAUNCH_PATH) + " --workers 2 --evaluator -- " + EstTrain() +
-                            " --model fashion_mnist_cnn --strategy multi_worker --max-steps 600 --batch-size 64"
-                            " --save-checkpoints-steps 600 --eval-steps 50 --timeout-secs 120 --model-dir ";
-  RunResult from_records = RunCommand(train + est::testing::FreshTempDir("cluster_tfrecord").string() +
-                                      " --data-format tfrecord --data-files '" + shards + "/train-*'" +
-                                      " --eval-data-files '" + shards + "/t10k-*'");
-  INFO(from_records.output);
-  REQUIRE(from_records.exit_code == 0);
-  // Each worker streams its own half of the 10 shards; nothing is sharded by element.
-  CHECK(Contains(LinesOf(from_records.output, "[worker 0] "), "input pipeline 0 of 2 reads 5 of 10 files"));
-  CHECK(Contains(LinesOf(from_records.output, "[worker 1] "), "input pipeline 1 of 2 reads 5 of 10 files"));
-  CHECK_FALSE(Contains(from_records.output, "sharding by element"));
-  RunResult from_idx = RunCommand(train + est::testing::FreshTempDir("cluster_idx").string());
-  INFO(from_idx.output);
-  REQUIRE(from_idx.exit_code == 0);
-  const double records_accuracy = LastEvaluatorAccuracy(from_records.output, 600);
-  const double idx_accuracy = LastEvaluatorAccuracy(from_idx.output, 600);
-  CHECK(records_accuracy >= 0.80);
-  CHECK(idx_accuracy >= 0.80);
-  CHECK(std::abs(records_accuracy - idx_accuracy) <= 0.03);
-}
-
-TEST_CASE("Fashion-MNIST over two workers with PowerSGD gradients reaches 0.80 test accuracy", "[apps][cluster][slow]") {
-  // Rank 1, the hidden layer's 64 x 5408 gradient as 5472 values: 1500 steps measured 0.8786
-  // against 0.8844 uncompressed (docs/distributed.md); 600 steps here.
-  RunResult run = RunCommand(std::string(EST_LAUNCH_PATH) + " --workers 2 --evaluator -- " + EstTrain() +
-                             " --model fashion_mnist_cnn --strategy multi_worker --max-steps 600 --batch-size 64"
-                             " --save-checkpoints-steps 600 --eval-steps 50 --timeout-secs 120"
-                             " --gradient-compression powersgd --powersgd-rank 1 --model-dir " +
-                             est::testing::FreshTempDir("cluster_powersgd").string());
-  INFO(run.output);
-  REQUIRE(run.exit_code == 0);
-  CHECK(LastEvaluatorAccuracy(run.output, 600) >= 0.80);
+  CHECK(Contains(LinesStartingWith(run.output, "[evaluator 0] "), ">= train max_steps 200"));
 }
 
 TEST_CASE("a chief job and a worker: the chief alone writes", "[apps][cluster]") {
@@ -196,8 +120,8 @@ TEST_CASE("a chief job and a worker: the chief alone writes", "[apps][cluster]")
                              " --max-steps 20 --save-checkpoints-steps 10 --timeout-secs 60");
   INFO(run.output);
   REQUIRE(run.exit_code == 0);
-  CHECK(Contains(LinesOf(run.output, "[chief 0] "), "Saving checkpoints for 20"));
-  CHECK_FALSE(Contains(LinesOf(run.output, "[worker 0] "), "Saving checkpoints"));
+  CHECK(Contains(LinesStartingWith(run.output, "[chief 0] "), "Saving checkpoints for 20"));
+  CHECK_FALSE(Contains(LinesStartingWith(run.output, "[worker 0] "), "Saving checkpoints"));
   CHECK(est::checkpoint::LatestCheckpoint(dir) == dir + "/model.ckpt-20");
 }
 
@@ -225,8 +149,8 @@ TEST_CASE("a job over mutual TLS trains, and a task with another job token or wi
                                " --max-steps 40 --save-checkpoints-steps 40 --timeout-secs 60");
     INFO(run.output);
     REQUIRE(run.exit_code == 0);
-    CHECK(Contains(LinesOf(run.output, "[worker 0] "), "Initialized the variables on 2 ps task(s)"));
-    CHECK(Contains(LinesOf(run.output, "[ps 1] "), "the chief finished the job; exiting"));
+    CHECK(Contains(LinesStartingWith(run.output, "[worker 0] "), "Initialized the variables on 2 ps task(s)"));
+    CHECK(Contains(LinesStartingWith(run.output, "[ps 1] "), "the chief finished the job; exiting"));
     const std::optional<std::string> latest = est::checkpoint::LatestCheckpoint(dir);
     REQUIRE(latest);
     CHECK(std::stoll(latest->substr(latest->rfind('-') + 1)) >= 40);

@@ -26,98 +26,23 @@
 #include <vector>
 
 #include "apps/est_launch/supervisor.h"
+#include "tests/apps/est_launch_runner.h"
 #include "tests/test_util.h"
-
-extern char** environ;
 
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+using est::testing::ByTask;
+using est::testing::Finish;
+using est::testing::Launch;
+using est::testing::LaunchRun;
+using est::testing::Lines;
+using est::testing::ReadFile;
+using est::testing::RunLaunch;
+using est::testing::ScopedEnv;
+using est::testing::Start;
 using nlohmann::json;
-
-// An est-launch process started by a test, with stdout and stderr going to files.
-struct Launch {
-  pid_t pid = -1;
-  fs::path dir;
-  Clock::time_point started;
-};
-
-// How an est-launch run ended.
-struct LaunchRun {
-  int exit_code = -1;  // -1 when killed by a signal
-  std::string out;
-  std::string err;
-  double seconds = 0;
-};
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-// Starts est-launch with `args`; its output goes to files in a fresh directory `dir`
-// (stdout to `stdout_path` when given).
-Launch Start(const std::vector<std::string>& args, const fs::path& dir, const fs::path& stdout_path = {}) {
-  std::vector<std::string> argv_strings{EST_LAUNCH_PATH};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& arg : argv_strings) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  const fs::path out = stdout_path.empty() ? dir / "out" : stdout_path;
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, (dir / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  Launch launch{-1, dir, Clock::now()};
-  const int rc = ::posix_spawn(&launch.pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  REQUIRE(rc == 0);
-  return launch;
-}
-
-// Waits for est-launch to exit; kills it and fails the test after `timeout_secs`.
-LaunchRun Finish(const Launch& launch, double timeout_secs = 15) {
-  int status = 0;
-  while (::waitpid(launch.pid, &status, WNOHANG) == 0) {
-    if (Clock::now() - launch.started > std::chrono::duration<double>(timeout_secs)) {
-      ::kill(launch.pid, SIGKILL);
-      ::waitpid(launch.pid, &status, 0);
-      FAIL("est-launch did not exit within " << timeout_secs << " s; stderr:\n" << ReadFile(launch.dir / "err"));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  LaunchRun run;
-  run.seconds = std::chrono::duration<double>(Clock::now() - launch.started).count();
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.out = ReadFile(launch.dir / "out");
-  run.err = ReadFile(launch.dir / "err");
-  return run;
-}
-
-LaunchRun RunLaunch(const std::vector<std::string>& args, const std::string& name) {
-  return Finish(Start(args, est::testing::FreshTempDir(name)));
-}
-
-// Task label ("worker 1") -> the lines it printed, without the prefix.
-std::map<std::string, std::vector<std::string>> ByTask(const std::string& output) {
-  static const std::regex prefixed(R"(^\[((?:chief|worker|evaluator) \d+)\] (.*)$)");
-  std::map<std::string, std::vector<std::string>> lines;
-  for (const std::string& line : Lines(output)) {
-    std::smatch match;
-    if (std::regex_match(line, match, prefixed)) lines[match[1]].push_back(match[2]);
-  }
-  return lines;
-}
 
 // The pids written by the tasks as files "<dir>/pid.*", waiting up to 5 s for `count`.
 std::vector<pid_t> WaitForPidFiles(const fs::path& dir, size_t count) {
@@ -176,20 +101,6 @@ std::vector<int> ParseCpuList(const std::string& text) {
   }
   return cpus;
 }
-
-// Sets an environment variable (or unsets it, for nullptr) until the end of the scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    value == nullptr ? ::unsetenv(name) : ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() { old_.empty() ? ::unsetenv(name_.c_str()) : ::setenv(name_.c_str(), old_.c_str(), 1); }
-
- private:
-  std::string name_;
-  std::string old_;
-};
 
 // What a task of kCpuReportScript printed: the CPUs it may run on and its OMP_NUM_THREADS.
 struct CpuReport {

@@ -18,6 +18,7 @@
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_state.h"
 #include "tests/apps/run_command.h"
+#include "tests/checkpoint_difference.h"
 #include "tests/test_util.h"
 #include "tests/tls_certificates.h"
 
@@ -73,19 +74,6 @@ int CountOf(const std::string& text, const std::string& part) {
   return count;
 }
 
-// Every tensor of checkpoints `a` and `b` is bit for bit the same, and they hold the same
-// input position.
-void CheckSameCheckpoint(const std::string& a, const std::string& b) {
-  est::checkpoint::CheckpointReader first(a);
-  est::checkpoint::CheckpointReader second(b);
-  REQUIRE(first.tensor_names() == second.tensor_names());
-  CHECK(first.global_step() == second.global_step());
-  for (const auto& name : first.tensor_names()) {
-    INFO("tensor " << name);
-    CHECK(at::equal(first.tensor(name), second.tensor(name)));
-  }
-  CHECK(first.blob("input_position") == second.blob("input_position"));
-}
 
 uint32_t FaultsSeed() {
   if (const char* text = std::getenv("EST_FAULTS_SEED")) return static_cast<uint32_t>(std::stoul(text));
@@ -128,7 +116,7 @@ TEST_CASE("a job killed at random steps and inside checkpoint writes ends as an 
     CHECK(entry.path().filename().string().find(".tmp-") == std::string::npos);
   const std::string last = dir + "/model.ckpt-" + std::to_string(kMaxSteps);
   REQUIRE(est::checkpoint::LatestCheckpoint(dir) == last);
-  CheckSameCheckpoint(reference_dir + "/model.ckpt-" + std::to_string(kMaxSteps), last);
+  CHECK(est::testing::CheckpointDifference(reference_dir + "/model.ckpt-" + std::to_string(kMaxSteps), last) == "");
 }
 
 TEST_CASE("a worker killed without restarts makes the others fail fast, naming it", "[apps][faults]") {

@@ -1,7 +1,6 @@
 // est-train started by Open MPI's mpirun, which sets no TF_CONFIG: each rank finds its place in
 // mpirun's variables (MpiClusterResolver) and trains as the same workers under est-launch do.
 
-#include <ATen/ATen.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -12,6 +11,7 @@
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_state.h"
 #include "tests/apps/run_command.h"
+#include "tests/checkpoint_difference.h"
 #include "tests/loopback.h"
 #include "tests/test_util.h"
 
@@ -20,6 +20,8 @@ namespace {
 
 using est::testing::RunCommand;
 using est::testing::RunResult;
+using est::testing::Contains;
+using est::testing::LinesWhere;
 
 // Whether mpirun is on the PATH (Debian's openmpi-bin; make test installs it).
 bool HaveMpirun() { return RunCommand("command -v mpirun").exit_code == 0; }
@@ -36,15 +38,8 @@ RunResult Mpirun(int ranks, const std::string& train_args) {
 // The lines of rank `rank` in mpirun's tagged output.
 std::string RankLines(const std::string& output, int rank) {
   const std::regex tag(R"(^\[\d+,)" + std::to_string(rank) + R"(\]<std(out|err)>:)");
-  std::istringstream lines(output);
-  std::string line;
-  std::string result;
-  while (std::getline(lines, line))
-    if (std::regex_search(line, tag)) result += line + "\n";
-  return result;
+  return LinesWhere(output, [&](const std::string& line) { return std::regex_search(line, tag); });
 }
-
-bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
 
@@ -73,14 +68,7 @@ TEST_CASE("mpirun -np 2: est-train's ranks train as est-launch's two workers do,
       RunCommand(std::string(EST_LAUNCH_PATH) + " --workers 2 -- " + EST_TRAIN_PATH + " --model-dir " + launch_dir + train);
   INFO(launch.output);
   REQUIRE(launch.exit_code == 0);
-  est::checkpoint::CheckpointReader by_mpirun(mpi_dir + "/model.ckpt-20");
-  est::checkpoint::CheckpointReader by_launch(launch_dir + "/model.ckpt-20");
-  REQUIRE(by_mpirun.tensor_names() == by_launch.tensor_names());
-  for (const auto& name : by_mpirun.tensor_names()) {
-    INFO("tensor " << name);
-    CHECK(at::equal(by_mpirun.tensor(name), by_launch.tensor(name)));
-  }
-  CHECK(by_mpirun.blob("input_position") == by_launch.blob("input_position"));
+  CHECK(est::testing::CheckpointDifference(mpi_dir + "/model.ckpt-20", launch_dir + "/model.ckpt-20") == "");
 }
 
 TEST_CASE("mpirun -np 4: four ranks train to a checkpoint, each in its place", "[apps][cluster][mpi]") {

@@ -2,7 +2,6 @@
 // this machine (tests/slurm/local_slurm.sh), jobs submitted with sbatch whose steps srun
 // starts. Each task finds its place in Slurm's variables (SlurmClusterResolver).
 
-#include <ATen/ATen.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -18,6 +17,7 @@
 #include "checkpoint/checkpoint_state.h"
 #include "common/file_util.h"
 #include "tests/apps/run_command.h"
+#include "tests/checkpoint_difference.h"
 #include "tests/loopback.h"
 #include "tests/test_util.h"
 
@@ -26,6 +26,8 @@ namespace {
 
 using est::testing::RunCommand;
 using est::testing::RunResult;
+using est::testing::Contains;
+using est::testing::LinesStartingWith;
 namespace fs = std::filesystem;
 
 // The private Slurm of this test program: started at its first use, stopped at exit.
@@ -62,8 +64,6 @@ class LocalSlurm {
   std::string dir_;
   std::string skip_reason_;
 };
-
-bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // Writes a batch script of `body` under `dir` and submits it; returns the job id.
 std::string Submit(const std::string& dir, const std::string& sbatch_flags, const std::string& body) {
@@ -110,13 +110,7 @@ void WaitForText(const std::string& file, const std::string& text, std::chrono::
 
 // The lines of task `task` in srun --label's output.
 std::string TaskLines(const std::string& output, int task) {
-  const std::string label = std::to_string(task) + ": ";
-  std::istringstream lines(output);
-  std::string line;
-  std::string result;
-  while (std::getline(lines, line))
-    if (line.rfind(label, 0) == 0) result += line + "\n";
-  return result;
+  return LinesStartingWith(output, std::to_string(task) + ": ");
 }
 
 // The global step of the latest checkpoint in `model_dir`.
@@ -126,17 +120,6 @@ int64_t LatestStep(const std::string& model_dir) {
   return std::stoll(latest->substr(latest->rfind('-') + 1));
 }
 
-// Checks that two checkpoints hold the same tensors and input position.
-void CheckSameCheckpoint(const std::string& a, const std::string& b) {
-  est::checkpoint::CheckpointReader first(a);
-  est::checkpoint::CheckpointReader second(b);
-  REQUIRE(first.tensor_names() == second.tensor_names());
-  for (const auto& name : first.tensor_names()) {
-    INFO("tensor " << name);
-    CHECK(at::equal(first.tensor(name), second.tensor(name)));
-  }
-  CHECK(first.blob("input_position") == second.blob("input_position"));
-}
 
 #define SKIP_WITHOUT_SLURM()                                      \
   if (!LocalSlurm::SkipReason().empty()) {                        \
@@ -204,7 +187,7 @@ TEST_CASE("sbatch: four srun tasks end with est-launch's four workers' checkpoin
   const RunResult launch = RunCommand(std::string(EST_LAUNCH_PATH) + " --workers 4 -- " + EST_TRAIN_PATH + train + launch_dir);
   INFO(launch.output);
   REQUIRE(launch.exit_code == 0);
-  CheckSameCheckpoint(dir + "/model/model.ckpt-20", launch_dir + "/model.ckpt-20");
+  CHECK(est::testing::CheckpointDifference(dir + "/model/model.ckpt-20", launch_dir + "/model.ckpt-20") == "");
 }
 
 TEST_CASE("scancel stops both tasks after one step with the chief's checkpoint, and a resubmitted job resumes from it",

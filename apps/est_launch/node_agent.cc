@@ -1,0 +1,559 @@
+#include "apps/est_launch/node_agent.h"
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <optional>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "apps/est_launch/node_channel.h"
+#include "apps/est_launch/node_plan.h"
+#include "apps/est_launch/port_finder.h"
+#include "apps/est_launch/signal_pipe.h"
+#include "apps/est_launch/task_process.h"
+#include "common/error.h"
+
+namespace est_launch {
+namespace {
+
+using Clock = NodeChannel::Clock;
+using nlohmann::json;
+
+constexpr int kProtocolVersion = 1;
+// Waits longer than this are logged, once per interval.
+constexpr auto kProgressInterval = std::chrono::seconds(30);
+// A connection to node 0 must say who it is within this time.
+constexpr auto kHelloTimeout = std::chrono::seconds(10);
+// Connections that have not said who they are; the oldest makes room for a new one.
+constexpr size_t kMaxUnidentified = 64;
+// How long past a bound on its side node 0 may take to answer: the other hosts' reports of
+// their end after a stop (beyond their grace), node 0's answer to a joined node.
+constexpr auto kEndReportMargin = std::chrono::seconds(30);
+
+void Say(const std::string& message) {
+  std::fprintf(stderr, "est-launch: %s\n", message.c_str());
+  std::fflush(stderr);
+}
+
+Clock::duration Secs(double secs) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(secs));
+}
+
+std::string SecsText(double secs) {
+  std::ostringstream out;
+  out << secs << " s";
+  return out.str();
+}
+
+std::string Elapsed(Clock::time_point since) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - since).count()) + " s";
+}
+
+// The first stop signal caught since the last call (SIGCHLD does not count), or 0.
+int TakeStopSignal(SignalPipe& signals) {
+  int stop = 0;
+  for (int signal_number : signals.drain())
+    if (signal_number != SIGCHLD && stop == 0) stop = signal_number;
+  return stop;
+}
+
+// Compares two secrets in time that depends on their lengths only.
+bool SameSecret(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char difference = 0;
+  for (size_t i = 0; i < a.size(); ++i) difference |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return difference == 0;
+}
+
+// "nodes 1 and 3" of `ranks`.
+std::string NodeRanks(const std::vector<int>& ranks) {
+  std::string text = ranks.size() == 1 ? "node " : "nodes ";
+  for (size_t i = 0; i < ranks.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[i]);
+  return text;
+}
+
+// This host's offer: its tasks, on its own --port or a free run of ports of `host`.
+NodeOffer MakeOffer(const NodeOptions& node, const std::string& host) {
+  NodeOffer offer;
+  offer.node_rank = node.node_rank;
+  offer.layout = node.layout;
+  offer.layout.host = host;
+  offer.first_port = node.port != 0 ? node.port : FindFreePortRange(host, offer.layout.num_tasks());
+  return offer;
+}
+
+// Starts this host's tasks of `spec` for round `round` and supervises them.
+RoundResult RunHostTasks(const NodeOptions& node, const ClusterSpec& spec, LaunchOptions& options, int round,
+                         SignalPipe& signals, PeerNodes& peers) {
+  const std::string ports = spec.tasks().size() == 1
+                                ? "port " + std::to_string(spec.first_port())
+                                : "ports " + std::to_string(spec.first_port()) + "-" + std::to_string(spec.last_port());
+  Say("node " + std::to_string(node.node_rank) + " of " + std::to_string(node.nnodes) + ": starting " +
+      std::to_string(spec.tasks().size()) + " task(s) on " + spec.host() + " " + ports +
+      ", EST_JOB_ID=" + options.job_id + (round > 0 ? ", restart " + std::to_string(round) : ""));
+  std::string binding;
+  options.task_cpus = BindTasksToCpus(spec.tasks(), node.cpu_bind, &binding);
+  if (!binding.empty()) Say(binding);
+  return RunRound(spec, options, round, signals, &peers);
+}
+
+// Node 0: hosts the rendezvous, joins the offers into the job, relays stops between hosts
+// and decides, after each round, whether the job starts again.
+class Leader : public PeerNodes {
+ public:
+  Leader(const NodeOptions& node, LaunchOptions options)
+      : node_(node), options_(std::move(options)), listener_(node.rendezvous_host, node.rendezvous_port) {}
+
+  int Run() {
+    const std::string host = node_.layout.host.empty() ? node_.rendezvous_host : node_.layout.host;
+    Say("node 0 of " + std::to_string(node_.nnodes) + ": waiting at " +
+        HostPort(node_.rendezvous_host, node_.rendezvous_port) + " for the other nodes to join");
+    for (int round = 0;; ++round) {
+      members_.clear();
+      members_.resize(static_cast<size_t>(node_.nnodes));
+      stop_reason_.reset();
+      const NodeOffer own = MakeOffer(node_, host);
+      if (!Gather(round)) return 128 + interrupted_;
+      std::vector<NodeOffer> offers{own};
+      for (size_t rank = 1; rank < members_.size(); ++rank) offers.push_back(members_[rank]->offer);
+      JobPlan plan;
+      try {
+        plan = PlanJob(offers);
+      } catch (const est::ConfigError& e) {
+        Refuse(e.what(), 2);
+        Say(std::string("error: ") + e.what());
+        return 2;
+      }
+      for (size_t rank = 1; rank < members_.size(); ++rank) members_[rank]->channel.Send(Start(plan, rank, round));
+      const ClusterSpec spec(plan.cluster, plan.node_tasks[0], host, own.first_port);
+      const RoundResult result = RunHostTasks(node_, spec, options_, round, signals_, *this);
+      AwaitEnds(result);
+      const bool failed = result.result.exit_code != 0 || stop_reason_.has_value();
+      const std::string error = stop_reason_.value_or(result.result.error);
+      const bool restart = failed && Restartable(result) && round < options_.max_restarts;
+      const int exit_code = !failed                        ? 0
+                            : interrupted_ != 0            ? 128 + interrupted_
+                            : result.result.exit_code != 0 ? result.result.exit_code
+                                                           : 1;
+      for (auto& member : members_)
+        if (member)
+          member->channel.Send({{"verdict", {{"restart", restart}, {"exit_code", exit_code}, {"error", error}}}});
+      members_.clear();
+      if (!restart) {
+        if (failed) Say("error: the job failed: " + error);
+        return exit_code;
+      }
+      Say(error + "; restarting the job on every host in " + SecsText(RestartBackoffSecs(options_, round + 1)) +
+          " (restart " + std::to_string(round + 1) + " of at most " + std::to_string(options_.max_restarts) +
+          "), once every node has joined again");
+    }
+  }
+
+  std::vector<int> fds() const override {
+    std::vector<int> open;
+    for (const auto& member : members_)
+      if (member && !member->channel.closed()) open.push_back(member->channel.fd());
+    return open;
+  }
+
+  std::optional<std::string> OnReadable() override {
+    std::optional<std::string> news;
+    for (size_t rank = 1; rank < members_.size(); ++rank) {
+      if (!members_[rank] || members_[rank]->channel.closed()) continue;
+      Member& member = *members_[rank];
+      const std::string name = "node " + std::to_string(rank);
+      for (const json& message : member.channel.Receive()) {
+        if (message.contains("failed") && message["failed"].is_string()) {
+          if (Stop(rank, name + ": " + message["failed"].get<std::string>())) news = stop_reason_;
+        } else if (message.contains("ended") && message["ended"].is_object()) {
+          member.ended = message["ended"];
+          if (member.ended->value("exit_code", 1) != 0 &&
+              Stop(rank, name + ": " + member.ended->value("error", std::string("its tasks failed"))))
+            news = stop_reason_;
+        }
+      }
+      if (member.channel.closed() && !member.ended &&
+          Stop(rank, name + "'s est-launch (" + member.address + ") is gone: " + member.channel.close_reason()))
+        news = stop_reason_;
+    }
+    return news;
+  }
+
+  void OnLocalStop(const std::string& reason) override { Stop(0, "node 0: " + reason); }
+
+ private:
+  struct Member {
+    NodeChannel channel;
+    std::string address;
+    NodeOffer offer;
+    std::optional<json> ended;  // its report of its round's end
+  };
+  struct Unidentified {
+    NodeChannel channel;
+    Clock::time_point deadline;
+  };
+
+  // Records the job's stop, first reason only, and tells every host but `origin` to stop.
+  bool Stop(size_t origin, const std::string& reason) {
+    if (stop_reason_) return false;
+    stop_reason_ = reason;
+    for (size_t rank = 1; rank < members_.size(); ++rank)
+      if (rank != origin && members_[rank] && !members_[rank]->ended) members_[rank]->channel.Send({{"stop", reason}});
+    return true;
+  }
+
+  std::vector<int> Missing() const {
+    std::vector<int> missing;
+    for (size_t rank = 1; rank < members_.size(); ++rank)
+      if (!members_[rank]) missing.push_back(static_cast<int>(rank));
+    return missing;
+  }
+
+  // Tells every node that has joined that the job will not start, why, and with which exit
+  // status to end (2 for a job its flags make impossible).
+  void Refuse(const std::string& why, int exit_code) {
+    for (auto& member : members_)
+      if (member) member->channel.Send({{"error", why}, {"exit_code", exit_code}});
+  }
+
+  // Waits until every node has joined; false when est-launch caught a stop signal first.
+  bool Gather(int round) {
+    const auto start = Clock::now();
+    const auto deadline = start + Secs(node_.rendezvous_timeout_secs);
+    auto next_report = start + kProgressInterval;
+    std::vector<Unidentified> unidentified;
+    while (!Missing().empty()) {
+      const auto now = Clock::now();
+      if (now >= deadline) {
+        const std::string why = NodeRanks(Missing()) + " of " + std::to_string(node_.nnodes) + " did not join at " +
+                                HostPort(node_.rendezvous_host, node_.rendezvous_port) + " within " +
+                                SecsText(node_.rendezvous_timeout_secs) + " (--rendezvous-timeout-secs)" +
+                                (round > 0 ? " after restart " + std::to_string(round) : "");
+        Refuse(why, 1);
+        EST_THROW(est::TimeoutError, why);
+      }
+      if (now >= next_report) {
+        Say("waiting for " + NodeRanks(Missing()) + " of " + std::to_string(node_.nnodes) + " to join at " +
+            HostPort(node_.rendezvous_host, node_.rendezvous_port) + "; " + Elapsed(start) + " of " +
+            SecsText(node_.rendezvous_timeout_secs) + " passed");
+        next_report += kProgressInterval;
+      }
+      std::vector<int> fds{listener_.fd(), signals_.fd()};
+      auto wake = std::min(deadline, next_report);
+      for (const Unidentified& u : unidentified) {
+        fds.push_back(u.channel.fd());
+        wake = std::min(wake, u.deadline);
+      }
+      for (int fd : this->fds()) fds.push_back(fd);
+      WaitReadable(fds, wake);
+      if ((interrupted_ = TakeStopSignal(signals_)) != 0) {
+        Refuse("node 0's est-launch caught " + SignalName(interrupted_) + " before the job started",
+               128 + interrupted_);
+        Say("caught " + SignalName(interrupted_) + " while waiting for the other nodes; not starting the job");
+        return false;
+      }
+      while (std::optional<NodeChannel> channel = listener_.Accept()) {
+        if (unidentified.size() >= kMaxUnidentified) unidentified.erase(unidentified.begin());
+        unidentified.push_back({std::move(*channel), Clock::now() + kHelloTimeout});
+      }
+      for (auto u = unidentified.begin(); u != unidentified.end();) {
+        std::vector<json> messages = u->channel.Receive();
+        if (!messages.empty()) {
+          Admit(std::move(u->channel), messages.front());
+        } else if (!u->channel.closed() && Clock::now() < u->deadline) {
+          ++u;
+          continue;
+        }
+        u = unidentified.erase(u);
+      }
+      for (size_t rank = 1; rank < members_.size(); ++rank) {
+        if (!members_[rank]) continue;
+        members_[rank]->channel.Receive();
+        if (!members_[rank]->channel.closed()) continue;
+        Say("node " + std::to_string(rank) + " (" + members_[rank]->address + ") left before the job started (" +
+            members_[rank]->channel.close_reason() + "); waiting for it to join again");
+        members_[rank].reset();
+      }
+    }
+    return true;
+  }
+
+  // Takes a node's first message: a hello that fits this job makes it a member; anything
+  // else is answered with the reason and closed.
+  void Admit(NodeChannel channel, const json& message) {
+    const std::string address = channel.peer();
+    auto refuse = [&](const std::string& why) {
+      channel.Send({{"error", why}, {"exit_code", 2}});
+      Say("refused " + address + ": " + why);
+    };
+    const json hello = message.value("hello", json());
+    if (!hello.is_object() || hello.value("version", 0) != kProtocolVersion) {
+      refuse("expected the hello of est-launch --node-rank (protocol version " + std::to_string(kProtocolVersion) +
+             "), got " + message.dump().substr(0, 200));
+      return;
+    }
+    const int nnodes = hello.value("nnodes", 0);
+    if (nnodes != node_.nnodes) {
+      refuse("it has --nnodes " + std::to_string(nnodes) + ", node 0 has --nnodes " + std::to_string(node_.nnodes));
+      return;
+    }
+    const std::string token = hello.value("token", std::string());
+    if (node_.token_from_environment ? !SameSecret(token, options_.job_token) : !token.empty()) {
+      refuse(node_.token_from_environment
+                 ? "its EST_JOB_TOKEN is missing or differs from node 0's"
+                 : "it has an EST_JOB_TOKEN and node 0 has none: set the same EST_JOB_TOKEN on every node, or on none");
+      return;
+    }
+    NodeOffer offer;
+    try {
+      offer = NodeOffer::FromJson(hello.value("offer", json()));
+    } catch (const est::ConfigError& e) {
+      refuse(e.what());
+      return;
+    }
+    if (offer.node_rank < 1 || offer.node_rank >= node_.nnodes) {
+      refuse("--node-rank " + std::to_string(offer.node_rank) + " is not in 1.." + std::to_string(node_.nnodes - 1) +
+             " (node 0 is the one at --rendezvous)");
+      return;
+    }
+    std::optional<Member>& slot = members_[static_cast<size_t>(offer.node_rank)];
+    if (slot) {
+      refuse("node " + std::to_string(offer.node_rank) + " has joined already, from " + slot->address +
+             ": give each host its own --node-rank");
+      return;
+    }
+    Say("node " + std::to_string(offer.node_rank) + " joined from " + address + " (" +
+        std::to_string(offer.layout.num_tasks()) + " task(s) on " + HostPort(offer.layout.host, offer.first_port) +
+        "...)");
+    slot = Member{std::move(channel), address, offer, std::nullopt};
+  }
+
+  json Start(const JobPlan& plan, size_t rank, int round) const {
+    json tasks = json::array();
+    for (const TaskId& task : plan.node_tasks[rank]) tasks.push_back({task.type, task.index});
+    return {{"start",
+             {{"round", round},
+              {"job_id", options_.job_id},
+              {"job_token", options_.job_token},
+              {"cluster", plan.cluster},
+              {"tasks", tasks},
+              {"max_restarts", options_.max_restarts},
+              {"restart_backoff_secs", options_.restart_backoff_secs},
+              {"max_restart_backoff_secs", options_.max_restart_backoff_secs}}}};
+  }
+
+  // After this host's round: waits for every other host to report its end. While the job
+  // runs on, without bound (node 0's connection to each host finds it gone); once it stops,
+  // for the grace and 30 s more.
+  void AwaitEnds(const RoundResult& own) {
+    if (own.result.exit_code != 0) Stop(0, "node 0: " + own.result.error);
+    const auto start = Clock::now();
+    auto next_report = start + kProgressInterval;
+    std::optional<Clock::time_point> deadline;
+    while (true) {
+      std::vector<int> waiting;
+      for (size_t rank = 1; rank < members_.size(); ++rank)
+        if (members_[rank] && !members_[rank]->channel.closed() && !members_[rank]->ended)
+          waiting.push_back(static_cast<int>(rank));
+      if (waiting.empty()) return;
+      if (stop_reason_ && !deadline) deadline = Clock::now() + Secs(options_.grace_secs) + kEndReportMargin;
+      if (deadline && Clock::now() >= *deadline) {
+        for (int rank : waiting) {
+          Stop(static_cast<size_t>(rank), "node " + std::to_string(rank) + " did not report the end of its tasks");
+          members_[static_cast<size_t>(rank)]->channel.Close("it did not report the end of its tasks in time");
+        }
+        return;
+      }
+      if (Clock::now() >= next_report) {
+        Say("this host's tasks have ended; waiting for " + NodeRanks(waiting) + " to end (" + Elapsed(start) + ")");
+        next_report += kProgressInterval;
+      }
+      std::vector<int> fds = this->fds();
+      fds.push_back(signals_.fd());
+      WaitReadable(fds, deadline ? std::min(*deadline, next_report) : next_report);
+      if (const int signal_number = TakeStopSignal(signals_); signal_number != 0 && interrupted_ == 0) {
+        interrupted_ = signal_number;
+        Stop(0, "node 0's est-launch caught " + SignalName(signal_number));
+      }
+      OnReadable();
+    }
+  }
+
+  // Whether every host may start again: none was interrupted or left processes behind.
+  bool Restartable(const RoundResult& own) const {
+    if (interrupted_ != 0 || (own.result.exit_code != 0 && !own.restartable)) return false;
+    for (const auto& member : members_)
+      if (member && member->ended && member->ended->value("exit_code", 1) != 0 &&
+          !member->ended->value("restartable", false))
+        return false;
+    return true;  // a host whose est-launch is gone may come back: it joins the next round
+  }
+
+  const NodeOptions& node_;
+  LaunchOptions options_;
+  SignalPipe signals_{SIGCHLD, SIGINT, SIGTERM, SIGHUP};
+  NodeListener listener_;
+  std::vector<std::optional<Member>> members_;  // by node rank; 0 is this host
+  std::optional<std::string> stop_reason_;      // why this round's tasks stop on every host
+  int interrupted_ = 0;                         // the stop signal node 0 caught
+};
+
+// Node 1 and up: joins node 0, runs this host's tasks of the job, and follows node 0's
+// stops and verdicts.
+class Follower : public PeerNodes {
+ public:
+  Follower(const NodeOptions& node, LaunchOptions options) : node_(node), options_(std::move(options)) {}
+
+  int Run() {
+    const std::string rendezvous = HostPort(node_.rendezvous_host, node_.rendezvous_port);
+    const std::string me = "node " + std::to_string(node_.node_rank);
+    while (true) {
+      const auto start = Clock::now();
+      const auto deadline = start + Secs(node_.rendezvous_timeout_secs);
+      int stop_signal = 0;
+      std::optional<NodeChannel> channel = NodeChannel::Connect(
+          node_.rendezvous_host, node_.rendezvous_port, deadline, signals_.fd(),
+          [&] { return (stop_signal = TakeStopSignal(signals_)) != 0; }, kProgressInterval,
+          [&](const std::string& error) {
+            Say(me + ": waiting for node 0 at " + rendezvous + " (" + error + "); " + Elapsed(start) + " of " +
+                SecsText(node_.rendezvous_timeout_secs) + " passed");
+          });
+      if (stop_signal != 0) return Interrupted(stop_signal);
+      if (!channel) {
+        Say("error: node 0 did not answer at " + rendezvous + " within " + SecsText(node_.rendezvous_timeout_secs) +
+            " (--rendezvous-timeout-secs)");
+        return 1;
+      }
+      channel_ = std::move(*channel);
+      stop_sent_ = false;
+      stop_heard_ = false;
+      const std::string host = node_.layout.host.empty() ? channel_.local_host() : node_.layout.host;
+      const NodeOffer offer = MakeOffer(node_, host);
+      channel_.Send({{"hello",
+                      {{"version", kProtocolVersion},
+                       {"nnodes", node_.nnodes},
+                       {"token", node_.token_from_environment ? options_.job_token : std::string()},
+                       {"offer", offer.to_json()}}}});
+      Say(me + ": joined node 0 at " + rendezvous + "; waiting for the job to start");
+      // Node 0 answers by its own rendezvous timeout, which started before this one joined.
+      const std::optional<json> start_message =
+          AwaitMessage(Clock::now() + Secs(node_.rendezvous_timeout_secs) + kEndReportMargin,
+                       "the job to start (every node to join)");
+      if (!start_message) return ended_;
+      if (start_message->contains("error")) {
+        Say("error: node 0 refused to start the job: " + start_message->value("error", std::string()));
+        return start_message->value("exit_code", 1);
+      }
+      const json started = start_message->value("start", json());
+      const int round = started.value("round", 0);
+      std::vector<TaskId> tasks;
+      for (const json& task : started.value("tasks", json::array()))
+        tasks.push_back({task.at(0).get<std::string>(), task.at(1).get<int>()});
+      options_.job_id = started.value("job_id", std::string());
+      options_.job_token = started.value("job_token", std::string());
+      // Node 0's restart policy is the job's (a ps task restarts alone on its host).
+      options_.max_restarts = started.value("max_restarts", 0);
+      options_.restart_backoff_secs = started.value("restart_backoff_secs", 1.0);
+      options_.max_restart_backoff_secs = started.value("max_restart_backoff_secs", 60.0);
+      const ClusterSpec spec(started.value("cluster", json::object()), tasks, host, offer.first_port);
+      const RoundResult result = RunHostTasks(node_, spec, options_, round, signals_, *this);
+      channel_.Send({{"ended",
+                      {{"exit_code", result.result.exit_code},
+                       {"error", result.result.error},
+                       {"restartable", result.restartable}}}});
+      const std::optional<json> verdict_message = AwaitMessage(Clock::time_point::max(), "the other hosts to end");
+      if (!verdict_message) return result.result.exit_code != 0 ? result.result.exit_code : ended_;
+      const json verdict = verdict_message->value("verdict", json::object());
+      if (verdict.value("restart", false)) {
+        Say(me + ": node 0 restarts the job (" + verdict.value("error", std::string()) + "); joining again");
+        channel_.Close("restarting");
+        continue;
+      }
+      const int exit_code = result.result.exit_code != 0 ? result.result.exit_code : verdict.value("exit_code", 1);
+      if (exit_code != 0) Say("error: the job failed: " + verdict.value("error", std::string()));
+      return exit_code;
+    }
+  }
+
+  std::vector<int> fds() const override {
+    if (channel_.closed()) return {};
+    return {channel_.fd()};
+  }
+
+  std::optional<std::string> OnReadable() override {
+    std::optional<std::string> reason;
+    for (const json& message : channel_.Receive())
+      if (message.contains("stop") && message["stop"].is_string()) reason = message["stop"].get<std::string>();
+    if (!reason && channel_.closed())
+      reason = "node 0's est-launch (" + channel_.peer() + ") is gone: " + channel_.close_reason();
+    if (!reason || stop_heard_) return std::nullopt;
+    stop_heard_ = true;
+    return reason;
+  }
+
+  void OnLocalStop(const std::string& reason) override {
+    if (stop_sent_) return;
+    stop_sent_ = true;
+    channel_.Send({{"failed", reason}});
+  }
+
+ private:
+  int Interrupted(int signal_number) {
+    Say("caught " + SignalName(signal_number) + " while waiting for node 0; exiting");
+    return 128 + signal_number;
+  }
+
+  // Waits for node 0's next message other than "stop" (a stop that comes after this host's
+  // tasks ended), logging every 30 s that it waits for `what`. Returns nothing, with ended_
+  // set to the exit status, when node 0 is gone, the deadline passes or a signal comes.
+  std::optional<json> AwaitMessage(Clock::time_point deadline, const std::string& what) {
+    const auto start = Clock::now();
+    auto next_report = start + kProgressInterval;
+    while (true) {
+      std::optional<json> message = channel_.ReceiveOne(std::min(deadline, next_report), signals_.fd());
+      if (message && !message->contains("stop")) return message;
+      if (message) continue;
+      if (const int signal_number = TakeStopSignal(signals_); signal_number != 0) {
+        ended_ = Interrupted(signal_number);
+        return std::nullopt;
+      }
+      if (channel_.closed()) {
+        Say("error: node 0's est-launch (" + channel_.peer() + ") is gone while waiting for " + what + ": " +
+            channel_.close_reason());
+        ended_ = 1;
+        return std::nullopt;
+      }
+      if (Clock::now() >= deadline) {
+        Say("error: node 0 did not start the job within " + SecsText(node_.rendezvous_timeout_secs) +
+            " (--rendezvous-timeout-secs) and 30 s more");
+        ended_ = 1;
+        return std::nullopt;
+      }
+      if (Clock::now() >= next_report) {
+        Say("node " + std::to_string(node_.node_rank) + ": waiting for " + what + "; " + Elapsed(start));
+        next_report += kProgressInterval;
+      }
+    }
+  }
+
+  const NodeOptions& node_;
+  LaunchOptions options_;
+  SignalPipe signals_{SIGCHLD, SIGINT, SIGTERM, SIGHUP};
+  NodeChannel channel_{-1, ""};
+  bool stop_sent_ = false;   // this round's failure was sent to node 0
+  bool stop_heard_ = false;  // this round's stop was passed to the supervisor
+  int ended_ = 1;            // the exit status when AwaitMessage gives up
+};
+
+}  // namespace
+
+int RunNode(const NodeOptions& node, LaunchOptions options) {
+  if (node.node_rank == 0) return Leader(node, std::move(options)).Run();
+  return Follower(node, std::move(options)).Run();
+}
+
+}  // namespace est_launch

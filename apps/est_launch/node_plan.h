@@ -1,0 +1,42 @@
+#pragma once
+/// The cluster of a launch across hosts (est-launch --nnodes): each host's est-launch offers
+/// its tasks and the address they listen on, and node 0 joins the offers into one TF_CONFIG
+/// cluster, numbering each job's tasks in node-rank order.
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "apps/est_launch/cluster_spec.h"
+
+namespace est_launch {
+
+/// What one host's est-launch brings: its tasks (ClusterLayout, whose host is where they
+/// listen) on ports first_port, first_port + 1, ... in ClusterSpec's order.
+struct NodeOffer {
+  int node_rank = 0;
+  ClusterLayout layout;
+  int first_port = 0;
+
+  /// The offer as a message field.
+  nlohmann::json to_json() const;
+  /// Reads an offer; throws est::ConfigError naming the field that is missing or wrong.
+  static NodeOffer FromJson(const nlohmann::json& json);
+};
+
+/// The job that node 0 makes of every node's offer.
+struct JobPlan {
+  /// TF_CONFIG's "cluster": the chief, the workers of node 0, then node 1's, ..., likewise the
+  /// ps tasks, and the evaluator.
+  nlohmann::json cluster;
+  /// The tasks of each node, by node rank, with their indices in the whole job, in the order
+  /// of that node's ports.
+  std::vector<std::vector<TaskId>> node_tasks;
+};
+
+/// Joins `offers` (one per node rank, 0 first); throws est::ConfigError naming the nodes at
+/// fault when more than one node has a chief or an evaluator, or when the job has no worker
+/// and no chief.
+JobPlan PlanJob(const std::vector<NodeOffer>& offers);
+
+}  // namespace est_launch

@@ -1,0 +1,356 @@
+// est-launch across hosts (--nnodes, --node-rank, --rendezvous), with its hosts on loopback:
+// the joined TF_CONFIG cluster, stops that reach every host, restarts of the whole job, a
+// host's est-launch killed and started again, and the rendezvous' errors. (With est-train on
+// simulated hosts: tests/apps/est_launch_hosts_test.py.)
+
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "apps/est_launch/port_finder.h"
+#include "tests/apps/est_launch_runner.h"
+#include "tests/test_util.h"
+
+namespace est_launch_nodes_test {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using est::testing::ByTask;
+using est::testing::Finish;
+using est::testing::Launch;
+using est::testing::LaunchRun;
+using est::testing::Lines;
+using est::testing::ReadFile;
+using est::testing::ScopedEnv;
+using est::testing::Start;
+using nlohmann::json;
+
+bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// Free ports on loopback: the rendezvous, then each node's first port, `per_node` apart.
+struct Ports {
+  int rendezvous;
+  int first;
+  int per_node;
+
+  std::string rendezvous_address() const { return "127.0.0.1:" + std::to_string(rendezvous); }
+  std::string node(int rank) const { return std::to_string(first + rank * per_node); }
+};
+
+Ports FreePorts(int nodes, int per_node) {
+  const int first = est_launch::FindFreePortRange("127.0.0.1", 1 + nodes * per_node);
+  return {first, first + 1, per_node};
+}
+
+// The flags of node `rank` of `nnodes`, then its own flags and the command.
+std::vector<std::string> NodeArgs(const Ports& ports, int nnodes, int rank, std::vector<std::string> rest) {
+  std::vector<std::string> args{"--nnodes",     std::to_string(nnodes),
+                                "--node-rank",  std::to_string(rank),
+                                "--rendezvous", ports.rendezvous_address(),
+                                "--port",       ports.node(rank),
+                                "--cpu-bind",   "none"};
+  args.insert(args.end(), rest.begin(), rest.end());
+  return args;
+}
+
+// Starts node `rank` with its output in a fresh directory.
+Launch StartNode(const Ports& ports, int nnodes, int rank, const std::vector<std::string>& rest,
+                 const std::string& name) {
+  return Start(NodeArgs(ports, nnodes, rank, rest), est::testing::FreshTempDir(name + "_node" + std::to_string(rank)));
+}
+
+// Waits up to 20 s for `part` in est-launch's stderr (`file` "err") or stdout ("out").
+bool WaitForOutput(const Launch& launch, const std::string& part, const char* file = "err") {
+  for (auto deadline = Clock::now() + std::chrono::seconds(20); Clock::now() < deadline;) {
+    if (Contains(ReadFile(launch.dir / file), part)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// Runs node r with `node_flags[r]` for every r, all at once, each to its end.
+std::vector<LaunchRun> RunNodes(const Ports& ports, const std::vector<std::vector<std::string>>& node_flags,
+                                const std::string& name) {
+  const int nnodes = static_cast<int>(node_flags.size());
+  std::vector<Launch> launches;
+  for (int rank = 0; rank < nnodes; ++rank) launches.push_back(StartNode(ports, nnodes, rank, node_flags[rank], name));
+  std::vector<LaunchRun> runs;
+  for (const Launch& launch : launches) runs.push_back(Finish(launch));
+  return runs;
+}
+
+TEST_CASE("est-launch across hosts gives every task of every host the whole job's TF_CONFIG", "[launch]") {
+  ScopedEnv no_token("EST_JOB_TOKEN", nullptr);
+  const Ports ports = FreePorts(2, 3);
+  const std::string script = R"(echo "$TF_CONFIG"; echo "job=$EST_JOB_ID token=$EST_JOB_TOKEN")";
+  // Node 0: the chief and a worker; node 1: two workers and the evaluator.
+  const auto runs = RunNodes(ports,
+                             {{"--chief", "--workers", "1", "--", "sh", "-c", script},
+                              {"--workers", "2", "--evaluator", "--", "sh", "-c", script}},
+                             "nodes_config");
+  const LaunchRun& run0 = runs[0];
+  const LaunchRun& run1 = runs[1];
+  INFO(run0.err << run0.out << run1.err << run1.out);
+  REQUIRE(run0.exit_code == 0);
+  REQUIRE(run1.exit_code == 0);
+  const auto at = [&](int rank, int offset) { return "127.0.0.1:" + std::to_string(ports.first + rank * 3 + offset); };
+  const json cluster = {{"chief", {at(0, 0)}}, {"worker", {at(0, 1), at(1, 0), at(1, 1)}}, {"evaluator", {at(1, 2)}}};
+  auto tasks = ByTask(run0.out);
+  for (const auto& [label, lines] : ByTask(run1.out)) tasks[label] = lines;
+  REQUIRE(tasks.size() == 5);
+  CHECK(ByTask(run0.out).count("chief 0") == 1);
+  CHECK(ByTask(run0.out).count("worker 0") == 1);
+  CHECK(ByTask(run1.out).count("worker 2") == 1);
+  CHECK(ByTask(run1.out).count("evaluator 0") == 1);
+  std::set<std::string> job_lines;
+  for (const auto& [label, lines] : tasks) {
+    INFO(label);
+    REQUIRE(lines.size() == 2);
+    const json config = json::parse(lines[0]);
+    CHECK(config["cluster"] == cluster);
+    CHECK(config["task"]["type"].get<std::string>() + " " + std::to_string(config["task"]["index"].get<int>()) ==
+          label);
+    job_lines.insert(lines[1]);
+  }
+  // One job id and one token (node 0's random one) on both hosts.
+  REQUIRE(job_lines.size() == 1);
+  CHECK(std::regex_match(*job_lines.begin(), std::regex("job=[0-9a-f]{16} token=[0-9a-f]{32}")));
+  CHECK(Contains(run0.err, "est-launch: node 1 joined from 127.0.0.1:"));
+  CHECK(Contains(run0.err, "est-launch: node 0 of 2: starting 2 task(s) on 127.0.0.1 ports " + ports.node(0) + "-"));
+  CHECK(Contains(run1.err, "est-launch: node 1 of 2: starting 3 task(s) on 127.0.0.1 ports " + ports.node(1) + "-"));
+}
+
+TEST_CASE("A failure on one host stops the tasks on every host, and --max-restarts restarts them all", "[launch]") {
+  ScopedEnv no_token("EST_JOB_TOKEN", nullptr);
+  const fs::path marks = est::testing::FreshTempDir("nodes_failure_marks");
+  const std::string m = marks.string() + "/";
+  // Every task says which start this is and leaves a mark; worker 1 (node 1) fails on the first
+  // start once worker 0 (node 0) has left its mark, and worker 0 sleeps until stopped.
+  const std::string script = R"(echo "task=$EST_TASK restart=$EST_RESTART_COUNT"; touch )" + m +
+                             R"($EST_TASK-$EST_RESTART_COUNT; )"
+                             R"(if [ "$EST_RESTART_COUNT" = 0 ]; then if [ "$EST_TASK" = worker-1 ]; then )"
+                             R"(while [ ! -e )" +
+                             m + R"(worker-0-0 ]; do sleep 0.01; done; exit 3; fi; sleep 60 & wait; fi)";
+  SECTION("without restarts: both est-launch fail, naming the task") {
+    const Ports ports = FreePorts(2, 1);
+    const auto runs =
+        RunNodes(ports, {{"--workers", "1", "--", "sh", "-c", script}, {"--workers", "1", "--", "sh", "-c", script}},
+                 "nodes_failure");
+    const LaunchRun& run0 = runs[0];
+    const LaunchRun& run1 = runs[1];
+    INFO(run0.err << run0.out << run1.err << run1.out);
+    CHECK(run0.exit_code == 1);
+    CHECK(run1.exit_code == 1);
+    CHECK(run0.seconds < 10);  // worker 0's sleep 60 was stopped
+    CHECK(Contains(run0.err, "est-launch: node 1: worker 1 exited with status 3; stopping this host's tasks"));
+    CHECK(Lines(run0.err).back() == "est-launch: error: the job failed: node 1: worker 1 exited with status 3");
+    CHECK(Lines(run1.err).back() == "est-launch: error: the job failed: node 1: worker 1 exited with status 3");
+  }
+  SECTION("with --max-restarts on node 0: every host starts its tasks again, after the backoff") {
+    const Ports ports = FreePorts(2, 1);
+    const auto runs =
+        RunNodes(ports,
+                 {{"--workers", "1", "--max-restarts", "2", "--restart-backoff-secs", "0.5", "--", "sh", "-c", script},
+                  {"--workers", "1", "--", "sh", "-c", script}},
+                 "nodes_restart");
+    const LaunchRun& run0 = runs[0];
+    const LaunchRun& run1 = runs[1];
+    INFO(run0.err << run0.out << run1.err << run1.out);
+    CHECK(run0.exit_code == 0);
+    CHECK(run1.exit_code == 0);
+    CHECK(ByTask(run0.out).at("worker 0") ==
+          std::vector<std::string>{"task=worker-0 restart=0", "task=worker-0 restart=1"});
+    CHECK(ByTask(run1.out).at("worker 1") ==
+          std::vector<std::string>{"task=worker-1 restart=0", "task=worker-1 restart=1"});
+    CHECK(Contains(run0.err,
+                   "est-launch: node 1: worker 1 exited with status 3; restarting the job on every host in "
+                   "0.5 s (restart 1 of at most 2), once every node has joined again"));
+    CHECK(Contains(run1.err,
+                   "est-launch: node 1: node 0 restarts the job (node 1: worker 1 exited with status 3); "
+                   "joining again"));
+    CHECK_FALSE(Contains(run0.err + run1.err, "error:"));
+  }
+}
+
+TEST_CASE("When one host's est-launch dies, the other hosts stop; with restarts, its new est-launch rejoins",
+          "[launch]") {
+  ScopedEnv no_token("EST_JOB_TOKEN", nullptr);
+  // The first start sleeps until stopped (exec: the sleep itself gets SIGHUP when its
+  // est-launch dies); a restart ends at once.
+  const std::string script =
+      R"(echo "task=$EST_TASK restart=$EST_RESTART_COUNT"; if [ "$EST_RESTART_COUNT" = 0 ]; then exec sleep 60; fi)";
+  const Ports ports = FreePorts(2, 1);
+  const bool restarts = GENERATE(false, true);
+  std::vector<std::string> node0_flags{"--workers", "1", "--restart-backoff-secs", "0"};
+  if (restarts) node0_flags.insert(node0_flags.end(), {"--max-restarts", "1"});
+  node0_flags.insert(node0_flags.end(), {"--", "sh", "-c", script});
+  const Launch node0 = StartNode(ports, 2, 0, node0_flags, "nodes_killed");
+  const Launch node1 = StartNode(ports, 2, 1, {"--workers", "1", "--", "sh", "-c", script}, "nodes_killed");
+  REQUIRE(WaitForOutput(node1, "[worker 1] task=worker-1 restart=0", "out"));
+  REQUIRE(WaitForOutput(node0, "[worker 0] task=worker-0 restart=0", "out"));
+  ::kill(node1.pid, SIGKILL);
+  int status = 0;
+  ::waitpid(node1.pid, &status, 0);
+  const auto killed = Clock::now();
+  if (!restarts) {
+    const LaunchRun run0 = Finish(node0);
+    INFO(run0.err << run0.out);
+    CHECK(run0.exit_code == 1);
+    CHECK(Clock::now() - killed < std::chrono::seconds(5));
+    CHECK(Contains(run0.err, "est-launch: node 1's est-launch (127.0.0.1:"));
+    CHECK(Contains(run0.err, ") is gone: the connection closed; stopping this host's tasks"));
+    return;
+  }
+  REQUIRE(WaitForOutput(node0, "once every node has joined again"));
+  const Launch again = StartNode(ports, 2, 1, {"--workers", "1", "--", "sh", "-c", script}, "nodes_rejoined");
+  const LaunchRun run0 = Finish(node0);
+  const LaunchRun run1 = Finish(again);
+  INFO(run0.err << run0.out << run1.err << run1.out);
+  CHECK(run0.exit_code == 0);
+  CHECK(run1.exit_code == 0);
+  CHECK(ByTask(run0.out).at("worker 0") ==
+        std::vector<std::string>{"task=worker-0 restart=0", "task=worker-0 restart=1"});
+  CHECK(ByTask(run1.out).at("worker 1") == std::vector<std::string>{"task=worker-1 restart=1"});
+}
+
+TEST_CASE("A signal to one host's est-launch stops the job on every host, without a restart", "[launch]") {
+  ScopedEnv no_token("EST_JOB_TOKEN", nullptr);
+  const std::string script = R"(echo started; sleep 60 & wait)";
+  const Ports ports = FreePorts(2, 1);
+  const Launch node0 =
+      StartNode(ports, 2, 0, {"--workers", "1", "--max-restarts", "3", "--", "sh", "-c", script}, "nodes_signal");
+  const Launch node1 = StartNode(ports, 2, 1, {"--workers", "1", "--", "sh", "-c", script}, "nodes_signal");
+  REQUIRE(WaitForOutput(node1, "starting 1 task(s)"));
+  REQUIRE(WaitForOutput(node0, "starting 1 task(s)"));
+  ::kill(node1.pid, SIGTERM);
+  const LaunchRun run0 = Finish(node0);
+  const LaunchRun run1 = Finish(node1);
+  INFO(run0.err << run0.out << run1.err << run1.out);
+  CHECK(run1.exit_code == 128 + SIGTERM);
+  CHECK(run0.exit_code == 1);
+  CHECK(Contains(run0.err, "est-launch: node 1: est-launch caught SIGTERM; stopping this host's tasks"));
+  CHECK_FALSE(Contains(run0.err, "restarting"));
+}
+
+TEST_CASE("The rendezvous names the node that never joins, and refuses one that does not fit", "[launch]") {
+  const std::string script = "echo ran";
+  SECTION("a node that never joins") {
+    ScopedEnv no_token("EST_JOB_TOKEN", nullptr);
+    const Ports ports = FreePorts(3, 1);
+    const std::vector<std::string> rest{"--workers", "1", "--rendezvous-timeout-secs", "2", "--", "sh", "-c", script};
+    // Node 2 of 3 never starts.
+    const Launch node0 = StartNode(ports, 3, 0, rest, "nodes_missing");
+    const Launch node1 = StartNode(ports, 3, 1, rest, "nodes_missing");
+    const LaunchRun run0 = Finish(node0);
+    const LaunchRun run1 = Finish(node1);
+    INFO(run0.err << run1.err);
+    CHECK(run0.exit_code == 1);
+    CHECK(run1.exit_code == 1);
+    const std::string why =
+        "node 2 of 3 did not join at " + ports.rendezvous_address() + " within 2 s (--rendezvous-timeout-secs)";
+    CHECK(Lines(run0.err).back() == "est-launch: error: " + why);
+    CHECK(Lines(run1.err).back() == "est-launch: error: node 0 refused to start the job: " + why);
+    CHECK(run0.out.empty());
+  }
+  SECTION("no node 0") {
+    const Ports ports = FreePorts(2, 1);
+    const LaunchRun run1 =
+        Finish(StartNode(ports, 2, 1, {"--workers", "1", "--rendezvous-timeout-secs", "1", "--", "sh", "-c", script},
+                         "nodes_no_leader"));
+    INFO(run1.err);
+    CHECK(run1.exit_code == 1);
+    CHECK(Lines(run1.err).back() == "est-launch: error: node 0 did not answer at " + ports.rendezvous_address() +
+                                        " within 1 s (--rendezvous-timeout-secs)");
+  }
+  SECTION("a node with another --nnodes, a node rank taken, a wrong token") {
+    ScopedEnv token("EST_JOB_TOKEN", "secret-of-this-job");
+    const Ports ports = FreePorts(2, 1);
+    const Launch node0 = StartNode(
+        ports, 2, 0, {"--workers", "1", "--rendezvous-timeout-secs", "30", "--", "sh", "-c", script}, "nodes_refused");
+    const LaunchRun other_size = Finish(Start({"--nnodes", "3", "--node-rank", "1", "--rendezvous",
+                                               ports.rendezvous_address(), "--workers", "1", "--", "true"},
+                                              est::testing::FreshTempDir("nodes_refused_size")));
+    CHECK(other_size.exit_code == 2);
+    CHECK(Lines(other_size.err).back() ==
+          "est-launch: error: node 0 refused to start the job: it has --nnodes 3, node 0 has --nnodes 2");
+    {
+      ScopedEnv wrong("EST_JOB_TOKEN", "guess");
+      const LaunchRun wrong_token =
+          Finish(StartNode(ports, 2, 1, {"--workers", "1", "--", "true"}, "nodes_refused_token"));
+      CHECK(wrong_token.exit_code == 2);
+      CHECK(Contains(wrong_token.err, "its EST_JOB_TOKEN is missing or differs from node 0's"));
+    }
+    const Launch node1 = StartNode(ports, 2, 1, {"--workers", "1", "--", "sh", "-c", "sleep 1"}, "nodes_refused");
+    REQUIRE(WaitForOutput(node1, "starting 1 task(s)"));
+    // While the job runs, a second node 1 waits for the next rendezvous (as a host started
+    // again after its est-launch died would); this job ends without one.
+    const LaunchRun twice = Finish(StartNode(ports, 2, 1, {"--workers", "1", "--", "true"}, "nodes_refused_twice"));
+    INFO(twice.err);
+    CHECK(twice.exit_code == 1);
+    CHECK(Contains(twice.err, "is gone while waiting for the job to start (every node to join)"));
+    const LaunchRun run0 = Finish(node0);
+    const LaunchRun run1 = Finish(node1);
+    INFO(run0.err << run1.err);
+    CHECK(run0.exit_code == 0);
+    CHECK(run1.exit_code == 0);
+    CHECK(Contains(run0.err, "est-launch: refused 127.0.0.1:"));
+    CHECK(Contains(run0.err, ": it has --nnodes 3, node 0 has --nnodes 2"));
+  }
+  SECTION("two chiefs") {
+    ScopedEnv no_token("EST_JOB_TOKEN", nullptr);
+    const Ports ports = FreePorts(2, 1);
+    const auto runs =
+        RunNodes(ports, {{"--workers", "0", "--chief", "--", "true"}, {"--workers", "0", "--chief", "--", "true"}},
+                 "nodes_chiefs");
+    const LaunchRun& run0 = runs[0];
+    const LaunchRun& run1 = runs[1];
+    INFO(run0.err << run1.err);
+    CHECK(run0.exit_code == 2);
+    CHECK(run1.exit_code == 2);
+    const std::string why = "nodes 0 and 1 each have --chief; a job has one chief: give --chief to one node only";
+    CHECK(Lines(run0.err).back() == "est-launch: error: " + why);
+    CHECK(Lines(run1.err).back() == "est-launch: error: node 0 refused to start the job: " + why);
+  }
+}
+
+TEST_CASE("est-launch's flags across hosts are checked before anything starts", "[launch]") {
+  const auto run = [](std::vector<std::string> args) {
+    args.insert(args.end(), {"--", "true"});
+    return Finish(Start(args, est::testing::FreshTempDir("nodes_flags")));
+  };
+  const auto error_of = [](const LaunchRun& r) { return r.err.substr(0, r.err.find('\n')); };
+  LaunchRun r = run({"--workers", "1", "--nnodes", "2"});
+  CHECK(r.exit_code == 2);
+  CHECK(error_of(r) ==
+        "est-launch: error: --nnodes 2 needs --rendezvous HOST:PORT, where node 0's est-launch listens (see --help)");
+  r = run({"--workers", "1", "--nnodes", "2", "--node-rank", "2", "--rendezvous", "127.0.0.1:29400"});
+  CHECK(r.exit_code == 2);
+  CHECK(error_of(r) == "est-launch: error: --node-rank 2 is not in 0..1 (--nnodes 2) (see --help)");
+  r = run({"--workers", "1", "--rendezvous", "127.0.0.1:29400"});
+  CHECK(r.exit_code == 2);
+  CHECK(Contains(error_of(r), "--rendezvous and --node-rank are for a launch across hosts: give --nnodes 2 or more"));
+  r = run({"--workers", "1", "--nnodes", "2", "--rendezvous", "127.0.0.1"});
+  CHECK(r.exit_code == 2);
+  CHECK(Contains(error_of(r), "--rendezvous '127.0.0.1' is not HOST:PORT"));
+  r = run({"--workers", "0", "--nnodes", "2", "--rendezvous", "127.0.0.1:29400"});
+  CHECK(r.exit_code == 2);
+  CHECK(Contains(error_of(r), "--workers 0 with no --chief, --ps or --evaluator: this host would run no task"));
+  // Node 0 listens at --rendezvous: an address of another machine is an error at once.
+  r = run({"--workers", "1", "--nnodes", "2", "--rendezvous", "192.0.2.1:29400"});
+  CHECK(r.exit_code == 2);
+  CHECK(Contains(error_of(r), "--rendezvous 192.0.2.1:29400: node 0 cannot listen there"));
+}
+
+}  // namespace
+}  // namespace est_launch_nodes_test
