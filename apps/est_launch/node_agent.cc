@@ -68,14 +68,6 @@ bool SameSecret(const std::string& a, const std::string& b) {
   return difference == 0;
 }
 
-// "nodes 1 and 3" of `ranks`.
-std::string NodeRanks(const std::vector<int>& ranks) {
-  std::string text = ranks.size() == 1 ? "node " : "nodes ";
-  for (size_t i = 0; i < ranks.size(); ++i)
-    text += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[i]);
-  return text;
-}
-
 // This host's offer: its tasks, on its own --port or a free run of ports of `host`.
 NodeOffer MakeOffer(const NodeOptions& node, const std::string& host) {
   NodeOffer offer;
@@ -229,7 +221,7 @@ class Leader : public PeerNodes {
     while (!Missing().empty()) {
       const auto now = Clock::now();
       if (now >= deadline) {
-        const std::string why = NodeRanks(Missing()) + " of " + std::to_string(node_.nnodes) + " did not join at " +
+        const std::string why = DescribeNodes(Missing()) + " of " + std::to_string(node_.nnodes) + " did not join at " +
                                 HostPort(node_.rendezvous_host, node_.rendezvous_port) + " within " +
                                 SecsText(node_.rendezvous_timeout_secs) + " (--rendezvous-timeout-secs)" +
                                 (round > 0 ? " after restart " + std::to_string(round) : "");
@@ -237,7 +229,7 @@ class Leader : public PeerNodes {
         EST_THROW(est::TimeoutError, why);
       }
       if (now >= next_report) {
-        Say("waiting for " + NodeRanks(Missing()) + " of " + std::to_string(node_.nnodes) + " to join at " +
+        Say("waiting for " + DescribeNodes(Missing()) + " of " + std::to_string(node_.nnodes) + " to join at " +
             HostPort(node_.rendezvous_host, node_.rendezvous_port) + "; " + Elapsed(start) + " of " +
             SecsText(node_.rendezvous_timeout_secs) + " passed");
         next_report += kProgressInterval;
@@ -369,7 +361,7 @@ class Leader : public PeerNodes {
         return;
       }
       if (Clock::now() >= next_report) {
-        Say("this host's tasks have ended; waiting for " + NodeRanks(waiting) + " to end (" + Elapsed(start) + ")");
+        Say("this host's tasks have ended; waiting for " + DescribeNodes(waiting) + " to end (" + Elapsed(start) + ")");
         next_report += kProgressInterval;
       }
       std::vector<int> fds = this->fds();

@@ -7,16 +7,6 @@
 namespace est_launch {
 namespace {
 
-// The ranks of the nodes in `ranks`, as "nodes 0 and 2" / "nodes 0, 1 and 3".
-std::string NodeList(const std::vector<int>& ranks) {
-  std::string text = ranks.size() == 1 ? "node " : "nodes ";
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    if (i > 0) text += i + 1 == ranks.size() ? " and " : ", ";
-    text += std::to_string(ranks[i]);
-  }
-  return text;
-}
-
 template <typename T>
 T Field(const nlohmann::json& json, const char* name) {
   EST_CHECK(json.is_object() && json.contains(name), est::ConfigError, "the node's offer has no '", name, "'");
@@ -28,6 +18,13 @@ T Field(const nlohmann::json& json, const char* name) {
 }
 
 }  // namespace
+
+std::string DescribeNodes(const std::vector<int>& ranks) {
+  std::string text = ranks.size() == 1 ? "node " : "nodes ";
+  for (size_t i = 0; i < ranks.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[i]);
+  return text;
+}
 
 nlohmann::json NodeOffer::to_json() const {
   return {{"node_rank", node_rank},    {"host", layout.host}, {"first_port", first_port},     {"chief", layout.chief},
@@ -59,9 +56,9 @@ JobPlan PlanJob(const std::vector<NodeOffer>& offers) {
     if (offer.layout.evaluator) evaluators.push_back(offer.node_rank);
     workers += offer.layout.workers;
   }
-  EST_CHECK(chiefs.size() <= 1, est::ConfigError, NodeList(chiefs),
+  EST_CHECK(chiefs.size() <= 1, est::ConfigError, DescribeNodes(chiefs),
             " each have --chief; a job has one chief: give --chief to one node only");
-  EST_CHECK(evaluators.size() <= 1, est::ConfigError, NodeList(evaluators),
+  EST_CHECK(evaluators.size() <= 1, est::ConfigError, DescribeNodes(evaluators),
             " each have --evaluator; a job has one evaluator: give --evaluator to one node only");
   EST_CHECK(workers >= 1 || !chiefs.empty(), est::ConfigError,
             "no node has a worker or a chief: give --workers 1 or more (or --chief) to at least one node");

@@ -34,6 +34,9 @@ struct JobPlan {
   std::vector<std::vector<TaskId>> node_tasks;
 };
 
+/// "node 2", "nodes 0 and 1", "nodes 1, 2 and 3".
+std::string DescribeNodes(const std::vector<int>& ranks);
+
 /// Joins `offers` (one per node rank, 0 first); throws est::ConfigError naming the nodes at
 /// fault when more than one node has a chief or an evaluator, or when the job has no worker
 /// and no chief.

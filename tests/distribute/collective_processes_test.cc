@@ -14,6 +14,7 @@
 #include <chrono>
 #include <fstream>
 #include <sstream>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -271,6 +272,13 @@ TEST_CASE("Gloo collectives across 4 processes over a TCP store", "[distribute][
                      Catch::Contains(") waited too (a peer stopped or is stuck; the collective cannot be used "
                                      "again): ") &&
                      Catch::Contains("Timed out waiting 2000ms for "));
+      // The flight recorders: the stopped rank's host and pid, the last operation the others
+      // completed with it, and the operation they waited in.
+      CHECK(std::regex_search(
+          finished[rank].output,
+          std::regex(R"(; flight recorder: rank 1 \(host [^,]+, pid [0-9]+\) sent no record \(stopped, gone, or cut )"
+                     R"(off from the store\); the last call the others completed with it is allreduce #1 \(4\.0 MB )"
+                     R"(float32\), [0-9.]+ s ago; ranks 0, 2 waited in allreduce #2 \(4\.0 MB float32\)\n)")));
     }
   }
 

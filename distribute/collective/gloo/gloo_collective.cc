@@ -12,6 +12,7 @@
 #include <gloo/transport/tcp/device.h>
 #include <netdb.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -24,6 +25,7 @@
 #include "common/thread_scheduling.h"
 #include "distribute/collective/gloo/gloo_collective.h"
 #include "distribute/collective/collective_backend.h"
+#include "distribute/collective/flight_recorder.h"
 #include "distribute/collective/gloo/gloo_peers.h"
 #include "distribute/collective/gloo/gloo_store.h"
 #include "distribute/collective/host_hierarchy.h"
@@ -66,6 +68,13 @@
 //   machine busy with other processes would slow every transfer).
 // - After a Gloo failure (a peer lost, a timeout) the connections are closed: the collective
 //   is not usable again; create a new one.
+// - Every operation goes through a flight recorder (flight_recorder.h): its number (the same
+//   on every rank), kind, bytes, type and times. A rank that times out puts its record in the
+//   store beside its report of the timeout, and the error ends with the recorders' diagnosis:
+//   the rank that never entered the operation or is stuck in it, its host and pid (each rank
+//   published them at creation), the last operation the others completed with it, and a
+//   desync. Recording costs two clock reads and a short lock per operation; nothing goes to
+//   the store until a timeout.
 // - A lost TCP connection is reported by the rank behind it (GlooPeers). Every rank that
 //   loses one records it in the store and names the first rank recorded, so that a rank
 //   that fails because a failed peer exited still names the rank lost first.
@@ -108,15 +117,50 @@ bool IsTimeout(const std::string& message) {
          message.find("Timeout") != std::string::npos || message.find("timeout") != std::string::npos;
 }
 
+// "float32" for the types Gloo moves.
+std::string TypeName(at::ScalarType type) {
+  switch (type) {
+    case at::kFloat: return "float32";
+    case at::kDouble: return "float64";
+    case at::kHalf: return "float16";
+    case at::kBFloat16: return "bfloat16";
+    case at::kInt: return "int32";
+    case at::kLong: return "int64";
+    default: return c10::toString(type);
+  }
+}
+
+// The host a rank's flight record names: its Gloo address, else the machine's name.
+std::string RecordHost(const std::string& hostname) {
+  if (!hostname.empty()) return hostname;
+  char name[256] = {0};
+  return ::gethostname(name, sizeof(name) - 1) == 0 ? name : "this host";
+}
+
+// The flight recorders' diagnosis of operation `number` from a timeout's report.
+std::string DiagnoseTimeout(uint64_t number, const GlooPeers::TimeoutReport& report) {
+  const auto parse = [](const std::vector<std::optional<std::string>>& texts) {
+    std::vector<std::optional<RankFlightRecord>> records(texts.size());
+    for (size_t rank = 0; rank < texts.size(); ++rank)
+      if (texts[rank]) records[rank] = RankFlightRecord::Parse(*texts[rank]);
+    return records;
+  };
+  return DiagnoseCollective(number, parse(report.records), parse(report.where), UnixMicros());
+}
+
 class GlooCollective final : public Collective {
  public:
   GlooCollective(int rank, int world_size, std::chrono::milliseconds timeout,
-                 std::shared_ptr<gloo::rendezvous::Context> context, std::optional<GlooPeers> peers = std::nullopt)
+                 std::shared_ptr<gloo::rendezvous::Context> context, std::optional<GlooPeers> peers = std::nullopt,
+                 std::string host = "")
       : rank_(rank),
         world_size_(world_size),
         timeout_(timeout),
         context_(std::move(context)),
-        peers_(std::move(peers)) {}
+        peers_(std::move(peers)),
+        host_(std::move(host)) {
+    if (peers_) peers_->PublishWhere(recorder_.Record(rank_, host_).Serialize());
+  }
 
   int rank() const override { return rank_; }
   int world_size() const override { return world_size_; }
@@ -133,7 +177,7 @@ class GlooCollective final : public Collective {
               "), got ", root);
     if (tensor.numel() == 0 || world_size_ == 1) return;
     at::Tensor buffer = detail::Staged(tensor, tensor.scalar_type());
-    Run("broadcast", [&] {
+    Run("broadcast", &buffer, [&] {
       gloo::BroadcastOptions options(context_);
       options.setTag(next_tag_++);
       options.setOutput(static_cast<uint8_t*>(buffer.data_ptr()), buffer.nbytes());
@@ -150,7 +194,7 @@ class GlooCollective final : public Collective {
     at::Tensor output = at::empty(shape, tensor.options().device(at::kCPU));
     if (tensor.numel() == 0) return output.to(tensor.device());
     const at::Tensor input = detail::Staged(tensor, tensor.scalar_type());
-    Run("allgather", [&] {
+    Run("allgather", &input, [&] {
       gloo::AllgatherOptions options(context_);
       options.setTag(next_tag_++);
       options.setInput(static_cast<uint8_t*>(input.data_ptr()), input.nbytes());
@@ -162,7 +206,7 @@ class GlooCollective final : public Collective {
 
   void barrier() override {
     if (world_size_ == 1) return;
-    Run("barrier", [&] {
+    Run("barrier", nullptr, [&] {
       gloo::BarrierOptions options(context_);
       options.setTag(next_tag_++);
       gloo::barrier(options);
@@ -172,7 +216,7 @@ class GlooCollective final : public Collective {
  private:
   // Sums `buffer` (contiguous, on the CPU, of `type`) over the ranks with Gloo's all-reduce.
   void reduce_over_tcp(at::Tensor& buffer, at::ScalarType type) {
-    Run("allreduce", [&] {
+    Run("allreduce", &buffer, [&] {
       gloo::AllreduceOptions options(context_);
       options.setTag(next_tag_++);
       switch (type) {
@@ -187,14 +231,18 @@ class GlooCollective final : public Collective {
     });
   }
 
-  // Runs one Gloo operation, turning Gloo's errors into TimeoutError or CommunicationError.
+  // Runs one Gloo operation on `tensor` (null for a barrier), in the flight recorder, turning
+  // Gloo's errors into TimeoutError or CommunicationError.
   template <typename Body>
-  void Run(const char* operation, Body&& body) {
-    const uint64_t number = ++operations_;  // the same on every rank: all run the same operations
+  void Run(const char* operation, const at::Tensor* tensor, Body&& body) {
+    // The same number on every rank: all run the same operations.
+    const uint64_t number = recorder_.Enter(operation, tensor != nullptr ? static_cast<int64_t>(tensor->nbytes()) : 0,
+                                            tensor != nullptr ? TypeName(tensor->scalar_type()) : "");
     const auto started = std::chrono::system_clock::now();
     std::string message;
     try {
       body();
+      recorder_.Leave(number, /*completed=*/true);
       return;
     } catch (const gloo::IoException& error) {
       message = error.what();
@@ -203,10 +251,13 @@ class GlooCollective final : public Collective {
     } catch (const gloo::Exception& error) {
       message = error.what();
     }
+    recorder_.Leave(number, /*completed=*/false);
     if (IsTimeout(message)) {
       // Which peers are behind it: those that did not time out in this operation too.
       std::string who;
-      const auto report = peers_ ? peers_->ReportTimeout(number, kTimeoutReportPatience) : std::nullopt;
+      const auto report = peers_ ? peers_->ReportTimeout(number, kTimeoutReportPatience,
+                                                         recorder_.Record(rank_, host_).Serialize())
+                                 : std::nullopt;
       if (report && !report->silent.empty()) {
         who = ": " + peers_->Describe(report->silent) + " did not arrive (stuck, or slower than the timeout)";
         if (!report->waiting.empty()) who += "; " + peers_->Describe(report->waiting) + " waited too";
@@ -214,9 +265,10 @@ class GlooCollective final : public Collective {
         who = ": the job's store is unreachable from this rank too, so this rank's own link may be cut (or the "
               "chief is gone)";
       }
+      const std::string flight = report ? "; flight recorder: " + DiagnoseTimeout(number, *report) : "";
       EST_THROW(TimeoutError, "Gloo ", operation, " on rank ", rank_, " of ", world_size_, " did not complete within ",
                 DescribeDuration(timeout_), who, " (a peer stopped or is stuck; the collective cannot be used again): ",
-                message);
+                message, flight);
     }
     const std::optional<int> lost = peers_ ? peers_->RankIn(message) : std::nullopt;
     if (lost) {
@@ -244,8 +296,9 @@ class GlooCollective final : public Collective {
   std::chrono::milliseconds timeout_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
   std::optional<GlooPeers> peers_;  ///< who is behind a lost connection
+  std::string host_;                ///< where this rank runs, as its flight record names it
+  FlightRecorder recorder_;         ///< the last operations, numbered alike on every rank
   uint32_t next_tag_ = 0;
-  uint64_t operations_ = 0;  ///< operations run so far, counted alike on every rank
 };
 
 // The ranks whose address key Gloo's full-mesh connection never found in `store`.
@@ -358,7 +411,8 @@ std::unique_ptr<Collective> ConnectGloo(std::shared_ptr<Store> store, int rank, 
   auto context = Connect(mesh_store, rank, world_size, options.hostname, std::max(left, std::chrono::milliseconds(1)));
   context->setTimeout(options.timeout);
   GlooPeers peers = GlooPeers::Exchange(mesh_store, *context, rank, world_size, options.timeout);
-  return std::make_unique<GlooCollective>(rank, world_size, options.timeout, std::move(context), std::move(peers));
+  return std::make_unique<GlooCollective>(rank, world_size, options.timeout, std::move(context), std::move(peers),
+                                          RecordHost(options.hostname));
 }
 
 }  // namespace

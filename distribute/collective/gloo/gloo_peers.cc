@@ -89,13 +89,17 @@ std::optional<int> GlooPeers::RecordLoss(int lost) const {
   }
 }
 
-std::optional<GlooPeers::TimeoutReport> GlooPeers::ReportTimeout(uint64_t operation,
-                                                                  std::chrono::milliseconds patience) const {
+void GlooPeers::PublishWhere(const std::string& where) const { store_->set("where/" + std::to_string(rank_), where); }
+
+std::optional<GlooPeers::TimeoutReport> GlooPeers::ReportTimeout(uint64_t operation, std::chrono::milliseconds patience,
+                                                                  const std::string& record) const {
   const auto key = [operation](int rank) {
     return "timed_out/" + std::to_string(operation) + "/" + std::to_string(rank);
   };
+  // A value already set: waits no longer than needed for one read.
+  constexpr std::chrono::milliseconds kRead(1000);
   try {
-    store_->set(key(rank_), "1");
+    store_->set(key(rank_), record);
     const auto end = std::chrono::steady_clock::now() + patience;
     TimeoutReport report;
     while (true) {
@@ -104,9 +108,18 @@ std::optional<GlooPeers::TimeoutReport> GlooPeers::ReportTimeout(uint64_t operat
         if (peer == rank_) continue;
         (store_->check({key(peer)}) ? report.waiting : report.silent).push_back(peer);
       }
-      if (report.silent.empty() || std::chrono::steady_clock::now() >= end) return report;
+      if (report.silent.empty() || std::chrono::steady_clock::now() >= end) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
+    report.records.resize(addresses_.size());
+    report.where.resize(addresses_.size());
+    report.records[static_cast<size_t>(rank_)] = record;
+    for (int peer : report.waiting) report.records[static_cast<size_t>(peer)] = store_->get(key(peer), kRead);
+    for (int peer : report.silent) {
+      const std::string where = "where/" + std::to_string(peer);
+      if (store_->check({where})) report.where[static_cast<size_t>(peer)] = store_->get(where, kRead);
+    }
+    return report;
   } catch (const Error&) {
     return std::nullopt;  // the store went with the chief
   }

@@ -33,15 +33,24 @@ class GlooPeers {
   /// cannot be reached (it went with the chief).
   std::optional<int> RecordLoss(int lost) const;
 
-  /// Who else timed out in a collective operation.
+  /// Records in the store where this rank runs (`where`: its flight record before any call),
+  /// which the others quote when it does not answer a timeout.
+  void PublishWhere(const std::string& where) const;
+
+  /// Who else timed out in a collective operation, and what each rank's flight recorder said.
   struct TimeoutReport {
     std::vector<int> waiting;  ///< peers that timed out in the same operation, as this rank did
     std::vector<int> silent;   ///< peers that did not: they never arrived, or are stuck
+    /// By rank: the flight record each rank that timed out sent (this rank's included).
+    std::vector<std::optional<std::string>> records;
+    /// By rank: what each silent peer published with PublishWhere.
+    std::vector<std::optional<std::string>> where;
   };
   /// Records in the store that this rank timed out in its operation number `operation`,
-  /// and waits up to `patience` for the other ranks' records of the same operation. Nothing
-  /// when the store cannot be reached.
-  std::optional<TimeoutReport> ReportTimeout(uint64_t operation, std::chrono::milliseconds patience) const;
+  /// with its flight record `record`, and waits up to `patience` for the other ranks'
+  /// records of the same operation. Nothing when the store cannot be reached.
+  std::optional<TimeoutReport> ReportTimeout(uint64_t operation, std::chrono::milliseconds patience,
+                                             const std::string& record) const;
   /// "rank 2 ([10.0.0.7]:41230)", "ranks 1 ([…]:4100), 2 ([…]:4200)": peers with the
   /// addresses of their connections to this rank.
   std::string Describe(const std::vector<int>& peers) const;
