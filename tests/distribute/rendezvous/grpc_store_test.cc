@@ -50,7 +50,20 @@ GrpcStoreOptions Options(uint16_t port = 0, std::string token = "secret") {
 }
 
 // A port a store server listened on and no longer does: a chief that is not up yet.
-uint16_t PortOfAStoppedServer() { return GrpcStoreServer::Start(Options())->port(); }
+// Runs `body` on a thread of its own, joined when this object goes (also when the test's
+// thread leaves by an exception, which would otherwise end the process).
+class JoinedThread {
+ public:
+  template <typename Body>
+  explicit JoinedThread(Body body) : thread_(std::move(body)) {}
+  ~JoinedThread() { join(); }
+  void join() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::thread thread_;
+};
 
 // How many times `needle` occurs in `text`.
 size_t Occurrences(const std::string& text, const std::string& needle) {
@@ -111,11 +124,13 @@ TEST_CASE("the gRPC store refuses another job id or a wrong token, naming the pe
 }
 
 TEST_CASE("a gRPC store client that starts before its server connects once it listens", "[distribute]") {
-  const uint16_t port = PortOfAStoppedServer();
+  est::testing::ReservedPort reserved;
+  const uint16_t port = reserved.port();
   auto store = CreateGrpcStore(Options(port));
   std::unique_ptr<GrpcStoreServer> server;
-  std::thread starter([&] {
+  JoinedThread starter([&] {
     std::this_thread::sleep_for(300ms);
+    reserved.release();
     server = GrpcStoreServer::Start(Options(port));
     CreateGrpcStore(Options(port))->set("ready", "1");
   });
@@ -127,15 +142,17 @@ TEST_CASE("a gRPC store client that starts before its server connects once it li
 }
 
 TEST_CASE("a gRPC store client waiting for its chief to listen says so every progress_interval", "[distribute]") {
-  const uint16_t port = PortOfAStoppedServer();
+  est::testing::ReservedPort reserved;
+  const uint16_t port = reserved.port();
   GrpcStoreOptions options = Options(port);
   options.progress_interval = 150ms;
   est::testing::LogCapture log;
   SECTION("the chief comes up: the call succeeds after the lines") {
     auto store = CreateGrpcStore(options);
     std::unique_ptr<GrpcStoreServer> server;
-    std::thread starter([&] {
+    JoinedThread starter([&] {
       std::this_thread::sleep_for(600ms);
+      reserved.release();
       server = GrpcStoreServer::Start(Options(port));
     });
     store->set("k", "v");
@@ -169,7 +186,8 @@ TEST_CASE("a 16 MB value round-trips through the gRPC store", "[distribute]") {
 }
 
 TEST_CASE("an unreachable gRPC store is a CommunicationError after the timeout", "[distribute]") {
-  const uint16_t port = PortOfAStoppedServer();
+  const est::testing::ReservedPort reserved;
+  const uint16_t port = reserved.port();
   GrpcStoreOptions options = Options(port);
   options.timeout = 300ms;
   CHECK_THROWS_MATCHES(CreateGrpcStore(options)->set("k", "v"), est::CommunicationError,
