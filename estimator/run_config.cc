@@ -7,6 +7,12 @@
 namespace est {
 
 void RunConfig::validate() const {
+  EST_CHECK(flight_recorder_signal == 0 || flight_recorder_signal == SIGUSR1 || flight_recorder_signal == SIGUSR2 ||
+                flight_recorder_signal == SIGQUIT ||
+                (flight_recorder_signal >= SIGRTMIN && flight_recorder_signal <= SIGRTMAX),
+            ConfigError, "RunConfig: flight_recorder_signal must be 0 (none), SIGUSR1 (", SIGUSR1, "), SIGUSR2 (",
+            SIGUSR2, "), SIGQUIT (", SIGQUIT, ") or in [SIGRTMIN, SIGRTMAX] ([", SIGRTMIN, ", ", SIGRTMAX, "]), got ",
+            flight_recorder_signal);
   EST_CHECK(!(save_checkpoints_steps && save_checkpoints_secs), ConfigError,
             "RunConfig: save_checkpoints_steps (", save_checkpoints_steps.value_or(0),
             ") and save_checkpoints_secs (", save_checkpoints_secs.value_or(0),

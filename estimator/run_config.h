@@ -1,6 +1,7 @@
 #pragma once
 /// RunConfig: how an Estimator runs (tf.estimator.RunConfig), with TensorFlow's defaults.
 
+#include <csignal>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -83,6 +84,12 @@ struct RunConfig {
   /// train_and_evaluate stops the same way between evaluations. A second SIGTERM or SIGINT
   /// ends the process at once.
   bool stop_on_signals = true;
+  /// During train(), this signal makes every collective of the process log its flight
+  /// recorder (its last calls, and the one it is inside, with how long each took), from a
+  /// thread of its own, so a hung job says where it hangs; est-launch forwards it to its tasks.
+  /// Taken only while it has its default action: a handler of the program's own stays. 0: none.
+  /// SIGUSR1, SIGUSR2, SIGQUIT, or SIGRTMIN to SIGRTMAX.
+  int flight_recorder_signal = SIGUSR1;
   /// How training is distributed; one replica on the CPU when null.
   std::shared_ptr<distribute::Strategy> train_distribute;
   /// How evaluation and prediction are distributed. When null they are not, as in TensorFlow:

@@ -22,6 +22,7 @@
 #include "common/file_util.h"
 #include "common/logging.h"
 #include "common/stop_signals.h"
+#include "distribute/flight_recorder_signal.h"
 #include "distribute/optimizer/optimizer_step.h"
 #include "distribute/replica_group.h"
 #include "distribute/step_sync.h"
@@ -628,6 +629,7 @@ void Estimator::Impl::train(const InputFn& input_fn, const TrainOptions& options
   if (config.tf_random_seed) torch::manual_seed(*config.tf_random_seed);
   std::optional<StopSignalGuard> stop_signals;
   if (config.stop_on_signals) stop_signals.emplace();
+  const distribute::FlightRecorderSignal flight_recorder_dump(config.flight_recorder_signal);
   CheckSameGlobalStep(strategy, start_step, "restored");
   if (strategy.num_replicas_in_sync() > 1)
     Log().info("Training with {}: {} replicas in sync, {} on this worker", strategy.name(),

@@ -11,7 +11,7 @@ TFRecord shards made once into BUILD_DIR/bench-data/fashion-tfrecord; the tf.dat
 BUILD_DIR/tf-venv, installed once by cmake/install_venv.sh, or is skipped with a line saying why),
 hosts (hosts_*: needs root and network namespaces; skipped with a line saying why where it cannot run),
 lm (lm_*: the fortunes text of Debian's fortunes package), serve (serve_*: serve_bench, in one process over
-loopback gRPC).
+loopback gRPC), elastic (elastic_*: failures of workers in a running job).
 
 Every model runs on LibTorch's own layers (stock) unless a figure says "kernels": then on the CPU
 kernels of kernels/ (est::kernels), in ours and in the peer alike where the peer is ours too.
@@ -102,6 +102,13 @@ Figures (see docs/performance.md):
   serve_mlp_*    the same figures for a 21 M-parameter MLP (1024-4096-4096-10), whose single request reads every
                  weight for one example: where batching pays most (the CNN's batch-64 call computes only about twice
                  as many examples a second as its batch-1 call)
+  elastic_recorder_call  nanoseconds to enter and leave one recorded collective call (flight_recorder_bench), vs
+                 the same while another thread takes records as fast as it can (a dump on demand at its worst)
+  elastic_recorder_share  the flight recorder's share of a training step, in percent: recorded calls per step (the
+                 recorders' own counts, logged at their end) x elastic_recorder_call / the step's time, in
+                 est-launch --workers 2 of train_bench's CNN (target: below the overhead figure's noise)
+  elastic_stop_to_error  seconds from SIGSTOP of worker 1 of 2 (est-train, linear model, under est-launch) to
+                 worker 0's error naming it, vs the collective timeout (--timeout-secs; target <= timeout + 2 s)
 and, when built, the figures of input_pipeline_bench and checkpoint_bench.
 """
 
@@ -122,7 +129,10 @@ import time
 
 import simulated_hosts  # beside this file
 
-GROUPS = ("overhead", "estimator", "scaling", "efficiency", "gpu", "extras", "ps", "input", "hosts", "lm", "serve")
+GROUPS = ("overhead", "estimator", "scaling", "efficiency", "gpu", "extras", "ps", "input", "hosts", "lm", "serve",
+          "elastic")
+# The elastic group's collective timeout for the stopped worker, seconds (--quick: 3).
+STOP_TIMEOUT_SECS = 10
 LM_STEPS, LM_BATCH = 1000, 64  # the lm group's full run: steps and global batch (windows of 64 bytes)
 # The link rates of the hosts group, Mbit/s: 1 and 10 Gbit/s.
 HOST_LINK_RATES = (1000, 10000)
@@ -157,6 +167,23 @@ def json_lines(text):
             except json.JSONDecodeError:
                 pass
     return lines
+
+
+def task_pid(launcher, task):
+    """The pid of est-launch `launcher`'s task `task` ("worker-1"): a child whose EST_TASK is it."""
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(stat, encoding="utf-8") as text:
+                fields = text.read().rsplit(")", 1)[1].split()
+            if int(fields[1]) != launcher:
+                continue
+            pid = int(stat.split("/")[2])
+            with open(f"/proc/{pid}/environ", "rb") as environ:
+                if f"EST_TASK={task}".encode() in environ.read().split(b"\0"):
+                    return pid
+        except (OSError, IndexError, ValueError):
+            continue
+    sys.exit(f"run_benchmarks: est-launch {launcher} has no task {task}")
 
 
 class Runner:
@@ -364,6 +391,63 @@ class Runner:
         if not rates or not losses:
             sys.exit(f"run_benchmarks: est-train --model transformer_lm logged no rate or evaluation:\n{log}")
         return {"examples_per_sec": LM_BATCH * sum(rates) / len(rates), "validation_loss": float(losses[-1])}
+
+    def recorder_call(self):
+        """flight_recorder_bench's nanoseconds per recorded call, alone and while records are taken."""
+        calls = "100000" if self.quick else "5000000"
+        return json_lines(run([os.path.join(self.bin, "flight_recorder_bench"), "--calls", calls]))[-1]
+
+    def recorder_calls_per_step(self):
+        """2 workers of train_bench's CNN under est-launch: examples/s, and the recorded collective calls per
+        step of worker 0 (its recorders log their counts at their end)."""
+        sizes = self.sizes("cnn")
+        steps = int(sizes[sizes.index("--steps") + 1]) + int(sizes[sizes.index("--warmup") + 1])
+        command = [os.path.join(self.bin, "est-launch"), "--workers", "2", "--",
+                   os.path.join(self.bin, "train_bench"), "--loop", "estimator", "--model", "cnn",
+                   "--batch-size", "64", "--strategy", "multi_worker"] + sizes
+        result = subprocess.run(command, capture_output=True, text=True, env=self.single_thread, timeout=1200)
+        if result.returncode != 0:
+            sys.exit(f"run_benchmarks: {' '.join(command)} failed ({result.returncode}):\n{result.stderr}")
+        calls = sum(int(count) for count in re.findall(
+            r"\[worker 0\] .*Flight recorder of \S+ rank 0 of 2 at its end: (\d+) calls?", result.stderr))
+        if calls == 0:
+            sys.exit(f"run_benchmarks: worker 0's flight recorders logged no count at their end:\n{result.stderr}")
+        results = json_lines(result.stdout)
+        return sum(r["examples_per_sec"] for r in results), calls / steps
+
+    def stop_to_error(self):
+        """Seconds from SIGSTOP of worker 1 of 2 (est-train under est-launch) to worker 0's error naming
+        rank 1, and the collective timeout it ran with."""
+        timeout = 3 if self.quick else STOP_TIMEOUT_SECS
+        model_dir = tempfile.mkdtemp(prefix="elastic_stop_")
+        launch = subprocess.Popen(
+            [os.path.join(self.bin, "est-launch"), "--workers", "2", "--grace-secs", "2", "--",
+             os.path.join(self.bin, "est-train"), "--model", "linear", "--strategy", "multi_worker",
+             "--model-dir", model_dir, "--max-steps", "100000000", "--save-checkpoints-steps", "50",
+             "--log-step-count-steps", "100000", "--timeout-secs", str(timeout)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=self.single_thread)
+        try:
+            stopped, log = None, []
+            for line in launch.stdout:
+                log.append(line)
+                if stopped is None and "Saving checkpoints for" in line:
+                    worker = task_pid(launch.pid, "worker-1")
+                    os.kill(worker, signal.SIGSTOP)
+                    stopped = time.monotonic()
+                if stopped is not None and line.startswith("[worker 0]") and "did not complete within" in line:
+                    seconds = time.monotonic() - stopped
+                    break
+            else:
+                sys.exit("run_benchmarks: no timeout after SIGSTOP of worker 1:\n" + "".join(log))
+            if not re.search(r"rank 1\b.*did not arrive", line):
+                sys.exit(f"run_benchmarks: worker 0's error does not name rank 1: {line}")
+            launch.communicate(timeout=120)
+        finally:
+            if launch.poll() is None:
+                launch.kill()
+                launch.wait()
+            shutil.rmtree(model_dir, ignore_errors=True)
+        return seconds, timeout
 
     def lm_ddp(self):
         steps = 30 if self.quick else LM_STEPS
@@ -614,6 +698,16 @@ def main():
                 if "p99_ms" in line:
                     serve_latency.setdefault(line["figure"], []).append((line["p50_ms"], line["p99_ms"]))
 
+        if "elastic" in only:
+            call = runner.recorder_call()
+            record("elastic_recorder_call", call["ns_per_call"], call["ns_per_call_while_recorded"], "ns")
+            examples_per_sec, calls_per_step = runner.recorder_calls_per_step()
+            step_ns = 64 / (examples_per_sec / 2) * 1e9  # each worker's batch of 64
+            record("elastic_recorder_share", 100 * calls_per_step * call["ns_per_call"] / step_ns, None,
+                   f"% of a step ({calls_per_step:.2g} calls a step)")
+            seconds, timeout = runner.stop_to_error()
+            record("elastic_stop_to_error", seconds, timeout, "s")
+
         if "lm" in only:
             ours, peer = runner.transformer_lm(), runner.lm_ddp()
             record("lm_examples", ours["examples_per_sec"], peer["examples_per_sec"], "windows/s")
@@ -776,6 +870,9 @@ def main():
                                                      f"batched p99 latency, {most} clients in open loop)")
     peers["serve_hot_reload_failed"] = (f"requests sent (ours: failed ones, {SERVE_RELOAD_CLIENTS} clients, while new "
                                         "versions were exported and reloaded)")
+    peers["elastic_recorder_call"] = "the same while another thread takes records"
+    peers["elastic_recorder_share"] = "none: recorded calls a step x elastic_recorder_call / step time, 2 workers, CNN"
+    peers["elastic_stop_to_error"] = "the collective timeout (ours: SIGSTOP of worker 1 to worker 0's error)"
     peers["serve_hot_reload_versions"] = "versions exported (ours: versions served by the reloads under load)"
     for figure in [name for name in peers if name.startswith("serve_")]:  # the same, for the MLP
         peers["serve_mlp_" + figure[len("serve_"):]] = peers[figure] + "; the 21 M-parameter MLP"

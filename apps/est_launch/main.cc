@@ -73,6 +73,10 @@ host; node 0's --max-restarts restarts the whole job once every host has joined 
 Every task gets SIGHUP when est-launch exits or is killed (SIGKILL included); est-train
 stops on it as on SIGTERM (a checkpoint first) and exits with 129: no task trains on alone.
 
+SIGUSR1 to est-launch is forwarded to each running task that catches it: a TorchEstimator
+program that trains logs its collectives' last calls and the one it is inside (its flight
+recorders). Nothing stops; a task that does not catch SIGUSR1 is not sent it.
+
 Exit status: 0 when every task exited with status 0; 1 when a task failed, or did not stop
 cleanly on a forwarded signal (an exit status other than 0 or 128+N, or SIGKILL); 2 for bad
 flags; 126/127 when the command cannot be executed / is not found; 128+N after signal N.)";

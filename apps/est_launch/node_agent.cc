@@ -5,7 +5,6 @@
 #include <csignal>
 #include <cstdio>
 #include <optional>
-#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -32,6 +31,8 @@ constexpr size_t kMaxUnidentified = 64;
 // How long past a bound on its side node 0 may take to answer: the other hosts' reports of
 // their end after a stop (beyond their grace), node 0's answer to a joined node.
 constexpr auto kEndReportMargin = std::chrono::seconds(30);
+// The message that carries a caught kFlightRecorderSignal to the other hosts (through node 0).
+constexpr const char* kFlightRecorderMessage = "flight_recorder";
 
 void Say(const std::string& message) {
   std::fprintf(stderr, "est-launch: %s\n", message.c_str());
@@ -42,21 +43,16 @@ Clock::duration Secs(double secs) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(secs));
 }
 
-std::string SecsText(double secs) {
-  std::ostringstream out;
-  out << secs << " s";
-  return out.str();
-}
-
 std::string Elapsed(Clock::time_point since) {
   return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - since).count()) + " s";
 }
 
-// The first stop signal caught since the last call (SIGCHLD does not count), or 0.
+// The first stop signal caught since the last call, or 0: SIGCHLD does not count, nor
+// kFlightRecorderSignal, which between rounds finds no task to forward it to.
 int TakeStopSignal(SignalPipe& signals) {
   int stop = 0;
   for (int signal_number : signals.drain())
-    if (signal_number != SIGCHLD && stop == 0) stop = signal_number;
+    if (signal_number != SIGCHLD && signal_number != kFlightRecorderSignal && stop == 0) stop = signal_number;
   return stop;
 }
 
@@ -139,7 +135,7 @@ class Leader : public PeerNodes {
         if (failed) Say("error: the job failed: " + error);
         return exit_code;
       }
-      Say(error + "; restarting the job on every host in " + SecsText(RestartBackoffSecs(options_, round + 1)) +
+      Say(error + "; restarting the job on every host in " + SecondsText(RestartBackoffSecs(options_, round + 1)) +
           " (restart " + std::to_string(round + 1) + " of at most " + std::to_string(options_.max_restarts) +
           "), once every node has joined again");
     }
@@ -152,30 +148,35 @@ class Leader : public PeerNodes {
     return open;
   }
 
-  std::optional<std::string> OnReadable() override {
-    std::optional<std::string> news;
+  News OnReadable() override {
+    News news;
     for (size_t rank = 1; rank < members_.size(); ++rank) {
       if (!members_[rank] || members_[rank]->channel.closed()) continue;
       Member& member = *members_[rank];
       const std::string name = "node " + std::to_string(rank);
       for (const json& message : member.channel.Receive()) {
         if (message.contains("failed") && message["failed"].is_string()) {
-          if (Stop(rank, name + ": " + message["failed"].get<std::string>())) news = stop_reason_;
+          if (Stop(rank, name + ": " + message["failed"].get<std::string>())) news.stop = stop_reason_;
         } else if (message.contains("ended") && message["ended"].is_object()) {
           member.ended = message["ended"];
           if (member.ended->value("exit_code", 1) != 0 &&
               Stop(rank, name + ": " + member.ended->value("error", std::string("its tasks failed"))))
-            news = stop_reason_;
+            news.stop = stop_reason_;
+        } else if (message.contains(kFlightRecorderMessage)) {
+          RelayFlightRecorderSignal(rank);
+          news.flight_recorder_signal = true;
         }
       }
       if (member.channel.closed() && !member.ended &&
           Stop(rank, name + "'s est-launch (" + member.address + ") is gone: " + member.channel.close_reason()))
-        news = stop_reason_;
+        news.stop = stop_reason_;
     }
     return news;
   }
 
   void OnLocalStop(const std::string& reason) override { Stop(0, "node 0: " + reason); }
+
+  void OnLocalFlightRecorderSignal() override { RelayFlightRecorderSignal(0); }
 
  private:
   struct Member {
@@ -196,6 +197,13 @@ class Leader : public PeerNodes {
     for (size_t rank = 1; rank < members_.size(); ++rank)
       if (rank != origin && members_[rank] && !members_[rank]->ended) members_[rank]->channel.Send({{"stop", reason}});
     return true;
+  }
+
+  // Tells every host but `origin` whose tasks run to forward kFlightRecorderSignal to them.
+  void RelayFlightRecorderSignal(size_t origin) {
+    for (size_t rank = 1; rank < members_.size(); ++rank)
+      if (rank != origin && members_[rank] && !members_[rank]->ended)
+        members_[rank]->channel.Send({{kFlightRecorderMessage, true}});
   }
 
   std::vector<int> Missing() const {
@@ -223,7 +231,7 @@ class Leader : public PeerNodes {
       if (now >= deadline) {
         const std::string why = DescribeNodes(Missing()) + " of " + std::to_string(node_.nnodes) + " did not join at " +
                                 HostPort(node_.rendezvous_host, node_.rendezvous_port) + " within " +
-                                SecsText(node_.rendezvous_timeout_secs) + " (--rendezvous-timeout-secs)" +
+                                SecondsText(node_.rendezvous_timeout_secs) + " (--rendezvous-timeout-secs)" +
                                 (round > 0 ? " after restart " + std::to_string(round) : "");
         Refuse(why, 1);
         EST_THROW(est::TimeoutError, why);
@@ -231,7 +239,7 @@ class Leader : public PeerNodes {
       if (now >= next_report) {
         Say("waiting for " + DescribeNodes(Missing()) + " of " + std::to_string(node_.nnodes) + " to join at " +
             HostPort(node_.rendezvous_host, node_.rendezvous_port) + "; " + Elapsed(start) + " of " +
-            SecsText(node_.rendezvous_timeout_secs) + " passed");
+            SecondsText(node_.rendezvous_timeout_secs) + " passed");
         next_report += kProgressInterval;
       }
       std::vector<int> fds{listener_.fd(), signals_.fd()};
@@ -325,17 +333,16 @@ class Leader : public PeerNodes {
   }
 
   json Start(const JobPlan& plan, size_t rank, int round) const {
-    json tasks = json::array();
-    for (const TaskId& task : plan.node_tasks[rank]) tasks.push_back({task.type, task.index});
-    return {{"start",
-             {{"round", round},
-              {"job_id", options_.job_id},
-              {"job_token", options_.job_token},
-              {"cluster", plan.cluster},
-              {"tasks", tasks},
-              {"max_restarts", options_.max_restarts},
-              {"restart_backoff_secs", options_.restart_backoff_secs},
-              {"max_restart_backoff_secs", options_.max_restart_backoff_secs}}}};
+    NodeStart start;
+    start.round = round;
+    start.job_id = options_.job_id;
+    start.job_token = options_.job_token;
+    start.cluster = plan.cluster;
+    start.tasks = plan.node_tasks[rank];
+    start.max_restarts = options_.max_restarts;
+    start.restart_backoff_secs = options_.restart_backoff_secs;
+    start.max_restart_backoff_secs = options_.max_restart_backoff_secs;
+    return {{"start", start.to_json()}};
   }
 
   // After this host's round: waits for every other host to report its end. While the job
@@ -387,7 +394,7 @@ class Leader : public PeerNodes {
 
   const NodeOptions& node_;
   LaunchOptions options_;
-  SignalPipe signals_{SIGCHLD, SIGINT, SIGTERM, SIGHUP};
+  SignalPipe signals_{SIGCHLD, SIGINT, SIGTERM, SIGHUP, kFlightRecorderSignal};
   NodeListener listener_;
   std::vector<std::optional<Member>> members_;  // by node rank; 0 is this host
   std::optional<std::string> stop_reason_;      // why this round's tasks stop on every host
@@ -412,11 +419,11 @@ class Follower : public PeerNodes {
           [&] { return (stop_signal = TakeStopSignal(signals_)) != 0; }, kProgressInterval,
           [&](const std::string& error) {
             Say(me + ": waiting for node 0 at " + rendezvous + " (" + error + "); " + Elapsed(start) + " of " +
-                SecsText(node_.rendezvous_timeout_secs) + " passed");
+                SecondsText(node_.rendezvous_timeout_secs) + " passed");
           });
       if (stop_signal != 0) return Interrupted(stop_signal);
       if (!channel) {
-        Say("error: node 0 did not answer at " + rendezvous + " within " + SecsText(node_.rendezvous_timeout_secs) +
+        Say("error: node 0 did not answer at " + rendezvous + " within " + SecondsText(node_.rendezvous_timeout_secs) +
             " (--rendezvous-timeout-secs)");
         return 1;
       }
@@ -440,18 +447,15 @@ class Follower : public PeerNodes {
         Say("error: node 0 refused to start the job: " + start_message->value("error", std::string()));
         return start_message->value("exit_code", 1);
       }
-      const json started = start_message->value("start", json());
-      const int round = started.value("round", 0);
-      std::vector<TaskId> tasks;
-      for (const json& task : started.value("tasks", json::array()))
-        tasks.push_back({task.at(0).get<std::string>(), task.at(1).get<int>()});
-      options_.job_id = started.value("job_id", std::string());
-      options_.job_token = started.value("job_token", std::string());
+      const NodeStart job = NodeStart::FromJson(start_message->value("start", json()));
+      const int round = job.round;
+      options_.job_id = job.job_id;
+      options_.job_token = job.job_token;
       // Node 0's restart policy is the job's (a ps task restarts alone on its host).
-      options_.max_restarts = started.value("max_restarts", 0);
-      options_.restart_backoff_secs = started.value("restart_backoff_secs", 1.0);
-      options_.max_restart_backoff_secs = started.value("max_restart_backoff_secs", 60.0);
-      const ClusterSpec spec(started.value("cluster", json::object()), tasks, host, offer.first_port);
+      options_.max_restarts = job.max_restarts;
+      options_.restart_backoff_secs = job.restart_backoff_secs;
+      options_.max_restart_backoff_secs = job.max_restart_backoff_secs;
+      const ClusterSpec spec(job.cluster, job.tasks, host, offer.first_port);
       const RoundResult result = RunHostTasks(node_, spec, options_, round, signals_, *this);
       channel_.Send({{"ended",
                       {{"exit_code", result.result.exit_code},
@@ -476,21 +480,30 @@ class Follower : public PeerNodes {
     return {channel_.fd()};
   }
 
-  std::optional<std::string> OnReadable() override {
+  News OnReadable() override {
+    News news;
     std::optional<std::string> reason;
-    for (const json& message : channel_.Receive())
+    for (const json& message : channel_.Receive()) {
       if (message.contains("stop") && message["stop"].is_string()) reason = message["stop"].get<std::string>();
+      if (message.contains(kFlightRecorderMessage)) news.flight_recorder_signal = true;
+    }
     if (!reason && channel_.closed())
       reason = "node 0's est-launch (" + channel_.peer() + ") is gone: " + channel_.close_reason();
-    if (!reason || stop_heard_) return std::nullopt;
-    stop_heard_ = true;
-    return reason;
+    if (reason && !stop_heard_) {
+      stop_heard_ = true;
+      news.stop = reason;
+    }
+    return news;
   }
 
   void OnLocalStop(const std::string& reason) override {
     if (stop_sent_) return;
     stop_sent_ = true;
     channel_.Send({{"failed", reason}});
+  }
+
+  void OnLocalFlightRecorderSignal() override {
+    if (!channel_.closed()) channel_.Send({{kFlightRecorderMessage, true}});
   }
 
  private:
@@ -507,7 +520,7 @@ class Follower : public PeerNodes {
     auto next_report = start + kProgressInterval;
     while (true) {
       std::optional<json> message = channel_.ReceiveOne(std::min(deadline, next_report), signals_.fd());
-      if (message && !message->contains("stop")) return message;
+      if (message && !message->contains("stop") && !message->contains(kFlightRecorderMessage)) return message;
       if (message) continue;
       if (const int signal_number = TakeStopSignal(signals_); signal_number != 0) {
         ended_ = Interrupted(signal_number);
@@ -520,7 +533,7 @@ class Follower : public PeerNodes {
         return std::nullopt;
       }
       if (Clock::now() >= deadline) {
-        Say("error: node 0 did not start the job within " + SecsText(node_.rendezvous_timeout_secs) +
+        Say("error: node 0 did not start the job within " + SecondsText(node_.rendezvous_timeout_secs) +
             " (--rendezvous-timeout-secs) and 30 s more");
         ended_ = 1;
         return std::nullopt;
@@ -534,7 +547,7 @@ class Follower : public PeerNodes {
 
   const NodeOptions& node_;
   LaunchOptions options_;
-  SignalPipe signals_{SIGCHLD, SIGINT, SIGTERM, SIGHUP};
+  SignalPipe signals_{SIGCHLD, SIGINT, SIGTERM, SIGHUP, kFlightRecorderSignal};
   NodeChannel channel_{-1, ""};
   bool stop_sent_ = false;   // this round's failure was sent to node 0
   bool stop_heard_ = false;  // this round's stop was passed to the supervisor

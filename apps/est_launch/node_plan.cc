@@ -7,15 +7,19 @@
 namespace est_launch {
 namespace {
 
+// Field `name` of `json`, `what` (a message) naming it when it is missing or of another type.
 template <typename T>
-T Field(const nlohmann::json& json, const char* name) {
-  EST_CHECK(json.is_object() && json.contains(name), est::ConfigError, "the node's offer has no '", name, "'");
+T Field(const nlohmann::json& json, const char* name, const char* what) {
+  EST_CHECK(json.is_object() && json.contains(name), est::ConfigError, what, " has no '", name, "'");
   try {
     return json.at(name).get<T>();
   } catch (const nlohmann::json::exception&) {
-    EST_THROW(est::ConfigError, "the node's offer has a wrong '", name, "': ", json.at(name).dump());
+    EST_THROW(est::ConfigError, what, " has a wrong '", name, "': ", json.at(name).dump());
   }
 }
+
+constexpr const char* kOffer = "the node's offer";
+constexpr const char* kStart = "node 0's start message";
 
 }  // namespace
 
@@ -33,18 +37,48 @@ nlohmann::json NodeOffer::to_json() const {
 
 NodeOffer NodeOffer::FromJson(const nlohmann::json& json) {
   NodeOffer offer;
-  offer.node_rank = Field<int>(json, "node_rank");
-  offer.layout.host = Field<std::string>(json, "host");
-  offer.first_port = Field<int>(json, "first_port");
-  offer.layout.chief = Field<bool>(json, "chief");
-  offer.layout.workers = Field<int>(json, "workers");
-  offer.layout.ps = Field<int>(json, "ps");
-  offer.layout.evaluator = Field<bool>(json, "evaluator");
+  offer.node_rank = Field<int>(json, "node_rank", kOffer);
+  offer.layout.host = Field<std::string>(json, "host", kOffer);
+  offer.first_port = Field<int>(json, "first_port", kOffer);
+  offer.layout.chief = Field<bool>(json, "chief", kOffer);
+  offer.layout.workers = Field<int>(json, "workers", kOffer);
+  offer.layout.ps = Field<int>(json, "ps", kOffer);
+  offer.layout.evaluator = Field<bool>(json, "evaluator", kOffer);
   EST_CHECK(offer.layout.workers >= 0 && offer.layout.ps >= 0 && offer.layout.num_tasks() <= 65535 &&
                 !offer.layout.host.empty(),
             est::ConfigError, "the offer of node ", offer.node_rank, " is not a set of tasks: ", json.dump());
   ValidatePortRange(offer.first_port, offer.layout.num_tasks());
   return offer;
+}
+
+nlohmann::json NodeStart::to_json() const {
+  nlohmann::json task_list = nlohmann::json::array();
+  for (const TaskId& task : tasks) task_list.push_back({task.type, task.index});
+  return {{"round", round},
+          {"job_id", job_id},
+          {"job_token", job_token},
+          {"cluster", cluster},
+          {"tasks", task_list},
+          {"max_restarts", max_restarts},
+          {"restart_backoff_secs", restart_backoff_secs},
+          {"max_restart_backoff_secs", max_restart_backoff_secs}};
+}
+
+NodeStart NodeStart::FromJson(const nlohmann::json& json) {
+  NodeStart start;
+  start.round = Field<int>(json, "round", kStart);
+  start.job_id = Field<std::string>(json, "job_id", kStart);
+  start.job_token = Field<std::string>(json, "job_token", kStart);
+  start.cluster = Field<nlohmann::json>(json, "cluster", kStart);
+  for (const auto& task : Field<std::vector<std::pair<std::string, int>>>(json, "tasks", kStart))
+    start.tasks.push_back({task.first, task.second});
+  start.max_restarts = Field<int>(json, "max_restarts", kStart);
+  start.restart_backoff_secs = Field<double>(json, "restart_backoff_secs", kStart);
+  start.max_restart_backoff_secs = Field<double>(json, "max_restart_backoff_secs", kStart);
+  EST_CHECK(start.round >= 0 && start.max_restarts >= 0 && start.restart_backoff_secs >= 0 &&
+                start.max_restart_backoff_secs >= 0 && start.cluster.is_object() && !start.tasks.empty(),
+            est::ConfigError, kStart, " is not a start of this node's tasks: ", json.dump());
+  return start;
 }
 
 JobPlan PlanJob(const std::vector<NodeOffer>& offers) {

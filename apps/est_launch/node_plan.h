@@ -34,6 +34,26 @@ struct JobPlan {
   std::vector<std::vector<TaskId>> node_tasks;
 };
 
+/// What node 0 sends each node to start a round of the job: the whole cluster, the node's
+/// tasks (with their indices in the job), and the job's id, token and restart policy.
+struct NodeStart {
+  int round = 0;
+  std::string job_id;
+  std::string job_token;
+  /// TF_CONFIG's "cluster" (JobPlan::cluster).
+  nlohmann::json cluster = nlohmann::json::object();
+  std::vector<TaskId> tasks;
+  int max_restarts = 0;
+  double restart_backoff_secs = 1;
+  double max_restart_backoff_secs = 60;
+
+  /// The start as a message field.
+  nlohmann::json to_json() const;
+  /// Reads a start; throws est::ConfigError naming the field that is missing or wrong (node 0
+  /// of another version, or not an est-launch).
+  static NodeStart FromJson(const nlohmann::json& json);
+};
+
 /// "node 2", "nodes 0 and 1", "nodes 1, 2 and 3".
 std::string DescribeNodes(const std::vector<int>& ranks);
 

@@ -8,6 +8,11 @@
 
 namespace est_launch {
 
+/// The signal est-launch forwards to its running tasks for a dump of their flight recorders
+/// into their logs: the one a TorchEstimator program takes for that while it trains
+/// (RunConfig::flight_recorder_signal).
+constexpr int kFlightRecorderSignal = SIGUSR1;
+
 /// Installs handlers that write each caught signal's number to a non-blocking pipe, and
 /// ignores SIGPIPE (a closed stdout must not kill the supervisor). One instance per
 /// process; the destructor restores the previous dispositions.

@@ -42,12 +42,6 @@ constexpr auto kBackpressurePollInterval = std::chrono::milliseconds(20);
 // output that is still queued before it exits.
 constexpr auto kOutputDrainAfterFailure = std::chrono::seconds(5);
 
-std::string Seconds(double secs) {
-  std::ostringstream out;
-  out << secs << " s";
-  return out.str();
-}
-
 // One output pipe of a task, the prefixer its bytes go through and where they go.
 struct Stream {
   int fd = -1;
@@ -93,7 +87,7 @@ class Supervisor {
       // Across hosts, node 0 decides whether the job restarts, and says so.
       if (!result.error.empty()) Log(result.error);
     } else if (will_restart())
-      Log(result.error + "; restarting every task in " + Seconds(RestartBackoffSecs(options_, restarts_ + 1)) +
+      Log(result.error + "; restarting every task in " + SecondsText(RestartBackoffSecs(options_, restarts_ + 1)) +
           " (restart " + std::to_string(restarts_ + 1) + " of at most " + std::to_string(options_.max_restarts) + ")");
     else if (!result.error.empty())
       Log("error: " + result.error);
@@ -198,7 +192,7 @@ class Supervisor {
       if (Finished()) return;
       if (phase_ != Phase::kRunning && Clock::now() >= deadline_) {
         if (phase_ == Phase::kStopping) {
-          KillAll("did not stop within " + Seconds(options_.grace_secs));
+          KillAll("did not stop within " + SecondsText(options_.grace_secs));
         } else {
           GiveUp();
           return;
@@ -218,7 +212,7 @@ class Supervisor {
       const auto left = std::chrono::ceil<std::chrono::milliseconds>(end - Clock::now()).count();
       if (::poll(&fd, 1, static_cast<int>(std::max<int64_t>(left, 0))) <= 0) continue;  // timeout or EINTR
       for (int signal_number : signals_.drain()) {
-        if (signal_number == SIGCHLD) continue;
+        if (signal_number == SIGCHLD || signal_number == kFlightRecorderSignal) continue;
         interrupt_ = signal_number;
         Log("caught " + SignalName(signal_number) + " while waiting to restart; not restarting");
         return false;
@@ -247,7 +241,7 @@ class Supervisor {
         ++task.restarts;
         const double wait = RestartBackoffSecs(options_, task.restarts);
         task.restart_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait));
-        Log(task.id.label() + " " + DescribeWaitStatus(status) + "; restarting it alone in " + Seconds(wait) +
+        Log(task.id.label() + " " + DescribeWaitStatus(status) + "; restarting it alone in " + SecondsText(wait) +
             " (restart " + std::to_string(single_restarts_) + " of at most " + std::to_string(options_.max_restarts) +
             "; the other tasks go on)");
         return;
@@ -255,7 +249,8 @@ class Supervisor {
       failure_ = task.id.label() + " " + DescribeWaitStatus(status);
       failure_exit_code_ = 1;
       task_failed_ = true;
-      Log(failure_ + "; stopping the other tasks (SIGTERM, then SIGKILL after " + Seconds(options_.grace_secs) + ")");
+      Log(failure_ + "; stopping the other tasks (SIGTERM, then SIGKILL after " + SecondsText(options_.grace_secs) +
+          ")");
       if (peers_ != nullptr) peers_->OnLocalStop(failure_);
       BeginStop(SIGTERM, /*leftovers_only=*/false);
     } else {
@@ -305,10 +300,15 @@ class Supervisor {
 
   void OnSignal(int signal_number) {
     if (signal_number == SIGCHLD) return;
+    if (signal_number == kFlightRecorderSignal) {
+      ForwardFlightRecorderSignal("caught");
+      if (peers_ != nullptr) peers_->OnLocalFlightRecorderSignal();
+      return;
+    }
     if (phase_ == Phase::kRunning) {
       interrupt_ = signal_number;
       Log("caught " + SignalName(signal_number) + "; forwarding it to the tasks (SIGKILL after " +
-          Seconds(options_.grace_secs) + ")");
+          SecondsText(options_.grace_secs) + ")");
       if (peers_ != nullptr) peers_->OnLocalStop("est-launch caught " + SignalName(signal_number));
       BeginStop(signal_number, /*leftovers_only=*/false);
     } else if (phase_ == Phase::kStopping) {
@@ -317,13 +317,36 @@ class Supervisor {
     }
   }
 
+  // Asks each running task that catches kFlightRecorderSignal (a TorchEstimator program while
+  // it trains) to log its flight recorders; one that does not catch it would end, and is not
+  // sent it. `how` this host got the signal: "caught", or "another host caught".
+  void ForwardFlightRecorderSignal(const std::string& how) {
+    std::vector<std::string> sent;
+    std::vector<std::string> not_sent;
+    for (const Task& task : tasks_) {
+      if (task.exited || task.pid < 0) continue;
+      const bool catches = CatchesSignal(task.pid, kFlightRecorderSignal);
+      (catches && ::kill(task.pid, kFlightRecorderSignal) == 0 ? sent : not_sent).push_back(task.id.label());
+    }
+    const auto list = [](const std::vector<std::string>& names) {
+      std::string text;
+      for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
+      return text;
+    };
+    std::string message = how + " " + SignalName(kFlightRecorderSignal) + "; ";
+    message += sent.empty() ? "no task to forward it to"
+                            : "forwarded it to " + list(sent) + " (each logs its flight recorders)";
+    if (!not_sent.empty()) message += "; not to " + list(not_sent) + ", where it is not caught (it would end the task)";
+    Log(message);
+  }
+
   // Another host asks this one to stop its tasks: a failure of the job, which may restart.
   void OnPeerStop(const std::string& reason) {
     if (phase_ != Phase::kRunning) return;
     failure_ = reason;
     failure_exit_code_ = 1;
     task_failed_ = true;
-    Log(reason + "; stopping this host's tasks (SIGTERM, then SIGKILL after " + Seconds(options_.grace_secs) + ")");
+    Log(reason + "; stopping this host's tasks (SIGTERM, then SIGKILL after " + SecondsText(options_.grace_secs) + ")");
     BeginStop(SIGTERM, /*leftovers_only=*/false);
   }
 
@@ -422,7 +445,9 @@ class Supervisor {
       if (fds[i].revents != 0) ReadStream(*streams[i]);
     for (size_t i = num_streams; i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
-      if (std::optional<std::string> reason = peers_->OnReadable()) OnPeerStop(*reason);
+      const PeerNodes::News news = peers_->OnReadable();
+      if (news.flight_recorder_signal) ForwardFlightRecorderSignal("another host caught");
+      if (news.stop) OnPeerStop(*news.stop);
       break;  // OnReadable reads every peer
     }
   }
@@ -493,10 +518,16 @@ RoundResult RunRound(const ClusterSpec& cluster, const LaunchOptions& options, i
   return {std::move(result), supervisor.restartable()};
 }
 
+std::string SecondsText(double secs) {
+  std::ostringstream out;
+  out << secs << " s";
+  return out.str();
+}
+
 LaunchResult RunCluster(const ClusterSpec& cluster, const LaunchOptions& options) {
   // One set of handlers for every run: a signal that arrives between one run's end and the
   // next one's wait to restart is caught, and ends the launch there, not by its default action.
-  SignalPipe signals({SIGCHLD, SIGINT, SIGTERM, SIGHUP});
+  SignalPipe signals({SIGCHLD, SIGINT, SIGTERM, SIGHUP, kFlightRecorderSignal});
   for (int restarts = 0;; ++restarts) {
     RoundResult round = RunRound(cluster, options, restarts, signals, /*peers=*/nullptr);
     if (!round.restartable || restarts >= options.max_restarts) return round.result;

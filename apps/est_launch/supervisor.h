@@ -18,14 +18,23 @@ class SignalPipe;
 class PeerNodes {
  public:
   virtual ~PeerNodes() = default;
+  /// What the other hosts sent, as this host acts on it.
+  struct News {
+    /// Why this host's tasks must stop (another host's task failed, or its est-launch is gone).
+    std::optional<std::string> stop;
+    /// Another host's est-launch caught kFlightRecorderSignal: forward it to this host's tasks.
+    bool flight_recorder_signal = false;
+  };
+
   /// The descriptors to poll for what the other hosts send.
   virtual std::vector<int> fds() const = 0;
-  /// Reads what arrived; returns why this host's tasks must stop (another host's task
-  /// failed, or its est-launch is gone), else nothing.
-  virtual std::optional<std::string> OnReadable() = 0;
+  /// Reads what arrived.
+  virtual News OnReadable() = 0;
   /// This host's tasks are being stopped for `reason` (a task failed, est-launch caught a
   /// signal): the other hosts stop theirs.
   virtual void OnLocalStop(const std::string& reason) = 0;
+  /// This host's est-launch caught kFlightRecorderSignal: the other hosts forward it to their tasks.
+  virtual void OnLocalFlightRecorderSignal() = 0;
 };
 
 /// How to run the tasks of a cluster.
@@ -61,6 +70,9 @@ struct LaunchOptions {
 /// restart_backoff_secs * 2^(restart - 1), at most max_restart_backoff_secs.
 double RestartBackoffSecs(const LaunchOptions& options, int restart);
 
+/// "2.5 s": how est-launch's messages write a number of seconds.
+std::string SecondsText(double secs);
+
 /// How a launch ended.
 struct LaunchResult {
   /// 0 when every task exited with status 0; 1 when a task failed; 126 or 127 when the
@@ -84,7 +96,7 @@ struct RoundResult {
 /// One round of RunCluster: waits RestartBackoffSecs(options, restarts) when `restarts` > 0,
 /// then starts every task of `cluster` with EST_RESTART_COUNT `restarts` and supervises them
 /// until all have exited, stopping them when `peers` (may be null) ask it to and telling them
-/// when it stops them. `signals` are the launch's (SIGCHLD, SIGINT, SIGTERM, SIGHUP).
+/// when it stops them. `signals` are the launch's (SIGCHLD, SIGINT, SIGTERM, SIGHUP, kFlightRecorderSignal).
 RoundResult RunRound(const ClusterSpec& cluster, const LaunchOptions& options, int restarts, SignalPipe& signals,
                      PeerNodes* peers);
 

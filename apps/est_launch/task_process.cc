@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstdint>
 #include <cstring>
+#include <fstream>
 
 #include "apps/est_launch/cpu_affinity.h"
 
@@ -152,27 +154,15 @@ TaskProcess SpawnTask(const std::vector<std::string>& command, const std::vector
   return {pid, out.release_read_end(), err.release_read_end()};
 }
 
-std::string SignalName(int signal_number) {
-  switch (signal_number) {
-    case SIGHUP: return "SIGHUP";
-    case SIGINT: return "SIGINT";
-    case SIGQUIT: return "SIGQUIT";
-    case SIGILL: return "SIGILL";
-    case SIGTRAP: return "SIGTRAP";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGKILL: return "SIGKILL";
-    case SIGUSR1: return "SIGUSR1";
-    case SIGSEGV: return "SIGSEGV";
-    case SIGUSR2: return "SIGUSR2";
-    case SIGPIPE: return "SIGPIPE";
-    case SIGALRM: return "SIGALRM";
-    case SIGTERM: return "SIGTERM";
-    case SIGXCPU: return "SIGXCPU";
-    case SIGXFSZ: return "SIGXFSZ";
-    default: return "signal " + std::to_string(signal_number);
+bool CatchesSignal(pid_t pid, int signal_number) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("SigCgt:", 0) != 0) continue;
+    const uint64_t caught = std::stoull(line.substr(7), nullptr, 16);
+    return signal_number > 0 && signal_number <= 64 && ((caught >> (signal_number - 1)) & 1) != 0;
   }
+  return false;
 }
 
 std::string DescribeWaitStatus(int wait_status) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/signal_watcher.h"
 
 namespace est_launch {
 
@@ -48,8 +49,12 @@ std::vector<std::string> EnvironmentWith(const std::map<std::string, std::string
 TaskProcess SpawnTask(const std::vector<std::string>& command, const std::vector<std::string>& environment,
                       const sigset_t& default_signals, const std::vector<int>& cpus);
 
-/// "SIGTERM" for the common signals, "signal 42" for the others.
-std::string SignalName(int signal_number);
+/// "SIGTERM", or "signal 42" for a number without a name.
+using est::SignalName;
+
+/// Whether process `pid` catches `signal_number` with a handler of its own (/proc/<pid>/status,
+/// SigCgt): a signal it does not catch would end it. False when the process is gone.
+bool CatchesSignal(pid_t pid, int signal_number);
 
 /// A waitpid() status in words: "exited with status 3", "was killed by SIGKILL".
 std::string DescribeWaitStatus(int wait_status);

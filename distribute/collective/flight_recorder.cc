@@ -8,12 +8,16 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "common/logging.h"
 #include "distribute/rendezvous/error_text.h"
 
 namespace est::distribute {
 namespace {
 
 using nlohmann::json;
+
+// The calls a log shows of each recorder: enough to see the rhythm of the steps before a hang.
+constexpr size_t kLoggedCalls = 16;
 
 const char* StateName(CollectiveCall::State state) {
   switch (state) {
@@ -47,6 +51,38 @@ std::string Ago(int64_t from_us, int64_t now_us) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.1f s", static_cast<double>(std::max<int64_t>(now_us - from_us, 0)) / 1e6);
   return text;
+}
+
+// How long a call took or has lasted: "850 us", "1.2 ms", "5.1 s".
+std::string Duration(int64_t us) {
+  char text[32];
+  if (us < 1000)
+    std::snprintf(text, sizeof(text), "%lld us", static_cast<long long>(std::max<int64_t>(us, 0)));
+  else if (us < 1'000'000)
+    std::snprintf(text, sizeof(text), "%.1f ms", static_cast<double>(us) / 1e3);
+  else
+    std::snprintf(text, sizeof(text), "%.1f s", static_cast<double>(us) / 1e6);
+  return text;
+}
+
+// The machine's name, where a recorder is not told its address.
+std::string MachineName() {
+  char name[256] = {0};
+  return ::gethostname(name, sizeof(name) - 1) == 0 ? name : "this host";
+}
+
+// "1 call", "58 calls".
+std::string CallCount(uint64_t calls) { return std::to_string(calls) + (calls == 1 ? " call" : " calls"); }
+
+// The process's live recorders, in the order they began. Never destroyed: a recorder may end
+// during the process's exit, after function-local statics.
+struct LiveRecorders {
+  std::mutex mutex;
+  std::vector<const FlightRecorder*> recorders;
+};
+LiveRecorders& Live() {
+  static auto* live = new LiveRecorders;
+  return *live;
 }
 
 // What one rank's record says of call `sequence`.
@@ -97,6 +133,23 @@ std::string Where(const RankFlightRecord& record) {
   return "rank " + std::to_string(record.rank) + " (host " + record.host + ", pid " + std::to_string(record.pid) + ")";
 }
 
+// "  allreduce #57 (4.0 MB float32): completed in 1.2 ms, 5.3 s ago".
+std::string CallLine(const CollectiveCall& call, int64_t now_us) {
+  std::string line = "  " + call.label() + ": ";
+  switch (call.state) {
+    case CollectiveCall::State::kEntered: return line + "inside for " + Duration(now_us - call.entered_us);
+    case CollectiveCall::State::kCompleted: line += "completed in "; break;
+    case CollectiveCall::State::kFailed: line += "failed after "; break;
+  }
+  return line + Duration(call.left_us - call.entered_us) + ", " + Ago(call.left_us, now_us) + " ago";
+}
+
+// Whether a record ends in trouble: a call that failed or never left.
+bool Troubled(const RankFlightRecord& record) {
+  return std::any_of(record.calls.begin(), record.calls.end(),
+                     [](const CollectiveCall& call) { return call.state != CollectiveCall::State::kCompleted; });
+}
+
 }  // namespace
 
 std::string CollectiveCall::label() const {
@@ -110,8 +163,8 @@ std::string RankFlightRecord::Serialize() const {
   for (const CollectiveCall& call : calls)
     calls_json.push_back({call.sequence, call.kind, call.bytes, call.dtype, call.entered_us, call.left_us,
                           StateName(call.state)});
-  return json{{"version", 1}, {"rank", rank},     {"host", host},
-              {"pid", pid},   {"taken_us", taken_us}, {"calls", calls_json}}
+  return json{{"version", 1},         {"collective", collective}, {"rank", rank},           {"world_size", world_size},
+              {"host", host},         {"pid", pid},               {"taken_us", taken_us}, {"calls", calls_json}}
       .dump();
 }
 
@@ -120,7 +173,9 @@ std::optional<RankFlightRecord> RankFlightRecord::Parse(const std::string& text)
   if (!parsed.is_object() || parsed.value("version", 0) != 1) return std::nullopt;
   try {
     RankFlightRecord record;
+    record.collective = parsed.at("collective").get<std::string>();
     record.rank = parsed.at("rank").get<int>();
+    record.world_size = parsed.at("world_size").get<int>();
     record.host = parsed.at("host").get<std::string>();
     record.pid = parsed.at("pid").get<int64_t>();
     record.taken_us = parsed.at("taken_us").get<int64_t>();
@@ -143,7 +198,37 @@ std::optional<RankFlightRecord> RankFlightRecord::Parse(const std::string& text)
   }
 }
 
-FlightRecorder::FlightRecorder(size_t capacity) : capacity_(std::max<size_t>(capacity, 1)) {}
+FlightRecorder::FlightRecorder(std::string collective, size_t capacity)
+    : collective_(std::move(collective)), capacity_(std::max<size_t>(capacity, 1)), host_(MachineName()) {
+  LiveRecorders& live = Live();
+  const std::lock_guard<std::mutex> lock(live.mutex);
+  live.recorders.push_back(this);
+}
+
+FlightRecorder::~FlightRecorder() {
+  {
+    LiveRecorders& live = Live();
+    const std::lock_guard<std::mutex> lock(live.mutex);
+    live.recorders.erase(std::find(live.recorders.begin(), live.recorders.end(), this));
+  }
+  const RankFlightRecord record = Record();
+  if (record.calls.empty()) return;
+  if (Troubled(record)) {
+    Log().warn("At its end, {}", DescribeFlightRecord(record, UnixMicros(), kLoggedCalls));
+  } else {
+    Log().info("Flight recorder of {} rank {} of {} at its end: {}, all completed; the last is {}.",
+               record.collective, record.rank, record.world_size, CallCount(record.calls.back().sequence),
+               record.calls.back().label());
+  }
+}
+
+void FlightRecorder::Identify(int rank, int world_size, std::string host) {
+  if (host.empty()) host = MachineName();
+  const std::lock_guard<std::mutex> lock(mutex_);
+  rank_ = rank;
+  world_size_ = world_size;
+  host_ = std::move(host);
+}
 
 uint64_t FlightRecorder::Enter(std::string kind, int64_t bytes, std::string dtype) {
   CollectiveCall call;
@@ -174,14 +259,84 @@ std::vector<CollectiveCall> FlightRecorder::Calls() const {
   return {calls_.begin(), calls_.end()};
 }
 
-RankFlightRecord FlightRecorder::Record(int rank, const std::string& host) const {
+RankFlightRecord FlightRecorder::Record() const {
   RankFlightRecord record;
-  record.rank = rank;
-  record.host = host;
+  record.collective = collective_;
   record.pid = ::getpid();
   record.taken_us = UnixMicros();
-  record.calls = Calls();
+  const std::lock_guard<std::mutex> lock(mutex_);
+  record.rank = rank_;
+  record.world_size = world_size_;
+  record.host = host_;
+  record.calls.assign(calls_.begin(), calls_.end());
   return record;
+}
+
+RecordedCall::RecordedCall(FlightRecorder& recorder, std::string kind, int64_t bytes, std::string dtype)
+    : recorder_(recorder), sequence_(recorder.Enter(std::move(kind), bytes, std::move(dtype))) {}
+
+RecordedCall::~RecordedCall() {
+  if (!left_) recorder_.Leave(sequence_, /*completed=*/false);
+}
+
+void RecordedCall::completed() {
+  recorder_.Leave(sequence_, /*completed=*/true);
+  left_ = true;
+}
+
+void RecordedCall::failed() {
+  recorder_.Leave(sequence_, /*completed=*/false);
+  left_ = true;
+}
+
+std::string RecordedDtype(c10::ScalarType type) {
+  switch (type) {
+    case c10::kFloat: return "float32";
+    case c10::kDouble: return "float64";
+    case c10::kHalf: return "float16";
+    case c10::kBFloat16: return "bfloat16";
+    case c10::kInt: return "int32";
+    case c10::kLong: return "int64";
+    default: return c10::toString(type);
+  }
+}
+
+std::vector<RankFlightRecord> LiveFlightRecords() {
+  LiveRecorders& live = Live();
+  const std::lock_guard<std::mutex> lock(live.mutex);
+  std::vector<RankFlightRecord> records;
+  for (const FlightRecorder* recorder : live.recorders) records.push_back(recorder->Record());
+  return records;
+}
+
+std::string DescribeFlightRecord(const RankFlightRecord& record, int64_t now_us, size_t last_calls) {
+  std::string text = "flight recorder of " + record.collective + " rank " + std::to_string(record.rank) + " of " +
+                     std::to_string(record.world_size) + " (host " + record.host + ", pid " +
+                     std::to_string(record.pid) + "): ";
+  if (record.calls.empty()) return text + "no calls yet";
+  const CollectiveCall& last = record.calls.back();
+  text += CallCount(last.sequence);
+  if (last.state == CollectiveCall::State::kEntered)
+    text += "; inside " + last.label() + " for " + Duration(now_us - last.entered_us);
+  else if (last.state == CollectiveCall::State::kFailed)
+    text += "; " + last.label() + " failed " + Ago(last.left_us, now_us) + " ago";
+  text += "; " + LastCompleted(StandingIn(record, last.sequence), now_us);
+  const size_t shown = std::min(last_calls, record.calls.size());
+  if (shown > 0) text += "; the last " + std::to_string(shown) + ":";
+  for (size_t i = record.calls.size() - shown; i < record.calls.size(); ++i)
+    text += "\n" + CallLine(record.calls[i], now_us);
+  return text;
+}
+
+void LogFlightRecorders(const std::string& reason) {
+  const std::vector<RankFlightRecord> records = LiveFlightRecords();
+  if (records.empty()) {
+    Log().warn("{}: this process has no collective, so no flight recorder.", reason);
+    return;
+  }
+  const int64_t now = UnixMicros();
+  for (const RankFlightRecord& record : records)
+    Log().warn("{}: {}", reason, DescribeFlightRecord(record, now, kLoggedCalls));
 }
 
 std::string DiagnoseCollective(uint64_t sequence, const std::vector<std::optional<RankFlightRecord>>& records,

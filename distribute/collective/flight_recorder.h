@@ -3,6 +3,10 @@
 /// ended), and the diagnosis of a collective that did not complete from every rank's record:
 /// which rank never entered the call or is stuck in it, its last completed call, its host and
 /// pid, what the others were doing, and a desync (ranks in different calls under one number).
+/// The live recorders of a process can be dumped into the log on demand (LogFlightRecorders),
+/// and each logs itself when it ends.
+
+#include <c10/core/ScalarType.h>
 
 #include <chrono>
 #include <cstdint>
@@ -39,7 +43,10 @@ struct CollectiveCall {
 /// What one rank's flight recorder holds, with where the rank runs: what ranks exchange when a
 /// call does not complete.
 struct RankFlightRecord {
+  /// The collective whose calls these are ("gloo", "gloo+shm", "nccl").
+  std::string collective;
   int rank = 0;
+  int world_size = 0;
   std::string host;
   int64_t pid = 0;
   /// When the record was taken, microseconds since the Unix epoch.
@@ -55,11 +62,21 @@ struct RankFlightRecord {
 };
 
 /// The last `capacity` collective calls of this rank. Thread-safe: the collective's caller
-/// enters and leaves calls while another thread may take a record (a dump on demand).
+/// enters and leaves calls while another thread may take a record (a dump on demand). Every
+/// recorder is among the process's live recorders (LiveFlightRecords) until it ends, and logs
+/// itself then: with its last 16 calls, as a warning, when a call failed or never left; else
+/// in one line.
 class FlightRecorder {
  public:
-  /// Keeps the last `capacity` calls (at least 1).
-  explicit FlightRecorder(size_t capacity = 64);
+  /// Keeps the last `capacity` calls (at least 1) of the collective named `collective`.
+  explicit FlightRecorder(std::string collective, size_t capacity = 64);
+  ~FlightRecorder();
+  FlightRecorder(const FlightRecorder&) = delete;
+  FlightRecorder& operator=(const FlightRecorder&) = delete;
+
+  /// Names the rank whose calls these are, the world's size, and where the rank runs (its
+  /// address; empty: the machine's name). Until then: rank 0 of 1 on the machine's name.
+  void Identify(int rank, int world_size, std::string host);
 
   /// Records that this rank enters its next call; returns the call's sequence number.
   uint64_t Enter(std::string kind, int64_t bytes, std::string dtype);
@@ -68,15 +85,57 @@ class FlightRecorder {
 
   /// The calls kept, oldest first.
   std::vector<CollectiveCall> Calls() const;
-  /// This rank's record: its calls, with `rank`, `host` and this process's pid.
-  RankFlightRecord Record(int rank, const std::string& host) const;
+  /// This rank's record: its calls, with who it is (Identify) and this process's pid.
+  RankFlightRecord Record() const;
 
  private:
   mutable std::mutex mutex_;
-  size_t capacity_;
+  const std::string collective_;
+  const size_t capacity_;
+  int rank_ = 0;        // guarded by mutex_, like what follows
+  int world_size_ = 1;
+  std::string host_;
   uint64_t entered_ = 0;  // calls entered so far
   std::deque<CollectiveCall> calls_;
 };
+
+/// One call in a recorder, as a scope: entered when made, and failed when it ends unless
+/// completed() was called first (an exception left it).
+class RecordedCall {
+ public:
+  RecordedCall(FlightRecorder& recorder, std::string kind, int64_t bytes, std::string dtype);
+  ~RecordedCall();
+  RecordedCall(const RecordedCall&) = delete;
+  RecordedCall& operator=(const RecordedCall&) = delete;
+
+  /// The call's number, the same on every rank.
+  uint64_t sequence() const { return sequence_; }
+  /// Records that the call completed.
+  void completed();
+  /// Records that the call failed (before the caller takes a record that should say so).
+  void failed();
+
+ private:
+  FlightRecorder& recorder_;
+  uint64_t sequence_;
+  bool left_ = false;
+};
+
+/// The name a record gives a tensor of `type`: "float32", "float64", "float16", "bfloat16",
+/// "int32", "int64", else LibTorch's name.
+std::string RecordedDtype(c10::ScalarType type);
+
+/// The records of this process's live recorders, oldest recorder first.
+std::vector<RankFlightRecord> LiveFlightRecords();
+
+/// A record for people: "flight recorder of gloo rank 1 of 2 (host h, pid p): 58 calls; inside
+/// allreduce #58 (4.0 MB float32) for 5.1 s; ..." then its last `last_calls` calls, one a line,
+/// with how long each took. `now_us` dates the durations.
+std::string DescribeFlightRecord(const RankFlightRecord& record, int64_t now_us, size_t last_calls);
+
+/// Logs every live recorder of this process with its last 16 calls, as a warning that starts
+/// with `reason` ("received SIGUSR1"); logs that there is none when there is none.
+void LogFlightRecorders(const std::string& reason);
 
 /// Why call `sequence` (one that timed out or failed) did not complete, from the records the
 /// ranks sent (by rank; nothing for a rank that sent none: it is stopped, gone or cut off) and

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "distribute/collective/flight_recorder.h"
 #include "distribute/collective/host_staging.h"
 #include "distribute/collective/shared_memory_allreduce.h"
 
@@ -15,7 +16,9 @@ namespace {
 class SharedMemoryCollective final : public Collective {
  public:
   SharedMemoryCollective(std::unique_ptr<Collective> inner, std::unique_ptr<SharedMemoryAllreduce> shared_memory)
-      : inner_(std::move(inner)), shared_memory_(std::move(shared_memory)) {}
+      : inner_(std::move(inner)), shared_memory_(std::move(shared_memory)), recorder_(name()) {
+    recorder_.Identify(rank(), world_size(), "");
+  }
 
   int rank() const override { return inner_->rank(); }
   int world_size() const override { return inner_->world_size(); }
@@ -23,14 +26,22 @@ class SharedMemoryCollective final : public Collective {
 
   void allreduce(at::Tensor& tensor, ReduceOp op) override {
     detail::AllreduceStaged(tensor, detail::ReductionType(tensor.scalar_type(), name()), op, world_size(),
-                            [&](at::Tensor& buffer) { shared_memory_->allreduce(buffer); });
+                            [&](at::Tensor& buffer) {
+                              RecordedCall call(recorder_, "allreduce", static_cast<int64_t>(buffer.nbytes()),
+                                                RecordedDtype(buffer.scalar_type()));
+                              shared_memory_->allreduce(buffer);
+                              call.completed();
+                            });
   }
   void broadcast(at::Tensor& tensor, int root) override {
     EST_CHECK(root >= 0 && root < world_size(), ConfigError, name(), " broadcast: root must be in [0, ", world_size(),
               "), got ", root);
     if (tensor.numel() == 0) return;
     at::Tensor buffer = detail::Staged(tensor, tensor.scalar_type());
+    RecordedCall call(recorder_, "broadcast", static_cast<int64_t>(buffer.nbytes()),
+                      RecordedDtype(buffer.scalar_type()));
     shared_memory_->broadcast(buffer, root);
+    call.completed();
     detail::Unstage(buffer, tensor);
   }
   at::Tensor allgather(const at::Tensor& tensor) override { return inner_->allgather(tensor); }
@@ -40,6 +51,7 @@ class SharedMemoryCollective final : public Collective {
  private:
   std::unique_ptr<Collective> inner_;
   std::unique_ptr<SharedMemoryAllreduce> shared_memory_;
+  FlightRecorder recorder_;  ///< the calls through shared memory; `inner_` records its own
 };
 
 }  // namespace

@@ -17,7 +17,8 @@ class Store;
 /// rank of `inner` runs on this host and can map the segment; otherwise `inner` itself
 /// (every rank decides alike, through `store`). `store` is shared by `inner`'s ranks and
 /// has fresh keys (one rendezvous round); every rank calls this with the same arguments.
-/// broadcast, all-gather and barrier stay on `inner`. A shared-memory wait fails like
+/// broadcast, all-gather and barrier stay on `inner`. The calls through shared memory
+/// go through a flight recorder of their own, named "<inner>+shm". A shared-memory wait fails like
 /// SharedMemoryAllreduce's: TimeoutError after `timeout` naming the late ranks,
 /// CommunicationError when a peer exited; the collective is broken after either.
 std::unique_ptr<Collective> WithHostSharedMemory(std::unique_ptr<Collective> inner, Store& store,

@@ -10,6 +10,7 @@ namespace est_launch_node_plan_test {
 namespace {
 
 using est_launch::NodeOffer;
+using est_launch::NodeStart;
 using est_launch::TaskId;
 using nlohmann::json;
 
@@ -73,6 +74,32 @@ TEST_CASE("A node's offer survives its message, and a malformed one is named", "
   bad = offer.to_json();
   bad["first_port"] = 65535;
   CHECK_THROWS_WITH(NodeOffer::FromJson(bad), Catch::Contains("every port must lie in 1..65535"));
+}
+
+TEST_CASE("Node 0's start message survives its sending, and a malformed one is named", "[launch]") {
+  NodeStart start;
+  start.round = 2;
+  start.job_id = "job-1";
+  start.job_token = "secret";
+  start.cluster = {{"worker", {"10.0.0.1:7000", "10.0.0.2:7000"}}};
+  start.tasks = {{"worker", 1}};
+  start.max_restarts = 3;
+  start.restart_backoff_secs = 0.5;
+  start.max_restart_backoff_secs = 4;
+  const NodeStart read = NodeStart::FromJson(start.to_json());
+  CHECK(read.to_json() == start.to_json());
+  CHECK(Labels(read.tasks) == std::vector<std::string>{"worker 1"});
+  json bad = start.to_json();
+  bad["tasks"] = json::parse(R"([["worker", "one"]])");
+  CHECK_THROWS_WITH(NodeStart::FromJson(bad), Catch::Equals("node 0's start message has a wrong 'tasks': "
+                                                            "[[\"worker\",\"one\"]]"));
+  bad.erase("tasks");
+  CHECK_THROWS_WITH(NodeStart::FromJson(bad), Catch::Equals("node 0's start message has no 'tasks'"));
+  bad = start.to_json();
+  bad["max_restarts"] = -1;
+  CHECK_THROWS_WITH(NodeStart::FromJson(bad), Catch::StartsWith("node 0's start message is not a start of this "
+                                                                "node's tasks: {"));
+  CHECK_THROWS_WITH(NodeStart::FromJson(json()), Catch::Equals("node 0's start message has no 'round'"));
 }
 
 TEST_CASE("--rendezvous is HOST:PORT, an IPv6 address in brackets", "[launch]") {

@@ -27,6 +27,7 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using est::testing::ByTask;
+using est::testing::Contains;
 using est::testing::Finish;
 using est::testing::Launch;
 using est::testing::LaunchRun;
@@ -36,7 +37,6 @@ using est::testing::ScopedEnv;
 using est::testing::Start;
 using nlohmann::json;
 
-bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // Free ports on loopback: the rendezvous, then each node's first port, `per_node` apart.
 struct Ports {
@@ -241,6 +241,35 @@ TEST_CASE("A signal to one host's est-launch stops the job on every host, withou
   CHECK(run0.exit_code == 1);
   CHECK(Contains(run0.err, "est-launch: node 1: est-launch caught SIGTERM; stopping this host's tasks"));
   CHECK_FALSE(Contains(run0.err, "restarting"));
+}
+
+TEST_CASE("SIGUSR1 to one host's est-launch reaches the tasks of every host, and stops nothing", "[launch]") {
+  ScopedEnv no_token("EST_JOB_TOKEN", nullptr);
+  const fs::path dir = est::testing::FreshTempDir("nodes_sigusr1");
+  // Each task catches SIGUSR1 as a training TorchEstimator program does, and runs until told to end.
+  const std::string script = R"(trap 'echo caught-usr1' USR1; echo started; )"
+                             R"(while [ ! -e "$1/done" ]; do sleep 0.05; done)";
+  const Ports ports = FreePorts(3, 1);
+  std::vector<Launch> nodes;
+  for (int rank = 0; rank < 3; ++rank)
+    nodes.push_back(
+        StartNode(ports, 3, rank, {"--workers", "1", "--", "sh", "-c", script, "sh", dir.string()}, "nodes_sigusr1"));
+  for (const Launch& node : nodes) REQUIRE(WaitForOutput(node, "] started", "out"));
+  ::kill(nodes[1].pid, SIGUSR1);  // a node that is not node 0: through node 0 to node 2
+  bool all_caught = true;
+  for (const Launch& node : nodes) all_caught = WaitForOutput(node, "] caught-usr1", "out") && all_caught;
+  std::ofstream(dir / "done").put('\n');
+  std::vector<LaunchRun> runs;
+  for (const Launch& node : nodes) runs.push_back(Finish(node));
+  INFO(runs[0].err << runs[0].out << runs[1].err << runs[1].out << runs[2].err << runs[2].out);
+  CHECK(all_caught);
+  for (const LaunchRun& run : runs) CHECK(run.exit_code == 0);
+  CHECK(Contains(runs[1].out, "[worker 1] caught-usr1\n"));
+  CHECK(Contains(runs[1].err, "est-launch: caught SIGUSR1; forwarded it to worker 1 (each logs its flight recorders)"));
+  CHECK(Contains(runs[0].out, "[worker 0] caught-usr1\n"));
+  CHECK(Contains(runs[0].err, "est-launch: another host caught SIGUSR1; forwarded it to worker 0 (each logs"));
+  CHECK(Contains(runs[2].out, "[worker 2] caught-usr1\n"));
+  CHECK(Contains(runs[2].err, "est-launch: another host caught SIGUSR1; forwarded it to worker 2 (each logs"));
 }
 
 TEST_CASE("The rendezvous names the node that never joins, and refuses one that does not fit", "[launch]") {

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/apps/run_command.h"
 #include "tests/test_util.h"
 
 extern char** environ;

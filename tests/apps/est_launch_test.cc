@@ -34,6 +34,7 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using est::testing::ByTask;
+using est::testing::Contains;
 using est::testing::Finish;
 using est::testing::Launch;
 using est::testing::LaunchRun;
@@ -61,8 +62,6 @@ std::vector<pid_t> WaitForPidFiles(const fs::path& dir, size_t count) {
 }
 
 bool ProcessExists(pid_t pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
-
-bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // A task script: records the pids of its shell and of a background `sleep 60` (a
 // grandchild of est-launch) as files "$1/pid.*" and waits. With `failing_after_pid_files`,
@@ -358,6 +357,30 @@ TEST_CASE("est-launch stops every task when one fails or when interrupted", "[la
           "est-launch: error: interrupted by SIGTERM, but worker 1 exited with status 1 while stopping on SIGTERM: the "
           "job may not have saved its last checkpoint");
   }
+}
+
+TEST_CASE("est-launch forwards SIGUSR1 to the tasks that catch it, for their flight recorders", "[launch]") {
+  const fs::path dir = est::testing::FreshTempDir("launch_sigusr1");
+  // Worker 0 catches SIGUSR1 (as a TorchEstimator program does while it trains); worker 1
+  // does not, and would die of it.
+  const std::string script = R"(case "$TF_CONFIG" in *'"index":0,"type":"worker"'*) )"
+                             R"(trap 'echo caught >> "$1/usr1"' USR1;; esac; )"
+                             R"(echo $$ > "$1/tmp.$$"; mv "$1/tmp.$$" "$1/pid.$$"; )"
+                             R"(while [ ! -e "$1/done" ]; do sleep 0.05; done)";
+  const Launch launch = Start({"--workers", "2", "--", "sh", "-c", script, "sh", dir.string()}, dir);
+  REQUIRE(WaitForPidFiles(dir, 2).size() == 2);
+  ::kill(launch.pid, SIGUSR1);
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (!fs::exists(dir / "usr1") && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::ofstream(dir / "done").put('\n');
+  LaunchRun run = Finish(launch);
+  INFO(run.out << run.err);
+  CHECK(run.exit_code == 0);  // nobody stopped, nobody died
+  CHECK(ReadFile(dir / "usr1") == "caught\n");
+  CHECK(Contains(run.err,
+                 "est-launch: caught SIGUSR1; forwarded it to worker 0 (each logs its flight recorders); "
+                 "not to worker 1, where it is not caught (it would end the task)\n"));
 }
 
 TEST_CASE("RestartBackoffSecs doubles from the first wait up to the longest", "[launch]") {

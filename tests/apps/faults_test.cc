@@ -180,6 +180,44 @@ TEST_CASE("SIGTERM or SIGINT stops every task after the same step, with a checkp
   }
 }
 
+TEST_CASE("a hung worker: SIGUSR1 dumps every rank's flight recorder, and the timeout names the stopped rank",
+          "[apps][faults]") {
+  const std::string dir = est::testing::FreshTempDir("faults_hung").string();
+  const std::string log = (est::testing::FreshTempDir("faults_hung_log") / "output").string();
+  const std::string train = std::string(EST_TRAIN_PATH) + " --model linear --strategy multi_worker --model-dir " + dir +
+                            " --max-steps 100000000 --save-checkpoints-steps 50 --log-step-count-steps 1000 "
+                            "--timeout-secs 6";
+  // Once training runs, worker 1 is stopped (SIGSTOP) inside the job; 2 s later est-launch
+  // gets SIGUSR1, which it forwards to both workers; worker 0, waiting for worker 1 inside an
+  // all-reduce, logs where it is, and 6 s into that wait its timeout names rank 1.
+  const auto start = std::chrono::steady_clock::now();
+  RunResult run = RunCommand(
+      "(" + std::string(EST_LAUNCH_PATH) + " --workers 2 --grace-secs 2 -- " + train + " > " + log +
+      " 2>&1 & pid=$!; for i in $(seq 600); do [ -e " + dir +
+      "/checkpoint ] && break; sleep 0.05; done; "
+      "for s in /proc/[0-9]*/stat; do read -r p c st pp rest < $s 2>/dev/null || continue; [ \"$pp\" = $pid ] && "
+      "tr '\\0' '\\n' < /proc/$p/environ | grep -qx EST_TASK=worker-1 && w=$p; done; "
+      "kill -STOP $w; sleep 2; kill -USR1 $pid; wait $pid; status=$?; kill -CONT $w 2>/dev/null; cat " +
+      log + "; exit $status)");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(run.output);
+  CHECK(run.exit_code == 1);
+  CHECK(run.output.find("est-launch: caught SIGUSR1; forwarded it to worker 0, worker 1 (each logs its flight "
+                        "recorders)") != std::string::npos);
+  // The dump: worker 0 is inside a call (an all-reduce through shared memory, as both run on
+  // this host, or one of Gloo's over TCP).
+  CHECK(std::regex_search(run.output,
+                          std::regex(R"(\[worker 0\] .*received SIGUSR1: flight recorder of gloo(\+shm)? )"
+                                     R"(rank 0 of 2 \(host [^,]+, pid \d+\): \d+ calls; inside [a-z]+ #\d+.* )"
+                                     R"(for [0-9.]+ s; its last completed call is )")));
+  // The timeout names the stopped rank, and the recorder logs the failed call at the end.
+  CHECK(std::regex_search(run.output,
+                          std::regex(R"(\[worker 0\] .*did not complete within 6 s: rank 1.* did not arrive)")));
+  CHECK(std::regex_search(run.output, std::regex(R"(\[worker 0\] .*At its end, flight recorder of gloo(\+shm)? rank 0 )"
+                                                 R"(of 2 .*: \d+ calls; [a-z]+ #\d+.* failed)")));
+  CHECK(seconds < 40);
+}
+
 TEST_CASE("est-launch killed with SIGKILL: every task stops after the same step, the chief saves there, none trains on",
           "[apps][faults]") {
   const std::string dir = est::testing::FreshTempDir("faults_launcher_killed").string();

@@ -221,13 +221,19 @@ TEST_CASE("Gloo collectives across 4 processes over a TCP store", "[distribute][
         INFO(worker.output);
         CHECK(worker.exit_code == 4);
         // A rank whose own lost connection was to a rank that failed after the victim names the victim first.
-        CHECK_THAT(worker.output,
-                   Catch::Matches("CommunicationError: Gloo allreduce on rank " + std::to_string(rank) + " of " +
-                                  std::to_string(world) + " failed: lost rank " + std::to_string(victim) +
-                                  "( \\(first; then the connection to rank [0-9]\\))? at [0-9:.]+ UTC, [0-9.]+ m?s "
-                                  "into the allreduce: its process exited or was "
-                                  "killed, or the network failed; the collective cannot be used again: "
-                                  "[^\\n]*(Connection reset by peer|Connection closed by peer [^\\n]*)\\n"));
+        CHECK(std::regex_search(
+            worker.output, std::regex("(^|\\n)CommunicationError: Gloo allreduce on rank " + std::to_string(rank) +
+                                      " of " + std::to_string(world) + " failed: lost rank " + std::to_string(victim) +
+                                      "( \\(first; then the connection to rank [0-9]\\))? at [0-9:.]+ UTC, [0-9.]+ m?s "
+                                      "into the allreduce: its process exited or was "
+                                      "killed, or the network failed; the collective cannot be used again: "
+                                      "[^\\n]*(Connection reset by peer|Connection closed by peer [^\\n]*)\\n$")));
+        // Its flight recorder logged the failed call when the collective ended, before the error.
+        CHECK(std::regex_search(
+            worker.output, std::regex("(^|\\n)\\[[^\\]]+\\] \\[warning\\] At its end, flight recorder of gloo rank " +
+                                      std::to_string(rank) + " of " + std::to_string(world) +
+                                      " \\(host 127\\.0\\.0\\.1, pid [0-9]+\\): 2 calls; allreduce #2 \\(4\\.0 MB "
+                                      "float32\\) failed")));
       }
     }
   }
@@ -245,11 +251,12 @@ TEST_CASE("Gloo collectives across 4 processes over a TCP store", "[distribute][
     CHECK(finished[0].exit_code == -1);
     INFO(finished[1].output);
     CHECK(finished[1].exit_code == 4);
-    CHECK_THAT(finished[1].output,
-               Catch::Matches("CommunicationError: Gloo allreduce on rank 1 of 2 failed: lost rank 0 \\(the chief's "
-                              "store is unreachable too: the chief may be the rank lost first\\) at [0-9:.]+ UTC, "
-                              "[0-9.]+ m?s into the allreduce: its process exited or was killed, or the network "
-                              "failed; the collective cannot be used again: [^\\n]*\\n"));
+    CHECK(std::regex_search(
+        finished[1].output,
+        std::regex("(^|\\n)CommunicationError: Gloo allreduce on rank 1 of 2 failed: lost rank 0 \\(the chief's "
+                   "store is unreachable too: the chief may be the rank lost first\\) at [0-9:.]+ UTC, "
+                   "[0-9.]+ m?s into the allreduce: its process exited or was killed, or the network "
+                   "failed; the collective cannot be used again: [^\\n]*\\n$")));
   }
 
   SECTION("a stopped peer fails the others' TCP all-reduce with a TimeoutError within the timeout") {
@@ -264,7 +271,10 @@ TEST_CASE("Gloo collectives across 4 processes over a TCP store", "[distribute][
       CHECK(finished[rank].exit_code == 3);
       // The stopped rank is named, with its address; the other waiting rank too.
       const std::string other = std::to_string(rank == 0 ? 2 : 0);
-      CHECK_THAT(finished[rank].output,
+      // The error is the last line, after the flight recorder's log of the failed call.
+      const size_t error_at = finished[rank].output.find("\nTimeoutError: ");
+      REQUIRE(error_at != std::string::npos);
+      CHECK_THAT(finished[rank].output.substr(error_at + 1),
                  Catch::StartsWith("TimeoutError: Gloo allreduce on rank " + std::to_string(rank) +
                                    " of 3 did not complete within 2 s: rank 1 ([127.0.0.1]:") &&
                      Catch::Contains(") did not arrive (stuck, or slower than the timeout); rank " + other +

@@ -15,6 +15,7 @@ TEST_CASE("RunConfig has TensorFlow's defaults", "[estimator]") {
   CHECK(config.log_step_count_steps == 100);
   CHECK_FALSE(config.tf_random_seed.has_value());
   CHECK(config.effective_save_checkpoints_secs() == 600.0);
+  CHECK(config.flight_recorder_signal == SIGUSR1);
   CHECK_NOTHROW(config.validate());
 }
 
@@ -45,4 +46,11 @@ TEST_CASE("RunConfig rejects invalid values naming the field", "[estimator]") {
   expect_error([](RunConfig& c) { c.keep_checkpoint_every_n_hours = 0; }, "keep_checkpoint_every_n_hours");
   expect_error([](RunConfig& c) { c.log_step_count_steps = 0; }, "log_step_count_steps");
   expect_error([](RunConfig& c) { c.gradient_accumulation_steps = 0; }, "gradient_accumulation_steps must be positive, got 0");
+  expect_error([](RunConfig& c) { c.flight_recorder_signal = SIGTERM; }, "flight_recorder_signal must be 0 (none), SIGUSR1");
+  expect_error([](RunConfig& c) { c.flight_recorder_signal = -1; }, "got -1");
+  for (int allowed : {0, SIGUSR1, SIGUSR2, SIGQUIT, SIGRTMIN, SIGRTMAX}) {
+    RunConfig config;
+    config.flight_recorder_signal = allowed;
+    CHECK_NOTHROW(config.validate());
+  }
 }

@@ -117,26 +117,6 @@ bool IsTimeout(const std::string& message) {
          message.find("Timeout") != std::string::npos || message.find("timeout") != std::string::npos;
 }
 
-// "float32" for the types Gloo moves.
-std::string TypeName(at::ScalarType type) {
-  switch (type) {
-    case at::kFloat: return "float32";
-    case at::kDouble: return "float64";
-    case at::kHalf: return "float16";
-    case at::kBFloat16: return "bfloat16";
-    case at::kInt: return "int32";
-    case at::kLong: return "int64";
-    default: return c10::toString(type);
-  }
-}
-
-// The host a rank's flight record names: its Gloo address, else the machine's name.
-std::string RecordHost(const std::string& hostname) {
-  if (!hostname.empty()) return hostname;
-  char name[256] = {0};
-  return ::gethostname(name, sizeof(name) - 1) == 0 ? name : "this host";
-}
-
 // The flight recorders' diagnosis of operation `number` from a timeout's report.
 std::string DiagnoseTimeout(uint64_t number, const GlooPeers::TimeoutReport& report) {
   const auto parse = [](const std::vector<std::optional<std::string>>& texts) {
@@ -158,8 +138,9 @@ class GlooCollective final : public Collective {
         timeout_(timeout),
         context_(std::move(context)),
         peers_(std::move(peers)),
-        host_(std::move(host)) {
-    if (peers_) peers_->PublishWhere(recorder_.Record(rank_, host_).Serialize());
+        recorder_("gloo") {
+    recorder_.Identify(rank, world_size, std::move(host));
+    if (peers_) peers_->PublishWhere(recorder_.Record().Serialize());
   }
 
   int rank() const override { return rank_; }
@@ -236,13 +217,14 @@ class GlooCollective final : public Collective {
   template <typename Body>
   void Run(const char* operation, const at::Tensor* tensor, Body&& body) {
     // The same number on every rank: all run the same operations.
-    const uint64_t number = recorder_.Enter(operation, tensor != nullptr ? static_cast<int64_t>(tensor->nbytes()) : 0,
-                                            tensor != nullptr ? TypeName(tensor->scalar_type()) : "");
+    RecordedCall call(recorder_, operation, tensor != nullptr ? static_cast<int64_t>(tensor->nbytes()) : 0,
+                      tensor != nullptr ? RecordedDtype(tensor->scalar_type()) : "");
+    const uint64_t number = call.sequence();
     const auto started = std::chrono::system_clock::now();
     std::string message;
     try {
       body();
-      recorder_.Leave(number, /*completed=*/true);
+      call.completed();
       return;
     } catch (const gloo::IoException& error) {
       message = error.what();
@@ -251,13 +233,12 @@ class GlooCollective final : public Collective {
     } catch (const gloo::Exception& error) {
       message = error.what();
     }
-    recorder_.Leave(number, /*completed=*/false);
+    call.failed();
     if (IsTimeout(message)) {
       // Which peers are behind it: those that did not time out in this operation too.
       std::string who;
-      const auto report = peers_ ? peers_->ReportTimeout(number, kTimeoutReportPatience,
-                                                         recorder_.Record(rank_, host_).Serialize())
-                                 : std::nullopt;
+      const auto report =
+          peers_ ? peers_->ReportTimeout(number, kTimeoutReportPatience, recorder_.Record().Serialize()) : std::nullopt;
       if (report && !report->silent.empty()) {
         who = ": " + peers_->Describe(report->silent) + " did not arrive (stuck, or slower than the timeout)";
         if (!report->waiting.empty()) who += "; " + peers_->Describe(report->waiting) + " waited too";
@@ -296,8 +277,7 @@ class GlooCollective final : public Collective {
   std::chrono::milliseconds timeout_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
   std::optional<GlooPeers> peers_;  ///< who is behind a lost connection
-  std::string host_;                ///< where this rank runs, as its flight record names it
-  FlightRecorder recorder_;         ///< the last operations, numbered alike on every rank
+  FlightRecorder recorder_;         ///< the last operations, numbered alike on every rank; names the host
   uint32_t next_tag_ = 0;
 };
 
@@ -412,7 +392,7 @@ std::unique_ptr<Collective> ConnectGloo(std::shared_ptr<Store> store, int rank, 
   context->setTimeout(options.timeout);
   GlooPeers peers = GlooPeers::Exchange(mesh_store, *context, rank, world_size, options.timeout);
   return std::make_unique<GlooCollective>(rank, world_size, options.timeout, std::move(context), std::move(peers),
-                                          RecordHost(options.hostname));
+                                          options.hostname);
 }
 
 }  // namespace

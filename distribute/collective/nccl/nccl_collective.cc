@@ -1,6 +1,8 @@
 // The NCCL collective: distribute::Collective over one NcclCommunicator on one CUDA device,
 // for LibTorch tensors.
 
+#include "distribute/collective/nccl/nccl_collective.h"
+
 #include <ATen/ATen.h>
 
 #include <string>
@@ -8,7 +10,7 @@
 
 #include "common/error.h"
 #include "distribute/collective/collective_backend.h"
-#include "distribute/collective/nccl/nccl_collective.h"
+#include "distribute/collective/flight_recorder.h"
 #include "distribute/collective/nccl/nccl_communicator.h"
 #include "distribute/collective/nccl/nccl_stream.h"
 #include "distribute/collective/nccl/nccl_tensor_type.h"
@@ -31,6 +33,8 @@
 //   strategy's flags and metrics) are staged through a contiguous copy on the device; the
 //   result is copied back into the caller's tensor.
 // - A barrier is an all-reduce of one element: it returns once every rank has joined it.
+// - Every operation goes through a flight recorder (flight_recorder.h), from its issue to its
+//   completion on the GPU, which the call waits for: a dump names the operation a rank is in.
 
 namespace est::distribute {
 namespace {
@@ -39,13 +43,15 @@ using Clock = std::chrono::steady_clock;
 
 class NcclCollective final : public Collective {
  public:
-  NcclCollective(std::shared_ptr<Store> store, int rank, int world_size, c10::Device device,
-                 const NcclOptions& options)
+  NcclCollective(std::shared_ptr<Store> store, int rank, int world_size, c10::Device device, const NcclOptions& options)
       : device_(device),
         timeout_(options.timeout),
         communicator_(std::move(store), rank, world_size, device.index(), options),
         stream_(device.index()),
-        barrier_(at::zeros({1}, at::TensorOptions().dtype(at::kInt).device(device))) {}
+        barrier_(at::zeros({1}, at::TensorOptions().dtype(at::kInt).device(device))),
+        recorder_("nccl") {
+    recorder_.Identify(rank, world_size, "");
+  }
 
   int rank() const override { return communicator_.rank(); }
   int world_size() const override { return communicator_.world_size(); }
@@ -56,10 +62,13 @@ class NcclCollective final : public Collective {
     communicator_.check();
     if (tensor.numel() == 0) return;
     at::Tensor buffer = Staged(tensor);
+    RecordedCall call(recorder_, "allreduce", static_cast<int64_t>(buffer.nbytes()),
+                      RecordedDtype(buffer.scalar_type()));
     stream_.follow_current();
     communicator_.allreduce(buffer.data_ptr(), static_cast<size_t>(buffer.numel()), type, NcclReduceOp::kSum,
                             stream_.get());
     complete({buffer});
+    call.completed();
     if (op == ReduceOp::kMean) {
       if (at::isFloatingType(buffer.scalar_type())) {
         buffer.div_(world_size());
@@ -77,9 +86,12 @@ class NcclCollective final : public Collective {
     if (tensor.numel() == 0) return;
     at::Tensor buffer = Staged(tensor);
     const NcclPayload payload = NcclCopyPayload(buffer.scalar_type(), static_cast<size_t>(buffer.numel()));
+    RecordedCall call(recorder_, "broadcast", static_cast<int64_t>(buffer.nbytes()),
+                      RecordedDtype(buffer.scalar_type()));
     stream_.follow_current();
     communicator_.broadcast(buffer.data_ptr(), payload.count, payload.type, root, stream_.get());
     complete({buffer});
+    call.completed();
     Unstage(buffer, tensor);
   }
 
@@ -91,9 +103,12 @@ class NcclCollective final : public Collective {
     if (tensor.numel() > 0) {
       const at::Tensor input = Staged(tensor);
       const NcclPayload payload = NcclCopyPayload(input.scalar_type(), static_cast<size_t>(input.numel()));
+      RecordedCall call(recorder_, "allgather", static_cast<int64_t>(input.nbytes()),
+                        RecordedDtype(input.scalar_type()));
       stream_.follow_current();
       communicator_.allgather(input.data_ptr(), output.data_ptr(), payload.count, payload.type, stream_.get());
       complete({input, output});
+      call.completed();
     }
     return tensor.device() == device_ ? output : output.to(tensor.device());
   }
@@ -136,7 +151,8 @@ class NcclCollective final : public Collective {
   std::chrono::milliseconds timeout_;
   NcclCommunicator communicator_;
   NcclStream stream_;
-  at::Tensor barrier_;  ///< one int32 on the device, all-reduced by barrier()
+  at::Tensor barrier_;       ///< one int32 on the device, all-reduced by barrier()
+  FlightRecorder recorder_;  ///< every operation from its issue to its completion
 };
 
 }  // namespace

@@ -3,16 +3,24 @@
 
 #include "distribute/collective/flight_recorder.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <stdexcept>
 #include <thread>
+
+#include "tests/log_capture.h"
 
 namespace flight_recorder_test {
 namespace {
 
 using est::distribute::CollectiveCall;
+using est::distribute::DescribeFlightRecord;
 using est::distribute::DiagnoseCollective;
 using est::distribute::FlightRecorder;
+using est::distribute::LiveFlightRecords;
+using est::distribute::LogFlightRecorders;
 using est::distribute::RankFlightRecord;
+using est::distribute::RecordedCall;
 using State = CollectiveCall::State;
 
 constexpr int64_t kNow = 1'000'000'000'000;  // µs: the moment of the diagnosis
@@ -34,7 +42,9 @@ CollectiveCall Call(uint64_t sequence, State state, int64_t left_us_before_now =
 
 RankFlightRecord Record(int rank, std::vector<CollectiveCall> calls, int64_t taken_before_now = 0) {
   RankFlightRecord record;
+  record.collective = "gloo";
   record.rank = rank;
+  record.world_size = 3;
   record.host = "10.0.0." + std::to_string(rank + 1);
   record.pid = 100 + rank;
   record.taken_us = kNow - taken_before_now;
@@ -43,7 +53,7 @@ RankFlightRecord Record(int rank, std::vector<CollectiveCall> calls, int64_t tak
 }
 
 TEST_CASE("A flight recorder keeps the last calls, numbered alike on every rank, with how each ended", "[distribute]") {
-  FlightRecorder recorder(3);
+  FlightRecorder recorder("gloo", 3);
   const uint64_t first = recorder.Enter("allreduce", 16, "float32");
   recorder.Leave(first, /*completed=*/true);
   const uint64_t second = recorder.Enter("broadcast", 8, "int64");
@@ -62,7 +72,12 @@ TEST_CASE("A flight recorder keeps the last calls, numbered alike on every rank,
   CHECK(calls[1].left_us == 0);
   CHECK(calls[2].label() == "allgather #4 (32 B float64)");
 
-  const RankFlightRecord record = recorder.Record(3, "node3");
+  recorder.Identify(3, 4, "node3");
+  const RankFlightRecord record = recorder.Record();
+  CHECK(record.collective == "gloo");
+  CHECK(record.rank == 3);
+  CHECK(record.world_size == 4);
+  CHECK(record.host == "node3");
   const std::optional<RankFlightRecord> read = RankFlightRecord::Parse(record.Serialize());
   REQUIRE(read.has_value());
   CHECK(read->Serialize() == record.Serialize());
@@ -73,16 +88,87 @@ TEST_CASE("A flight recorder keeps the last calls, numbered alike on every rank,
 }
 
 TEST_CASE("A flight recorder takes calls on one thread while another takes records", "[distribute]") {
-  FlightRecorder recorder(8);
+  FlightRecorder recorder("gloo", 8);
   std::thread caller([&] {
     for (int i = 0; i < 20000; ++i) recorder.Leave(recorder.Enter("allreduce", i, "float32"), true);
   });
   size_t longest = 0;
-  for (int i = 0; i < 2000; ++i) longest = std::max(longest, recorder.Record(0, "h").calls.size());
+  for (int i = 0; i < 2000; ++i) longest = std::max(longest, recorder.Record().calls.size());
   caller.join();
   CHECK(longest <= 8);
   CHECK(recorder.Calls().back().sequence == 20000);
   CHECK(recorder.Calls().back().state == State::kCompleted);
+}
+
+TEST_CASE("A recorded call that an exception leaves is recorded as failed", "[distribute]") {
+  FlightRecorder recorder("nccl", 4);
+  {
+    RecordedCall call(recorder, "allreduce", 16, est::distribute::RecordedDtype(c10::kBFloat16));
+    call.completed();
+  }
+  try {
+    RecordedCall call(recorder, "broadcast", 8, "int64");
+    throw std::runtime_error("lost");
+  } catch (const std::runtime_error&) {
+  }
+  const std::vector<CollectiveCall> calls = recorder.Calls();
+  REQUIRE(calls.size() == 2);
+  CHECK(calls[0].label() == "allreduce #1 (16 B bfloat16)");
+  CHECK(calls[0].state == State::kCompleted);
+  CHECK(calls[1].state == State::kFailed);
+}
+
+TEST_CASE("A record reads for people: the call a rank is inside, its last completed call, its last calls",
+          "[distribute]") {
+  RankFlightRecord record = Record(1, {Call(56, State::kCompleted, 9 * kSecond), Call(57, State::kCompleted),
+                                       Call(58, State::kEntered, 2 * kSecond)});
+  record.calls[1].entered_us = record.calls[1].left_us - 1200;  // 1.2 ms
+  record.calls[2].entered_us = kNow - 5'100'000;
+  CHECK(DescribeFlightRecord(record, kNow, 2) ==
+        "flight recorder of gloo rank 1 of 3 (host 10.0.0.2, pid 101): 58 calls; inside allreduce #58 (4.0 MB float32) "
+        "for 5.1 s; its last completed call is allreduce #57 (4.0 MB float32), 2.0 s ago; the last 2:\n"
+        "  allreduce #57 (4.0 MB float32): completed in 1.2 ms, 2.0 s ago\n"
+        "  allreduce #58 (4.0 MB float32): inside for 5.1 s");
+  record.calls[2].state = State::kFailed;
+  record.calls[2].left_us = kNow - kSecond;
+  CHECK(DescribeFlightRecord(record, kNow, 1) ==
+        "flight recorder of gloo rank 1 of 3 (host 10.0.0.2, pid 101): 58 calls; allreduce #58 (4.0 MB float32) failed "
+        "1.0 s ago; its last completed call is allreduce #57 (4.0 MB float32), 2.0 s ago; the last 1:\n"
+        "  allreduce #58 (4.0 MB float32): failed after 4.1 s, 1.0 s ago");
+  CHECK(DescribeFlightRecord(Record(0, {}), kNow, 8) ==
+        "flight recorder of gloo rank 0 of 3 (host 10.0.0.1, pid 100): no calls yet");
+}
+
+TEST_CASE("The live recorders are dumped on demand, and each logs itself at its end", "[distribute]") {
+  const est::testing::LogCapture log;
+  {
+    FlightRecorder clean("gloo", 4);
+    clean.Identify(0, 2, "10.1.1.1");
+    clean.Leave(clean.Enter("allreduce", 64, "float32"), true);
+    FlightRecorder stuck("gloo+shm", 4);
+    stuck.Identify(1, 2, "10.1.1.2");
+    stuck.Enter("broadcast", 8, "int64");
+    std::vector<RankFlightRecord> live = LiveFlightRecords();
+    live.erase(std::remove_if(live.begin(), live.end(),
+                              [](const RankFlightRecord& record) { return record.host.rfind("10.1.1.", 0) != 0; }),
+               live.end());
+    REQUIRE(live.size() == 2);
+    CHECK(live[0].collective == "gloo");
+    CHECK(live[1].collective == "gloo+shm");
+    LogFlightRecorders("received SIGUSR1");
+    const std::string dumped = log.text();
+    CHECK(dumped.find("warning: received SIGUSR1: flight recorder of gloo rank 0 of 2 (host 10.1.1.1, pid ") !=
+          std::string::npos);
+    CHECK(dumped.find("1 call; its last completed call is allreduce #1 (64 B float32)") != std::string::npos);
+    CHECK(dumped.find("warning: received SIGUSR1: flight recorder of gloo+shm rank 1 of 2 (host 10.1.1.2, pid ") !=
+          std::string::npos);
+    CHECK(dumped.find("1 call; inside broadcast #1 (8 B int64) for ") != std::string::npos);
+  }
+  const std::string ended = log.text();
+  CHECK(ended.find("warning: At its end, flight recorder of gloo+shm rank 1 of 2") != std::string::npos);
+  CHECK(ended.find("info: Flight recorder of gloo rank 0 of 2 at its end: 1 call, all completed; the last is "
+                   "allreduce #1 (64 B float32).") != std::string::npos);
+  for (const RankFlightRecord& record : LiveFlightRecords()) CHECK(record.host.rfind("10.1.1.", 0) != 0);
 }
 
 TEST_CASE("The diagnosis names the rank that never entered the call, with its last completed call", "[distribute]") {
