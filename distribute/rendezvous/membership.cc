@@ -1,0 +1,189 @@
+#include "distribute/rendezvous/membership.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "common/error.h"
+#include "common/logging.h"
+#include "distribute/rendezvous/error_text.h"
+#include "distribute/rendezvous/store.h"
+
+// Keys, in the store given to Membership:
+//   membership/latest            the number of the latest closed generation
+//   membership/<g>/arrived       counter: the members that arrived at generation g
+//   membership/<g>/arrival/<i>   the id of the i-th arrival (from 1)
+//   membership/<g>/members       the members of generation g in rank order, one a line: set
+//                                once, by the coordinator, which closes g
+//
+// A member arrives by taking the next arrival number and writing its id under it; it then
+// waits for the members' key. One that is not among them (it came after the close, or beyond
+// max_members) goes on to the next generation, which forms when the coordinator ends the
+// current one (a failure, or a newcomer waiting: NewcomerWaiting). The coordinator orders the
+// members: itself first (the chief is rank 0), then the members of the last generation in their
+// order, then the newcomers in the order they arrived.
+
+namespace est::distribute {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long the coordinator waits for the next arrival before it looks at the clock again.
+constexpr std::chrono::milliseconds kArrivalSlice(50);
+constexpr size_t kMaxMemberIdLength = 256;
+
+std::string Key(int64_t number, const std::string& what) { return "membership/" + std::to_string(number) + "/" + what; }
+
+std::string Joined(const std::vector<std::string>& members) {
+  std::string text;
+  for (const std::string& member : members) text += (text.empty() ? "" : "\n") + member;
+  return text;
+}
+
+std::vector<std::string> Split(const std::string& text) {
+  std::vector<std::string> members;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    if (end > start) members.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return members;
+}
+
+bool Contains(const std::vector<std::string>& members, const std::string& member) {
+  return std::find(members.begin(), members.end(), member) != members.end();
+}
+
+std::chrono::milliseconds Until(Clock::time_point deadline) {
+  return std::max(std::chrono::milliseconds(1),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+}
+
+}  // namespace
+
+Membership::Membership(std::shared_ptr<Store> store, MembershipOptions options)
+    : store_(std::move(store)), options_(std::move(options)) {
+  EST_CHECK(store_ != nullptr, ConfigError, "Membership: the store is null");
+  EST_CHECK(!options_.member.empty() && options_.member.size() <= kMaxMemberIdLength &&
+                options_.member.find('\n') == std::string::npos,
+            ConfigError, "Membership: a member id must be 1 to ", kMaxMemberIdLength,
+            " characters without a newline, got '", options_.member, "'");
+  EST_CHECK(options_.min_members >= 1 && options_.min_members <= options_.max_members, ConfigError,
+            "Membership: min_members (", options_.min_members, ") must be at least 1 and at most max_members (",
+            options_.max_members, ")");
+  EST_CHECK(options_.timeout.count() > 0 && options_.settle.count() >= 0 && options_.replacement_wait.count() >= 0,
+            ConfigError, "Membership: the timeout must be positive and settle and replacement_wait not negative");
+}
+
+Generation Membership::JoinFirst(int expected) {
+  EST_CHECK(expected >= 1, ConfigError, "Membership: the first generation expects at least 1 member, got ", expected);
+  return Join(1, expected, {}, expected);
+}
+
+Generation Membership::Rejoin(const Generation& current, const std::vector<int>& lost_ranks) {
+  std::vector<std::string> expected;
+  for (int rank = 0; rank < current.world_size(); ++rank)
+    if (std::find(lost_ranks.begin(), lost_ranks.end(), rank) == lost_ranks.end())
+      expected.push_back(current.members[static_cast<size_t>(rank)]);
+  return Join(current.number + 1, static_cast<int>(expected.size()), std::move(expected), current.world_size());
+}
+
+Generation Membership::JoinAsNewcomer() {
+  const int64_t latest =
+      store_->check({"membership/latest"}) ? std::stoll(store_->get("membership/latest", options_.timeout)) : 0;
+  return Join(latest + 1, 0, {}, 0);
+}
+
+bool Membership::NewcomerWaiting(const Generation& current) const {
+  return store_->check({Key(current.number + 1, "arrival/1")});
+}
+
+Generation Membership::Join(int64_t number, int expected_count, std::vector<std::string> expected, int previous_size) {
+  const Clock::time_point deadline = Clock::now() + options_.timeout;
+  while (true) {
+    if (!store_->check({Key(number, "members")})) {
+      const int64_t arrival = store_->add(Key(number, "arrived"), 1);
+      store_->set(Key(number, "arrival/" + std::to_string(arrival)), options_.member);
+      std::vector<std::string> members;
+      if (options_.coordinator) {
+        members = Close(number, expected_count, expected, previous_size);
+        store_->set(Key(number, "members"), Joined(members));
+        store_->set("membership/latest", std::to_string(number));
+      } else {
+        try {
+          members = Split(store_->get(Key(number, "members"), Until(deadline)));
+        } catch (const TimeoutError&) {
+          EST_THROW(TimeoutError, "member '", options_.member, "' waited ", DescribeDuration(options_.timeout),
+                    " for generation ", number, " of the training group to form in ", store_->describe(),
+                    ": the chief forms it when a generation ends (a member lost, or a newcomer waiting)");
+        }
+      }
+      const auto place = std::find(members.begin(), members.end(), options_.member);
+      if (place != members.end()) {
+        const int rank = static_cast<int>(place - members.begin());
+        Log().info("Generation {} of the training group: {} member(s); this one ('{}') is rank {}", number,
+                   members.size(), options_.member, rank);
+        return {number, std::move(members), rank};
+      }
+    }
+    // Generation `number` closed without this member: it joins the next one as a newcomer.
+    EST_CHECK(!options_.coordinator, Error, "the coordinator was left out of generation ", number);
+    EST_CHECK(Clock::now() < deadline, TimeoutError, "member '", options_.member, "' found no generation to join in ",
+              DescribeDuration(options_.timeout), " (the last was ", number, ", which closed without it)");
+    ++number;
+    expected_count = 0;
+    expected.clear();
+  }
+}
+
+std::vector<std::string> Membership::Close(int64_t number, int expected_count, const std::vector<std::string>& expected,
+                                           int previous_size) {
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point deadline = start + options_.timeout;
+  // The first generation waits for its members as long as a rendezvous does.
+  const Clock::time_point settled = number == 1 ? deadline : start + options_.settle;
+  std::optional<Clock::time_point> replacement_deadline;
+  std::vector<std::string> arrived;  // in arrival order, each once
+  while (true) {
+    const int64_t count = store_->add(Key(number, "arrived"), 0);
+    for (int64_t i = static_cast<int64_t>(arrived.size()) + 1; i <= count; ++i) {
+      const std::string member = store_->get(Key(number, "arrival/" + std::to_string(i)), options_.timeout);
+      arrived.push_back(member);
+    }
+    std::vector<std::string> members{options_.member};
+    for (const std::string& member : expected)
+      if (Contains(arrived, member) && !Contains(members, member)) members.push_back(member);
+    for (const std::string& member : arrived)
+      if (!Contains(members, member)) members.push_back(member);
+    if (members.size() > static_cast<size_t>(options_.max_members))
+      members.resize(static_cast<size_t>(options_.max_members));
+
+    const auto now = Clock::now();
+    const bool all_expected =
+        expected.empty()
+            ? static_cast<int>(arrived.size()) >= expected_count
+            : std::all_of(expected.begin(), expected.end(), [&](const std::string& m) { return Contains(arrived, m); });
+    const bool enough = static_cast<int>(members.size()) >= options_.min_members;
+    if ((all_expected || now >= settled) && enough) {
+      if (static_cast<int>(members.size()) >= previous_size || options_.replacement_wait.count() == 0) return members;
+      if (!replacement_deadline) replacement_deadline = now + options_.replacement_wait;
+      if (now >= *replacement_deadline) return members;
+    }
+    if (now >= deadline) {
+      EST_CHECK(enough, TimeoutError, "generation ", number, " of the training group has ", members.size(),
+                " member(s) after ", DescribeDuration(options_.timeout), ", fewer than the ", options_.min_members,
+                " it needs (min_members)");
+      return members;
+    }
+    Clock::time_point wake = std::min(deadline, now + kArrivalSlice);
+    if (replacement_deadline) wake = std::min(wake, *replacement_deadline);
+    try {
+      store_->wait({Key(number, "arrival/" + std::to_string(count + 1))}, Until(wake));
+    } catch (const TimeoutError&) {
+      // No arrival in this slice: look at the clock again.
+    }
+  }
+}
+
+}  // namespace est::distribute

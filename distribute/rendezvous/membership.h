@@ -1,0 +1,80 @@
+#pragma once
+/// Membership: the generations of a job's training group, formed through the chief's store.
+/// A lost worker ends a generation; the members left, and any newcomer (a replacement), form
+/// the next one, whose ranks keep the survivors' order. The chief, whose store holds the
+/// generations, closes each one.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace est::distribute {
+
+class Store;
+
+/// One generation of the training group.
+struct Generation {
+  /// 1 for the job's first generation, then one more at each change of members.
+  int64_t number = 0;
+  /// The members, in rank order.
+  std::vector<std::string> members;
+  /// This member's rank: its index in `members`.
+  int rank = 0;
+
+  int world_size() const { return static_cast<int>(members.size()); }
+};
+
+/// How a member joins generations, and when the coordinator closes one.
+struct MembershipOptions {
+  /// This process's id in the job, unique to the process: a restarted task is a new member.
+  std::string member;
+  /// Whether this member closes the generations: the chief, which serves the store and is
+  /// rank 0 of every generation.
+  bool coordinator = false;
+  /// The fewest members a generation may close with.
+  int min_members = 1;
+  /// The most: members that arrive beyond it wait for a later generation.
+  int max_members = 1 << 20;
+  /// How long the coordinator waits for members it expects (those of the last generation that
+  /// were not named lost) before it closes the generation without them.
+  std::chrono::milliseconds settle = std::chrono::seconds(10);
+  /// Once the members it expects are in, how long the coordinator waits for newcomers while
+  /// the generation is smaller than the one before (a replacement); 0 closes it at once.
+  std::chrono::milliseconds replacement_wait = std::chrono::milliseconds(0);
+  /// How long a member waits for its generation to close, and the coordinator for
+  /// min_members to arrive.
+  std::chrono::milliseconds timeout = std::chrono::minutes(5);
+};
+
+/// A member's view of the generations in `store` (a view private to the job, shared by every
+/// member). Thread-safe for distinct members.
+class Membership {
+ public:
+  /// Throws ConfigError for an empty member id or bounds that cannot hold.
+  Membership(std::shared_ptr<Store> store, MembershipOptions options);
+
+  /// Joins the job's first generation; the coordinator closes it once `expected` members have
+  /// arrived (the cluster's size), or after `settle` with at least min_members.
+  Generation JoinFirst(int expected);
+  /// After `current` failed: joins the next generation. The coordinator expects the members of
+  /// `current` except those at `lost_ranks`, and closes without the others after `settle`.
+  Generation Rejoin(const Generation& current, const std::vector<int>& lost_ranks);
+  /// A member new to the job (a replacement, a task started later) joins the generation that
+  /// forms next.
+  Generation JoinAsNewcomer();
+  /// Whether a member waits to join the generation after `current`: the coordinator asks
+  /// between steps, and ends `current` to let it in.
+  bool NewcomerWaiting(const Generation& current) const;
+
+ private:
+  Generation Join(int64_t number, int expected_count, std::vector<std::string> expected, int previous_size);
+  std::vector<std::string> Close(int64_t number, int expected_count, const std::vector<std::string>& expected,
+                                 int previous_size);
+
+  std::shared_ptr<Store> store_;
+  MembershipOptions options_;
+};
+
+}  // namespace est::distribute

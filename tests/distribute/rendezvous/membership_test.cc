@@ -1,0 +1,191 @@
+// Membership: generations of the training group formed in one store by members that are
+// threads; the coordinator (the chief) closes each.
+
+#include "distribute/rendezvous/membership.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/error.h"
+#include "distribute/rendezvous/store.h"
+#include "tests/distribute/rank_threads.h"
+#include "tests/test_util.h"
+
+namespace membership_test {
+namespace {
+
+using est::distribute::Generation;
+using est::distribute::Membership;
+using est::distribute::MembershipOptions;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+MembershipOptions Options(const std::string& member, bool coordinator = false) {
+  MembershipOptions options;
+  options.member = member;
+  options.coordinator = coordinator;
+  options.settle = 10s;
+  options.timeout = 20s;
+  return options;
+}
+
+// The members `ids` of a first generation in `store`, each on a thread, `ids[0]` the
+// coordinator; the others arrive in any order. Each member's view, in the order of `ids`.
+std::vector<Generation> FormFirst(const std::shared_ptr<est::distribute::Store>& store,
+                                  const std::vector<std::string>& ids) {
+  return est::testing::RunRanks<Generation>(static_cast<int>(ids.size()), [&](int index) {
+    Membership membership(store, Options(ids[static_cast<size_t>(index)], index == 0));
+    return membership.JoinFirst(static_cast<int>(ids.size()));
+  });
+}
+
+double SecondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+TEST_CASE("The first generation holds every member, the chief first, in one order for all", "[distribute]") {
+  const auto store = est::distribute::CreateInMemoryStore();
+  const std::vector<std::string> ids{"chief", "a", "b"};
+  const std::vector<Generation> first = FormFirst(store, ids);
+  const std::vector<std::string> members = first[0].members;
+  CHECK(members.front() == "chief");
+  CHECK(std::is_permutation(members.begin(), members.end(), ids.begin(), ids.end()));
+  for (size_t index = 0; index < first.size(); ++index) {
+    CHECK(first[index].number == 1);
+    CHECK(first[index].members == members);
+    CHECK(members[static_cast<size_t>(first[index].rank)] == ids[index]);
+  }
+}
+
+TEST_CASE("After a member is lost, the others form the next generation at once, in their old order", "[distribute]") {
+  const auto store = est::distribute::CreateInMemoryStore();
+  const Generation first = FormFirst(store, {"chief", "a", "b"})[0];
+  const auto start = Clock::now();
+  // Rank 1 is lost: the chief and rank 2 go on, the chief first, as before.
+  const std::vector<Generation> second = est::testing::RunRanks<Generation>(2, [&](int index) {
+    Generation mine = first;
+    mine.rank = index == 0 ? 0 : 2;
+    Membership membership(store, Options(first.members[static_cast<size_t>(mine.rank)], index == 0));
+    return membership.Rejoin(mine, /*lost_ranks=*/{1});
+  });
+  CHECK(SecondsSince(start) < 2);  // no settle: every member expected arrived
+  for (const Generation& generation : second) {
+    CHECK(generation.number == 2);
+    CHECK(generation.members == std::vector<std::string>{"chief", first.members[2]});
+  }
+  CHECK(second[0].rank == 0);
+  CHECK(second[1].rank == 1);
+}
+
+TEST_CASE("A member lost without being named is left out after the settle time", "[distribute]") {
+  const auto store = est::distribute::CreateInMemoryStore();
+  const Generation first = FormFirst(store, {"chief", "a", "b"})[0];
+  const auto start = Clock::now();
+  // Rank 2 is lost, and nobody names it.
+  const std::vector<Generation> second = est::testing::RunRanks<Generation>(2, [&](int index) {
+    Generation mine = first;
+    mine.rank = index;
+    MembershipOptions options = Options(first.members[static_cast<size_t>(index)], index == 0);
+    options.settle = 300ms;
+    return Membership(store, options).Rejoin(mine, /*lost_ranks=*/{});
+  });
+  const double seconds = SecondsSince(start);
+  CHECK(seconds >= 0.3);
+  CHECK(seconds < 3);
+  CHECK(second[0].members == std::vector<std::string>{"chief", first.members[1]});
+  CHECK(second[1].rank == 1);
+}
+
+TEST_CASE("A replacement that arrives within replacement_wait takes the lost member's place at the end",
+          "[distribute]") {
+  const auto store = est::distribute::CreateInMemoryStore();
+  const Generation first = FormFirst(store, {"chief", "a", "b"})[0];
+  const auto start = Clock::now();
+  const std::vector<Generation> second = est::testing::RunRanks<Generation>(3, [&](int index) {
+    if (index == 2) {  // the replacement of rank 1, started a little later
+      std::this_thread::sleep_for(200ms);
+      return Membership(store, Options("restarted")).JoinAsNewcomer();
+    }
+    Generation mine = first;
+    mine.rank = index == 0 ? 0 : 2;
+    MembershipOptions options = Options(first.members[static_cast<size_t>(mine.rank)], index == 0);
+    options.replacement_wait = 10s;
+    return Membership(store, options).Rejoin(mine, /*lost_ranks=*/{1});
+  });
+  CHECK(SecondsSince(start) < 5);  // closed when the replacement came, not at the end of the wait
+  for (const Generation& generation : second) {
+    CHECK(generation.number == 2);
+    CHECK(generation.members == std::vector<std::string>{"chief", first.members[2], "restarted"});
+  }
+  CHECK(second[2].rank == 2);
+}
+
+TEST_CASE("A newcomer waits until the chief ends the generation, then joins the next", "[distribute]") {
+  const auto store = est::distribute::CreateInMemoryStore();
+  const std::vector<Generation> first = FormFirst(store, {"chief", "a"});
+  CHECK_FALSE(Membership(store, Options("chief", true)).NewcomerWaiting(first[0]));
+  const std::vector<Generation> second = est::testing::RunRanks<Generation>(3, [&](int index) {
+    if (index == 2) return Membership(store, Options("new")).JoinAsNewcomer();
+    Membership membership(store, Options(index == 0 ? "chief" : "a", index == 0));
+    // The members train on until the chief sees the newcomer between two steps; then the chief
+    // (and, through the step's flags, every member) ends the generation.
+    const auto deadline = Clock::now() + 10s;
+    while (!membership.NewcomerWaiting(first[static_cast<size_t>(index)]) && Clock::now() < deadline)
+      std::this_thread::sleep_for(10ms);
+    return membership.Rejoin(first[static_cast<size_t>(index)], /*lost_ranks=*/{});
+  });
+  for (const Generation& generation : second) {
+    CHECK(generation.number == 2);
+    CHECK(generation.members == std::vector<std::string>{"chief", "a", "new"});
+  }
+}
+
+TEST_CASE("Members beyond max_members wait for a later generation; too few fail after the timeout", "[distribute]") {
+  SECTION("beyond max_members") {
+    const auto store = est::distribute::CreateInMemoryStore();
+    const std::vector<std::string> ids{"chief", "y", "z"};
+    const auto errors = est::testing::RunRanksCatching(3, [&](int index) {
+      MembershipOptions options = Options(ids[static_cast<size_t>(index)], index == 0);
+      options.max_members = 2;
+      if (index > 0) options.timeout = 1500ms;
+      const Generation generation = Membership(store, options).JoinFirst(2);
+      if (generation.world_size() != 2 || generation.members[0] != "chief") throw std::logic_error("wrong members");
+    });
+    CHECK(est::testing::MessageOf(errors[0]).empty());
+    // The first of the other two to arrive is in; the second waits for generation 2, which
+    // never forms here.
+    const std::string y = est::testing::MessageOf(errors[1]);
+    const std::string z = est::testing::MessageOf(errors[2]);
+    CHECK(y.empty() != z.empty());
+    CHECK_THAT(y + z, Catch::Contains("' waited 1.5 s for generation 2 of the training group to form"));
+  }
+  SECTION("fewer than min_members") {
+    const auto store = est::distribute::CreateInMemoryStore();
+    MembershipOptions options = Options("chief", true);
+    options.min_members = 2;
+    options.timeout = 300ms;
+    CHECK_THROWS_MATCHES(Membership(store, options).JoinFirst(3), est::TimeoutError,
+                         est::testing::MessageMatches(Catch::Contains(
+                             "generation 1 of the training group has 1 member(s) after 300 ms, fewer than the 2 it "
+                             "needs (min_members)")));
+  }
+}
+
+TEST_CASE("Membership refuses ids and bounds that cannot work", "[distribute]") {
+  const auto store = est::distribute::CreateInMemoryStore();
+  CHECK_THROWS_MATCHES(Membership(store, Options("")), est::ConfigError,
+                       est::testing::MessageMatches(Catch::Contains("a member id must be 1 to 256 characters")));
+  CHECK_THROWS_AS(Membership(store, Options("a\nb")), est::ConfigError);
+  MembershipOptions bounds = Options("a");
+  bounds.min_members = 3;
+  bounds.max_members = 2;
+  CHECK_THROWS_MATCHES(Membership(store, bounds), est::ConfigError,
+                       est::testing::MessageMatches(Catch::Contains("min_members (3) must be at least 1 and at most "
+                                                                    "max_members (2)")));
+}
+
+}  // namespace
+}  // namespace membership_test
