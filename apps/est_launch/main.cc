@@ -75,7 +75,8 @@ stops on it as on SIGTERM (a checkpoint first) and exits with 129: no task train
 
 SIGUSR1 to est-launch is forwarded to each running task that catches it: a TorchEstimator
 program that trains logs its collectives' last calls and the one it is inside (its flight
-recorders). Nothing stops; a task that does not catch SIGUSR1 is not sent it.
+recorders). Nothing stops; a task that does not catch SIGUSR1 is not sent it. Across hosts,
+SIGUSR1 to any host's est-launch reaches the tasks of every host.
 
 Exit status: 0 when every task exited with status 0; 1 when a task failed, or did not stop
 cleanly on a forwarded signal (an exit status other than 0 or 128+N, or SIGKILL); 2 for bad
