@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -16,14 +17,17 @@ int64_t CheckedElementCount(const std::string& input, const std::vector<int64_t>
   const int64_t most = max_bytes / std::max<int64_t>(element_bytes, 1);
   for (int64_t size : shape)
     EST_CHECK(size >= 0, RequestError, "input '", input, "' has size ", size, " in its shape; expected sizes of 0 or more");
-  for (int64_t size : shape)
-    if (size == 0) return 0;
+  // A size of 0 empties the tensor, but its other sizes still make its strides: they too must
+  // stay within the limit (LibTorch's stride arithmetic fails past int64).
+  const bool empty = std::find(shape.begin(), shape.end(), 0) != shape.end();
   for (int64_t size : shape) {
+    if (size == 0) continue;
     EST_CHECK(count <= most / size, RequestError, "input '", input, "' is too large: its shape ", at::IntArrayRef(shape),
-              " holds more than ", max_bytes, " bytes, the most a request may carry");
+              empty ? " has other sizes whose product exceeds " : " holds more than ", max_bytes,
+              " bytes, the most a request may carry");
     count *= size;
   }
-  return count;
+  return empty ? 0 : count;
 }
 
 at::Tensor TensorFromBytes(const std::string& input, at::ScalarType dtype, const std::vector<int64_t>& shape,

@@ -13,7 +13,8 @@
 namespace est::serving {
 
 /// The number of elements of `shape`, checked: no size below 0, and no more than
-/// `max_bytes` bytes of `element_bytes` each. RequestError naming `input` otherwise.
+/// `max_bytes` bytes of `element_bytes` each, counting a size of 0 as 1 (the other sizes of an
+/// empty tensor make its strides). RequestError naming `input` otherwise.
 int64_t CheckedElementCount(const std::string& input, const std::vector<int64_t>& shape, int64_t element_bytes,
                             int64_t max_bytes);
 

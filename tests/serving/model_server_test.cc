@@ -259,6 +259,20 @@ TEST_CASE("bad requests get INVALID_ARGUMENT or NOT_FOUND naming what is wrong, 
   CHECK(code == Code::INVALID_ARGUMENT);
   CHECK_THAT(message, Catch::Contains("'x' is too large"));
 
+  // Empty, but its other sizes would overflow the strides: refused, typed values and raw bytes alike.
+  for (bool raw : {false, true}) {
+    v2::ModelInferRequest empty_huge = InferRequest(x);
+    v2::ModelInferRequest::InferInputTensor& input = *empty_huge.mutable_inputs(0);
+    input.clear_shape();
+    for (int64_t size : {int64_t{0}, int64_t{1} << 40, int64_t{1} << 40}) input.add_shape(size);
+    empty_huge.clear_raw_input_contents();
+    if (raw) empty_huge.add_raw_input_contents("");
+    std::tie(code, message) = refusal(empty_huge);
+    CHECK(code == Code::INVALID_ARGUMENT);
+    CHECK_THAT(message, Catch::Contains("'x' is too large: its shape [0, 1099511627776, 1099511627776] has other "
+                                        "sizes whose product exceeds"));
+  }
+
   v2::ModelInferRequest negative = InferRequest(x);  // no rows, and a size below 0 after them
   negative.mutable_inputs(0)->set_shape(0, 0);
   negative.mutable_inputs(0)->set_shape(1, -3);
