@@ -19,14 +19,17 @@ namespace {
 constexpr char kArrived = 1;
 constexpr char kEnd = 0;
 
-// The write end of each watched signal's pipe, -1 where none; read by the handler.
-std::atomic<int> write_fds[NSIG];
+// The write end of each watched signal's pipe plus one, 0 where none (as the array starts);
+// read by the handler.
+std::atomic<int> write_fds_plus_one[NSIG];
 static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs a lock-free atomic");
-std::once_flag write_fds_initialized;
+// Makes a watcher's look at a signal's action and its taking of it one step for other watchers
+// (trainings on several threads of one process).
+std::mutex actions_mutex;
 
 void OnSignal(int signal_number) {
   const int saved_errno = errno;
-  const int fd = write_fds[signal_number].load();
+  const int fd = write_fds_plus_one[signal_number].load() - 1;
   if (fd >= 0 && ::write(fd, &kArrived, 1) < 0) {
     // A full pipe already holds an arrival that the watcher has not read: nothing is lost.
   }
@@ -39,9 +42,7 @@ SignalWatcher::SignalWatcher(int signal_number, std::function<void()> on_signal)
     : signal_number_(signal_number), on_signal_(std::move(on_signal)) {
   EST_CHECK(signal_number > 0 && signal_number < NSIG, ConfigError, "SignalWatcher: signal number must be in [1, ",
             NSIG, "), got ", signal_number);
-  std::call_once(write_fds_initialized, [] {
-    for (auto& fd : write_fds) fd.store(-1);
-  });
+  const std::lock_guard<std::mutex> lock(actions_mutex);
   struct sigaction current {};
   EST_CHECK(::sigaction(signal_number, nullptr, &current) == 0, Error, "cannot read the action of ",
             SignalName(signal_number), ": ", std::strerror(errno));
@@ -54,24 +55,24 @@ SignalWatcher::SignalWatcher(int signal_number, std::function<void()> on_signal)
   write_fd_ = fds[1];
   ::fcntl(write_fd_, F_SETFL, ::fcntl(write_fd_, F_GETFL) | O_NONBLOCK);
   thread_ = std::thread([this] { Watch(); });
-  write_fds[signal_number].store(write_fd_);
+  write_fds_plus_one[signal_number].store(write_fd_ + 1);
   struct sigaction action {};
   action.sa_handler = OnSignal;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;
   EST_ASSERT(::sigaction(signal_number, &action, nullptr) == 0);
-  installed_ = true;
 }
 
 SignalWatcher::~SignalWatcher() {
-  if (read_fd_ < 0) return;
-  if (installed_) {
+  if (!installed()) return;
+  {
+    const std::lock_guard<std::mutex> lock(actions_mutex);
     struct sigaction default_action {};
     default_action.sa_handler = SIG_DFL;
     sigemptyset(&default_action.sa_mask);
     ::sigaction(signal_number_, &default_action, nullptr);
+    write_fds_plus_one[signal_number_].store(0);
   }
-  write_fds[signal_number_].store(-1);
   // Blocking now: the end must reach the watcher even behind a pipe full of arrivals.
   ::fcntl(write_fd_, F_SETFL, ::fcntl(write_fd_, F_GETFL) & ~O_NONBLOCK);
   while (::write(write_fd_, &kEnd, 1) < 0 && errno == EINTR) {

@@ -22,15 +22,14 @@ class SignalWatcher {
   SignalWatcher& operator=(const SignalWatcher&) = delete;
 
   /// Whether this watcher took the signal.
-  bool installed() const { return installed_; }
+  bool installed() const { return read_fd_ >= 0; }
 
  private:
   void Watch();
 
   int signal_number_;
   std::function<void()> on_signal_;
-  bool installed_ = false;
-  int read_fd_ = -1;
+  int read_fd_ = -1;  ///< the pipe's read end, where this watcher took the signal; else -1
   int write_fd_ = -1;
   std::thread thread_;
 };

@@ -1,5 +1,6 @@
 #include "distribute/collective/flight_recorder.h"
 
+#include <ATen/core/TensorBase.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -274,6 +275,10 @@ RankFlightRecord FlightRecorder::Record() const {
 
 RecordedCall::RecordedCall(FlightRecorder& recorder, std::string kind, int64_t bytes, std::string dtype)
     : recorder_(recorder), sequence_(recorder.Enter(std::move(kind), bytes, std::move(dtype))) {}
+
+RecordedCall::RecordedCall(FlightRecorder& recorder, std::string kind, const at::TensorBase& tensor)
+    : RecordedCall(recorder, std::move(kind), static_cast<int64_t>(tensor.nbytes()),
+                   RecordedDtype(tensor.scalar_type())) {}
 
 RecordedCall::~RecordedCall() {
   if (!left_) recorder_.Leave(sequence_, /*completed=*/false);

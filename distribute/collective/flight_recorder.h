@@ -16,6 +16,10 @@
 #include <string>
 #include <vector>
 
+namespace at {
+class TensorBase;
+}  // namespace at
+
 namespace est::distribute {
 
 /// One collective call as a rank's flight recorder keeps it.
@@ -104,6 +108,8 @@ class FlightRecorder {
 class RecordedCall {
  public:
   RecordedCall(FlightRecorder& recorder, std::string kind, int64_t bytes, std::string dtype);
+  /// A call on `tensor`: its bytes, and its element type as RecordedDtype names it.
+  RecordedCall(FlightRecorder& recorder, std::string kind, const at::TensorBase& tensor);
   ~RecordedCall();
   RecordedCall(const RecordedCall&) = delete;
   RecordedCall& operator=(const RecordedCall&) = delete;

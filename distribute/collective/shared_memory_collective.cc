@@ -27,8 +27,7 @@ class SharedMemoryCollective final : public Collective {
   void allreduce(at::Tensor& tensor, ReduceOp op) override {
     detail::AllreduceStaged(tensor, detail::ReductionType(tensor.scalar_type(), name()), op, world_size(),
                             [&](at::Tensor& buffer) {
-                              RecordedCall call(recorder_, "allreduce", static_cast<int64_t>(buffer.nbytes()),
-                                                RecordedDtype(buffer.scalar_type()));
+                              RecordedCall call(recorder_, "allreduce", buffer);
                               shared_memory_->allreduce(buffer);
                               call.completed();
                             });
@@ -38,8 +37,7 @@ class SharedMemoryCollective final : public Collective {
               "), got ", root);
     if (tensor.numel() == 0) return;
     at::Tensor buffer = detail::Staged(tensor, tensor.scalar_type());
-    RecordedCall call(recorder_, "broadcast", static_cast<int64_t>(buffer.nbytes()),
-                      RecordedDtype(buffer.scalar_type()));
+    RecordedCall call(recorder_, "broadcast", buffer);
     shared_memory_->broadcast(buffer, root);
     call.completed();
     detail::Unstage(buffer, tensor);

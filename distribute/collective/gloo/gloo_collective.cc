@@ -217,8 +217,8 @@ class GlooCollective final : public Collective {
   template <typename Body>
   void Run(const char* operation, const at::Tensor* tensor, Body&& body) {
     // The same number on every rank: all run the same operations.
-    RecordedCall call(recorder_, operation, tensor != nullptr ? static_cast<int64_t>(tensor->nbytes()) : 0,
-                      tensor != nullptr ? RecordedDtype(tensor->scalar_type()) : "");
+    RecordedCall call =
+        tensor != nullptr ? RecordedCall(recorder_, operation, *tensor) : RecordedCall(recorder_, operation, 0, "");
     const uint64_t number = call.sequence();
     const auto started = std::chrono::system_clock::now();
     std::string message;

@@ -62,8 +62,7 @@ class NcclCollective final : public Collective {
     communicator_.check();
     if (tensor.numel() == 0) return;
     at::Tensor buffer = Staged(tensor);
-    RecordedCall call(recorder_, "allreduce", static_cast<int64_t>(buffer.nbytes()),
-                      RecordedDtype(buffer.scalar_type()));
+    RecordedCall call(recorder_, "allreduce", buffer);
     stream_.follow_current();
     communicator_.allreduce(buffer.data_ptr(), static_cast<size_t>(buffer.numel()), type, NcclReduceOp::kSum,
                             stream_.get());
@@ -86,8 +85,7 @@ class NcclCollective final : public Collective {
     if (tensor.numel() == 0) return;
     at::Tensor buffer = Staged(tensor);
     const NcclPayload payload = NcclCopyPayload(buffer.scalar_type(), static_cast<size_t>(buffer.numel()));
-    RecordedCall call(recorder_, "broadcast", static_cast<int64_t>(buffer.nbytes()),
-                      RecordedDtype(buffer.scalar_type()));
+    RecordedCall call(recorder_, "broadcast", buffer);
     stream_.follow_current();
     communicator_.broadcast(buffer.data_ptr(), payload.count, payload.type, root, stream_.get());
     complete({buffer});
@@ -103,8 +101,7 @@ class NcclCollective final : public Collective {
     if (tensor.numel() > 0) {
       const at::Tensor input = Staged(tensor);
       const NcclPayload payload = NcclCopyPayload(input.scalar_type(), static_cast<size_t>(input.numel()));
-      RecordedCall call(recorder_, "allgather", static_cast<int64_t>(input.nbytes()),
-                        RecordedDtype(input.scalar_type()));
+      RecordedCall call(recorder_, "allgather", input);
       stream_.follow_current();
       communicator_.allgather(input.data_ptr(), output.data_ptr(), payload.count, payload.type, stream_.get());
       complete({input, output});
