@@ -21,20 +21,41 @@ namespace {
 class StrategyStepSync : public StepSync {
  public:
   StrategyStepSync(Strategy& strategy, const StepSyncOptions& options)
-      : strategy_(strategy), micro_batches_(CheckedMicroBatches(options)) {}
+      : strategy_(strategy),
+        micro_batches_(CheckedMicroBatches(options)),
+        micro_batches_in_sync_(options.micro_batches_in_sync) {
+    EST_CHECK(micro_batches_in_sync_ >= 0, ConfigError, "micro_batches_in_sync must not be negative, got ",
+              micro_batches_in_sync_);
+  }
   bool any_worker(bool flag) override { return strategy_.any_worker(flag); }
   void barrier() override { strategy_.barrier(); }
 
  protected:
+  // The micro-batches of every replica in sync, whose mean a step's gradients are.
+  int64_t micro_batches_in_sync() const {
+    return micro_batches_in_sync_ > 0 ? micro_batches_in_sync_ : strategy_.num_replicas_in_sync() * micro_batches_;
+  }
+  // For a StepSync that weighs every replica alike.
+  void check_even() const {
+    EST_CHECK(micro_batches_in_sync() == strategy_.num_replicas_in_sync() * micro_batches_, ConfigError,
+              strategy_.name(),
+              ": replicas in sync that take different numbers of micro-batches need one replica per "
+              "worker and a collective (",
+              micro_batches_in_sync(), " micro-batches over ", strategy_.num_replicas_in_sync(), " replicas, ",
+              micro_batches_, " here)");
+  }
 
   Strategy& strategy_;
   const int64_t micro_batches_;
+  const int64_t micro_batches_in_sync_;  ///< as given; 0: micro_batches_ on every replica
 };
 
 // The only replica in sync: its gradients are applied as they are.
 class SingleReplicaStepSync final : public StrategyStepSync {
  public:
-  using StrategyStepSync::StrategyStepSync;
+  SingleReplicaStepSync(Strategy& strategy, const StepSyncOptions& options) : StrategyStepSync(strategy, options) {
+    check_even();
+  }
   void before_last_backward(int, const ReplicaStep&, StepFlags) override {}
   StepFlags finish(std::vector<ReplicaStep>& replicas, StepFlags local) override {
     FinishLocalGradients(replicas.front(), micro_batches_);
@@ -46,7 +67,9 @@ class SingleReplicaStepSync final : public StrategyStepSync {
 // averaged over all replicas in sync in one flat all-reduce.
 class FlatStepSync final : public StrategyStepSync {
  public:
-  using StrategyStepSync::StrategyStepSync;
+  FlatStepSync(Strategy& strategy, const StepSyncOptions& options) : StrategyStepSync(strategy, options) {
+    check_even();
+  }
   void before_last_backward(int, const ReplicaStep&, StepFlags) override {}
   StepFlags finish(std::vector<ReplicaStep>& replicas, StepFlags local) override {
     std::vector<std::vector<at::Tensor>> averaged(replicas.size());
@@ -89,8 +112,7 @@ class BucketedStepSync final : public StrategyStepSync {
   void before_last_backward(int, const ReplicaStep& step, StepFlags local) override {
     if (!reducer_) {
       reducer_ = std::make_unique<GradientReducer>(
-          collective_, step.variables, static_cast<int>(strategy_.num_replicas_in_sync() * micro_batches_),
-          buckets_, /*extras_numel=*/4);
+          collective_, step.variables, static_cast<int>(micro_batches_in_sync()), buckets_, /*extras_numel=*/4);
       reducer_variables_ = step.variables.size();
       Log().info("Gradient all-reduce: {} buckets, {}", reducer_->num_buckets(),
                  reducer_->overlaps_backward() ? "each all-reduced while backward runs"
@@ -100,7 +122,8 @@ class BucketedStepSync final : public StrategyStepSync {
     EST_CHECK(step.variables.size() == reducer_variables_, ModelError, "model_fn created trainable variables after "
               "the first training step (", reducer_variables_, " then ", step.variables.size(),
               "); create all state on the first call");
-    // Averaged over workers, then divided once more by the micro-batches (see the divisor).
+    // Weighed by this worker's micro-batches, then divided by every worker's (the divisor):
+    // the mean over every micro-batch in sync.
     // The four values are made on the loss's device (a GPU's, with NCCL).
     const auto scale = static_cast<double>(micro_batches_);
     const auto on_loss_device = step.loss.options().dtype(at::kFloat);

@@ -77,6 +77,10 @@ struct TrainingProgress {
 struct StepSyncOptions {
   /// Micro-batches whose gradients each replica sums per step (gradient accumulation).
   int64_t micro_batches = 1;
+  /// The micro-batches of every replica in sync together, where workers take different numbers
+  /// (logical input shards held unevenly); 0: micro_batches on every replica. A step's
+  /// gradients and loss are means over all of them.
+  int64_t micro_batches_in_sync = 0;
   /// Whether optimizers step in the kernels' fused pass where it applies
   /// (RunConfig::fused_optimizer_step); a VariableStore that steps them elsewhere (ps tasks) says so there.
   bool fused_optimizer_step = true;

@@ -26,6 +26,9 @@ inline constexpr const char* kInputPositionBlob = "input_position";
 /// Blob key of worker `worker`'s own input position, where workers consume their input at
 /// their own pace (parameter servers): "input_position/worker_<worker>".
 std::string WorkerInputPositionBlob(int worker);
+/// Blob key of the number of logical input shards the training read (decimal text); where
+/// it is present, the input position is each shard's.
+inline constexpr const char* kLogicalInputShardsBlob = "input_logical_shards";
 /// Blob key of the examples per batch of the run that wrote the checkpoint (decimal text).
 inline constexpr const char* kInputBatchExamplesBlob = "input_batch_examples";
 

@@ -32,6 +32,8 @@ void RunConfig::validate() const {
             log_step_count_steps);
   EST_CHECK(gradient_accumulation_steps > 0, ConfigError,
             "RunConfig: gradient_accumulation_steps must be positive, got ", gradient_accumulation_steps);
+  EST_CHECK(logical_input_shards >= 0 && logical_input_shards <= kMaxLogicalInputShards, ConfigError,
+            "RunConfig: logical_input_shards must be in [0, ", kMaxLogicalInputShards, "], got ", logical_input_shards);
   if (loss_scale) loss_scale->validate();
   if (moving_average) moving_average->validate();
   if (keep_best_checkpoints) keep_best_checkpoints->validate();

@@ -15,6 +15,10 @@
 #include "estimator/moving_average.h"
 
 namespace est {
+
+/// The most logical input shards a training may read (RunConfig::logical_input_shards).
+inline constexpr int kMaxLogicalInputShards = 1 << 16;
+
 namespace distribute {
 class Strategy;
 }
@@ -50,6 +54,15 @@ struct RunConfig {
   /// batches, summing gradients locally (no all-reduce), and the optimizer steps once on
   /// their average, synchronized once. A global step consumes this many batches per replica.
   int64_t gradient_accumulation_steps = 1;
+  /// The training input as this many logical shards, shared out over workers that step
+  /// together with one replica each: input_fn is called for each shard s a worker holds with
+  /// InputContext(L, s, L), and worker w of W reads shards w, w + W, … (one batch of each per
+  /// micro-batch), so a global step reads one batch of every shard however many workers there
+  /// are. Checkpoints record L and the shards' position, so a job restored with another number
+  /// of workers continues its input exactly, with the same global batch. 0: the checkpoint's
+  /// number, else one shard per worker (each worker reads what it would read without them);
+  /// parameter servers' workers and several replicas per worker read one pipeline each.
+  int logical_input_shards = 0;
   /// Mixed precision: model_fn runs under autocast in this dtype in every mode, on every
   /// replica's device; variables, optimizer state and checkpoints stay in their own dtype
   /// (float32 master weights). float16 needs CUDA devices.

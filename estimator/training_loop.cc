@@ -49,6 +49,7 @@
 #include "estimator/optimizer_step_in_parts.h"
 #include "estimator/replica_set.h"
 #include "estimator/schedules/set_learning_rate.h"
+#include "estimator/step_input.h"
 
 namespace est {
 namespace {
@@ -130,6 +131,44 @@ checkpoint::ChooseKeptCheckpoints KeptBestCheckpoints(const Estimator::Impl& est
   return BestCheckpoints(estimator.eval_dir(best->eval_name()), *best);
 }
 
+// Whether `strategy`'s workers can read logical input shards: one replica each, all stepping
+// together (not the workers of parameter servers, which read at their own pace).
+bool ReadsLogicalShards(const distribute::Strategy& strategy) {
+  return strategy.num_local_replicas() == 1 && strategy.model_collective_workers() == strategy.num_workers();
+}
+
+// The logical input shards the training reads: RunConfig::logical_input_shards, else the
+// checkpoint's, else one per worker; 0 where each worker reads one pipeline of its own.
+int LogicalInputShards(const RunConfig& config, const distribute::Strategy& strategy,
+                       const checkpoint::CheckpointReader* resume_from) {
+  std::optional<int64_t> saved;
+  if (resume_from != nullptr) {
+    if (std::optional<std::string> blob = resume_from->blob(kLogicalInputShardsBlob)) {
+      saved = ParseCountBlob(*blob, kLogicalInputShardsBlob, *resume_from);
+      EST_CHECK(*saved >= 1 && *saved <= kMaxLogicalInputShards, CheckpointError, "checkpoint ", resume_from->prefix(),
+                ": blob '", kLogicalInputShardsBlob, "' holds ", *saved, ", expected 1 to ", kMaxLogicalInputShards);
+    }
+  }
+  if (!ReadsLogicalShards(strategy)) {
+    EST_CHECK(config.logical_input_shards == 0, ConfigError, "RunConfig::logical_input_shards (",
+              config.logical_input_shards, ") needs workers of one replica each that step together; ", strategy.name(),
+              " has ", strategy.num_local_replicas(), " replica(s) on this worker and ",
+              strategy.model_collective_workers() == strategy.num_workers() ? "its workers step together"
+                                                                            : "workers that step on their own",
+              ": leave it 0");
+    return 0;
+  }
+  if (config.logical_input_shards > 0) {
+    if (saved && *saved != config.logical_input_shards)
+      Log().warn(
+          "The checkpoint's training input was read as {} logical shards and this run reads {}: each shard "
+          "goes on from the position the old ones reached, which is not where their examples stopped",
+          *saved, config.logical_input_shards);
+    return config.logical_input_shards;
+  }
+  return saved ? static_cast<int>(*saved) : strategy.num_workers();
+}
+
 // One training run: owns the replicas' state, the input iterator and the hooks.
 //
 // The chief writes checkpoints asynchronously: save_checkpoint() copies the variables and
@@ -198,6 +237,7 @@ class TrainingSession : public Session {
       for (const auto& [worker, position] : progress->input_positions)
         contents.blobs[WorkerInputPositionBlob(worker)] = std::to_string(position);
     if (batch_examples_ > 0) contents.blobs[kInputBatchExamplesBlob] = std::to_string(batch_examples_);
+    if (logical_shards_ > 0) contents.blobs[kLogicalInputShardsBlob] = std::to_string(logical_shards_);
     if (loss_scaler_) {
       contents.tensors.emplace_back(kLossScaleName, at::scalar_tensor(loss_scaler_->scale(), at::kDouble));
       contents.tensors.emplace_back(kLossScaleGoodStepsName, at::scalar_tensor(loss_scaler_->good_steps(), at::kLong));
@@ -209,25 +249,37 @@ class TrainingSession : public Session {
   }
 
   // `saved_batch_examples`: the examples per batch of the run that wrote the checkpoint
-  // whose input position `skip_batches` is, when it recorded them.
+  // whose input position `skip_batches` is, when it recorded them. `logical_shards`: the
+  // logical input shards the workers read (LogicalInputShards), 0 for one pipeline each.
   // Trains from `start_step` until `last_step` (steps or max_steps; unset: until the input ends).
   void run(const InputFn& input_fn, std::vector<HookPtr> hooks, int64_t start_step, std::optional<int64_t> last_step,
-           int64_t skip_batches, std::optional<int64_t> saved_batch_examples) {
+           int64_t skip_batches, std::optional<int64_t> saved_batch_examples, int logical_shards) {
     global_step_ = start_step;
+    logical_shards_ = logical_shards;
+    StepInput input =
+        logical_shards > 0
+            ? StepInput::LogicalShards(
+                  input_fn, logical_shards,
+                  LogicalShardsOfWorker(logical_shards, strategy_.num_workers(), strategy_.worker_index()),
+                  accumulation_steps_)
+            : StepInput::Pipeline(input_fn, strategy_.input_context(), replicas_.size() * accumulation_steps_);
+    position_per_step_ = input.position_per_step();
+    micro_batches_ = static_cast<int64_t>(input.batches_per_step()) / replicas_.size();
+    if (logical_shards > 0 && strategy_.num_workers() > 1)
+      Log().info("Training input: {} logical shards; this worker reads {} of them", logical_shards,
+                 input.shards().size());
     distribute::StepSyncOptions sync_options;
-    sync_options.micro_batches = accumulation_steps_;
+    sync_options.micro_batches = micro_batches_;
+    if (logical_shards > 0) sync_options.micro_batches_in_sync = logical_shards * accumulation_steps_;
     sync_options.fused_optimizer_step = estimator_.config.fused_optimizer_step;
     if (strategy_.is_chief()) sync_options.restore_latest_checkpoint = [this] { return restore_latest_checkpoint(); };
     sync_ = strategy_.make_training_sync(sync_options);
     EST_ASSERT(sync_.step && sync_.variables, strategy_.name(), "::make_training_sync gave no StepSync or VariableStore");
     if (std::optional<int64_t> position = sync_.variables->resume_position()) skip_batches = *position;
-    data::Dataset dataset = input_fn(Mode::kTrain, strategy_.input_context());
-    auto iterator = dataset.make_iterator();
     if (skip_batches > 0) {
-      std::optional<data::Element> first = NextInput(*iterator, Mode::kTrain, global_step_);
-      if (first) create_variables(*first);
       const auto started = std::chrono::steady_clock::now();
-      if (first) input_position_ = 1 + iterator->skip(skip_batches - 1);
+      input_position_ =
+          input.skip_to(skip_batches, global_step_, [this](const data::Element& first) { create_variables(first); });
       Log().info("Continued the input where checkpoint step {} left it: skipped {} batches in {:.3f} s", start_step,
                  input_position_, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     }
@@ -235,12 +287,12 @@ class TrainingSession : public Session {
     // A step's batches: micro-batch m of local replica r at index m * replicas + r. The next
     // step's batches are read before this step synchronizes, and whether every worker got
     // them travels in this step's all-reduce, so a step synchronizes once.
-    const size_t batches_per_step = static_cast<size_t>(replicas_.size() * accumulation_steps_);
+    const size_t batches_per_step = input.batches_per_step();
     std::vector<data::Element> current(batches_per_step);
     std::vector<data::Element> upcoming(batches_per_step);
     DevicePrefetcher prefetcher(strategy_.local_devices(), estimator_.config.channels_last);
     distribute::StepFlags stop;
-    stop.input_ended = sync_.step->any_worker(!read_batches(*iterator, current));
+    stop.input_ended = sync_.step->any_worker(!input.read(current, global_step_));
     EST_CHECK(!stop.input_ended || skip_batches > 0, DataError, "the training input_fn's dataset gave ",
               strategy_.num_workers() > 1 ? "a worker " : "", "fewer than the ", batches_per_step,
               " batch(es) of one step: check its files (an empty file list or empty files) and filters");
@@ -265,12 +317,12 @@ class TrainingSession : public Session {
       batch_signature.check(current, global_step_);
       runner.before_step();
       distribute::StepFlags local;
-      local.input_ended = !read_batches(*iterator, upcoming);
+      local.input_ended = !input.read(upcoming, global_step_);
       local.stop_signal = StopSignalGuard::pending() != 0;
       local.stop_requested = hook_requested_stop;
       prefetcher.start(upcoming);  // copied onto the devices while this step computes
       EstimatorSpec spec = step(current, local, stop);
-      input_position_ += static_cast<int64_t>(batches_per_step);
+      input_position_ += position_per_step_;
       last_loss_ = spec.loss;
       CrashPoint("after_step", global_step_);
       if (checkpoint_writer_) checkpoint_writer_->check();
@@ -342,16 +394,6 @@ class TrainingSession : public Session {
     initial_values_.reset();
   }
 
-  // Fills `batches` from the input; false when it ends first.
-  bool read_batches(data::Iterator& iterator, std::vector<data::Element>& batches) const {
-    for (auto& batch : batches) {
-      std::optional<data::Element> next = NextInput(iterator, Mode::kTrain, global_step_);
-      if (!next) return false;
-      batch = std::move(*next);
-    }
-    return true;
-  }
-
   // Forward and backward of local replica `r` on each of its micro-batches in `batches`,
   // gradients summed in `.grad` (cleared first). `before_last_backward(spec)` runs after the
   // last forward, when spec's loss and summaries hold their means over the micro-batches.
@@ -360,7 +402,7 @@ class TrainingSession : public Session {
   EstimatorSpec forward_backward(int r, const std::vector<data::Element>& batches,
                                  BeforeLastBackward&& before_last_backward) {
     ModelContext& ctx = replicas_.replica(r);
-    const int64_t micro_batches = accumulation_steps_;
+    const int64_t micro_batches = micro_batches_;
     at::Tensor loss_sum;
     TensorMap summary_sums;
     for (int64_t m = 0; m < micro_batches; ++m) {
@@ -535,7 +577,7 @@ class TrainingSession : public Session {
     update.finite = unscale_gradients();
     if (update.finite) process_gradients(specs, first, update);
     update.global_step = global_step_;
-    update.input_position = input_position_ + static_cast<int64_t>(steps.size() * accumulation_steps_);
+    update.input_position = input_position_ + position_per_step_;
     update.step_optimizers = [&] {
       if (!in_parts.empty()) {
         for (OptimizerStepInParts& parts : in_parts) parts.rest();
@@ -565,7 +607,10 @@ class TrainingSession : public Session {
   const int64_t accumulation_steps_;
   std::optional<checkpoint::AsyncCheckpointWriter> checkpoint_writer_;
   int64_t global_step_ = 0;
-  int64_t input_position_ = 0;
+  int64_t input_position_ = 0;     ///< batches consumed by every pipeline or logical shard read
+  int64_t position_per_step_ = 1;  ///< the batches each of them gives a step
+  int64_t micro_batches_ = 1;      ///< each local replica's micro-batches a step
+  int logical_shards_ = 0;         ///< the logical input shards, 0 where each worker reads one pipeline
   int64_t batch_examples_ = 0;  ///< examples per batch of this run (the first batch's), 0 before it
   /// While create_variables() runs: the variables it creates that no optimizer steps, each
   /// with a copy of its value before model_fn used it.
@@ -641,7 +686,8 @@ void Estimator::Impl::train(const InputFn& input_fn, const TrainOptions& options
   const std::optional<int64_t> last_step =
       options.max_steps() ? options.max_steps()
                           : options.steps() ? std::optional<int64_t>(start_step + *options.steps()) : std::nullopt;
-  session.run(input_fn, std::move(hooks), start_step, last_step, skip_batches, saved_batch_examples);
+  session.run(input_fn, std::move(hooks), start_step, last_step, skip_batches, saved_batch_examples,
+              LogicalInputShards(config, strategy, resume_from.get()));
   if (session.last_loss().defined())
     Log().info("Loss for final step: {}.", FormatTensorValue(session.last_loss()));
   if (const int signal_number = session.stopped_by_signal())

@@ -72,6 +72,7 @@ struct Flags {
   double start_delay_secs = 0;
   double timeout_secs = 300;
   int64_t gradient_accumulation_steps = 1;
+  int logical_input_shards = 0;
   double bucket_cap_mb = 25;
   std::string gradient_compression = "none";
   std::string gradient_overlap = "auto";
@@ -232,6 +233,12 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--gradient-accumulation-steps", flags.gradient_accumulation_steps,
                  "Sum the gradients of this many batches of --batch-size per optimizer step (one all-reduce)")
       ->check(est_apps::IntegerIn<int64_t>(1, est_apps::kMaxInt64))
+      ->capture_default_str();
+  app.add_option("--logical-input-shards", flags.logical_input_shards,
+                 "multi_worker: read the training input as this many shards shared out over the workers, recorded "
+                 "in checkpoints, so a job restarted with another number of workers reads on exactly with the same "
+                 "global batch (0: the checkpoint's number, else one per worker)")
+      ->check(est_apps::IntegerIn<int>(0, est::kMaxLogicalInputShards))
       ->capture_default_str();
   app.add_option("--bucket-cap-mb", flags.bucket_cap_mb,
                  "multi_worker: gradient all-reduce buckets close at this many MiB (the first at 1 MiB)")
@@ -510,6 +517,7 @@ int Run(const Flags& flags) {
   config.save_checkpoints_steps = flags.save_checkpoints_steps;
   config.log_step_count_steps = flags.log_step_count_steps;
   config.gradient_accumulation_steps = flags.gradient_accumulation_steps;
+  config.logical_input_shards = flags.logical_input_shards;
   config.mixed_precision = est::ParseMixedPrecision(flags.mixed_precision);
   config.channels_last = est::ParseChannelsLast(flags.channels_last);
   config.ignore_invalid_checkpoints = flags.ignore_invalid_checkpoints;

@@ -182,6 +182,68 @@ TEST_CASE("gradient accumulation: 2 workers x 2 micro-batches of 8 train like 1 
   CHECK(est::testing::MaxRelativeDifference(single, trained) <= 1e-5);
 }
 
+TEST_CASE("a job restored with another number of workers reads its logical input shards on exactly, to the bit",
+          "[distribute][estimator][multiprocess]") {
+  // The input is 2 logical shards (one per worker of the first run). 2 workers to step 10, 1
+  // worker to 20 (both shards, one micro-batch each), 2 workers to 30: every step's gradient is
+  // the mean of the same two batches as in 1 worker's uninterrupted run over both shards, and
+  // a sum of two floats does not depend on their order, so the variables are equal to the bit.
+  const std::string straight_dir = est::testing::FreshTempDir("shards_straight").string();
+  RunConfig straight_config = Config(nullptr);
+  straight_config.logical_input_shards = 2;
+  Estimator straight(SgdRegression, straight_dir, straight_config);
+  straight.train(Input, TrainOptions().max_steps(30));
+
+  const std::string dir = est::testing::FreshTempDir("shards_changing").string();
+  const auto two_workers = [&](int64_t max_steps) {
+    est::testing::RunMultiWorkerThreads(2, [&](int, std::shared_ptr<distribute::Strategy> strategy) {
+      Estimator(SgdRegression, dir, Config(strategy)).train(Input, TrainOptions().max_steps(max_steps));
+    });
+  };
+  two_workers(10);
+  Estimator(SgdRegression, dir, Config(nullptr)).train(Input, TrainOptions().max_steps(20));
+  two_workers(30);
+  Estimator changing(SgdRegression, dir, Config(nullptr));
+  CHECK(changing.get_variable_value("global_step").item<int64_t>() == 30);
+  CHECK(est::testing::MaxRelativeDifference(straight, changing) == 0);
+  // Without the shards a lone worker would read the whole input with its own batch: not the same.
+  const std::string alone_dir = est::testing::FreshTempDir("shards_alone").string();
+  Estimator alone(SgdRegression, alone_dir, Config(nullptr));
+  alone.train(Input, TrainOptions().max_steps(30));
+  CHECK(est::testing::MaxRelativeDifference(straight, alone) > 0);
+}
+
+TEST_CASE("3 logical shards on 2 workers, held unevenly, train like 1 worker reading all 3",
+          "[distribute][estimator][multiprocess]") {
+  // Worker 0 reads shards 0 and 2, worker 1 shard 1; the gradient is the mean over the 3
+  // batches, summed in another order than 1 worker's (float32 rounding: within 1e-6).
+  const auto input = [](Mode mode, const distribute::InputContext& context) { return InputOfBatch(mode, context, 48); };
+  RunConfig single_config = Config(nullptr);
+  single_config.logical_input_shards = 3;
+  Estimator single(SgdRegression, est::testing::FreshTempDir("shards_3_single").string(), single_config);
+  single.train(input, TrainOptions().max_steps(20));
+  const std::string shared_dir = est::testing::FreshTempDir("shards_3_shared").string();
+  est::testing::RunMultiWorkerThreads(2, [&](int, std::shared_ptr<distribute::Strategy> strategy) {
+    RunConfig config = Config(strategy);
+    config.logical_input_shards = 3;
+    Estimator(SgdRegression, shared_dir, config).train(input, TrainOptions().max_steps(20));
+  });
+  Estimator trained(SgdRegression, shared_dir, Config(nullptr));
+  CHECK(trained.get_variable_value("global_step").item<int64_t>() == 20);
+  CHECK(est::testing::MaxRelativeDifference(single, trained) <= 1e-6);
+  // 4 workers cannot share 3 shards.
+  RunConfig too_few = Config(nullptr);
+  too_few.logical_input_shards = 3;
+  est::testing::RunMultiWorkerThreads(4, [&](int rank, std::shared_ptr<distribute::Strategy> strategy) {
+    RunConfig config = too_few;
+    config.train_distribute = strategy;
+    Estimator estimator(SgdRegression, est::testing::FreshTempDir("shards_3_of_4_" + std::to_string(rank)).string(),
+                        config);
+    CHECK_THROWS_WITH(estimator.train(input, TrainOptions().max_steps(2)),
+                      Catch::Contains("3 logical shards, fewer than the 4 workers"));
+  });
+}
+
 TEST_CASE("when one worker's input ends first, every worker stops after the same step", "[distribute][estimator][multiprocess]") {
   const std::string shared_dir = est::testing::FreshTempDir("mwms_input_ends").string();
   std::vector<int64_t> final_steps(2);
