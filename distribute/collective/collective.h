@@ -40,6 +40,10 @@ class Collective {
   /// all-reduce of ranks that all run on this host) rather than a wait on a network or a
   /// device: run beside CPU-bound work on the same cores, it takes that work's time.
   virtual bool allreduce_computes_on_cpu() const { return false; }
+  /// After a call failed for a lost peer: the ranks whose loss it was, ascending (a process
+  /// that exited, or the rank whose connection was lost first, which every rank names alike);
+  /// empty while none is known (no call failed, or it timed out).
+  virtual std::vector<int> lost_ranks() const { return {}; }
 };
 
 }  // namespace est::distribute

@@ -290,6 +290,12 @@ void SharedMemoryAllreduce::broadcast(at::Tensor& tensor, int root) {
   }
 }
 
+std::optional<int> SharedMemoryAllreduce::exited_rank() const {
+  const uint32_t failure = header_->failure.load(std::memory_order_acquire);
+  if (static_cast<FailureKind>(failure >> 24) != FailureKind::kExited) return std::nullopt;
+  return static_cast<int>(failure & 0xffffffu);
+}
+
 bool SharedMemoryAllreduce::peer_gone() const { return header_->failure.load(std::memory_order_acquire) != 0; }
 
 void SharedMemoryAllreduce::record_failure(uint32_t failure) {

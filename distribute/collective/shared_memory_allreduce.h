@@ -4,12 +4,13 @@
 /// transports do).
 
 #include <ATen/core/Tensor.h>
+#include <sys/types.h>
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <sys/types.h>
+#include <optional>
 #include <vector>
 
 namespace est::distribute {
@@ -48,6 +49,8 @@ class SharedMemoryAllreduce {
   /// and size on every rank (CommunicationError otherwise). The root copies each chunk into
   /// its slot once; the others copy it out.
   void broadcast(at::Tensor& tensor, int root);
+  /// The rank whose process exited, where that is what made an operation fail (any rank's).
+  std::optional<int> exited_rank() const;
 
  private:
   struct Header;

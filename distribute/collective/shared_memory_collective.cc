@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "common/error.h"
@@ -44,6 +46,15 @@ class SharedMemoryCollective final : public Collective {
   }
   at::Tensor allgather(const at::Tensor& tensor) override { return inner_->allgather(tensor); }
   void barrier() override { inner_->barrier(); }
+  std::vector<int> lost_ranks() const override {
+    std::vector<int> lost = inner_->lost_ranks();
+    const std::optional<int> exited = shared_memory_->exited_rank();
+    if (exited && std::find(lost.begin(), lost.end(), *exited) == lost.end()) {
+      lost.push_back(*exited);
+      std::sort(lost.begin(), lost.end());
+    }
+    return lost;
+  }
   bool allreduce_computes_on_cpu() const override { return true; }
 
  private:

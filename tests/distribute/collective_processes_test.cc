@@ -199,7 +199,8 @@ TEST_CASE("Gloo collectives across 4 processes over a TCP store", "[distribute][
       CHECK(finished[rank].exit_code == 4);
       CHECK_THAT(finished[rank].output, Catch::Contains("CommunicationError: Gloo allreduce on rank " +
                                                         std::to_string(rank) + " of 3 failed: rank 1 (pid") &&
-                                            Catch::Contains(") exited (shared memory"));
+                                            Catch::Contains(") exited (shared memory") &&
+                                            Catch::Contains("lost ranks: [1]\n"));
     }
   }
 
@@ -220,6 +221,7 @@ TEST_CASE("Gloo collectives across 4 processes over a TCP store", "[distribute][
         const Finished& worker = finished[static_cast<size_t>(rank)];
         INFO(worker.output);
         CHECK(worker.exit_code == 4);
+        CHECK_THAT(worker.output, Catch::Contains("lost ranks: [" + std::to_string(victim) + "]\n"));
         // A rank whose own lost connection was to a rank that failed after the victim names the victim first.
         CHECK(std::regex_search(
             worker.output, std::regex("(^|\\n)CommunicationError: Gloo allreduce on rank " + std::to_string(rank) +

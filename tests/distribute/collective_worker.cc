@@ -159,6 +159,20 @@ void PassGate(const std::string& gate) {
   }
 }
 
+// Runs `call`; where it fails, prints "lost ranks: …" (the collective's lost_ranks()) first.
+template <typename Call>
+void ReportLostRanks(const Collective& collective, Call&& call) {
+  try {
+    call();
+  } catch (const est::Error&) {
+    std::string ranks;
+    for (int rank : collective.lost_ranks()) ranks += (ranks.empty() ? "" : ",") + std::to_string(rank);
+    std::printf("lost ranks: [%s]\n", ranks.c_str());
+    std::fflush(stdout);
+    throw;
+  }
+}
+
 int Run(const Arguments& arguments) {
   using namespace est::distribute;
   if (!arguments.gate.empty()) PassGate(arguments.gate);
@@ -192,7 +206,7 @@ int Run(const Arguments& arguments) {
   if (arguments.mode == "peer_exits") {  // rank 1 vanishes without closing anything; the others all-reduce
     if (arguments.rank == 1) std::_Exit(0);
     at::Tensor tensor = at::ones({1 << 20});
-    collective->allreduce(tensor, ReduceOp::kSum);
+    ReportLostRanks(*collective, [&] { collective->allreduce(tensor, ReduceOp::kSum); });
     std::printf("the all-reduce succeeded without rank 1\n");
     return 1;
   }
@@ -207,7 +221,7 @@ int Run(const Arguments& arguments) {
     }
     if (arguments.rank == arguments.victim) ::raise(arguments.mode == "peer_killed" ? SIGKILL : SIGSTOP);
     at::Tensor second = at::ones({1 << 20});
-    collective->allreduce(second, ReduceOp::kSum);
+    ReportLostRanks(*collective, [&] { collective->allreduce(second, ReduceOp::kSum); });
     std::printf("the all-reduce succeeded without rank %d\n", arguments.victim);
     return 1;
   }

@@ -1,3 +1,5 @@
+#include "distribute/collective/gloo/gloo_collective.h"
+
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <gloo/allgather.h>
@@ -17,13 +19,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 
 #include "common/error.h"
 #include "common/thread_scheduling.h"
-#include "distribute/collective/gloo/gloo_collective.h"
 #include "distribute/collective/collective_backend.h"
 #include "distribute/collective/flight_recorder.h"
 #include "distribute/collective/gloo/gloo_peers.h"
@@ -146,6 +148,10 @@ class GlooCollective final : public Collective {
   int rank() const override { return rank_; }
   int world_size() const override { return world_size_; }
   std::string name() const override { return "gloo"; }
+  std::vector<int> lost_ranks() const override {
+    const std::lock_guard<std::mutex> lock(lost_mutex_);
+    return lost_;
+  }
 
   void allreduce(at::Tensor& tensor, ReduceOp op) override {
     const at::ScalarType type = WireType(tensor.scalar_type());
@@ -254,6 +260,10 @@ class GlooCollective final : public Collective {
     const std::optional<int> lost = peers_ ? peers_->RankIn(message) : std::nullopt;
     if (lost) {
       const std::optional<int> first = peers_->RecordLoss(*lost);
+      {
+        const std::lock_guard<std::mutex> lock(lost_mutex_);
+        lost_ = {first.value_or(*lost)};
+      }
       std::string also;
       if (!first) {
         also = " (the chief's store is unreachable too: the chief may be the rank lost first)";
@@ -279,6 +289,8 @@ class GlooCollective final : public Collective {
   std::optional<GlooPeers> peers_;  ///< who is behind a lost connection
   FlightRecorder recorder_;         ///< the last operations, numbered alike on every rank; names the host
   uint32_t next_tag_ = 0;
+  mutable std::mutex lost_mutex_;
+  std::vector<int> lost_;  ///< lost_ranks(), set when a call fails for a lost peer
 };
 
 // The ranks whose address key Gloo's full-mesh connection never found in `store`.
