@@ -135,7 +135,9 @@ class BucketedStepSync final : public StrategyStepSync {
 
   StepFlags finish(std::vector<ReplicaStep>& replicas, StepFlags) override {
     ReplicaStep& step = replicas.front();
-    if (step.gradients_final) {
+    // Where a lost worker leaves the others training, no variable changes before every
+    // bucket arrived: a step that fails part-way is taken again from the same state.
+    if (step.gradients_final && !strategy_.recovers_lost_workers()) {
       // Each bucket's variables, as its averages arrive: updated while later buckets travel.
       reducer_->finish([&](const std::vector<size_t>& parameters) {
         std::vector<at::Tensor> variables;

@@ -1,10 +1,14 @@
 #include "distribute/multi_worker_mirrored_strategy.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 
 #include "common/error.h"
 #include "common/logging.h"
 #include "distribute/cluster/cluster_address.h"
+#include "distribute/cluster/cluster_environment.h"
 #include "distribute/default_devices.h"
 #include "distribute/rendezvous/grpc_store.h"
 #include "distribute/rendezvous/rendezvous.h"
@@ -88,6 +92,11 @@ void MultiWorkerMirroredStrategy::adopt(const ClusterConfig& cluster) {
   if (options_.job_id().empty()) options_.job_id(DefaultJobId(cluster.chief_address));
   if (options_.job_token().empty()) options_.job_token(JobTokenFromEnvironment());
   if (!options_.tls()) options_.tls(StoreTlsFromEnvironment());
+  const int training_workers = std::max(1, cluster.num_worker_replicas);
+  if (options_.min_workers() == 0)
+    options_.min_workers(ReadIntVariable(ProcessEnvironment(), "EST_MIN_WORKERS", 1, training_workers).value_or(0));
+  EST_CHECK(options_.min_workers() <= training_workers, ConfigError, "MultiWorkerMirroredStrategy: min_workers (",
+            options_.min_workers(), ") exceeds the ", training_workers, " training workers of ", cluster.source);
   if (devices_.empty()) {
     const int gpus = CudaDeviceCount();
     const std::string device = DeviceOfLocalRank(cluster.local_rank, gpus);
@@ -108,6 +117,9 @@ MultiWorkerMirroredStrategy::~MultiWorkerMirroredStrategy() = default;
 void MultiWorkerMirroredStrategy::check_options() const {
   EST_CHECK(options_.timeout_secs() > 0, ConfigError, "MultiWorkerMirroredStrategy: timeout_secs must be positive, got ",
             options_.timeout_secs());
+  EST_CHECK(options_.min_workers() >= 0, ConfigError,
+            "MultiWorkerMirroredStrategy: min_workers must be 0 (no in-job recovery) or positive, got ",
+            options_.min_workers());
   const GradientCompression compression = options_.buckets().compression();
   EST_CHECK(compression == GradientCompression::kNone || devices_.size() <= 1, ConfigError,
             "MultiWorkerMirroredStrategy: gradient compression ", GradientCompressionName(compression),
@@ -177,6 +189,56 @@ void MultiWorkerMirroredStrategy::connect() {
   CheckSameSettings(*job_store_, worker_index, num_workers, settings(), timeout);
   collective_ = CreateCollective(*backend_, collective_request(job_store_));
   Log().info("MultiWorkerMirroredStrategy: all {} workers connected ({})", num_workers, collective_->name());
+  if (!recovers_lost_workers()) return;
+  MembershipOptions membership;
+  membership.member =
+      "worker " + std::to_string(worker_index) + ", pid " + std::to_string(::getpid()) + " on " + cluster.task_host();
+  membership.coordinator = is_chief;
+  membership.min_members = options_.min_workers();
+  membership.max_members = num_workers;
+  membership.settle = timeout;
+  membership.timeout = timeout;
+  membership_ = std::make_unique<Membership>(job_store_, membership);
+  generation_ = membership_->JoinFirstAt(worker_index, num_workers);
+}
+
+bool MultiWorkerMirroredStrategy::recovers_lost_workers() const {
+  return options_.min_workers() > 0 && cluster_.has_value() && place().num_workers > 1;
+}
+
+bool MultiWorkerMirroredStrategy::regroup() {
+  if (!generation_) return false;
+  const std::vector<int> lost = collective_ ? collective_->lost_ranks() : std::vector<int>{};
+  if (!lost.empty() && lost.front() == 0) {
+    Log().error(
+        "MultiWorkerMirroredStrategy: the chief was lost, and its store held the training group: the "
+        "training ends (est-launch --max-restarts restarts the job from its last checkpoint)");
+    return false;
+  }
+  // Closing this worker's connections ends the calls of peers still waiting on it: every
+  // worker of the failed generation learns of the loss and comes here.
+  const bool model_connected = model_collective_ != nullptr;
+  model_collective_.reset();
+  collective_.reset();
+  std::string named;
+  for (int rank : lost) named += (named.empty() ? "" : ", ") + std::to_string(rank);
+  Log().warn("MultiWorkerMirroredStrategy: generation {} of the training group lost {}; re-forming it without {}",
+             generation_->number, named.empty() ? "a worker it could not name" : "rank " + named,
+             named.empty() ? "the workers that do not arrive within the timeout" : "it");
+  generation_ = membership_->Rejoin(*generation_, lost);
+  place_ = TrainingPlace{generation_->world_size(), generation_->rank, generation_->rank == 0};
+  if (generation_->world_size() > 1) {
+    const auto store = CreatePrefixStore("generation/" + std::to_string(generation_->number), job_store_);
+    collective_ = CreateCollective(*backend_, collective_request(store));
+    if (model_connected) {
+      CollectiveRequest request = collective_request(CreatePrefixStore("model_fn", store));
+      request.shared_memory = false;
+      model_collective_ = CreateCollective(*backend_, request);
+    }
+  }
+  Log().warn("MultiWorkerMirroredStrategy: training on as worker {} of {} (generation {})", place_->worker_index,
+             place_->num_workers, generation_->number);
+  return true;
 }
 
 CollectiveRequest MultiWorkerMirroredStrategy::collective_request(std::shared_ptr<Store> store) const {

@@ -12,10 +12,11 @@
 
 #include "distribute/cluster/cluster_config.h"
 #include "distribute/collective/collective_backend.h"
-#include "distribute/training_place.h"
 #include "distribute/rendezvous/grpc_store.h"
+#include "distribute/rendezvous/membership.h"
 #include "distribute/rendezvous/settings_agreement.h"
 #include "distribute/strategy.h"
+#include "distribute/training_place.h"
 
 namespace est::distribute {
 
@@ -44,6 +45,12 @@ struct MultiWorkerOptions {
   TORCH_ARG(std::optional<GrpcStoreTls>, tls);
   /// Limit on the rendezvous and on every collective call, in seconds.
   TORCH_ARG(double, timeout_secs) = 300;
+  /// In-job recovery: when a worker other than the chief is lost, the others re-form the
+  /// group without it and go on while at least this many are left (a membership generation
+  /// of the chief's store; the step being taken is taken again). 0, the default: the
+  /// EST_MIN_WORKERS variable (est-launch --min-workers sets it), else none, and a lost worker
+  /// ends the training.
+  TORCH_ARG(int, min_workers) = 0;
   /// Gradient buckets all-reduced while backward runs (first bucket about 1 MB, then up to
   /// 25 MB), and the form of their float32 values on the wire (buckets().compression():
   /// none, or float16/bfloat16 with error feedback; needs one device per worker).
@@ -80,6 +87,12 @@ class MultiWorkerMirroredStrategy : public Strategy {
   /// made on a collective keeps the collective's ranks.
   void configure(const ClusterConfig& cluster) override;
   Collective* collective() override;
+  /// True with min_workers (or EST_MIN_WORKERS) set, in a cluster of two or more workers.
+  bool recovers_lost_workers() const override;
+  /// Joins the next generation without the ranks the failed collective names (or, after
+  /// timeout_secs, without any that does not arrive) and connects its collectives. False
+  /// where the chief was lost: its store holds the generations.
+  bool regroup() override;
   int model_collective_workers() const override { return num_workers(); }
   /// A second connection of the workers, beside the gradients', made on first use.
   Collective& model_collective() override;
@@ -123,6 +136,8 @@ class MultiWorkerMirroredStrategy : public Strategy {
   std::shared_ptr<Collective> collective_;
   std::once_flag model_connected_;
   std::shared_ptr<Collective> model_collective_;
+  std::unique_ptr<Membership> membership_;  ///< with in-job recovery, once connected
+  std::optional<Generation> generation_;    ///< the training group this worker is in
 };
 
 }  // namespace est::distribute

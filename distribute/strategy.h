@@ -49,6 +49,15 @@ class Strategy {
   /// the gradients' (which backward may be using), made on first use. ConfigError where
   /// model_collective_workers() is 1.
   virtual Collective& model_collective();
+  /// Whether a lost worker leaves the others training (regroup()) rather than ending the
+  /// training.
+  virtual bool recovers_lost_workers() const { return false; }
+  /// After a collective call of the training failed for a lost worker (CommunicationError or
+  /// TimeoutError): re-forms the training group without it and returns true, num_workers(),
+  /// worker_index() and collective() being the new group's, whose chief is the same. False
+  /// where it cannot (recovers_lost_workers() false, the chief lost): the failure ends the
+  /// training.
+  virtual bool regroup() { return false; }
   /// Number of worker processes in the training group.
   virtual int num_workers() const { return 1; }
   /// This worker's index in [0, num_workers).
@@ -99,6 +108,8 @@ class Strategy {
   void sum_across_workers(std::vector<at::Tensor>& tensors);
   /// Makes `tensors` equal to the chief's values on every worker (no-op with one worker).
   void broadcast_from_chief(std::vector<at::Tensor>& tensors);
+  /// Makes `bytes` the chief's on every worker (no-op with one worker).
+  void broadcast_bytes_from_chief(std::string& bytes);
   /// True on every worker when `flag` is true on any worker (e.g. "my input ended").
   bool any_worker(bool flag);
   /// Returns once every worker has called barrier() (no-op with one worker).

@@ -256,24 +256,16 @@ class TrainingSession : public Session {
            int64_t skip_batches, std::optional<int64_t> saved_batch_examples, int logical_shards) {
     global_step_ = start_step;
     logical_shards_ = logical_shards;
-    StepInput input =
-        logical_shards > 0
-            ? StepInput::LogicalShards(
-                  input_fn, logical_shards,
-                  LogicalShardsOfWorker(logical_shards, strategy_.num_workers(), strategy_.worker_index()),
-                  accumulation_steps_)
-            : StepInput::Pipeline(input_fn, strategy_.input_context(), replicas_.size() * accumulation_steps_);
-    position_per_step_ = input.position_per_step();
-    micro_batches_ = static_cast<int64_t>(input.batches_per_step()) / replicas_.size();
-    if (logical_shards > 0 && strategy_.num_workers() > 1)
-      Log().info("Training input: {} logical shards; this worker reads {} of them", logical_shards,
-                 input.shards().size());
-    distribute::StepSyncOptions sync_options;
-    sync_options.micro_batches = micro_batches_;
-    if (logical_shards > 0) sync_options.micro_batches_in_sync = logical_shards * accumulation_steps_;
-    sync_options.fused_optimizer_step = estimator_.config.fused_optimizer_step;
-    if (strategy_.is_chief()) sync_options.restore_latest_checkpoint = [this] { return restore_latest_checkpoint(); };
-    sync_ = strategy_.make_training_sync(sync_options);
+    // A group that re-forms without a lost worker hands its logical shards to the others.
+    EST_CHECK(logical_shards > 0 || !strategy_.recovers_lost_workers(), ConfigError, strategy_.name(),
+              ": in-job recovery (min_workers) needs workers of one replica each, which read logical input shards; "
+              "this worker has ",
+              replicas_.size(), " replicas");
+    if (logical_shards > 0) sync_options_.micro_batches_in_sync = logical_shards * accumulation_steps_;
+    sync_options_.fused_optimizer_step = estimator_.config.fused_optimizer_step;
+    if (strategy_.is_chief()) sync_options_.restore_latest_checkpoint = [this] { return restore_latest_checkpoint(); };
+    StepInput input = open_input(input_fn);
+    sync_ = strategy_.make_training_sync(sync_options_);
     EST_ASSERT(sync_.step && sync_.variables, strategy_.name(), "::make_training_sync gave no StepSync or VariableStore");
     if (std::optional<int64_t> position = sync_.variables->resume_position()) skip_batches = *position;
     if (skip_batches > 0) {
@@ -321,7 +313,16 @@ class TrainingSession : public Session {
       local.stop_signal = StopSignalGuard::pending() != 0;
       local.stop_requested = hook_requested_stop;
       prefetcher.start(upcoming);  // copied onto the devices while this step computes
-      EstimatorSpec spec = step(current, local, stop);
+      EstimatorSpec spec;
+      try {
+        spec = step(current, local, stop);
+      } catch (const Error& failure) {
+        if (!LostWorker(failure) || !strategy_.recovers_lost_workers()) throw;
+        prefetcher.wait(upcoming);
+        input = regroup(input_fn, failure, current, upcoming, stop);
+        prefetcher.start(current);
+        continue;
+      }
       input_position_ += position_per_step_;
       last_loss_ = spec.loss;
       CrashPoint("after_step", global_step_);
@@ -353,10 +354,103 @@ class TrainingSession : public Session {
     }
     runner.end();
     if (checkpoint_writer_) checkpoint_writer_->wait();
-    sync_.step->barrier();  // every worker returns once the chief's last checkpoint is written
+    finish_together();
   }
 
  private:
+  // The training input of this worker's place in the group (its logical shards, or one
+  // pipeline); sets the step's shape from it.
+  StepInput open_input(const InputFn& input_fn) {
+    StepInput input =
+        logical_shards_ > 0
+            ? StepInput::LogicalShards(
+                  input_fn, logical_shards_,
+                  LogicalShardsOfWorker(logical_shards_, strategy_.num_workers(), strategy_.worker_index()),
+                  accumulation_steps_)
+            : StepInput::Pipeline(input_fn, strategy_.input_context(), replicas_.size() * accumulation_steps_);
+    position_per_step_ = input.position_per_step();
+    micro_batches_ = static_cast<int64_t>(input.batches_per_step()) / replicas_.size();
+    sync_options_.micro_batches = micro_batches_;
+    if (logical_shards_ > 0 && strategy_.num_workers() > 1)
+      Log().info("Training input: {} logical shards; this worker reads {} of them", logical_shards_,
+                 input.shards().size());
+    return input;
+  }
+
+  // Whether `failure` is a collective's for a lost or silent peer.
+  static bool LostWorker(const Error& failure) {
+    return dynamic_cast<const CommunicationError*>(&failure) != nullptr ||
+           dynamic_cast<const TimeoutError*>(&failure) != nullptr;
+  }
+
+  // While `failure` (a step's, for a lost worker) is being handled: the group re-forms
+  // without the worker (Strategy::regroup), every worker takes the chief's state, and the
+  // input reopens on this worker's logical shards of the new group at the chief's position.
+  // Nothing of the failed step counts unless the chief applied it: the chief's variables,
+  // optimizer state, global step, input position and loss scale are everyone's. Rethrows
+  // `failure` where the group cannot re-form. Returns the input, with the next step's
+  // batches in `current` and `stop` saying whether it ended.
+  StepInput regroup(const InputFn& input_fn, const Error& failure, std::vector<data::Element>& current,
+                    std::vector<data::Element>& upcoming, distribute::StepFlags& stop) {
+    Log().warn("The step after global step {} failed: {}", global_step_, failure.what());
+    while (true) {
+      sync_ = {};                       // its StepSync reduces over the collective that failed
+      if (!strategy_.regroup()) throw;  // the exception being handled
+      try {
+        StepInput input = open_input(input_fn);
+        sync_ = strategy_.make_training_sync(sync_options_);
+        take_chief_state();
+        current.assign(input.batches_per_step(), {});
+        upcoming.assign(input.batches_per_step(), {});
+        const int64_t reached = input.skip_to(input_position_, global_step_, [](const data::Element&) {});
+        stop = {};
+        stop.input_ended = sync_.step->any_worker(reached < input_position_ || !input.read(current, global_step_));
+        Log().warn("Training goes on from global step {} (the chief's) with {} worker(s)", global_step_,
+                   strategy_.num_workers());
+        return input;
+      } catch (const Error& again) {
+        if (!LostWorker(again)) throw;
+        Log().warn("Re-forming the training group failed: {}", again.what());
+      }
+    }
+  }
+
+  // After a regroup: makes replica 0's variables, optimizer state, global step, input
+  // position and loss scale the chief's.
+  void take_chief_state() {
+    ModelContext& ctx = replicas_.replica(0);
+    torch::NoGradGuard no_grad;
+    sync_.variables->initialize(ctx.variables());
+    std::vector<at::Tensor> counters{at::tensor({global_step_, input_position_}, at::kLong)};
+    if (loss_scaler_)
+      counters.push_back(
+          at::tensor({loss_scaler_->scale(), static_cast<double>(loss_scaler_->good_steps())}, at::kDouble));
+    strategy_.broadcast_from_chief(counters);
+    global_step_ = counters[0][0].item<int64_t>();
+    input_position_ = counters[0][1].item<int64_t>();
+    if (loss_scaler_)
+      loss_scaler_->restore(counters[1][0].item<double>(), static_cast<int64_t>(counters[1][1].item<double>()));
+    for (const auto& [name, optimizer] : ctx.optimizers()) {
+      std::string bytes = strategy_.is_chief() ? SerializeOptimizer(*optimizer) : std::string();
+      strategy_.broadcast_bytes_from_chief(bytes);
+      if (!strategy_.is_chief()) DeserializeOptimizer(bytes, name, *optimizer);
+    }
+  }
+
+  // The last barrier: every worker returns once the chief's last checkpoint is written. A
+  // worker lost meanwhile leaves the others to finish in a group without it.
+  void finish_together() {
+    try {
+      sync_.step->barrier();
+    } catch (const Error& failure) {
+      if (!LostWorker(failure) || !strategy_.recovers_lost_workers()) throw;
+      Log().warn("The last barrier failed: {}", failure.what());
+      sync_ = {};
+      if (!strategy_.regroup()) throw;
+      strategy_.barrier();
+    }
+  }
+
   // Loads the latest checkpoint of model_dir into replica 0 (variables and optimizers) and
   // returns its progress; nullopt when there is none. For a VariableStore whose state was lost.
   std::optional<distribute::TrainingProgress> restore_latest_checkpoint() {
@@ -602,7 +696,8 @@ class TrainingSession : public Session {
   std::optional<MovingAverages> moving_averages_;
   std::optional<DynamicLossScaler> loss_scaler_;
   AsyncHostCopy loss_to_host_;
-  distribute::TrainingSync sync_;  ///< the strategy's, made when run() starts
+  distribute::TrainingSync sync_;             ///< the strategy's, made when run() starts and after a regroup
+  distribute::StepSyncOptions sync_options_;  ///< what sync_ is made with
   bool complete_saves_;
   const int64_t accumulation_steps_;
   std::optional<checkpoint::AsyncCheckpointWriter> checkpoint_writer_;

@@ -33,6 +33,7 @@ Every task runs <command...> (PATH is searched) with the environment of est-laun
   EST_TLS_CA_FILE, EST_TLS_CERT_FILE, EST_TLS_KEY_FILE, EST_TLS_REQUIRE_CLIENT_CERT
               from the --tls-* flags, when any is given
   EST_TASK    the task, as "chief-0", "worker-1" (crash-point tests use it)
+  EST_MIN_WORKERS  --min-workers, when given
   EST_RESTART_COUNT  how many times --max-restarts restarted the group (with --ps: this
               task) before this start
 in a process group of its own, with stdin from /dev/null. Each line a task writes goes to
@@ -61,6 +62,12 @@ next one (at most --max-restart-backoff-secs); tasks resume from the latest chec
 their model_dir. With --ps (parameter servers), the failed task alone is started again,
 each such restart counting one of the N: the other workers train on, a restarted worker
 continues its own input, and a restarted ps task is restored by the chief.
+
+With --min-workers N (all-reduce training on one host), a failed worker other than the
+chief does not stop the others while at least N training tasks (chief and workers) are
+left: they re-form their group without it and train on from the step it failed in
+(MultiWorkerMirroredStrategy reads EST_MIN_WORKERS). A failed chief, or fewer than N
+left, stops every task as above (then --max-restarts applies).
 
 Across hosts, run one est-launch per host with --nnodes N, its own --node-rank and the same
 --rendezvous HOST:PORT; node 0 listens there. Each host's --chief, --workers, --ps and
@@ -96,6 +103,7 @@ struct Flags {
   double grace_secs = 10;
   std::string cpu_bind = "auto";
   int max_restarts = 0;
+  int min_workers = 0;
   double restart_backoff_secs = 1;
   double max_restart_backoff_secs = 60;
   est_apps::TlsFlags tls;
@@ -138,6 +146,11 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->capture_default_str();
   app.add_option("--max-restarts", flags.max_restarts,
                  "After a task fails, stop every task and start them all again, at most this many times")
+      ->check(est_apps::IntegerIn<int>(0, 1000000))
+      ->capture_default_str();
+  app.add_option("--min-workers", flags.min_workers,
+                 "In-job recovery: when a worker (not the chief) fails, the others train on without it while at "
+                 "least this many training tasks (chief and workers) are left; 0: a failed task stops every task")
       ->check(est_apps::IntegerIn<int>(0, 1000000))
       ->capture_default_str();
   app.add_option("--restart-backoff-secs", flags.restart_backoff_secs,
@@ -193,6 +206,15 @@ est_launch::ClusterLayout ValidatedLayout(const Flags& flags, bool port_given) {
   }
   // A host of a launch across hosts may run only ps tasks or the evaluator.
   est_launch::ValidateLayout(layout, across_hosts);
+  if (flags.min_workers > 0) {
+    EST_CHECK(!across_hosts, est::ConfigError,
+              "--min-workers is for a launch on one host: across hosts, a failed task stops every host");
+    EST_CHECK(flags.ps == 0, est::ConfigError,
+              "--min-workers is for all-reduce training; with --ps, --max-restarts restarts a failed task alone");
+    const int training = layout.workers + (layout.chief ? 1 : 0);
+    EST_CHECK(flags.min_workers <= training, est::ConfigError, "--min-workers ", flags.min_workers, " exceeds the ",
+              training, " training tasks (chief and workers)");
+  }
   if (port_given) est_launch::ValidatePortRange(flags.port, layout.num_tasks());
   if (!layout.host.empty()) est_launch::CheckLocalHost(layout.host);
   return layout;
@@ -206,6 +228,8 @@ int Run(const Flags& flags, const est_launch::ClusterLayout& layout, bool port_g
   options.job_token = JobToken();
   if (flags.tls.any()) options.environment = flags.tls.environment();
   options.max_restarts = flags.max_restarts;
+  options.min_workers = flags.min_workers;
+  if (flags.min_workers > 0) options.environment["EST_MIN_WORKERS"] = std::to_string(flags.min_workers);
   options.restart_backoff_secs = flags.restart_backoff_secs;
   options.max_restart_backoff_secs = flags.max_restart_backoff_secs;
   using est_launch::CpuBindMode;

@@ -235,6 +235,11 @@ class Supervisor {
     task.exited = true;
     if (phase_ == Phase::kRunning) {
       if (Succeeded(status)) return;
+      if (options_.min_workers > 0 && IsLosableWorker(task.id) && RunningTrainingTasks() >= options_.min_workers) {
+        Log(task.id.label() + " " + DescribeWaitStatus(status) + "; the " + std::to_string(RunningTrainingTasks()) +
+            " other training tasks train on without it (--min-workers " + std::to_string(options_.min_workers) + ")");
+        return;
+      }
       if (cluster_.has_ps() && single_restarts_ < options_.max_restarts) {
         // Parameter servers: the others train on; this task alone starts again.
         ++single_restarts_;
@@ -270,6 +275,20 @@ class Supervisor {
   }
 
   static bool IsPs(const Task& task) { return task.id.type == "ps"; }
+
+  // Whether `id` is a worker the others can train on without (--min-workers): any but the
+  // chief of training, which is worker 0 in a cluster without a "chief" job.
+  bool IsLosableWorker(const TaskId& id) const {
+    return id.type == "worker" && (id.index > 0 || cluster_.cluster_json().contains("chief"));
+  }
+
+  // Training tasks (chief and workers) still running.
+  int RunningTrainingTasks() const {
+    int running = 0;
+    for (const Task& task : tasks_)
+      if ((task.id.type == "chief" || task.id.type == "worker") && !task.exited) ++running;
+    return running;
+  }
 
   // True when every task but the ps tasks has exited.
   bool TrainingTasksExited() const {

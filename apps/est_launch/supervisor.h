@@ -59,6 +59,10 @@ struct LaunchOptions {
   /// the failed task alone is started again (the others train on), each such restart
   /// counting one, with EST_RESTART_COUNT set to that task's restarts.
   int max_restarts = 0;
+  /// In-job recovery (all-reduce training): when a worker other than the chief fails and at
+  /// least this many training tasks (chief and workers) are still running, the others go on
+  /// without it (they re-form their group); 0: a failed task stops every task.
+  int min_workers = 0;
   /// Seconds to wait before the first restart; each later one waits twice the one before,
   /// up to max_restart_backoff_secs (a task that fails at once does not spin).
   double restart_backoff_secs = 1;

@@ -13,6 +13,7 @@
 //   membership/latest            the number of the latest closed generation
 //   membership/<g>/arrived       counter: the members that arrived at generation g
 //   membership/<g>/arrival/<i>   the id of the i-th arrival (from 1)
+//   membership/1/rank/<r>        the id of rank r, for a first generation in the rendezvous' order
 //   membership/<g>/members       the members of generation g in rank order, one a line: set
 //                                once, by the coordinator, which closes g
 //
@@ -81,6 +82,39 @@ Generation Membership::JoinFirst(int expected) {
   return Join(1, expected, {}, expected);
 }
 
+Generation Membership::JoinFirstAt(int rank, int world_size) {
+  EST_CHECK(world_size >= 1 && rank >= 0 && rank < world_size && (rank == 0) == options_.coordinator, ConfigError,
+            "Membership: rank ", rank, " of ", world_size, " cannot join the first generation",
+            options_.coordinator ? " as its coordinator, which is rank 0" : "");
+  const Clock::time_point deadline = Clock::now() + options_.timeout;
+  store_->set(Key(1, "rank/" + std::to_string(rank)), options_.member);
+  std::vector<std::string> members;
+  if (options_.coordinator) {
+    for (int other = 0; other < world_size; ++other)
+      members.push_back(store_->get(Key(1, "rank/" + std::to_string(other)), Until(deadline)));
+    store_->set(Key(1, "members"), Joined(members));
+    store_->set("membership/latest", "1");
+  } else {
+    members = WaitForMembers(1, deadline);
+  }
+  EST_CHECK(static_cast<int>(members.size()) == world_size && members[static_cast<size_t>(rank)] == options_.member,
+            Error, "generation 1 of the training group does not hold member '", options_.member, "' at rank ", rank,
+            " of ", world_size, ": another job's members share this store");
+  Log().info("Generation 1 of the training group: {} member(s); this one ('{}') is rank {}", world_size,
+             options_.member, rank);
+  return {1, std::move(members), rank};
+}
+
+std::vector<std::string> Membership::WaitForMembers(int64_t number, Clock::time_point deadline) {
+  try {
+    return Split(store_->get(Key(number, "members"), Until(deadline)));
+  } catch (const TimeoutError&) {
+    EST_THROW(TimeoutError, "member '", options_.member, "' waited ", DescribeDuration(options_.timeout),
+              " for generation ", number, " of the training group to form in ", store_->describe(),
+              ": the chief forms it when a generation ends (a member lost, or a newcomer waiting)");
+  }
+}
+
 Generation Membership::Rejoin(const Generation& current, const std::vector<int>& lost_ranks) {
   std::vector<std::string> expected;
   for (int rank = 0; rank < current.world_size(); ++rank)
@@ -111,13 +145,7 @@ Generation Membership::Join(int64_t number, int expected_count, std::vector<std:
         store_->set(Key(number, "members"), Joined(members));
         store_->set("membership/latest", std::to_string(number));
       } else {
-        try {
-          members = Split(store_->get(Key(number, "members"), Until(deadline)));
-        } catch (const TimeoutError&) {
-          EST_THROW(TimeoutError, "member '", options_.member, "' waited ", DescribeDuration(options_.timeout),
-                    " for generation ", number, " of the training group to form in ", store_->describe(),
-                    ": the chief forms it when a generation ends (a member lost, or a newcomer waiting)");
-        }
+        members = WaitForMembers(number, deadline);
       }
       const auto place = std::find(members.begin(), members.end(), options_.member);
       if (place != members.end()) {

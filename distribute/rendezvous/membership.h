@@ -58,6 +58,10 @@ class Membership {
   /// Joins the job's first generation; the coordinator closes it once `expected` members have
   /// arrived (the cluster's size), or after `settle` with at least min_members.
   Generation JoinFirst(int expected);
+  /// Joins the job's first generation at `rank`, the place a rendezvous gave this member (the
+  /// coordinator's is 0): the generation holds the `world_size` members in that order once
+  /// every one has joined, so ranks stay those of the cluster.
+  Generation JoinFirstAt(int rank, int world_size);
   /// After `current` failed: joins the next generation. The coordinator expects the members of
   /// `current` except those at `lost_ranks`, and closes without the others after `settle`.
   Generation Rejoin(const Generation& current, const std::vector<int>& lost_ranks);
@@ -69,6 +73,8 @@ class Membership {
   bool NewcomerWaiting(const Generation& current) const;
 
  private:
+  /// The members' key of generation `number`, waited for until `deadline`.
+  std::vector<std::string> WaitForMembers(int64_t number, std::chrono::steady_clock::time_point deadline);
   Generation Join(int64_t number, int expected_count, std::vector<std::string> expected, int previous_size);
   std::vector<std::string> Close(int64_t number, int expected_count, const std::vector<std::string>& expected,
                                  int previous_size);

@@ -398,6 +398,45 @@ TEST_CASE("RestartBackoffSecs doubles from the first wait up to the longest", "[
   CHECK(est_launch::RestartBackoffSecs(options, 5) == 0);
 }
 
+TEST_CASE("est-launch --min-workers lets the others run on after a worker fails, not after the chief", "[launch]") {
+  // Task `failing` exits with 3 once every task has printed EST_MIN_WORKERS; the others then
+  // wait a second and print again, unless they were stopped.
+  const auto run_failing = [](std::vector<std::string> flags, const std::string& failing, const std::string& name) {
+    const std::string m = est::testing::FreshTempDir(name + "_marks").string() + "/";
+    const std::string script = R"sh(echo "min=$EST_MIN_WORKERS"; touch )sh" + m +
+                               R"sh($EST_TASK; if [ "$EST_TASK" = )sh" + failing + R"sh( ]; then while [ "$(ls )sh" +
+                               m +
+                               R"sh( | wc -l)" -lt 3 ]; do sleep 0.01; done; exit 3; fi; )sh"
+                               R"sh(sleep 1; echo "still running")sh";
+    flags.insert(flags.end(), {"--", "sh", "-c", script});
+    return RunLaunch(flags, name);
+  };
+  SECTION("a worker fails while enough are left: exit 0, the others finish") {
+    LaunchRun run = run_failing({"--chief", "--workers", "2", "--min-workers", "2"}, "worker-1", "launch_min_workers");
+    INFO(run.out << run.err);
+    CHECK(run.exit_code == 0);
+    CHECK(Contains(run.err,
+                   "est-launch: worker 1 exited with status 3; the 2 other training tasks train on without it "
+                   "(--min-workers 2)"));
+    const auto by_task = ByTask(run.out);
+    CHECK(by_task.at("chief 0") == std::vector<std::string>{"min=2", "still running"});
+    CHECK(by_task.at("worker 0") == std::vector<std::string>{"min=2", "still running"});
+  }
+  SECTION("too few would be left: every task stops") {
+    LaunchRun run = run_failing({"--chief", "--workers", "2", "--min-workers", "3"}, "worker-1", "launch_min_few");
+    INFO(run.out << run.err);
+    CHECK(run.exit_code == 1);
+    CHECK(Lines(run.err).back() == "est-launch: error: worker 1 exited with status 3; stopped the other tasks");
+  }
+  SECTION("the chief (worker 0 without a chief job) fails: every task stops") {
+    LaunchRun run = run_failing({"--workers", "3", "--min-workers", "1"}, "worker-0", "launch_min_chief");
+    INFO(run.out << run.err);
+    CHECK(run.exit_code == 1);
+    CHECK(Lines(run.err).back() == "est-launch: error: worker 0 exited with status 3; stopped the other tasks");
+    CHECK_FALSE(Contains(run.out, "still running"));
+  }
+}
+
 TEST_CASE("est-launch --max-restarts starts every task again after a failure", "[launch]") {
   // Worker 1 fails on its first two starts; every task prints who it is and which start this is,
   // then leaves a mark, and worker 1 fails only once worker 0 has printed (est-launch stops
@@ -543,6 +582,8 @@ TEST_CASE("est-launch rejects bad flags and commands it cannot run with one clea
         {"--workers", "1", "--no-such-flag", "--", "true"},
         {"--workers", "1", "--cpu-bind", "sometimes", "--", "true"},
         {"--workers", "1", "--max-restarts", "-3", "--", "true"},
+        {"--workers", "2", "--min-workers", "3", "--", "true"},
+        {"--workers", "2", "--ps", "1", "--min-workers", "1", "--", "true"},
     };
     for (const auto& args : bad_flags) {
       std::string joined;
@@ -558,6 +599,8 @@ TEST_CASE("est-launch rejects bad flags and commands it cannot run with one clea
     CHECK(Contains(bad_bind.err, "--cpu-bind"));
     LaunchRun bad_restarts = RunLaunch({"--workers", "1", "--max-restarts", "-3", "--", "true"}, "launch_flags");
     CHECK(Contains(bad_restarts.err, "--max-restarts: expected an integer from 0 to 1000000, got '-3'"));
+    LaunchRun too_many = RunLaunch({"--chief", "--workers", "2", "--min-workers", "4", "--", "true"}, "launch_flags");
+    CHECK(Contains(too_many.err, "--min-workers 4 exceeds the 3 training tasks (chief and workers)"));
     LaunchRun bad_backoff = RunLaunch({"--workers", "1", "--restart-backoff-secs", "1e300", "--", "true"}, "launch_flags");
     CHECK(Contains(bad_backoff.err, "--restart-backoff-secs: expected a number of seconds from 0 to 86400, got '1e300'"));
     LaunchRun help = RunLaunch({"--help"}, "launch_help");

@@ -373,3 +373,60 @@ TEST_CASE("a parameter-server job over mutual TLS that fails ends every task by 
     CHECK(run.output.find("est-launch: chief 0 exited with status 143") != std::string::npos);
   }
 }
+
+namespace {
+
+// The largest of |a - b| / |b| (Frobenius norms) over the tensors of checkpoints `a` and `b`,
+// which must hold the same global step and tensor names.
+double CheckpointRelativeDifference(const std::string& a, const std::string& b) {
+  const est::checkpoint::CheckpointReader first(a);
+  const est::checkpoint::CheckpointReader second(b);
+  REQUIRE(first.global_step() == second.global_step());
+  REQUIRE(first.tensor_names() == second.tensor_names());
+  double largest = 0;
+  for (const std::string& name : first.tensor_names()) {
+    const at::Tensor x = first.tensor(name).to(at::kDouble);
+    const at::Tensor y = second.tensor(name).to(at::kDouble);
+    largest = std::max(largest, (x - y).norm().item<double>() / std::max(y.norm().item<double>(), 1e-12));
+  }
+  return largest;
+}
+
+}  // namespace
+
+TEST_CASE("--min-workers: a worker killed mid-run, the others re-form the group and train on like 1 worker",
+          "[apps][faults]") {
+  // 6 logical input shards: 2 per task of 3, then 3 per task of the 2 left. Every global step
+  // reads one batch of each shard, so the job learns what 1 worker reading all 6 learns, up to
+  // float32 rounding (the gradients are summed in another order).
+  const auto train = [](const std::string& dir) {
+    return std::string(EST_TRAIN_PATH) + " --model fashion_mnist_cnn --strategy multi_worker --model-dir " + dir +
+           " --max-steps 16 --batch-size 96 --logical-input-shards 6 --save-checkpoints-steps 8 --seed 7"
+           " --timeout-secs 60";
+  };
+  const std::string reference_dir = est::testing::FreshTempDir("faults_elastic_reference").string();
+  RunResult reference = RunCommand(std::string(EST_LAUNCH_PATH) + " --workers 1 -- " + train(reference_dir));
+  INFO(reference.output);
+  REQUIRE(reference.exit_code == 0);
+
+  const fs::path crash_points = est::testing::FreshTempDir("faults_elastic_points");
+  std::ofstream(crash_points / "worker-1@after_step@6").put('\n');
+  const std::string dir = est::testing::FreshTempDir("faults_elastic").string();
+  const auto start = std::chrono::steady_clock::now();
+  RunResult run = RunCommand("EST_CRASH_POINTS_DIR=" + crash_points.string() + " " + EST_LAUNCH_PATH +
+                             " --chief --workers 2 --min-workers 2 -- " + train(dir));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  CHECK(est::testing::CountEntries(crash_points) == 0);
+  CHECK(run.output.find("est-launch: worker 1 was killed by SIGKILL; the 2 other training tasks train on without it "
+                        "(--min-workers 2)") != std::string::npos);
+  // Worker 1 is rank 2; the others learn of it in step 7's all-reduce, long before the timeout.
+  CHECK(std::regex_search(run.output, std::regex(R"(\[chief 0\] .*generation 1 of the training group lost rank 2)")));
+  CHECK(run.output.find("[worker 0] ") != std::string::npos);
+  CHECK(std::regex_search(run.output, std::regex(R"(\[worker 0\] .*training on as worker 1 of 2 \(generation 2\))")));
+  CHECK(seconds < 50);
+  const std::string last = dir + "/model.ckpt-16";
+  REQUIRE(est::checkpoint::LatestCheckpoint(dir) == last);
+  CHECK(CheckpointRelativeDifference(last, reference_dir + "/model.ckpt-16") <= 1e-5);
+}

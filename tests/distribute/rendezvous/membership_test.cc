@@ -60,6 +60,32 @@ TEST_CASE("The first generation holds every member, the chief first, in one orde
   }
 }
 
+TEST_CASE("A first generation joined at rendezvous ranks keeps them, whatever the order of arrival", "[distribute]") {
+  const auto store = est::distribute::CreateInMemoryStore();
+  const std::vector<std::string> ids{"chief", "a", "b", "c"};
+  const std::vector<Generation> first = est::testing::RunRanks<Generation>(4, [&](int rank) {
+    // The last rank arrives first, the chief last.
+    std::this_thread::sleep_for(std::chrono::milliseconds(30 * (4 - rank)));
+    return Membership(store, Options(ids[static_cast<size_t>(rank)], rank == 0)).JoinFirstAt(rank, 4);
+  });
+  for (int rank = 0; rank < 4; ++rank) {
+    CHECK(first[static_cast<size_t>(rank)].number == 1);
+    CHECK(first[static_cast<size_t>(rank)].rank == rank);
+    CHECK(first[static_cast<size_t>(rank)].members == ids);
+  }
+  // After it, the next generation forms from it as from any other: rank 2 lost.
+  const std::vector<Generation> second = est::testing::RunRanks<Generation>(3, [&](int index) {
+    Generation mine = first[0];
+    mine.rank = index < 2 ? index : 3;
+    return Membership(store, Options(ids[static_cast<size_t>(mine.rank)], index == 0)).Rejoin(mine, {2});
+  });
+  CHECK(second[2].members == std::vector<std::string>{"chief", "a", "c"});
+  CHECK(second[2].number == 2);
+  CHECK(second[2].rank == 2);
+  CHECK_THROWS_MATCHES(Membership(store, Options("d")).JoinFirstAt(0, 2), est::ConfigError,
+                       est::testing::MessageMatches(Catch::Contains("rank 0 of 2 cannot join the first generation")));
+}
+
 TEST_CASE("After a member is lost, the others form the next generation at once, in their old order", "[distribute]") {
   const auto store = est::distribute::CreateInMemoryStore();
   const Generation first = FormFirst(store, {"chief", "a", "b"})[0];
