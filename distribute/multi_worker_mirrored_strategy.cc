@@ -11,11 +11,19 @@
 #include "distribute/cluster/cluster_environment.h"
 #include "distribute/default_devices.h"
 #include "distribute/rendezvous/grpc_store.h"
+#include "distribute/rendezvous/membership.h"
 #include "distribute/rendezvous/rendezvous.h"
 #include "distribute/rendezvous/settings_agreement.h"
 #include "distribute/rendezvous/store.h"
 
 namespace est::distribute {
+
+// In-job recovery's view of the training group: the generations in the chief's store, and
+// the one this worker trains in.
+struct MultiWorkerMirroredStrategy::Group {
+  Membership membership;
+  Generation generation;
+};
 namespace {
 
 std::vector<c10::Device> ParseDevices(const std::vector<std::string>& names) {
@@ -198,8 +206,9 @@ void MultiWorkerMirroredStrategy::connect() {
   membership.max_members = num_workers;
   membership.settle = timeout;
   membership.timeout = timeout;
-  membership_ = std::make_unique<Membership>(job_store_, membership);
-  generation_ = membership_->JoinFirstAt(worker_index, num_workers);
+  auto group = std::make_unique<Group>(Group{Membership(job_store_, membership), {}});
+  group->generation = group->membership.JoinFirstAt(worker_index, num_workers);
+  group_ = std::move(group);
 }
 
 bool MultiWorkerMirroredStrategy::recovers_lost_workers() const {
@@ -207,7 +216,8 @@ bool MultiWorkerMirroredStrategy::recovers_lost_workers() const {
 }
 
 bool MultiWorkerMirroredStrategy::regroup() {
-  if (!generation_) return false;
+  if (!group_) return false;
+  Generation& generation = group_->generation;
   const std::vector<int> lost = collective_ ? collective_->lost_ranks() : std::vector<int>{};
   if (!lost.empty() && lost.front() == 0) {
     Log().error(
@@ -223,12 +233,12 @@ bool MultiWorkerMirroredStrategy::regroup() {
   std::string named;
   for (int rank : lost) named += (named.empty() ? "" : ", ") + std::to_string(rank);
   Log().warn("MultiWorkerMirroredStrategy: generation {} of the training group lost {}; re-forming it without {}",
-             generation_->number, named.empty() ? "a worker it could not name" : "rank " + named,
+             generation.number, named.empty() ? "a worker it could not name" : "rank " + named,
              named.empty() ? "the workers that do not arrive within the timeout" : "it");
-  generation_ = membership_->Rejoin(*generation_, lost);
-  place_ = TrainingPlace{generation_->world_size(), generation_->rank, generation_->rank == 0};
-  if (generation_->world_size() > 1) {
-    const auto store = CreatePrefixStore("generation/" + std::to_string(generation_->number), job_store_);
+  generation = group_->membership.Rejoin(generation, lost);
+  place_ = TrainingPlace{generation.world_size(), generation.rank, generation.rank == 0};
+  if (generation.world_size() > 1) {
+    const auto store = CreatePrefixStore("generation/" + std::to_string(generation.number), job_store_);
     collective_ = CreateCollective(*backend_, collective_request(store));
     if (model_connected) {
       CollectiveRequest request = collective_request(CreatePrefixStore("model_fn", store));
@@ -237,7 +247,7 @@ bool MultiWorkerMirroredStrategy::regroup() {
     }
   }
   Log().warn("MultiWorkerMirroredStrategy: training on as worker {} of {} (generation {})", place_->worker_index,
-             place_->num_workers, generation_->number);
+             place_->num_workers, generation.number);
   return true;
 }
 

@@ -13,7 +13,6 @@
 #include "distribute/cluster/cluster_config.h"
 #include "distribute/collective/collective_backend.h"
 #include "distribute/rendezvous/grpc_store.h"
-#include "distribute/rendezvous/membership.h"
 #include "distribute/rendezvous/settings_agreement.h"
 #include "distribute/strategy.h"
 #include "distribute/training_place.h"
@@ -136,8 +135,8 @@ class MultiWorkerMirroredStrategy : public Strategy {
   std::shared_ptr<Collective> collective_;
   std::once_flag model_connected_;
   std::shared_ptr<Collective> model_collective_;
-  std::unique_ptr<Membership> membership_;  ///< with in-job recovery, once connected
-  std::optional<Generation> generation_;    ///< the training group this worker is in
+  struct Group;                   // the membership and this worker's generation (membership.h)
+  std::unique_ptr<Group> group_;  ///< with in-job recovery, once connected
 };
 
 }  // namespace est::distribute
