@@ -3,8 +3,10 @@
 /// its own or from the logical input shards it holds.
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "data/dataset.h"
@@ -23,6 +25,15 @@ class StepInput {
   /// Logical shards `shards` (ascending, each in [0, count)) of `count`; a step reads
   /// `rounds` rounds, one batch of each shard in a round.
   static StepInput LogicalShards(InputFn input_fn, int count, std::vector<int> shards, int64_t rounds);
+
+  /// After the training group changed: logical shards `shards` (ascending) of this input's
+  /// count, which consumes this one. A shard it held keeps its iterator, and the batches it
+  /// read ahead come first: `read_ahead`, whole steps of this input's batches in read()
+  /// order, read from `position`; any other shard is opened with `input_fn` and moved past
+  /// its first `position` batches. Returns it with the position reached (less than `position`
+  /// where a new shard ended first).
+  std::pair<StepInput, int64_t> Regroup(const InputFn& input_fn, std::vector<int> shards, int64_t position,
+                                        const std::vector<const std::vector<data::Element>*>& read_ahead) &&;
 
   /// Batches of one step: batch k of round m at m * (shards held, or 1) + k.
   size_t batches_per_step() const;
@@ -50,6 +61,8 @@ class StepInput {
   int64_t rounds_ = 1;       ///< batches each pipeline or shard gives a step
   std::vector<std::unique_ptr<data::Iterator>> iterators_;
   std::vector<data::Dataset> datasets_;  ///< kept alive while their iterators read
+  /// By pipeline or shard: batches read ahead (Regroup), which read() gives first.
+  std::vector<std::deque<data::Element>> read_ahead_;
 };
 
 /// The logical shards of `count` that worker `worker` of `workers` reads: worker, worker +

@@ -4,6 +4,7 @@
 #include <torch/optim/optimizer.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -319,7 +320,7 @@ class TrainingSession : public Session {
       } catch (const Error& failure) {
         if (!LostWorker(failure) || !strategy_.recovers_lost_workers()) throw;
         prefetcher.wait(upcoming);
-        input = regroup(input_fn, failure, current, upcoming, stop);
+        input = regroup(input_fn, failure, std::move(input), !local.input_ended, current, upcoming, stop);
         prefetcher.start(current);
         continue;
       }
@@ -384,35 +385,89 @@ class TrainingSession : public Session {
   }
 
   // While `failure` (a step's, for a lost worker) is being handled: the group re-forms
-  // without the worker (Strategy::regroup), every worker takes the chief's state, and the
-  // input reopens on this worker's logical shards of the new group at the chief's position.
-  // Nothing of the failed step counts unless the chief applied it: the chief's variables,
-  // optimizer state, global step, input position and loss scale are everyone's. Rethrows
-  // `failure` where the group cannot re-form. Returns the input, with the next step's
-  // batches in `current` and `stop` saying whether it ended.
-  StepInput regroup(const InputFn& input_fn, const Error& failure, std::vector<data::Element>& current,
-                    std::vector<data::Element>& upcoming, distribute::StepFlags& stop) {
+  // without the worker (Strategy::regroup), every worker takes the chief's state, and reads
+  // the logical shards it held and a share of the lost worker's. Nothing of the failed step
+  // counts unless the chief applied it: the chief's variables, optimizer state, global step,
+  // input position and loss scale are everyone's. `input` read the failed step's batches,
+  // `current`, and the next step's, `upcoming` (all of them where `upcoming_read`): where the
+  // chief's position is this worker's, its shards go on from them; otherwise every shard is
+  // opened again at the chief's position. Rethrows `failure` where the group cannot re-form.
+  // Returns the input, with the next step's batches in `current` and `stop` saying whether it
+  // ended.
+  StepInput regroup(const InputFn& input_fn, const Error& failure, StepInput input, bool upcoming_read,
+                    std::vector<data::Element>& current, std::vector<data::Element>& upcoming,
+                    distribute::StepFlags& stop) {
     Log().warn("The step after global step {} failed: {}", global_step_, failure.what());
+    const int64_t read_from = input_position_;
+    std::optional<StepInput> held(std::move(input));
     while (true) {
       sync_ = {};                       // its StepSync reduces over the collective that failed
       if (!strategy_.regroup()) throw;  // the exception being handled
       try {
-        StepInput input = open_input(input_fn);
+        const std::vector<int> shards = regrouped_shards(held ? held->shards() : std::vector<int>{});
+        micro_batches_ = accumulation_steps_ * static_cast<int64_t>(shards.size());
+        sync_options_.micro_batches = micro_batches_;
         sync_ = strategy_.make_training_sync(sync_options_);
         take_chief_state();
-        current.assign(input.batches_per_step(), {});
-        upcoming.assign(input.batches_per_step(), {});
-        const int64_t reached = input.skip_to(input_position_, global_step_, [](const data::Element&) {});
+        int64_t reached = input_position_;
+        const bool kept = held && upcoming_read && input_position_ == read_from;
+        const auto read_before = !kept ? 0 : std::count_if(shards.begin(), shards.end(), [&](int shard) {
+          return std::find(held->shards().begin(), held->shards().end(), shard) != held->shards().end();
+        });
+        StepInput next = [&] {
+          if (kept) {
+            auto [regrouped, position] =
+                std::move(*held).Regroup(input_fn, shards, input_position_, {&current, &upcoming});
+            reached = position;
+            return std::move(regrouped);
+          }
+          StepInput fresh = StepInput::LogicalShards(input_fn, logical_shards_, shards, accumulation_steps_);
+          reached = fresh.skip_to(input_position_, global_step_, [](const data::Element&) {});
+          return fresh;
+        }();
+        held.reset();
+        Log().info(
+            "Training input: {} logical shards; this worker reads {} of them, going on with the {} it read before",
+            logical_shards_, shards.size(), read_before);
+        current.assign(next.batches_per_step(), {});
+        upcoming.assign(next.batches_per_step(), {});
         stop = {};
-        stop.input_ended = sync_.step->any_worker(reached < input_position_ || !input.read(current, global_step_));
+        stop.input_ended = sync_.step->any_worker(reached < input_position_ || !next.read(current, global_step_));
         Log().warn("Training goes on from global step {} (the chief's) with {} worker(s)", global_step_,
                    strategy_.num_workers());
-        return input;
+        return next;
       } catch (const Error& again) {
         if (!LostWorker(again)) throw;
+        held.reset();  // what it read ahead may no longer be where the chief is
         Log().warn("Re-forming the training group failed: {}", again.what());
       }
     }
+  }
+
+  // The logical shards this worker reads in a re-formed group: the ones it `held`, and a
+  // share of those no worker holds (the lost workers'), each dealt in ascending order to the
+  // worker holding the fewest (the lowest rank of those), alike on every worker.
+  std::vector<int> regrouped_shards(const std::vector<int>& held) {
+    const int workers = strategy_.num_workers();
+    // Every shard's holders, then every worker's number of shards.
+    std::vector<at::Tensor> holdings{at::zeros({logical_shards_ + workers}, at::kLong)};
+    auto counts = holdings[0].accessor<int64_t, 1>();
+    for (int shard : held) counts[shard] = 1;
+    counts[logical_shards_ + strategy_.worker_index()] = static_cast<int64_t>(held.size());
+    strategy_.sum_across_workers(holdings);
+    counts = holdings[0].accessor<int64_t, 1>();
+    std::vector<int> shards = held;
+    for (int shard = 0; shard < logical_shards_; ++shard) {
+      EST_ASSERT(counts[shard] <= 1, "logical shard ", shard, " is held by ", counts[shard], " workers");
+      if (counts[shard] == 1) continue;
+      int fewest = 0;
+      for (int worker = 1; worker < workers; ++worker)
+        if (counts[logical_shards_ + worker] < counts[logical_shards_ + fewest]) fewest = worker;
+      ++counts[logical_shards_ + fewest];
+      if (fewest == strategy_.worker_index()) shards.push_back(shard);
+    }
+    std::sort(shards.begin(), shards.end());
+    return shards;
   }
 
   // After a regroup: makes replica 0's variables, optimizer state, global step, input

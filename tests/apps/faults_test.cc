@@ -425,6 +425,8 @@ TEST_CASE("--min-workers: a worker killed mid-run, the others re-form the group 
   CHECK(std::regex_search(run.output, std::regex(R"(\[chief 0\] .*generation 1 of the training group lost rank 2)")));
   CHECK(run.output.find("[worker 0] ") != std::string::npos);
   CHECK(std::regex_search(run.output, std::regex(R"(\[worker 0\] .*training on as worker 1 of 2 \(generation 2\))")));
+  // Each survivor goes on with its own 2 shards where they were, and opens 1 of the lost worker's.
+  CHECK(CountOf(run.output, "6 logical shards; this worker reads 3 of them, going on with the 2 it read before") == 2);
   CHECK(seconds < 50);
   const std::string last = dir + "/model.ckpt-16";
   REQUIRE(est::checkpoint::LatestCheckpoint(dir) == last);
