@@ -83,23 +83,25 @@ class FlatStepSync final : public StrategyStepSync {
       values.push_back(at::scalar_tensor(local.input_ended ? 1.0 : 0.0, at::kFloat));
       values.push_back(at::scalar_tensor(local.stop_signal ? 1.0 : 0.0, at::kFloat));
       values.push_back(at::scalar_tensor(local.stop_requested ? 1.0 : 0.0, at::kFloat));
+      values.push_back(at::scalar_tensor(local.newcomer_waiting ? 1.0 : 0.0, at::kFloat));
     }
     strategy_.average_across_replicas(averaged);
     ReplicaStep& first = replicas.front();
     const auto& values = averaged.front();
-    size_t index = values.size() - first.summaries.size() - 4;
+    size_t index = values.size() - first.summaries.size() - 5;
     first.loss = values[index++];
     for (at::Tensor& value : first.summaries) value = values[index++];
     StepFlags any;
     any.input_ended = values[index++].item<float>() > 0;
     any.stop_signal = values[index++].item<float>() > 0;
-    any.stop_requested = values[index].item<float>() > 0;
+    any.stop_requested = values[index++].item<float>() > 0;
+    any.newcomer_waiting = values[index].item<float>() > 0;
     return any;
   }
 };
 
 // One replica per worker: gradients are all-reduced in buckets while the last backward
-// runs (or after it: GradientReducerOptions::overlap); the loss and the three flags ride in
+// runs (or after it: GradientReducerOptions::overlap); the loss and the four flags ride in
 // the last bucket. Summaries, when the model has any, follow in one small all-reduce. Each
 // bucket's variables are offered to the loop's gradients_final as its averages arrive.
 class BucketedStepSync final : public StrategyStepSync {
@@ -112,7 +114,7 @@ class BucketedStepSync final : public StrategyStepSync {
   void before_last_backward(int, const ReplicaStep& step, StepFlags local) override {
     if (!reducer_) {
       reducer_ = std::make_unique<GradientReducer>(
-          collective_, step.variables, static_cast<int>(micro_batches_in_sync()), buckets_, /*extras_numel=*/4);
+          collective_, step.variables, static_cast<int>(micro_batches_in_sync()), buckets_, /*extras_numel=*/5);
       reducer_variables_ = step.variables.size();
       Log().info("Gradient all-reduce: {} buckets, {}", reducer_->num_buckets(),
                  reducer_->overlaps_backward() ? "each all-reduced while backward runs"
@@ -124,13 +126,14 @@ class BucketedStepSync final : public StrategyStepSync {
               "); create all state on the first call");
     // Weighed by this worker's micro-batches, then divided by every worker's (the divisor):
     // the mean over every micro-batch in sync.
-    // The four values are made on the loss's device (a GPU's, with NCCL).
+    // The five values are made on the loss's device (a GPU's, with NCCL).
     const auto scale = static_cast<double>(micro_batches_);
     const auto on_loss_device = step.loss.options().dtype(at::kFloat);
     reducer_->prepare(at::stack({step.loss.detach().to(at::kFloat).reshape({}) * scale,
                                  at::scalar_tensor(local.input_ended ? scale : 0.0, on_loss_device),
                                  at::scalar_tensor(local.stop_signal ? scale : 0.0, on_loss_device),
-                                 at::scalar_tensor(local.stop_requested ? scale : 0.0, on_loss_device)}));
+                                 at::scalar_tensor(local.stop_requested ? scale : 0.0, on_loss_device),
+                                 at::scalar_tensor(local.newcomer_waiting ? scale : 0.0, on_loss_device)}));
   }
 
   StepFlags finish(std::vector<ReplicaStep>& replicas, StepFlags) override {
@@ -149,7 +152,7 @@ class BucketedStepSync final : public StrategyStepSync {
     }
     const at::Tensor extras = reducer_->extras();  // a view of the reducer's buffer: copy out
     step.loss = extras[0].to(step.loss.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
-    const at::Tensor flags = extras.slice(0, 1, 4).cpu();  // one copy (and wait) on a GPU
+    const at::Tensor flags = extras.slice(0, 1, 5).cpu();  // one copy (and wait) on a GPU
     if (!step.summaries.empty()) {
       std::vector<std::vector<at::Tensor>> summaries(1);
       for (const at::Tensor& value : step.summaries) summaries[0].push_back(value.detach().to(at::kFloat).clone());
@@ -160,6 +163,7 @@ class BucketedStepSync final : public StrategyStepSync {
     any.input_ended = flags[0].item<float>() > 0;
     any.stop_signal = flags[1].item<float>() > 0;
     any.stop_requested = flags[2].item<float>() > 0;
+    any.newcomer_waiting = flags[3].item<float>() > 0;
     return any;
   }
 

@@ -21,10 +21,26 @@ namespace est::distribute {
 // In-job recovery's view of the training group: the generations in the chief's store, and
 // the one this worker trains in.
 struct MultiWorkerMirroredStrategy::Group {
+  std::shared_ptr<Store> store;  ///< the job's training-group keys in the chief's store
   Membership membership;
   Generation generation;
+  GroupEntry entry = GroupEntry::kAtStart;
+  std::chrono::steady_clock::time_point next_newcomer_check;
 };
 namespace {
+
+// How often the chief asks its store whether a newcomer waits: a store call every step would
+// cost a short step a fraction of its time.
+constexpr std::chrono::milliseconds kNewcomerCheckInterval(200);
+// The training group's keys, under the job's id in the chief's store: the first generation's
+// strategy settings (which a newcomer checks its own against), then Membership's.
+constexpr char kGroupSettingsKey[] = "settings";
+
+std::string SettingsText(const StrategySettings& settings) {
+  std::string text;
+  for (const auto& [name, value] : settings) text += name + ": " + value + "\n";
+  return text;
+}
 
 std::vector<c10::Device> ParseDevices(const std::vector<std::string>& names) {
   EST_CHECK(!names.empty(), ConfigError, "MultiWorkerMirroredStrategy needs at least one device");
@@ -192,23 +208,58 @@ void MultiWorkerMirroredStrategy::connect() {
   rendezvous.world_size = num_workers;
   rendezvous.timeout = timeout;
   rendezvous.cluster_source = cluster.source;
+  if (recovers_lost_workers()) {
+    const auto group_store = CreatePrefixStore(options_.job_id() + "/training_group", store_);
+    MembershipOptions membership;
+    membership.member =
+        "worker " + std::to_string(worker_index) + ", pid " + std::to_string(::getpid()) + " on " + cluster.task_host();
+    membership.coordinator = is_chief;
+    membership.min_members = options_.min_workers();
+    membership.max_members = num_workers;
+    membership.settle = timeout;
+    membership.timeout = timeout;
+    group_ =
+        std::make_unique<Group>(Group{group_store, Membership(group_store, membership), {}, GroupEntry::kAtStart, {}});
+    // The first generation closed, so the rendezvous did without this worker: it is new.
+    if (!is_chief && group_store->check({"membership/latest"})) {
+      join_running_group();
+      return;
+    }
+  }
   job_store_ = Rendezvous(store_, rendezvous);
   // Workers with other settings would train with mismatched buckets or replicas.
   CheckSameSettings(*job_store_, worker_index, num_workers, settings(), timeout);
+  collective_store_ = job_store_;
   collective_ = CreateCollective(*backend_, collective_request(job_store_));
   Log().info("MultiWorkerMirroredStrategy: all {} workers connected ({})", num_workers, collective_->name());
-  if (!recovers_lost_workers()) return;
-  MembershipOptions membership;
-  membership.member =
-      "worker " + std::to_string(worker_index) + ", pid " + std::to_string(::getpid()) + " on " + cluster.task_host();
-  membership.coordinator = is_chief;
-  membership.min_members = options_.min_workers();
-  membership.max_members = num_workers;
-  membership.settle = timeout;
-  membership.timeout = timeout;
-  auto group = std::make_unique<Group>(Group{Membership(job_store_, membership), {}});
-  group->generation = group->membership.JoinFirstAt(worker_index, num_workers);
-  group_ = std::move(group);
+  if (group_) form_first_generation();
+}
+
+void MultiWorkerMirroredStrategy::form_first_generation() {
+  // Before the generation closes: a newcomer that finds it closed finds the settings too.
+  if (place().is_chief) group_->store->set(kGroupSettingsKey, SettingsText(settings()));
+  group_->generation = group_->membership.JoinFirstAt(place().worker_index, place().num_workers);
+}
+
+void MultiWorkerMirroredStrategy::join_running_group() {
+  const std::string theirs = group_->store->get(
+      kGroupSettingsKey, std::chrono::milliseconds(static_cast<int64_t>(options_.timeout_secs() * 1000)));
+  EST_CHECK(theirs == SettingsText(settings()), ConfigError, "MultiWorkerMirroredStrategy: worker ",
+            place().worker_index, " cannot join the training group of job '", options_.job_id(),
+            "': its strategy settings differ from the group's.\nThe group's:\n", theirs, "This worker's:\n",
+            SettingsText(settings()));
+  Log().info("MultiWorkerMirroredStrategy: job '{}' is training; worker {} joins its group as a newcomer",
+             options_.job_id(), place().worker_index);
+  std::optional<Generation> generation = group_->membership.JoinAsNewcomer();
+  if (!generation) {
+    group_->entry = GroupEntry::kTrainingEnded;
+    Log().info("MultiWorkerMirroredStrategy: the training of job '{}' ended before this worker could join",
+               options_.job_id());
+    return;
+  }
+  group_->entry = GroupEntry::kJoinedRunning;
+  group_->generation = std::move(*generation);
+  connect_generation();
 }
 
 bool MultiWorkerMirroredStrategy::recovers_lost_workers() const {
@@ -217,7 +268,6 @@ bool MultiWorkerMirroredStrategy::recovers_lost_workers() const {
 
 bool MultiWorkerMirroredStrategy::regroup() {
   if (!group_) return false;
-  Generation& generation = group_->generation;
   const std::vector<int> lost = collective_ ? collective_->lost_ranks() : std::vector<int>{};
   if (!lost.empty() && lost.front() == 0) {
     Log().error(
@@ -225,30 +275,64 @@ bool MultiWorkerMirroredStrategy::regroup() {
         "training ends (est-launch --max-restarts restarts the job from its last checkpoint)");
     return false;
   }
-  // Closing this worker's connections ends the calls of peers still waiting on it: every
-  // worker of the failed generation learns of the loss and comes here.
-  const bool model_connected = model_collective_ != nullptr;
-  model_collective_.reset();
-  collective_.reset();
   std::string named;
   for (int rank : lost) named += (named.empty() ? "" : ", ") + std::to_string(rank);
   Log().warn("MultiWorkerMirroredStrategy: generation {} of the training group lost {}; re-forming it without {}",
-             generation.number, named.empty() ? "a worker it could not name" : "rank " + named,
+             group_->generation.number, named.empty() ? "a worker it could not name" : "rank " + named,
              named.empty() ? "the workers that do not arrive within the timeout" : "it");
-  generation = group_->membership.Rejoin(generation, lost);
-  place_ = TrainingPlace{generation.world_size(), generation.rank, generation.rank == 0};
-  if (generation.world_size() > 1) {
-    const auto store = CreatePrefixStore("generation/" + std::to_string(generation.number), job_store_);
-    collective_ = CreateCollective(*backend_, collective_request(store));
-    if (model_connected) {
-      CollectiveRequest request = collective_request(CreatePrefixStore("model_fn", store));
-      request.shared_memory = false;
-      model_collective_ = CreateCollective(*backend_, request);
-    }
-  }
-  Log().warn("MultiWorkerMirroredStrategy: training on as worker {} of {} (generation {})", place_->worker_index,
-             place_->num_workers, generation.number);
+  form_next_generation(lost);
   return true;
+}
+
+MultiWorkerMirroredStrategy::GroupEntry MultiWorkerMirroredStrategy::enter_group() {
+  if (!recovers_lost_workers()) return GroupEntry::kAtStart;
+  collective();
+  const GroupEntry entry = group_->entry;
+  if (entry == GroupEntry::kJoinedRunning) group_->entry = GroupEntry::kAtStart;  // a later run starts with it
+  return entry;
+}
+
+bool MultiWorkerMirroredStrategy::newcomer_waiting() {
+  if (!group_ || !place().is_chief) return false;
+  const auto now = std::chrono::steady_clock::now();
+  if (now < group_->next_newcomer_check) return false;
+  group_->next_newcomer_check = now + kNewcomerCheckInterval;
+  return group_->membership.NewcomerWaiting(group_->generation);
+}
+
+void MultiWorkerMirroredStrategy::admit_newcomers() {
+  EST_ASSERT(group_ != nullptr, "only a strategy with in-job recovery admits newcomers");
+  Log().info(
+      "MultiWorkerMirroredStrategy: a newcomer waits to join generation {} of the training group: "
+      "re-forming it with every member",
+      group_->generation.number);
+  form_next_generation({});
+}
+
+void MultiWorkerMirroredStrategy::end_group() {
+  if (group_ && place().is_chief) group_->membership.Finish(group_->generation);
+}
+
+void MultiWorkerMirroredStrategy::form_next_generation(const std::vector<int>& lost) {
+  // Closing this worker's connections ends the calls of peers still waiting on it: every
+  // worker of a failed generation learns of the loss and re-forms the group too. model_fn's
+  // collective is connected again when model_fn next asks for it, as a newcomer's is.
+  {
+    const std::lock_guard<std::mutex> lock(model_connect_mutex_);
+    model_collective_.reset();
+  }
+  collective_.reset();
+  group_->generation = group_->membership.Rejoin(group_->generation, lost);
+  connect_generation();
+  Log().warn("MultiWorkerMirroredStrategy: training on as worker {} of {} (generation {})", place_->worker_index,
+             place_->num_workers, group_->generation.number);
+}
+
+void MultiWorkerMirroredStrategy::connect_generation() {
+  const Generation& generation = group_->generation;
+  place_ = TrainingPlace{generation.world_size(), generation.rank, generation.rank == 0};
+  collective_store_ = CreatePrefixStore("generation/" + std::to_string(generation.number), group_->store);
+  if (generation.world_size() > 1) collective_ = CreateCollective(*backend_, collective_request(collective_store_));
 }
 
 CollectiveRequest MultiWorkerMirroredStrategy::collective_request(std::shared_ptr<Store> store) const {
@@ -265,17 +349,17 @@ CollectiveRequest MultiWorkerMirroredStrategy::collective_request(std::shared_pt
 Collective& MultiWorkerMirroredStrategy::model_collective() {
   EST_CHECK(place().num_workers > 1, ConfigError, "MultiWorkerMirroredStrategy: worker ", place().worker_index,
             " trains alone; model_fn's collectives need no connection");
-  std::call_once(model_connected_, [this] {
-    if (model_collective_ != nullptr) return;
+  const std::lock_guard<std::mutex> lock(model_connect_mutex_);
+  if (model_collective_ == nullptr) {
     EST_CHECK(backend_ != nullptr, ConfigError, "MultiWorkerMirroredStrategy was made on a collective without one "
               "for model_fn's collectives: pass CreateWithCollective a model_collective");
     collective();  // the job's rendezvous
     // Small tensors, called while backward may all-reduce gradients on the other connection.
-    CollectiveRequest request = collective_request(CreatePrefixStore("model_fn", job_store_));
+    CollectiveRequest request = collective_request(CreatePrefixStore("model_fn", collective_store_));
     request.shared_memory = false;
     model_collective_ = CreateCollective(*backend_, request);
     Log().info("MultiWorkerMirroredStrategy: model_fn's collectives connected ({})", model_collective_->name());
-  });
+  }
   return *model_collective_;
 }
 

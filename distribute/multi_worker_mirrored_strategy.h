@@ -92,6 +92,13 @@ class MultiWorkerMirroredStrategy : public Strategy {
   /// timeout_secs, without any that does not arrive) and connects its collectives. False
   /// where the chief was lost: its store holds the generations.
   bool regroup() override;
+  /// With in-job recovery, a worker started while the group trains (a replacement) joins it
+  /// as a newcomer at the end of a step: kJoinedRunning.
+  GroupEntry enter_group() override;
+  /// On the chief, at most every 0.2 s: whether a newcomer arrived in the chief's store.
+  bool newcomer_waiting() override;
+  void admit_newcomers() override;
+  void end_group() override;
   int model_collective_workers() const override { return num_workers(); }
   /// A second connection of the workers, beside the gradients', made on first use.
   Collective& model_collective() override;
@@ -119,6 +126,15 @@ class MultiWorkerMirroredStrategy : public Strategy {
   /// This worker's place; ConfigError while the strategy has neither a cluster nor a collective.
   const TrainingPlace& place() const { return PlaceOrThrow(place_, name(), "MultiWorkerOptions::cluster"); }
   void connect();
+  /// With in-job recovery, after the rendezvous: the first generation, of the cluster's workers.
+  void form_first_generation();
+  /// A worker that finds the group training: joins it as a newcomer, if it still trains.
+  void join_running_group();
+  /// Forms the next generation without the ranks `lost` and with the newcomers waiting, and
+  /// connects its collectives.
+  void form_next_generation(const std::vector<int>& lost);
+  /// Connects the gradients' collective of the generation this worker is in.
+  void connect_generation();
   /// This worker's request for a collective of the job over `store`.
   CollectiveRequest collective_request(std::shared_ptr<Store> store) const;
   /// What every worker must share, checked when they connect.
@@ -132,8 +148,9 @@ class MultiWorkerMirroredStrategy : public Strategy {
   std::once_flag connected_;
   std::shared_ptr<Store> store_;  ///< the chief's store; on the chief, with its server
   std::shared_ptr<Store> job_store_;  ///< the job's keys, after the rendezvous
+  std::shared_ptr<Store> collective_store_;  ///< the keys of collective()'s generation
   std::shared_ptr<Collective> collective_;
-  std::once_flag model_connected_;
+  std::mutex model_connect_mutex_;  ///< guards model_collective_, made on first use in each generation
   std::shared_ptr<Collective> model_collective_;
   struct Group;                   // the membership and this worker's generation (membership.h)
   std::unique_ptr<Group> group_;  ///< with in-job recovery, once connected

@@ -64,6 +64,9 @@ struct StepFlags {
   bool job_finished = false;
   /// A hook of this worker asked to stop (RunContext::request_stop).
   bool stop_requested = false;
+  /// A worker waits to join the training group (the chief saw it): every worker admits it
+  /// after this step (Strategy::admit_newcomers).
+  bool newcomer_waiting = false;
 };
 
 /// The progress a checkpoint records when it is not this worker's own: the global step and

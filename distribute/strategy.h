@@ -53,11 +53,30 @@ class Strategy {
   /// training.
   virtual bool recovers_lost_workers() const { return false; }
   /// After a collective call of the training failed for a lost worker (CommunicationError or
-  /// TimeoutError): re-forms the training group without it and returns true, num_workers(),
+  /// TimeoutError): re-forms the training group without it (and with any newcomer waiting)
+  /// and returns true, num_workers(),
   /// worker_index() and collective() being the new group's, whose chief is the same. False
   /// where it cannot (recovers_lost_workers() false, the chief lost): the failure ends the
   /// training.
   virtual bool regroup() { return false; }
+  /// How this worker entered the training group (enter_group()).
+  enum class GroupEntry {
+    kAtStart,        ///< with the others, when the training started
+    kJoinedRunning,  ///< into a group already training, whose state it takes from the chief
+    kTrainingEnded,  ///< not at all: the group's training ended before it could join
+  };
+  /// Connects this worker to the training group, waiting until the group takes it in, and
+  /// says how it entered; kAtStart where the group does not change while it trains.
+  virtual GroupEntry enter_group() { return GroupEntry::kAtStart; }
+  /// Whether a worker waits to join the training group; asked between steps, true only on
+  /// the chief. The step's flags carry it, and every worker then calls admit_newcomers().
+  virtual bool newcomer_waiting() { return false; }
+  /// After a step whose flags said a newcomer waits: forms the next group, of every worker and
+  /// the newcomers (num_workers(), worker_index() and collective() being its own).
+  virtual void admit_newcomers() {}
+  /// On the chief, after the training's last barrier: workers that wait to join, or come
+  /// later, learn that the training ended (enter_group() gives kTrainingEnded).
+  virtual void end_group() {}
   /// Number of worker processes in the training group.
   virtual int num_workers() const { return 1; }
   /// This worker's index in [0, num_workers).

@@ -9,7 +9,9 @@
 #include <cmath>
 #include <csignal>
 #include <deque>
+#include <exception>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <set>
 #include <unordered_set>
@@ -253,8 +255,11 @@ class TrainingSession : public Session {
   // whose input position `skip_batches` is, when it recorded them. `logical_shards`: the
   // logical input shards the workers read (LogicalInputShards), 0 for one pipeline each.
   // Trains from `start_step` until `last_step` (steps or max_steps; unset: until the input ends).
+  // `joins_running_group`: this worker joined a group already training (a newcomer), whose
+  // step, state and input position it takes from the chief instead.
   void run(const InputFn& input_fn, std::vector<HookPtr> hooks, int64_t start_step, std::optional<int64_t> last_step,
-           int64_t skip_batches, std::optional<int64_t> saved_batch_examples, int logical_shards) {
+           int64_t skip_batches, std::optional<int64_t> saved_batch_examples, int logical_shards,
+           bool joins_running_group) {
     global_step_ = start_step;
     logical_shards_ = logical_shards;
     // A group that re-forms without a lost worker hands its logical shards to the others.
@@ -265,39 +270,18 @@ class TrainingSession : public Session {
     if (logical_shards > 0) sync_options_.micro_batches_in_sync = logical_shards * accumulation_steps_;
     sync_options_.fused_optimizer_step = estimator_.config.fused_optimizer_step;
     if (strategy_.is_chief()) sync_options_.restore_latest_checkpoint = [this] { return restore_latest_checkpoint(); };
-    StepInput input = open_input(input_fn);
-    sync_ = strategy_.make_training_sync(sync_options_);
-    EST_ASSERT(sync_.step && sync_.variables, strategy_.name(), "::make_training_sync gave no StepSync or VariableStore");
-    if (std::optional<int64_t> position = sync_.variables->resume_position()) skip_batches = *position;
-    if (skip_batches > 0) {
-      const auto started = std::chrono::steady_clock::now();
-      input_position_ =
-          input.skip_to(skip_batches, global_step_, [this](const data::Element& first) { create_variables(first); });
-      Log().info("Continued the input where checkpoint step {} left it: skipped {} batches in {:.3f} s", start_step,
-                 input_position_, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-    }
-    HookRunner runner(std::move(hooks), *this);
     // A step's batches: micro-batch m of local replica r at index m * replicas + r. The next
     // step's batches are read before this step synchronizes, and whether every worker got
     // them travels in this step's all-reduce, so a step synchronizes once.
-    const size_t batches_per_step = input.batches_per_step();
-    std::vector<data::Element> current(batches_per_step);
-    std::vector<data::Element> upcoming(batches_per_step);
-    DevicePrefetcher prefetcher(strategy_.local_devices(), estimator_.config.channels_last);
+    std::vector<data::Element> current;
+    std::vector<data::Element> upcoming;
     distribute::StepFlags stop;
-    stop.input_ended = sync_.step->any_worker(!input.read(current, global_step_));
-    EST_CHECK(!stop.input_ended || skip_batches > 0, DataError, "the training input_fn's dataset gave ",
-              strategy_.num_workers() > 1 ? "a worker " : "", "fewer than the ", batches_per_step,
-              " batch(es) of one step: check its files (an empty file list or empty files) and filters");
-    batch_examples_ = BatchExamples(current.front());
-    if (skip_batches > 0 && saved_batch_examples && *saved_batch_examples != batch_examples_) {
-      Log().warn("Resuming at global step {} with batches of {} examples, but the checkpoint was written with "
-                 "batches of {}: the input position is counted in batches, so the {} batches skipped are {:.0f} "
-                 "examples of this input where the first run consumed {:.0f}",
-                 start_step, batch_examples_, *saved_batch_examples, skip_batches,
-                 static_cast<double>(skip_batches) * static_cast<double>(batch_examples_),
-                 static_cast<double>(skip_batches) * static_cast<double>(*saved_batch_examples));
-    }
+    StepInput input = joins_running_group
+                          ? reform_group(input_fn, std::nullopt, {}, current, stop, nullptr)
+                          : start_input(input_fn, start_step, skip_batches, saved_batch_examples, current, stop);
+    upcoming.resize(current.size());
+    HookRunner runner(std::move(hooks), *this);
+    DevicePrefetcher prefetcher(strategy_.local_devices(), estimator_.config.channels_last);
     prefetcher.start(current);
     BatchSignature batch_signature;
     // A hook's request to stop: a worker that trains alone stops at once. Workers that step
@@ -313,14 +297,22 @@ class TrainingSession : public Session {
       local.input_ended = !input.read(upcoming, global_step_);
       local.stop_signal = StopSignalGuard::pending() != 0;
       local.stop_requested = hook_requested_stop;
+      local.newcomer_waiting = strategy_.newcomer_waiting();
       prefetcher.start(upcoming);  // copied onto the devices while this step computes
       EstimatorSpec spec;
       try {
         spec = step(current, local, stop);
       } catch (const Error& failure) {
-        if (!LostWorker(failure) || !strategy_.recovers_lost_workers()) throw;
+        if (!RecoversFrom(failure)) throw;
+        Log().warn("The step after global step {} failed: {}", global_step_, failure.what());
         prefetcher.wait(upcoming);
-        input = regroup(input_fn, failure, std::move(input), !local.input_ended, current, upcoming, stop);
+        // What it read ahead, the failed step's batches then the next step's, is where the
+        // input goes on if the chief's position is this worker's.
+        std::vector<const std::vector<data::Element>*> read_ahead;
+        if (!local.input_ended) read_ahead = {&current, &upcoming};
+        input =
+            reform_group(input_fn, std::move(input), read_ahead, current, stop, [this] { return strategy_.regroup(); });
+        upcoming.assign(current.size(), {});
         prefetcher.start(current);
         continue;
       }
@@ -334,6 +326,16 @@ class TrainingSession : public Session {
       if (requested && (strategy_.num_workers() == 1 || (last_step && global_step_ >= *last_step))) break;
       hook_requested_stop = hook_requested_stop || requested;
       std::swap(current, upcoming);
+      if (stop.newcomer_waiting && !stop.input_ended && !stop.stop_signal && !stop.stop_requested &&
+          !hook_requested_stop) {
+        prefetcher.wait(current);
+        input = reform_group(input_fn, std::move(input), {&current}, current, stop, [this] {
+          strategy_.admit_newcomers();
+          return true;
+        });
+        upcoming.assign(current.size(), {});
+        prefetcher.start(current);
+      }
     }
     if (stop.stop_signal) {
       const int local_signal = StopSignalGuard::pending();
@@ -359,9 +361,13 @@ class TrainingSession : public Session {
   }
 
  private:
-  // The training input of this worker's place in the group (its logical shards, or one
-  // pipeline); sets the step's shape from it.
-  StepInput open_input(const InputFn& input_fn) {
+  // The input of a worker that starts with the group: its logical shards or pipeline, moved
+  // past the `skip_batches` a checkpoint (or the VariableStore) says were consumed, with the
+  // first step's batches read into `current` and `stop.input_ended` set where any worker's
+  // input ended before them.
+  StepInput start_input(const InputFn& input_fn, int64_t start_step, int64_t skip_batches,
+                        std::optional<int64_t> saved_batch_examples, std::vector<data::Element>& current,
+                        distribute::StepFlags& stop) {
     StepInput input =
         logical_shards_ > 0
             ? StepInput::LogicalShards(
@@ -369,123 +375,201 @@ class TrainingSession : public Session {
                   LogicalShardsOfWorker(logical_shards_, strategy_.num_workers(), strategy_.worker_index()),
                   accumulation_steps_)
             : StepInput::Pipeline(input_fn, strategy_.input_context(), replicas_.size() * accumulation_steps_);
-    position_per_step_ = input.position_per_step();
-    micro_batches_ = static_cast<int64_t>(input.batches_per_step()) / replicas_.size();
-    sync_options_.micro_batches = micro_batches_;
+    shape_steps(input);
     if (logical_shards_ > 0 && strategy_.num_workers() > 1)
       Log().info("Training input: {} logical shards; this worker reads {} of them", logical_shards_,
                  input.shards().size());
+    sync_ = strategy_.make_training_sync(sync_options_);
+    EST_ASSERT(sync_.step && sync_.variables, strategy_.name(),
+               "::make_training_sync gave no StepSync or VariableStore");
+    if (std::optional<int64_t> position = sync_.variables->resume_position()) skip_batches = *position;
+    if (skip_batches > 0) {
+      const auto started = std::chrono::steady_clock::now();
+      input_position_ =
+          input.skip_to(skip_batches, global_step_, [this](const data::Element& first) { create_variables(first); });
+      Log().info("Continued the input where checkpoint step {} left it: skipped {} batches in {:.3f} s", start_step,
+                 input_position_, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    }
+    current.assign(input.batches_per_step(), {});
+    stop.input_ended = sync_.step->any_worker(!input.read(current, global_step_));
+    EST_CHECK(!stop.input_ended || skip_batches > 0, DataError, "the training input_fn's dataset gave ",
+              strategy_.num_workers() > 1 ? "a worker " : "", "fewer than the ", current.size(),
+              " batch(es) of one step: check its files (an empty file list or empty files) and filters");
+    batch_examples_ = BatchExamples(current.front());
+    if (skip_batches > 0 && saved_batch_examples && *saved_batch_examples != batch_examples_) {
+      Log().warn(
+          "Resuming at global step {} with batches of {} examples, but the checkpoint was written with "
+          "batches of {}: the input position is counted in batches, so the {} batches skipped are {:.0f} "
+          "examples of this input where the first run consumed {:.0f}",
+          start_step, batch_examples_, *saved_batch_examples, skip_batches,
+          static_cast<double>(skip_batches) * static_cast<double>(batch_examples_),
+          static_cast<double>(skip_batches) * static_cast<double>(*saved_batch_examples));
+    }
     return input;
   }
 
-  // Whether `failure` is a collective's for a lost or silent peer.
-  static bool LostWorker(const Error& failure) {
-    return dynamic_cast<const CommunicationError*>(&failure) != nullptr ||
-           dynamic_cast<const TimeoutError*>(&failure) != nullptr;
+  // The step's shape for `input`: each local replica's micro-batches, and how far a step moves
+  // the input position.
+  void shape_steps(const StepInput& input) {
+    position_per_step_ = input.position_per_step();
+    micro_batches_ = static_cast<int64_t>(input.batches_per_step()) / replicas_.size();
+    sync_options_.micro_batches = micro_batches_;
   }
 
-  // While `failure` (a step's, for a lost worker) is being handled: the group re-forms
-  // without the worker (Strategy::regroup), every worker takes the chief's state, and reads
-  // the logical shards it held and a share of the lost worker's. Nothing of the failed step
-  // counts unless the chief applied it: the chief's variables, optimizer state, global step,
-  // input position and loss scale are everyone's. `input` read the failed step's batches,
-  // `current`, and the next step's, `upcoming` (all of them where `upcoming_read`): where the
-  // chief's position is this worker's, its shards go on from them; otherwise every shard is
-  // opened again at the chief's position. Rethrows `failure` where the group cannot re-form.
-  // Returns the input, with the next step's batches in `current` and `stop` saying whether it
-  // ended.
-  StepInput regroup(const InputFn& input_fn, const Error& failure, StepInput input, bool upcoming_read,
-                    std::vector<data::Element>& current, std::vector<data::Element>& upcoming,
-                    distribute::StepFlags& stop) {
-    Log().warn("The step after global step {} failed: {}", global_step_, failure.what());
+  // Whether the training goes on after `failure`, a step's: a collective's for a lost or
+  // silent peer, where the strategy re-forms the group without it.
+  bool RecoversFrom(const Error& failure) const {
+    return strategy_.recovers_lost_workers() && (dynamic_cast<const CommunicationError*>(&failure) != nullptr ||
+                                                 dynamic_cast<const TimeoutError*>(&failure) != nullptr);
+  }
+
+  // Re-forms the training group and this worker's input in it. `form` forms the next group
+  // (Strategy::regroup after a failure, admit_newcomers between steps; false: it cannot, and
+  // the exception being handled is rethrown); null for a newcomer, which the group has taken
+  // in. Then every worker takes the chief's counters, variables, optimizer state and loss
+  // scale (a newcomer creates its variables first, on its first batch), and the logical
+  // shards are dealt again: a worker keeps the iterators of those it `held` and still reads,
+  // and gives first what it read ahead of them (`read_ahead`: whole steps, read from its
+  // position) where the chief's position is the one it read from; any other shard is opened
+  // at the chief's position. Nothing of a failed step counts unless the chief applied it.
+  // Returns the input, with the next step's batches in `current` and `stop` saying whether
+  // it ended. A worker lost meanwhile starts the sequence again, without it.
+  StepInput reform_group(const InputFn& input_fn, std::optional<StepInput> held,
+                         const std::vector<const std::vector<data::Element>*>& read_ahead,
+                         std::vector<data::Element>& current, distribute::StepFlags& stop,
+                         const std::function<bool()>& form) {
     const int64_t read_from = input_position_;
-    std::optional<StepInput> held(std::move(input));
+    std::exception_ptr failure = std::current_exception();
+    sync_ = {};  // its StepSync reduces over the collective that the new group replaces
+    bool formed = form ? form() : true;
     while (true) {
-      sync_ = {};                       // its StepSync reduces over the collective that failed
-      if (!strategy_.regroup()) throw;  // the exception being handled
+      if (!formed) std::rethrow_exception(failure);
       try {
+        take_chief_counters();
         const std::vector<int> shards = regrouped_shards(held ? held->shards() : std::vector<int>{});
         micro_batches_ = accumulation_steps_ * static_cast<int64_t>(shards.size());
         sync_options_.micro_batches = micro_batches_;
         sync_ = strategy_.make_training_sync(sync_options_);
-        take_chief_state();
+        const bool kept = held && !read_ahead.empty() && input_position_ == read_from;
+        std::optional<StepInput> next;
         int64_t reached = input_position_;
-        const bool kept = held && upcoming_read && input_position_ == read_from;
-        const auto read_before = !kept ? 0 : std::count_if(shards.begin(), shards.end(), [&](int shard) {
+        std::optional<bool> first_read;  // a newcomer's first step's batches, read where it starts
+        if (replicas_.replica(0).variables().empty()) {
+          next = StepInput::LogicalShards(input_fn, logical_shards_, shards, accumulation_steps_);
+          const auto create = [this](const data::Element& first) { create_variables(first); };
+          if (input_position_ > 0) {
+            reached = next->skip_to(input_position_, global_step_, create);
+          } else {
+            current.assign(next->batches_per_step(), {});
+            first_read = next->read(current, global_step_);
+            if (*first_read) create(current.front());
+          }
+        } else {
+          take_chief_variables();
+        }
+        take_chief_optimizers();
+        const size_t read_before = !kept ? 0 : std::count_if(shards.begin(), shards.end(), [&](int shard) {
           return std::find(held->shards().begin(), held->shards().end(), shard) != held->shards().end();
         });
-        StepInput next = [&] {
-          if (kept) {
-            auto [regrouped, position] =
-                std::move(*held).Regroup(input_fn, shards, input_position_, {&current, &upcoming});
-            reached = position;
-            return std::move(regrouped);
-          }
-          StepInput fresh = StepInput::LogicalShards(input_fn, logical_shards_, shards, accumulation_steps_);
-          reached = fresh.skip_to(input_position_, global_step_, [](const data::Element&) {});
-          return fresh;
-        }();
+        if (kept) {
+          auto [regrouped, position] = std::move(*held).Regroup(input_fn, shards, input_position_, read_ahead);
+          next.emplace(std::move(regrouped));
+          reached = position;
+        } else if (!next) {
+          next = StepInput::LogicalShards(input_fn, logical_shards_, shards, accumulation_steps_);
+          reached = next->skip_to(input_position_, global_step_, [](const data::Element&) {});
+        }
         held.reset();
+        shape_steps(*next);
         Log().info(
             "Training input: {} logical shards; this worker reads {} of them, going on with the {} it read before",
             logical_shards_, shards.size(), read_before);
-        current.assign(next.batches_per_step(), {});
-        upcoming.assign(next.batches_per_step(), {});
+        if (!first_read) {
+          current.assign(next->batches_per_step(), {});
+          first_read = next->read(current, global_step_);
+        }
         stop = {};
-        stop.input_ended = sync_.step->any_worker(reached < input_position_ || !next.read(current, global_step_));
+        stop.input_ended = sync_.step->any_worker(reached < input_position_ || !*first_read);
+        if (batch_examples_ == 0 && *first_read) batch_examples_ = BatchExamples(current.front());
         Log().warn("Training goes on from global step {} (the chief's) with {} worker(s)", global_step_,
                    strategy_.num_workers());
-        return next;
+        return std::move(*next);
       } catch (const Error& again) {
-        if (!LostWorker(again)) throw;
+        if (!RecoversFrom(again)) throw;
         held.reset();  // what it read ahead may no longer be where the chief is
+        failure = std::current_exception();
         Log().warn("Re-forming the training group failed: {}", again.what());
       }
+      sync_ = {};
+      formed = strategy_.regroup();
     }
   }
 
-  // The logical shards this worker reads in a re-formed group: the ones it `held`, and a
-  // share of those no worker holds (the lost workers'), each dealt in ascending order to the
-  // worker holding the fewest (the lowest rank of those), alike on every worker.
+  // The logical shards this worker reads in a re-formed group, alike on every worker: those
+  // it `held`, with the shards no worker holds (a lost worker's) dealt in ascending order to
+  // the worker holding fewest (the lowest rank of those); then, while a worker holds two more
+  // than another (a newcomer holds none), its highest shard moves to the one holding fewest.
   std::vector<int> regrouped_shards(const std::vector<int>& held) {
     const int workers = strategy_.num_workers();
-    // Every shard's holders, then every worker's number of shards.
-    std::vector<at::Tensor> holdings{at::zeros({logical_shards_ + workers}, at::kLong)};
-    auto counts = holdings[0].accessor<int64_t, 1>();
-    for (int shard : held) counts[shard] = 1;
-    counts[logical_shards_ + strategy_.worker_index()] = static_cast<int64_t>(held.size());
-    strategy_.sum_across_workers(holdings);
-    counts = holdings[0].accessor<int64_t, 1>();
-    std::vector<int> shards = held;
-    for (int shard = 0; shard < logical_shards_; ++shard) {
-      EST_ASSERT(counts[shard] <= 1, "logical shard ", shard, " is held by ", counts[shard], " workers");
-      if (counts[shard] == 1) continue;
-      int fewest = 0;
-      for (int worker = 1; worker < workers; ++worker)
-        if (counts[logical_shards_ + worker] < counts[logical_shards_ + fewest]) fewest = worker;
-      ++counts[logical_shards_ + fewest];
-      if (fewest == strategy_.worker_index()) shards.push_back(shard);
+    // Every shard's holders (each holder's rank + 1, summed), then how many hold it.
+    std::vector<at::Tensor> holdings{at::zeros({2 * logical_shards_}, at::kLong)};
+    auto holders = holdings[0].accessor<int64_t, 1>();
+    for (int shard : held) {
+      holders[shard] = strategy_.worker_index() + 1;
+      holders[logical_shards_ + shard] = 1;
     }
-    std::sort(shards.begin(), shards.end());
-    return shards;
+    strategy_.sum_across_workers(holdings);
+    holders = holdings[0].accessor<int64_t, 1>();
+    std::vector<std::vector<int>> shards(static_cast<size_t>(workers));
+    std::vector<int> unheld;
+    for (int shard = 0; shard < logical_shards_; ++shard) {
+      const int64_t count = holders[logical_shards_ + shard];
+      EST_ASSERT(count <= 1 && holders[shard] <= workers, "logical shard ", shard, " is held by ", count, " workers");
+      if (count == 0)
+        unheld.push_back(shard);
+      else
+        shards[static_cast<size_t>(holders[shard] - 1)].push_back(shard);
+    }
+    const auto size_order = [](const std::vector<int>& a, const std::vector<int>& b) { return a.size() < b.size(); };
+    for (int shard : unheld) std::min_element(shards.begin(), shards.end(), size_order)->push_back(shard);
+    while (true) {
+      auto fewest = std::min_element(shards.begin(), shards.end(), size_order);
+      auto most = std::max_element(shards.begin(), shards.end(), size_order);
+      if (most->size() <= fewest->size() + 1) break;
+      const auto highest = std::max_element(most->begin(), most->end());
+      fewest->push_back(*highest);
+      most->erase(highest);
+    }
+    std::vector<int> mine = std::move(shards[static_cast<size_t>(strategy_.worker_index())]);
+    std::sort(mine.begin(), mine.end());
+    return mine;
   }
 
-  // After a regroup: makes replica 0's variables, optimizer state, global step, input
-  // position and loss scale the chief's.
-  void take_chief_state() {
-    ModelContext& ctx = replicas_.replica(0);
-    torch::NoGradGuard no_grad;
-    sync_.variables->initialize(ctx.variables());
-    std::vector<at::Tensor> counters{at::tensor({global_step_, input_position_}, at::kLong)};
+  // After the group re-formed: makes the global step, input position, logical shards and
+  // loss scale the chief's.
+  void take_chief_counters() {
+    std::vector<at::Tensor> counters{at::tensor({global_step_, input_position_, int64_t{logical_shards_}}, at::kLong)};
     if (loss_scaler_)
       counters.push_back(
           at::tensor({loss_scaler_->scale(), static_cast<double>(loss_scaler_->good_steps())}, at::kDouble));
     strategy_.broadcast_from_chief(counters);
     global_step_ = counters[0][0].item<int64_t>();
     input_position_ = counters[0][1].item<int64_t>();
+    logical_shards_ = static_cast<int>(counters[0][2].item<int64_t>());
+    sync_options_.micro_batches_in_sync = logical_shards_ * accumulation_steps_;
     if (loss_scaler_)
       loss_scaler_->restore(counters[1][0].item<double>(), static_cast<int64_t>(counters[1][1].item<double>()));
-    for (const auto& [name, optimizer] : ctx.optimizers()) {
+  }
+
+  // After the group re-formed: makes replica 0's variables the chief's.
+  void take_chief_variables() {
+    torch::NoGradGuard no_grad;
+    sync_.variables->initialize(replicas_.replica(0).variables());
+  }
+
+  // After the group re-formed: makes replica 0's optimizer state the chief's.
+  void take_chief_optimizers() {
+    for (const auto& [name, optimizer] : replicas_.replica(0).optimizers()) {
       std::string bytes = strategy_.is_chief() ? SerializeOptimizer(*optimizer) : std::string();
       strategy_.broadcast_bytes_from_chief(bytes);
       if (!strategy_.is_chief()) DeserializeOptimizer(bytes, name, *optimizer);
@@ -493,17 +577,19 @@ class TrainingSession : public Session {
   }
 
   // The last barrier: every worker returns once the chief's last checkpoint is written. A
-  // worker lost meanwhile leaves the others to finish in a group without it.
+  // worker lost meanwhile leaves the others to finish in a group without it. Then newcomers
+  // waiting to join learn that the training ended.
   void finish_together() {
     try {
       sync_.step->barrier();
     } catch (const Error& failure) {
-      if (!LostWorker(failure) || !strategy_.recovers_lost_workers()) throw;
+      if (!RecoversFrom(failure)) throw;
       Log().warn("The last barrier failed: {}", failure.what());
       sync_ = {};
       if (!strategy_.regroup()) throw;
       strategy_.barrier();
     }
+    strategy_.end_group();
   }
 
   // Loads the latest checkpoint of model_dir into replica 0 (variables and optimizers) and
@@ -825,7 +911,15 @@ void Estimator::Impl::train(const InputFn& input_fn, const TrainOptions& options
   std::optional<StopSignalGuard> stop_signals;
   if (config.stop_on_signals) stop_signals.emplace();
   const distribute::FlightRecorderSignal flight_recorder_dump(config.flight_recorder_signal);
-  CheckSameGlobalStep(strategy, start_step, "restored");
+  // With in-job recovery, a worker started while the group trains joins it at the end of a
+  // step and takes the chief's state then.
+  const distribute::Strategy::GroupEntry entry = strategy.enter_group();
+  if (entry == distribute::Strategy::GroupEntry::kTrainingEnded) {
+    Log().info("The training group's training ended before this worker joined it: nothing to train");
+    return;
+  }
+  const bool joins_running_group = entry == distribute::Strategy::GroupEntry::kJoinedRunning;
+  if (!joins_running_group) CheckSameGlobalStep(strategy, start_step, "restored");
   if (strategy.num_replicas_in_sync() > 1)
     Log().info("Training with {}: {} replicas in sync, {} on this worker", strategy.name(),
                strategy.num_replicas_in_sync(), strategy.num_local_replicas());
@@ -837,7 +931,7 @@ void Estimator::Impl::train(const InputFn& input_fn, const TrainOptions& options
       options.max_steps() ? options.max_steps()
                           : options.steps() ? std::optional<int64_t>(start_step + *options.steps()) : std::nullopt;
   session.run(input_fn, std::move(hooks), start_step, last_step, skip_batches, saved_batch_examples,
-              LogicalInputShards(config, strategy, resume_from.get()));
+              LogicalInputShards(config, strategy, resume_from.get()), joins_running_group);
   if (session.last_loss().defined())
     Log().info("Loss for final step: {}.", FormatTensorValue(session.last_loss()));
   if (const int signal_number = session.stopped_by_signal())

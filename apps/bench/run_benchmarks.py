@@ -113,8 +113,11 @@ Figures (see docs/performance.md):
                  layers, 64 examples a task, 6 logical input shards) to the job's next completed step, in-job
                  (est-launch --min-workers 2), vs torchrun's elastic agent restarting the 3 ranks of the DDP peer
                  (elastic_ddp_peer.py) from its last checkpoint (target: <= 2 s and 5x faster)
+  elastic_recovery_replace  the same, in-job with a replacement (est-launch --min-workers 3 --max-restarts 1): the
+                 2 left wait for worker 1 started again alone, which joins them and takes the chief's state by
+                 broadcast
   elastic_recovery_restart  the same with est-launch --max-restarts 1: every task restarts from the checkpoint
-  elastic_steps_lost_{shrink,restart}  completed steps lost by the kill (a checkpoint every 20 steps, the kill
+  elastic_steps_lost_{shrink,replace,restart}  completed steps lost by the kill (a checkpoint every 20 steps, the kill
                  after step 30), vs torchrun's
 and, when built, the figures of input_pipeline_bench and checkpoint_bench.
 """
@@ -461,7 +464,8 @@ class Runner:
     def recovery(self, mode):
         """Seconds from SIGKILL of one training task of 3 (after step RECOVERY_KILL_STEP) to the job's next
         completed step, and the completed steps lost: `mode` "shrink" (ours, est-launch --min-workers 2: the
-        others go on), "restart" (ours, est-launch --max-restarts 1: every task restarts from the checkpoint) or
+        others go on), "replace" (ours, --min-workers 3 --max-restarts 1: the others wait for the killed task,
+        started again alone, to join them), "restart" (ours, est-launch --max-restarts 1: every task restarts from the checkpoint) or
         "torchrun" (the DDP peer under torchrun's elastic agent, which restarts every rank from its checkpoint).
         The Fashion-MNIST CNN on stock layers, 64 examples per task and step, a checkpoint every
         RECOVERY_SAVE_STEPS steps, one thread per task."""
@@ -477,15 +481,16 @@ class Runner:
             step_line = re.compile(r"elastic_ddp_peer: step (\d+) restart (\d+) at ([0-9.]+)")
             recovered = lambda line, match: match is not None and match.group(2) != "0"  # noqa: E731
         else:
-            flags = (["--min-workers", "2"] if mode == "shrink"
-                     else ["--max-restarts", "1", "--restart-backoff-secs", "0"])
+            flags = {"shrink": ["--min-workers", "2"],
+                     "replace": ["--min-workers", "3", "--max-restarts", "1", "--restart-backoff-secs", "0"],
+                     "restart": ["--max-restarts", "1", "--restart-backoff-secs", "0"]}[mode]
             command = [os.path.join(self.bin, "est-launch"), "--chief", "--workers", "2", "--grace-secs", "5"] + \
                 flags + ["--", os.path.join(self.bin, "est-train"), "--model", "fashion_mnist_cnn", "--kernels",
                          "off", "--strategy", "multi_worker", "--model-dir", model_dir, "--batch-size", "192",
                          "--logical-input-shards", "6", "--max-steps", max_steps, "--save-checkpoints-steps",
                          str(RECOVERY_SAVE_STEPS), "--log-step-count-steps", "1", "--timeout-secs", "60"]
             step_line = re.compile(r"^\[chief 0\] .*\bstep = (\d+)$")
-            marker = "Training goes on from global step" if mode == "shrink" else "restarting every task in"
+            marker = "restarting every task in" if mode == "restart" else "Training goes on from global step"
             recovered = lambda line, match: marker in line  # noqa: E731
         launch = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                   env=self.single_thread, start_new_session=True)
@@ -781,7 +786,7 @@ def main():
             seconds, timeout = runner.stop_to_error()
             record("elastic_stop_to_error", seconds, timeout, "s")
             peer_seconds, peer_lost = runner.recovery("torchrun")
-            for mode in ("shrink", "restart"):
+            for mode in ("shrink", "replace", "restart"):
                 seconds, lost = runner.recovery(mode)
                 record(f"elastic_recovery_{mode}", seconds, peer_seconds, "s, SIGKILL to the next step")
                 record(f"elastic_steps_lost_{mode}", lost, peer_lost, "completed steps lost")
@@ -951,7 +956,7 @@ def main():
     peers["elastic_recorder_call"] = "the same while another thread takes records"
     peers["elastic_recorder_share"] = "none: recorded calls a step x elastic_recorder_call / step time, 2 workers, CNN"
     peers["elastic_stop_to_error"] = "the collective timeout (ours: SIGSTOP of worker 1 to worker 0's error)"
-    for mode in ("shrink", "restart"):
+    for mode in ("shrink", "replace", "restart"):
         peers[f"elastic_recovery_{mode}"] = "torchrun's elastic agent restarting DDP's 3 ranks from a checkpoint"
         peers[f"elastic_steps_lost_{mode}"] = "the same, torchrun"
     peers["serve_hot_reload_versions"] = "versions exported (ours: versions served by the reloads under load)"

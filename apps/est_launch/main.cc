@@ -66,8 +66,11 @@ continues its own input, and a restarted ps task is restored by the chief.
 With --min-workers N (all-reduce training on one host), a failed worker other than the
 chief does not stop the others while at least N training tasks (chief and workers) are
 left: they re-form their group without it and train on from the step it failed in
-(MultiWorkerMirroredStrategy reads EST_MIN_WORKERS). A failed chief, or fewer than N
-left, stops every task as above (then --max-restarts applies).
+(MultiWorkerMirroredStrategy reads EST_MIN_WORKERS). With --max-restarts as well, the
+failed worker alone is started again after the back-off (each such restart counting one of
+the N) and joins the running group at the end of a step, taking the chief's state; while
+fewer than N are left, the others wait for it (up to their timeout). A failed chief, or
+fewer than N left without a restart, stops every task as above.
 
 Across hosts, run one est-launch per host with --nnodes N, its own --node-rank and the same
 --rendezvous HOST:PORT; node 0 listens there. Each host's --chief, --workers, --ps and
@@ -150,7 +153,8 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->capture_default_str();
   app.add_option("--min-workers", flags.min_workers,
                  "In-job recovery: when a worker (not the chief) fails, the others train on without it while at "
-                 "least this many training tasks (chief and workers) are left; 0: a failed task stops every task")
+                 "least this many training tasks (chief and workers) are left, and with --max-restarts it is "
+                 "started again alone to join them; 0: a failed task stops every task")
       ->check(est_apps::IntegerIn<int>(0, 1000000))
       ->capture_default_str();
   app.add_option("--restart-backoff-secs", flags.restart_backoff_secs,

@@ -162,6 +162,12 @@ class Supervisor {
     for (size_t i = 0; i < tasks_.size(); ++i) {
       Task& old = tasks_[i];
       if (!old.restart_at || Clock::now() < *old.restart_at) continue;
+      if (options_.min_workers > 0 && TrainingChiefExited()) {
+        // It would find no group to join: the training ended.
+        old.restart_at.reset();
+        Log("not restarting " + old.id.label() + ": the chief has finished the training");
+        continue;
+      }
       CloseStream(old.out);
       CloseStream(old.err);
       const int restarts = old.restarts;
@@ -235,20 +241,26 @@ class Supervisor {
     task.exited = true;
     if (phase_ == Phase::kRunning) {
       if (Succeeded(status)) return;
-      if (options_.min_workers > 0 && IsLosableWorker(task.id) && RunningTrainingTasks() >= options_.min_workers) {
-        Log(task.id.label() + " " + DescribeWaitStatus(status) + "; the " + std::to_string(RunningTrainingTasks()) +
-            " other training tasks train on without it (--min-workers " + std::to_string(options_.min_workers) + ")");
-        return;
+      if (options_.min_workers > 0 && IsLosableWorker(task.id)) {
+        const int running = RunningTrainingTasks();
+        const std::string others = "the " + std::to_string(running) + " other training tasks";
+        const std::string min_workers = "(--min-workers " + std::to_string(options_.min_workers) + ")";
+        if (single_restarts_ < options_.max_restarts) {
+          RestartAlone(task, status,
+                       running >= options_.min_workers
+                           ? others + " train on without it until it joins them " + min_workers
+                           : others + " wait for it to join them, as they are fewer than " + min_workers.substr(1));
+          return;
+        }
+        if (running >= options_.min_workers) {
+          Log(task.id.label() + " " + DescribeWaitStatus(status) + "; " + others + " train on without it " +
+              min_workers);
+          return;
+        }
       }
       if (cluster_.has_ps() && single_restarts_ < options_.max_restarts) {
         // Parameter servers: the others train on; this task alone starts again.
-        ++single_restarts_;
-        ++task.restarts;
-        const double wait = RestartBackoffSecs(options_, task.restarts);
-        task.restart_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait));
-        Log(task.id.label() + " " + DescribeWaitStatus(status) + "; restarting it alone in " + SecondsText(wait) +
-            " (restart " + std::to_string(single_restarts_) + " of at most " + std::to_string(options_.max_restarts) +
-            "; the other tasks go on)");
+        RestartAlone(task, status, "the other tasks go on");
         return;
       }
       failure_ = task.id.label() + " " + DescribeWaitStatus(status);
@@ -267,6 +279,18 @@ class Supervisor {
     }
   }
 
+  // Schedules failed `task` to start again alone after the back-off, one of --max-restarts;
+  // `others` says what the other tasks do meanwhile.
+  void RestartAlone(Task& task, int status, const std::string& others) {
+    ++single_restarts_;
+    ++task.restarts;
+    const double wait = RestartBackoffSecs(options_, task.restarts);
+    task.restart_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait));
+    Log(task.id.label() + " " + DescribeWaitStatus(status) + "; restarting it alone in " + SecondsText(wait) +
+        " (restart " + std::to_string(single_restarts_) + " of at most " + std::to_string(options_.max_restarts) +
+        "; " + others + ")");
+  }
+
   // Whether `status` is a task's answer to stop signal `signal_number`: it finished (0),
   // stopped on the signal (exit status 128 + it) or was ended by it.
   static bool StoppedBy(int status, int signal_number) {
@@ -280,6 +304,13 @@ class Supervisor {
   // chief of training, which is worker 0 in a cluster without a "chief" job.
   bool IsLosableWorker(const TaskId& id) const {
     return id.type == "worker" && (id.index > 0 || cluster_.cluster_json().contains("chief"));
+  }
+
+  // Whether the chief of training (the chief, else worker 0) has exited.
+  bool TrainingChiefExited() const {
+    for (const Task& task : tasks_)
+      if ((task.id.type == "chief" || task.id.type == "worker") && !IsLosableWorker(task.id)) return task.exited;
+    return false;
   }
 
   // Training tasks (chief and workers) still running.
@@ -519,7 +550,7 @@ class Supervisor {
   int ps_stop_signal_ = 0;    // the signal the ps tasks get once the other tasks have exited
   bool gave_up_ = false;
   bool task_failed_ = false;  // a running task exited with a failure (not a failure to start one)
-  int single_restarts_ = 0;   // tasks started again alone (clusters with ps tasks)
+  int single_restarts_ = 0;   // tasks started again alone (ps tasks, or workers with --min-workers)
 };
 
 }  // namespace

@@ -15,7 +15,8 @@
 //   membership/<g>/arrival/<i>   the id of the i-th arrival (from 1)
 //   membership/1/rank/<r>        the id of rank r, for a first generation in the rendezvous' order
 //   membership/<g>/members       the members of generation g in rank order, one a line: set
-//                                once, by the coordinator, which closes g
+//                                once, by the coordinator, which closes g; empty where the
+//                                training ended after generation g-1 (Finish)
 //
 // A member arrives by taking the next arrival number and writing its id under it; it then
 // waits for the members' key. One that is not among them (it came after the close, or beyond
@@ -79,7 +80,9 @@ Membership::Membership(std::shared_ptr<Store> store, MembershipOptions options)
 
 Generation Membership::JoinFirst(int expected) {
   EST_CHECK(expected >= 1, ConfigError, "Membership: the first generation expects at least 1 member, got ", expected);
-  return Join(1, expected, {}, expected);
+  std::optional<Generation> first = Join(1, expected, {}, expected);
+  EST_CHECK(first.has_value(), Error, "the store's training group ended before its first generation formed");
+  return std::move(*first);
 }
 
 Generation Membership::JoinFirstAt(int rank, int world_size) {
@@ -120,10 +123,14 @@ Generation Membership::Rejoin(const Generation& current, const std::vector<int>&
   for (int rank = 0; rank < current.world_size(); ++rank)
     if (std::find(lost_ranks.begin(), lost_ranks.end(), rank) == lost_ranks.end())
       expected.push_back(current.members[static_cast<size_t>(rank)]);
-  return Join(current.number + 1, static_cast<int>(expected.size()), std::move(expected), current.world_size());
+  std::optional<Generation> next =
+      Join(current.number + 1, static_cast<int>(expected.size()), std::move(expected), current.world_size());
+  EST_CHECK(next.has_value(), Error, "member '", options_.member, "' of generation ", current.number,
+            " found the training ended while it re-formed the group");
+  return std::move(*next);
 }
 
-Generation Membership::JoinAsNewcomer() {
+std::optional<Generation> Membership::JoinAsNewcomer() {
   const int64_t latest =
       store_->check({"membership/latest"}) ? std::stoll(store_->get("membership/latest", options_.timeout)) : 0;
   return Join(latest + 1, 0, {}, 0);
@@ -133,10 +140,18 @@ bool Membership::NewcomerWaiting(const Generation& current) const {
   return store_->check({Key(current.number + 1, "arrival/1")});
 }
 
-Generation Membership::Join(int64_t number, int expected_count, std::vector<std::string> expected, int previous_size) {
+void Membership::Finish(const Generation& current) {
+  EST_CHECK(options_.coordinator, Error, "only the coordinator ends the training group's generations");
+  store_->set(Key(current.number + 1, "members"), "");
+}
+
+std::optional<Generation> Membership::Join(int64_t number, int expected_count, std::vector<std::string> expected,
+                                           int previous_size) {
   const Clock::time_point deadline = Clock::now() + options_.timeout;
   while (true) {
-    if (!store_->check({Key(number, "members")})) {
+    if (store_->check({Key(number, "members")})) {
+      if (store_->get(Key(number, "members"), options_.timeout).empty()) return std::nullopt;  // Finish
+    } else {
       const int64_t arrival = store_->add(Key(number, "arrived"), 1);
       store_->set(Key(number, "arrival/" + std::to_string(arrival)), options_.member);
       std::vector<std::string> members;
@@ -146,13 +161,14 @@ Generation Membership::Join(int64_t number, int expected_count, std::vector<std:
         store_->set("membership/latest", std::to_string(number));
       } else {
         members = WaitForMembers(number, deadline);
+        if (members.empty()) return std::nullopt;  // Finish
       }
       const auto place = std::find(members.begin(), members.end(), options_.member);
       if (place != members.end()) {
         const int rank = static_cast<int>(place - members.begin());
         Log().info("Generation {} of the training group: {} member(s); this one ('{}') is rank {}", number,
                    members.size(), options_.member, rank);
-        return {number, std::move(members), rank};
+        return Generation{number, std::move(members), rank};
       }
     }
     // Generation `number` closed without this member: it joins the next one as a newcomer.

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,16 +67,22 @@ class Membership {
   /// `current` except those at `lost_ranks`, and closes without the others after `settle`.
   Generation Rejoin(const Generation& current, const std::vector<int>& lost_ranks);
   /// A member new to the job (a replacement, a task started later) joins the generation that
-  /// forms next.
-  Generation JoinAsNewcomer();
+  /// forms next; nullopt when the training ended first (Finish).
+  std::optional<Generation> JoinAsNewcomer();
   /// Whether a member waits to join the generation after `current`: the coordinator asks
   /// between steps, and ends `current` to let it in.
   bool NewcomerWaiting(const Generation& current) const;
+  /// The coordinator, once the training of `current` ended: no generation forms after it, and
+  /// newcomers waiting for one, or arriving later, learn so (JoinAsNewcomer gives nullopt).
+  void Finish(const Generation& current);
 
  private:
   /// The members' key of generation `number`, waited for until `deadline`.
   std::vector<std::string> WaitForMembers(int64_t number, std::chrono::steady_clock::time_point deadline);
-  Generation Join(int64_t number, int expected_count, std::vector<std::string> expected, int previous_size);
+  /// Joins generation `number`, or the first after it that takes this member; nullopt when
+  /// the training ended first.
+  std::optional<Generation> Join(int64_t number, int expected_count, std::vector<std::string> expected,
+                                 int previous_size);
   std::vector<std::string> Close(int64_t number, int expected_count, const std::vector<std::string>& expected,
                                  int previous_size);
 

@@ -422,6 +422,25 @@ TEST_CASE("est-launch --min-workers lets the others run on after a worker fails,
     CHECK(by_task.at("chief 0") == std::vector<std::string>{"min=2", "still running"});
     CHECK(by_task.at("worker 0") == std::vector<std::string>{"min=2", "still running"});
   }
+  SECTION("with --max-restarts, the failed worker alone starts again while the others run on") {
+    const std::string m = est::testing::FreshTempDir("launch_min_restart_marks").string() + "/";
+    // Worker 1's first run fails once every task has started; its second prints and ends.
+    const std::string script =
+        R"sh(echo "min=$EST_MIN_WORKERS restart=$EST_RESTART_COUNT"; touch )sh" + m +
+        R"sh($EST_TASK; if [ "$EST_TASK$EST_RESTART_COUNT" = worker-10 ]; then while [ "$(ls )sh" + m +
+        R"sh( | wc -l)" -lt 3 ]; do sleep 0.01; done; exit 3; fi; sleep 1; echo "still running")sh";
+    LaunchRun run = RunLaunch({"--chief", "--workers", "2", "--min-workers", "2", "--max-restarts", "1",
+                               "--restart-backoff-secs", "0", "--", "sh", "-c", script},
+                              "launch_min_restart");
+    INFO(run.out << run.err);
+    CHECK(run.exit_code == 0);
+    CHECK(Contains(run.err,
+                   "est-launch: worker 1 exited with status 3; restarting it alone in 0 s (restart 1 of at most 1; "
+                   "the 2 other training tasks train on without it until it joins them (--min-workers 2))"));
+    const auto by_task = ByTask(run.out);
+    CHECK(by_task.at("chief 0") == std::vector<std::string>{"min=2 restart=0", "still running"});
+    CHECK(by_task.at("worker 1") == std::vector<std::string>{"min=2 restart=0", "min=2 restart=1", "still running"});
+  }
   SECTION("too few would be left: every task stops") {
     LaunchRun run = run_failing({"--chief", "--workers", "2", "--min-workers", "3"}, "worker-1", "launch_min_few");
     INFO(run.out << run.err);

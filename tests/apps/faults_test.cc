@@ -392,6 +392,25 @@ double CheckpointRelativeDifference(const std::string& a, const std::string& b) 
   return largest;
 }
 
+// est-train in the in-job recovery tests: Fashion-MNIST's CNN on 6 logical input shards, a
+// global batch of 96, checkpoints every `save_steps`.
+std::string ElasticTrain(const std::string& dir, const std::string& max_steps, const std::string& save_steps) {
+  return std::string(EST_TRAIN_PATH) + " --model fashion_mnist_cnn --strategy multi_worker --model-dir " + dir +
+         " --max-steps " + max_steps + " --batch-size 96 --logical-input-shards 6 --save-checkpoints-steps " +
+         save_steps + " --seed 7 --timeout-secs 60";
+}
+
+// The checkpoint at `max_steps` of 1 worker reading all 6 shards (ElasticTrain), in a new
+// directory named after `name`.
+std::string ElasticReference(const std::string& name, const std::string& max_steps) {
+  const std::string dir = est::testing::FreshTempDir(name).string();
+  RunResult reference =
+      RunCommand(std::string(EST_LAUNCH_PATH) + " --workers 1 -- " + ElasticTrain(dir, max_steps, max_steps));
+  INFO(reference.output);
+  REQUIRE(reference.exit_code == 0);
+  return dir + "/model.ckpt-" + max_steps;
+}
+
 }  // namespace
 
 TEST_CASE("--min-workers: a worker killed mid-run, the others re-form the group and train on like 1 worker",
@@ -399,22 +418,14 @@ TEST_CASE("--min-workers: a worker killed mid-run, the others re-form the group 
   // 6 logical input shards: 2 per task of 3, then 3 per task of the 2 left. Every global step
   // reads one batch of each shard, so the job learns what 1 worker reading all 6 learns, up to
   // float32 rounding (the gradients are summed in another order).
-  const auto train = [](const std::string& dir) {
-    return std::string(EST_TRAIN_PATH) + " --model fashion_mnist_cnn --strategy multi_worker --model-dir " + dir +
-           " --max-steps 16 --batch-size 96 --logical-input-shards 6 --save-checkpoints-steps 8 --seed 7"
-           " --timeout-secs 60";
-  };
-  const std::string reference_dir = est::testing::FreshTempDir("faults_elastic_reference").string();
-  RunResult reference = RunCommand(std::string(EST_LAUNCH_PATH) + " --workers 1 -- " + train(reference_dir));
-  INFO(reference.output);
-  REQUIRE(reference.exit_code == 0);
+  const std::string reference = ElasticReference("faults_elastic_reference", "16");
 
   const fs::path crash_points = est::testing::FreshTempDir("faults_elastic_points");
   std::ofstream(crash_points / "worker-1@after_step@6").put('\n');
   const std::string dir = est::testing::FreshTempDir("faults_elastic").string();
   const auto start = std::chrono::steady_clock::now();
   RunResult run = RunCommand("EST_CRASH_POINTS_DIR=" + crash_points.string() + " " + EST_LAUNCH_PATH +
-                             " --chief --workers 2 --min-workers 2 -- " + train(dir));
+                             " --chief --workers 2 --min-workers 2 -- " + ElasticTrain(dir, "16", "8"));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO(run.output);
   REQUIRE(run.exit_code == 0);
@@ -430,5 +441,85 @@ TEST_CASE("--min-workers: a worker killed mid-run, the others re-form the group 
   CHECK(seconds < 50);
   const std::string last = dir + "/model.ckpt-16";
   REQUIRE(est::checkpoint::LatestCheckpoint(dir) == last);
-  CHECK(CheckpointRelativeDifference(last, reference_dir + "/model.ckpt-16") <= 1e-5);
+  CHECK(CheckpointRelativeDifference(last, reference) <= 1e-5);
+}
+
+TEST_CASE("--min-workers with --max-restarts: a killed worker's replacement joins the running group by broadcast",
+          "[apps][faults]") {
+  // --min-workers 3 of 3: the 2 left wait for the replacement, which est-launch starts alone.
+  // It joins generation 2 as a newcomer and takes the chief's variables, optimizer state, step
+  // and input position over the collectives; the 6 logical shards are dealt 2, 2 and 2, the
+  // survivors going on with theirs. Every global step still reads one batch of every shard:
+  // the job equals 1 worker reading all 6, up to float32 rounding.
+  const std::string reference = ElasticReference("faults_replacement_reference", "16");
+
+  const fs::path crash_points = est::testing::FreshTempDir("faults_replacement_points");
+  std::ofstream(crash_points / "worker-1@after_step@6").put('\n');
+  const std::string dir = est::testing::FreshTempDir("faults_replacement").string();
+  RunResult run = RunCommand("EST_CRASH_POINTS_DIR=" + crash_points.string() + " " + EST_LAUNCH_PATH +
+                             " --chief --workers 2 --min-workers 3 --max-restarts 1 --restart-backoff-secs 0 -- " +
+                             ElasticTrain(dir, "16", "8"));
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  CHECK(est::testing::CountEntries(crash_points) == 0);
+  CHECK(run.output.find("est-launch: worker 1 was killed by SIGKILL; restarting it alone in 0 s (restart 1 of at "
+                        "most 1; the 2 other training tasks wait for it to join them, as they are fewer than "
+                        "--min-workers 3)") != std::string::npos);
+  CHECK(std::regex_search(run.output, std::regex(R"(\[worker 1\] .*joins its group as a newcomer)")));
+  CHECK(std::regex_search(run.output, std::regex(R"(\[chief 0\] .*generation 1 of the training group lost rank 2)")));
+  CHECK(std::regex_search(run.output, std::regex(R"(\[worker 0\] .*training on as worker 1 of 3 \(generation 2\))")));
+  CHECK(std::regex_search(
+      run.output,
+      std::regex(R"(\[worker 1\] .*Generation 2 of the training group: 3 member\(s\); this one .* is rank 2)")));
+  // The step the worker was killed after (6) is where the group goes on: none lost, none twice.
+  CHECK(CountOf(run.output, "Training goes on from global step 6 (the chief's) with 3 worker(s)") == 3);
+  CHECK(CountOf(run.output, "6 logical shards; this worker reads 2 of them, going on with the 2 it read before") == 2);
+  CHECK(std::regex_search(
+      run.output, std::regex(R"(\[worker 1\] .*6 logical shards; this worker reads 2 of them, going on with the 0)")));
+  const std::string last = dir + "/model.ckpt-16";
+  REQUIRE(est::checkpoint::LatestCheckpoint(dir) == last);
+  CHECK(CheckpointRelativeDifference(last, reference) <= 1e-5);
+}
+
+TEST_CASE("--min-workers with --max-restarts: the group shrinks, then grows again when the replacement arrives",
+          "[apps][faults]") {
+  // --min-workers 2 of 3: the 2 left train on (generation 2) while est-launch starts the
+  // replacement; the chief sees it waiting between two steps, and every worker admits it after
+  // the same step (generation 3). SIGTERM then stops the job at a step S, saved; 1 worker
+  // reading the 6 shards for S steps learns the same, up to float32 rounding.
+  const fs::path crash_points = est::testing::FreshTempDir("faults_regrow_points");
+  std::ofstream(crash_points / "worker-1@after_step@6").put('\n');
+  const std::string dir = est::testing::FreshTempDir("faults_regrow").string();
+  const std::string log = (est::testing::FreshTempDir("faults_regrow_log") / "output").string();
+  const std::string launch = "EST_CRASH_POINTS_DIR=" + crash_points.string() + " " + EST_LAUNCH_PATH +
+                             " --chief --workers 2 --min-workers 2 --max-restarts 1 --restart-backoff-secs 0 -- " +
+                             ElasticTrain(dir, "100000000", "100000");
+  // The replacement (whose lines are the only "[worker 1]" ones after the group went on)
+  // has joined and trained with the others: then SIGTERM.
+  const std::string joined = "grep -q '\\[worker 1\\] .*Training goes on from global step' " + log;
+  RunResult run = RunCommand("(" + launch + " > " + log + " 2>&1 & pid=$!; for i in $(seq 1200); do " + joined +
+                             " && break; sleep 0.05; done; sleep 0.5; kill -TERM $pid; wait $pid; status=$?; cat " +
+                             log + "; exit $status)");
+  INFO(run.output);
+  REQUIRE(run.exit_code == 143);
+  CHECK(est::testing::CountEntries(crash_points) == 0);
+  CHECK(run.output.find("est-launch: worker 1 was killed by SIGKILL; restarting it alone in 0 s (restart 1 of at "
+                        "most 1; the 2 other training tasks train on without it until it joins them (--min-workers "
+                        "2))") != std::string::npos);
+  CHECK(std::regex_search(run.output, std::regex(R"(\[worker 0\] .*training on as worker 1 of 2 \(generation 2\))")));
+  CHECK(std::regex_search(run.output, std::regex(R"(\[chief 0\] .*a newcomer waits to join generation 2)")));
+  CHECK(std::regex_search(run.output, std::regex(R"(\[worker 0\] .*training on as worker 1 of 3 \(generation 3\))")));
+  // Shrinking: each survivor takes one of the lost worker's shards; growing: each gives one.
+  CHECK(CountOf(run.output, "6 logical shards; this worker reads 3 of them, going on with the 2 it read before") == 2);
+  CHECK(CountOf(run.output, "6 logical shards; this worker reads 2 of them, going on with the 2 it read before") == 2);
+  std::smatch stopped;
+  REQUIRE(std::regex_search(
+      run.output, stopped,
+      std::regex(R"(\[chief 0\] est-train: training stopped by SIGTERM at global step (\d+); saved)")));
+  const std::string step = stopped[1];
+  CHECK(run.output.find("[worker 1] est-train: training stopped by SIGTERM at global step " + step) !=
+        std::string::npos);
+  REQUIRE(est::checkpoint::LatestCheckpoint(dir) == dir + "/model.ckpt-" + step);
+  CHECK(CheckpointRelativeDifference(dir + "/model.ckpt-" + step, ElasticReference("faults_regrow_reference", step)) <=
+        1e-5);
 }

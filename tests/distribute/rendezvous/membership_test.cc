@@ -133,7 +133,7 @@ TEST_CASE("A replacement that arrives within replacement_wait takes the lost mem
   const std::vector<Generation> second = est::testing::RunRanks<Generation>(3, [&](int index) {
     if (index == 2) {  // the replacement of rank 1, started a little later
       std::this_thread::sleep_for(200ms);
-      return Membership(store, Options("restarted")).JoinAsNewcomer();
+      return *Membership(store, Options("restarted")).JoinAsNewcomer();
     }
     Generation mine = first;
     mine.rank = index == 0 ? 0 : 2;
@@ -154,7 +154,7 @@ TEST_CASE("A newcomer waits until the chief ends the generation, then joins the 
   const std::vector<Generation> first = FormFirst(store, {"chief", "a"});
   CHECK_FALSE(Membership(store, Options("chief", true)).NewcomerWaiting(first[0]));
   const std::vector<Generation> second = est::testing::RunRanks<Generation>(3, [&](int index) {
-    if (index == 2) return Membership(store, Options("new")).JoinAsNewcomer();
+    if (index == 2) return *Membership(store, Options("new")).JoinAsNewcomer();
     Membership membership(store, Options(index == 0 ? "chief" : "a", index == 0));
     // The members train on until the chief sees the newcomer between two steps; then the chief
     // (and, through the step's flags, every member) ends the generation.
@@ -167,6 +167,22 @@ TEST_CASE("A newcomer waits until the chief ends the generation, then joins the 
     CHECK(generation.number == 2);
     CHECK(generation.members == std::vector<std::string>{"chief", "a", "new"});
   }
+}
+
+TEST_CASE("Newcomers learn that the training ended: one waiting, and one arriving after", "[distribute]") {
+  const auto store = est::distribute::CreateInMemoryStore();
+  const std::vector<Generation> first = FormFirst(store, {"chief", "a"});
+  const auto start = Clock::now();
+  const std::vector<int> joined = est::testing::RunRanks<int>(2, [&](int index) {
+    if (index == 1) return static_cast<int>(Membership(store, Options("waiting")).JoinAsNewcomer().has_value());
+    Membership chief(store, Options("chief", true));
+    while (!chief.NewcomerWaiting(first[0])) std::this_thread::sleep_for(10ms);
+    chief.Finish(first[0]);  // the training ended before the chief let the newcomer in
+    return 1;
+  });
+  CHECK(SecondsSince(start) < 5);
+  CHECK(joined[1] == 0);
+  CHECK_FALSE(Membership(store, Options("late")).JoinAsNewcomer().has_value());
 }
 
 TEST_CASE("Members beyond max_members wait for a later generation; too few fail after the timeout", "[distribute]") {
