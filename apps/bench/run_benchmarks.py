@@ -113,11 +113,15 @@ Figures (see docs/performance.md):
                  layers, 64 examples a task, 6 logical input shards) to the job's next completed step, in-job
                  (est-launch --min-workers 2), vs torchrun's elastic agent restarting the 3 ranks of the DDP peer
                  (elastic_ddp_peer.py) from its last checkpoint (target: <= 2 s and 5x faster)
-  elastic_recovery_replace  the same, in-job with a replacement (est-launch --min-workers 3 --max-restarts 1): the
-                 2 left wait for worker 1 started again alone, which joins them and takes the chief's state by
-                 broadcast
+  elastic_recovery_replace  the same, in-job with a replacement (est-launch --min-workers 2 --max-restarts 1): the
+                 2 left train on while worker 1, started again alone, comes back; it joins them between two steps
+                 and takes the chief's state by broadcast
+  elastic_regrow_pause  seconds the chief's steps stop while that replacement joins (the gap between its last
+                 step before the newcomer was seen and its first step with 3 workers, one step's time included)
+  elastic_recovery_replace_wait  the same with --min-workers 3: the 2 left wait for the replacement
   elastic_recovery_restart  the same with est-launch --max-restarts 1: every task restarts from the checkpoint
-  elastic_steps_lost_{shrink,replace,restart}  completed steps lost by the kill (a checkpoint every 20 steps, the kill
+  elastic_steps_lost_{shrink,replace,replace_wait,restart}  completed steps lost by the kill (a checkpoint every 20
+                 steps, the kill
                  after step 30), vs torchrun's
 and, when built, the figures of input_pipeline_bench and checkpoint_bench.
 """
@@ -464,13 +468,15 @@ class Runner:
     def recovery(self, mode):
         """Seconds from SIGKILL of one training task of 3 (after step RECOVERY_KILL_STEP) to the job's next
         completed step, and the completed steps lost: `mode` "shrink" (ours, est-launch --min-workers 2: the
-        others go on), "replace" (ours, --min-workers 3 --max-restarts 1: the others wait for the killed task,
-        started again alone, to join them), "restart" (ours, est-launch --max-restarts 1: every task restarts from the checkpoint) or
+        others go on), "replace" (ours, --min-workers 2 --max-restarts 1: the others go on, and the killed task,
+        started again alone, joins them later), "replace_wait" (--min-workers 3: the others wait for it), "restart" (ours, est-launch --max-restarts 1: every task restarts from the checkpoint) or
         "torchrun" (the DDP peer under torchrun's elastic agent, which restarts every rank from its checkpoint).
         The Fashion-MNIST CNN on stock layers, 64 examples per task and step, a checkpoint every
-        RECOVERY_SAVE_STEPS steps, one thread per task."""
+        RECOVERY_SAVE_STEPS steps, one thread per task. Returns the seconds, the steps lost, and for "replace"
+        the seconds the chief's steps stopped while the replacement joined (else None)."""
         model_dir = tempfile.mkdtemp(prefix=f"elastic_{mode}_")
-        max_steps = str(RECOVERY_KILL_STEP + 20)
+        # "replace" trains on until the replacement has joined.
+        max_steps = str(RECOVERY_KILL_STEP + (2000 if mode == "replace" else 20))
         if mode == "torchrun":
             # --redirects/--tee 1: Debian's torch 1.13 on Python 3.11 fails on their default, 0.
             command = [PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "3",
@@ -482,7 +488,8 @@ class Runner:
             recovered = lambda line, match: match is not None and match.group(2) != "0"  # noqa: E731
         else:
             flags = {"shrink": ["--min-workers", "2"],
-                     "replace": ["--min-workers", "3", "--max-restarts", "1", "--restart-backoff-secs", "0"],
+                     "replace": ["--min-workers", "2", "--max-restarts", "1", "--restart-backoff-secs", "0"],
+                     "replace_wait": ["--min-workers", "3", "--max-restarts", "1", "--restart-backoff-secs", "0"],
                      "restart": ["--max-restarts", "1", "--restart-backoff-secs", "0"]}[mode]
             command = [os.path.join(self.bin, "est-launch"), "--chief", "--workers", "2", "--grace-secs", "5"] + \
                 flags + ["--", os.path.join(self.bin, "est-train"), "--model", "fashion_mnist_cnn", "--kernels",
@@ -496,10 +503,20 @@ class Runner:
                                   env=self.single_thread, start_new_session=True)
         log, pids = [], {}
         killed_at, last_before, resumed = None, 0, False
+        recovery, last_step_at, newcomer_seen_after, regrown = None, None, None, False
         try:
             for line in launch.stdout:
                 log.append(line)
                 line = line.rstrip("\n")
+                if recovery is not None:  # "replace": the pause while the replacement joins
+                    if newcomer_seen_after is None and "a newcomer waits to join" in line:
+                        newcomer_seen_after = last_step_at
+                    regrown = regrown or (newcomer_seen_after is not None and "with 3 worker(s)" in line)
+                    if regrown and step_line.search(line):
+                        return recovery + (time.time() - newcomer_seen_after,)
+                    if step_line.search(line):
+                        last_step_at = time.time()
+                    continue
                 started = re.search(r"elastic_ddp_peer: rank (\d+) pid (\d+) restart 0", line)
                 if started:
                     pids[int(started.group(1))] = int(started.group(2))
@@ -511,12 +528,16 @@ class Runner:
                 step = int(match.group(1))
                 if resumed:  # the peer's lines say when they were written
                     now = float(match.group(3)) if mode == "torchrun" else time.time()
-                    return now - killed_at, last_before - (step - 1)
+                    if mode != "replace":
+                        return now - killed_at, last_before - (step - 1), None
+                    recovery, last_step_at = (now - killed_at, last_before - (step - 1)), now
+                    continue
                 last_before = max(last_before, step)
                 if killed_at is None and step >= RECOVERY_KILL_STEP:
                     os.kill(pids[2] if mode == "torchrun" else task_pid(launch.pid, "worker-1"), signal.SIGKILL)
                     killed_at = time.time()
-            sys.exit(f"run_benchmarks: {mode}: no step completed after the kill:\n" + "".join(log[-60:]))
+            sys.exit(f"run_benchmarks: {mode}: no step completed after the kill, or no replacement joined:\n" +
+                     "".join(log[-60:]))
         finally:
             if launch.poll() is None:  # the launcher stops its tasks on SIGTERM
                 launch.terminate()
@@ -785,11 +806,13 @@ def main():
                    f"% of a step ({calls_per_step:.2g} calls a step)")
             seconds, timeout = runner.stop_to_error()
             record("elastic_stop_to_error", seconds, timeout, "s")
-            peer_seconds, peer_lost = runner.recovery("torchrun")
-            for mode in ("shrink", "replace", "restart"):
-                seconds, lost = runner.recovery(mode)
+            peer_seconds, peer_lost, _ = runner.recovery("torchrun")
+            for mode in ("shrink", "replace", "replace_wait", "restart"):
+                seconds, lost, pause = runner.recovery(mode)
                 record(f"elastic_recovery_{mode}", seconds, peer_seconds, "s, SIGKILL to the next step")
                 record(f"elastic_steps_lost_{mode}", lost, peer_lost, "completed steps lost")
+                if pause is not None:
+                    record("elastic_regrow_pause", pause, None, "s the steps stop while the replacement joins")
 
         if "lm" in only:
             ours, peer = runner.transformer_lm(), runner.lm_ddp()
@@ -956,7 +979,8 @@ def main():
     peers["elastic_recorder_call"] = "the same while another thread takes records"
     peers["elastic_recorder_share"] = "none: recorded calls a step x elastic_recorder_call / step time, 2 workers, CNN"
     peers["elastic_stop_to_error"] = "the collective timeout (ours: SIGSTOP of worker 1 to worker 0's error)"
-    for mode in ("shrink", "replace", "restart"):
+    peers["elastic_regrow_pause"] = "none (ours: the chief's step gap while the replacement joins)"
+    for mode in ("shrink", "replace", "replace_wait", "restart"):
         peers[f"elastic_recovery_{mode}"] = "torchrun's elastic agent restarting DDP's 3 ranks from a checkpoint"
         peers[f"elastic_steps_lost_{mode}"] = "the same, torchrun"
     peers["serve_hot_reload_versions"] = "versions exported (ours: versions served by the reloads under load)"
