@@ -321,8 +321,11 @@ void MultiWorkerMirroredStrategy::form_next_generation(const std::vector<int>& l
     const std::lock_guard<std::mutex> lock(model_connect_mutex_);
     model_collective_.reset();
   }
+  // A second worker may die after the first: the chief stops waiting for it once its process
+  // has exited (ranks on this host), rather than after the timeout.
+  const std::function<std::vector<int>()> lost_later = collective_ ? collective_->lost_ranks_watch() : nullptr;
   collective_.reset();
-  group_->generation = group_->membership.Rejoin(group_->generation, lost);
+  group_->generation = group_->membership.Rejoin(group_->generation, lost, lost_later);
   connect_generation();
   Log().warn("MultiWorkerMirroredStrategy: training on as worker {} of {} (generation {})", place_->worker_index,
              place_->num_workers, group_->generation.number);

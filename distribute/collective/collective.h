@@ -3,6 +3,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +45,11 @@ class Collective {
   /// that exited, or the rank whose connection was lost first, which every rank names alike);
   /// empty while none is known (no call failed, or it timed out).
   virtual std::vector<int> lost_ranks() const { return {}; }
+  /// A function that tells, each time it is called and also after this collective is gone,
+  /// which of its ranks are lost by then (their processes exited: ranks on this host); null
+  /// where the collective cannot tell. For regrouping after a failure, when a second peer
+  /// may die after the first.
+  virtual std::function<std::vector<int>()> lost_ranks_watch() const { return nullptr; }
 };
 
 }  // namespace est::distribute

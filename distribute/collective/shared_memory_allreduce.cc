@@ -296,6 +296,15 @@ std::optional<int> SharedMemoryAllreduce::exited_rank() const {
   return static_cast<int>(failure & 0xffffffu);
 }
 
+std::function<std::vector<int>()> SharedMemoryAllreduce::exited_ranks_watch() const {
+  return [pids = pids_, self = ::getpid()] {
+    std::vector<int> exited;
+    for (size_t q = 0; q < pids.size(); ++q)
+      if (pids[q] != self && ProcessExited(pids[q])) exited.push_back(static_cast<int>(q));
+    return exited;
+  };
+}
+
 bool SharedMemoryAllreduce::peer_gone() const { return header_->failure.load(std::memory_order_acquire) != 0; }
 
 void SharedMemoryAllreduce::record_failure(uint32_t failure) {

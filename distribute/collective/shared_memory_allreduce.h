@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -51,6 +52,9 @@ class SharedMemoryAllreduce {
   void broadcast(at::Tensor& tensor, int root);
   /// The rank whose process exited, where that is what made an operation fail (any rank's).
   std::optional<int> exited_rank() const;
+  /// A function, independent of this object's life, that returns the ranks whose processes
+  /// have exited (a zombie counts) by the time it is called, ascending.
+  std::function<std::vector<int>()> exited_ranks_watch() const;
 
  private:
   struct Header;

@@ -55,6 +55,7 @@ class SharedMemoryCollective final : public Collective {
     }
     return lost;
   }
+  std::function<std::vector<int>()> lost_ranks_watch() const override { return shared_memory_->exited_ranks_watch(); }
   bool allreduce_computes_on_cpu() const override { return true; }
 
  private:

@@ -118,13 +118,22 @@ std::vector<std::string> Membership::WaitForMembers(int64_t number, Clock::time_
   }
 }
 
-Generation Membership::Rejoin(const Generation& current, const std::vector<int>& lost_ranks) {
+Generation Membership::Rejoin(const Generation& current, const std::vector<int>& lost_ranks,
+                              const std::function<std::vector<int>()>& lost_later) {
   std::vector<std::string> expected;
   for (int rank = 0; rank < current.world_size(); ++rank)
     if (std::find(lost_ranks.begin(), lost_ranks.end(), rank) == lost_ranks.end())
       expected.push_back(current.members[static_cast<size_t>(rank)]);
+  std::function<std::vector<std::string>()> gone;
+  if (lost_later)
+    gone = [&] {
+      std::vector<std::string> members;
+      for (int rank : lost_later())
+        if (rank >= 0 && rank < current.world_size()) members.push_back(current.members[static_cast<size_t>(rank)]);
+      return members;
+    };
   std::optional<Generation> next =
-      Join(current.number + 1, static_cast<int>(expected.size()), std::move(expected), current.world_size());
+      Join(current.number + 1, static_cast<int>(expected.size()), std::move(expected), current.world_size(), gone);
   EST_CHECK(next.has_value(), Error, "member '", options_.member, "' of generation ", current.number,
             " found the training ended while it re-formed the group");
   return std::move(*next);
@@ -146,7 +155,7 @@ void Membership::Finish(const Generation& current) {
 }
 
 std::optional<Generation> Membership::Join(int64_t number, int expected_count, std::vector<std::string> expected,
-                                           int previous_size) {
+                                           int previous_size, const std::function<std::vector<std::string>()>& gone) {
   const Clock::time_point deadline = Clock::now() + options_.timeout;
   while (true) {
     if (store_->check({Key(number, "members")})) {
@@ -156,7 +165,7 @@ std::optional<Generation> Membership::Join(int64_t number, int expected_count, s
       store_->set(Key(number, "arrival/" + std::to_string(arrival)), options_.member);
       std::vector<std::string> members;
       if (options_.coordinator) {
-        members = Close(number, expected_count, expected, previous_size);
+        members = Close(number, expected_count, expected, previous_size, gone);
         store_->set(Key(number, "members"), Joined(members));
         store_->set("membership/latest", std::to_string(number));
       } else {
@@ -181,8 +190,8 @@ std::optional<Generation> Membership::Join(int64_t number, int expected_count, s
   }
 }
 
-std::vector<std::string> Membership::Close(int64_t number, int expected_count, const std::vector<std::string>& expected,
-                                           int previous_size) {
+std::vector<std::string> Membership::Close(int64_t number, int expected_count, std::vector<std::string> expected,
+                                           int previous_size, const std::function<std::vector<std::string>()>& gone) {
   const Clock::time_point start = Clock::now();
   const Clock::time_point deadline = start + options_.timeout;
   // The first generation waits for its members as long as a rendezvous does.
@@ -195,6 +204,10 @@ std::vector<std::string> Membership::Close(int64_t number, int expected_count, c
       const std::string member = store_->get(Key(number, "arrival/" + std::to_string(i)), options_.timeout);
       arrived.push_back(member);
     }
+    if (gone)
+      for (const std::string& member : gone())
+        if (!Contains(arrived, member) && member != options_.member)
+          expected.erase(std::remove(expected.begin(), expected.end(), member), expected.end());
     std::vector<std::string> members{options_.member};
     for (const std::string& member : expected)
       if (Contains(arrived, member) && !Contains(members, member)) members.push_back(member);

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -64,8 +65,10 @@ class Membership {
   /// every one has joined, so ranks stay those of the cluster.
   Generation JoinFirstAt(int rank, int world_size);
   /// After `current` failed: joins the next generation. The coordinator expects the members of
-  /// `current` except those at `lost_ranks`, and closes without the others after `settle`.
-  Generation Rejoin(const Generation& current, const std::vector<int>& lost_ranks);
+  /// `current` except those at `lost_ranks`, and closes without the others after `settle`;
+  /// while it waits, it stops expecting those at the ranks `lost_later` (if given) names.
+  Generation Rejoin(const Generation& current, const std::vector<int>& lost_ranks,
+                    const std::function<std::vector<int>()>& lost_later = nullptr);
   /// A member new to the job (a replacement, a task started later) joins the generation that
   /// forms next; nullopt when the training ended first (Finish).
   std::optional<Generation> JoinAsNewcomer();
@@ -82,9 +85,11 @@ class Membership {
   /// Joins generation `number`, or the first after it that takes this member; nullopt when
   /// the training ended first.
   std::optional<Generation> Join(int64_t number, int expected_count, std::vector<std::string> expected,
-                                 int previous_size);
-  std::vector<std::string> Close(int64_t number, int expected_count, const std::vector<std::string>& expected,
-                                 int previous_size);
+                                 int previous_size, const std::function<std::vector<std::string>()>& gone = nullptr);
+  /// The coordinator closes generation `number` (see the class comment); `gone`, when given,
+  /// names expected members it need not wait for any more.
+  std::vector<std::string> Close(int64_t number, int expected_count, std::vector<std::string> expected,
+                                 int previous_size, const std::function<std::vector<std::string>()>& gone);
 
   std::shared_ptr<Store> store_;
   MembershipOptions options_;

@@ -444,6 +444,33 @@ TEST_CASE("--min-workers: a worker killed mid-run, the others re-form the group 
   CHECK(CheckpointRelativeDifference(last, reference) <= 1e-5);
 }
 
+TEST_CASE("--min-workers: two workers killed at once, the other two train on like 1 worker", "[apps][faults]") {
+  // A chief and 3 workers; workers 1 and 2 (ranks 2 and 3) die after the same step. The
+  // survivors' all-reduce names the first loss; the chief stops waiting for the second once its
+  // process has exited, not after the 60 s timeout. Shards 0-5 were held 2, 2, 1, 1: each
+  // survivor takes one of the lost ones.
+  const std::string reference = ElasticReference("faults_two_lost_reference", "16");
+  const fs::path crash_points = est::testing::FreshTempDir("faults_two_lost_points");
+  std::ofstream(crash_points / "worker-1@after_step@6").put('\n');
+  std::ofstream(crash_points / "worker-2@after_step@6").put('\n');
+  const std::string dir = est::testing::FreshTempDir("faults_two_lost").string();
+  const auto start = std::chrono::steady_clock::now();
+  RunResult run = RunCommand("EST_CRASH_POINTS_DIR=" + crash_points.string() + " " + EST_LAUNCH_PATH +
+                             " --chief --workers 3 --min-workers 2 -- " + ElasticTrain(dir, "16", "8"));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  CHECK(est::testing::CountEntries(crash_points) == 0);
+  CHECK(CountOf(run.output, " was killed by SIGKILL; the ") == 2);
+  CHECK(std::regex_search(run.output, std::regex(R"(\[worker 0\] .*training on as worker 1 of 2 \(generation 2\))")));
+  CHECK(CountOf(run.output, "6 logical shards; this worker reads 3 of them, going on with the 2 it read before") == 2);
+  CHECK(CountOf(run.output, "Training goes on from global step 6 (the chief's) with 2 worker(s)") == 2);
+  CHECK(seconds < 50);
+  const std::string last = dir + "/model.ckpt-16";
+  REQUIRE(est::checkpoint::LatestCheckpoint(dir) == last);
+  CHECK(CheckpointRelativeDifference(last, reference) <= 1e-5);
+}
+
 TEST_CASE("--min-workers with --max-restarts: a killed worker's replacement joins the running group by broadcast",
           "[apps][faults]") {
   // --min-workers 3 of 3: the 2 left wait for the replacement, which est-launch starts alone.

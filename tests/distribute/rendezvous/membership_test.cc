@@ -125,6 +125,29 @@ TEST_CASE("A member lost without being named is left out after the settle time",
   CHECK(second[1].rank == 1);
 }
 
+TEST_CASE("A member found lost while the coordinator waits is left out then, not after the settle time",
+          "[distribute]") {
+  const auto store = est::distribute::CreateInMemoryStore();
+  const Generation first = FormFirst(store, {"chief", "a", "b", "c"})[0];
+  const auto start = Clock::now();
+  // Rank 1 is named lost; rank 3 dies too, which the chief's watch learns 300 ms later.
+  const std::vector<Generation> second = est::testing::RunRanks<Generation>(2, [&](int index) {
+    Generation mine = first;
+    mine.rank = index == 0 ? 0 : 2;
+    MembershipOptions options = Options(first.members[static_cast<size_t>(mine.rank)], index == 0);
+    options.settle = 30s;
+    const auto lost_later = [start] {
+      return Clock::now() - start < 300ms ? std::vector<int>{1} : std::vector<int>{1, 3};
+    };
+    return Membership(store, options).Rejoin(mine, /*lost_ranks=*/{1}, lost_later);
+  });
+  const double seconds = SecondsSince(start);
+  CHECK(seconds >= 0.3);
+  CHECK(seconds < 5);
+  for (const Generation& generation : second)
+    CHECK(generation.members == std::vector<std::string>{"chief", first.members[2]});
+}
+
 TEST_CASE("A replacement that arrives within replacement_wait takes the lost member's place at the end",
           "[distribute]") {
   const auto store = est::distribute::CreateInMemoryStore();
