@@ -392,6 +392,15 @@ double CheckpointRelativeDifference(const std::string& a, const std::string& b) 
   return largest;
 }
 
+// Runs `command` in the background, its output into file `log`, until the shell condition
+// `ready` holds (checked every 50 ms, for at most 60 s); half a second later sends it SIGTERM.
+// Returns its exit status and output.
+RunResult RunUntilThenStop(const std::string& command, const std::string& log, const std::string& ready) {
+  return RunCommand("(" + command + " > " + log + " 2>&1 & pid=$!; for i in $(seq 1200); do " + ready +
+                    " && break; sleep 0.05; done; sleep 0.5; kill -TERM $pid; wait $pid; status=$?; cat " + log +
+                    "; exit $status)");
+}
+
 // est-train in the in-job recovery tests: Fashion-MNIST's CNN on 6 logical input shards, a
 // global batch of 96, checkpoints every `save_steps`.
 std::string ElasticTrain(const std::string& dir, const std::string& max_steps, const std::string& save_steps) {
@@ -521,12 +530,9 @@ TEST_CASE("--min-workers with --max-restarts: the group shrinks, then grows agai
   const std::string launch = "EST_CRASH_POINTS_DIR=" + crash_points.string() + " " + EST_LAUNCH_PATH +
                              " --chief --workers 2 --min-workers 2 --max-restarts 1 --restart-backoff-secs 0 -- " +
                              ElasticTrain(dir, "100000000", "100000");
-  // The replacement (whose lines are the only "[worker 1]" ones after the group went on)
-  // has joined and trained with the others: then SIGTERM.
-  const std::string joined = "grep -q '\\[worker 1\\] .*Training goes on from global step' " + log;
-  RunResult run = RunCommand("(" + launch + " > " + log + " 2>&1 & pid=$!; for i in $(seq 1200); do " + joined +
-                             " && break; sleep 0.05; done; sleep 0.5; kill -TERM $pid; wait $pid; status=$?; cat " +
-                             log + "; exit $status)");
+  // SIGTERM once the replacement (the one worker that goes on with none of its shards) has
+  // joined, and trained with the others for a while.
+  RunResult run = RunUntilThenStop(launch, log, "grep -q 'going on with the 0 it read before' " + log);
   INFO(run.output);
   REQUIRE(run.exit_code == 143);
   CHECK(est::testing::CountEntries(crash_points) == 0);
@@ -549,4 +555,47 @@ TEST_CASE("--min-workers with --max-restarts: the group shrinks, then grows agai
   REQUIRE(est::checkpoint::LatestCheckpoint(dir) == dir + "/model.ckpt-" + step);
   CHECK(CheckpointRelativeDifference(dir + "/model.ckpt-" + step, ElasticReference("faults_regrow_reference", step)) <=
         1e-5);
+}
+
+TEST_CASE("--min-workers with --max-restarts: workers killed at random steps, each replaced in the running job",
+          "[apps][faults]") {
+  // A chief and 2 workers, --min-workers 2: 3 kills of a worker at random steps, each worker
+  // started again alone and joining the group (at once, or after the others shrank, or when
+  // both were lost, with the chief waiting for one). Every step reads one batch of each of the 6
+  // shards whatever the membership history, so the job stopped at step S equals 1 worker
+  // trained S steps, up to float32 rounding.
+  const uint32_t seed = FaultsSeed();
+  INFO("EST_FAULTS_SEED=" << seed << " repeats these faults");
+  std::mt19937 random(seed);
+  const fs::path crash_points = est::testing::FreshTempDir("faults_random_replace_points");
+  std::string listed;
+  for (int kill = 0; kill < 3; ++kill) {
+    const std::string fault = "worker-" + std::to_string(std::uniform_int_distribution<int>(0, 1)(random)) +
+                              "@after_step@" +
+                              std::to_string(4 + 12 * kill + std::uniform_int_distribution<int>(0, 11)(random)) + "+";
+    std::ofstream(crash_points / fault).put('\n');
+    listed += fault + " ";
+  }
+  INFO("faults: " << listed);
+  const std::string dir = est::testing::FreshTempDir("faults_random_replace").string();
+  const std::string log = (est::testing::FreshTempDir("faults_random_replace_log") / "output").string();
+  const std::string launch = "EST_CRASH_POINTS_DIR=" + crash_points.string() + " " + EST_LAUNCH_PATH +
+                             " --chief --workers 2 --min-workers 2 --max-restarts 3 --restart-backoff-secs 0 -- " +
+                             ElasticTrain(dir, "100000000", "100000");
+  // Every replacement goes on with none of its shards: SIGTERM once all 3 have joined.
+  RunResult run =
+      RunUntilThenStop(launch, log, "[ \"$(grep -c 'going on with the 0 it read before' " + log + ")\" = 3 ]");
+  INFO(run.output);
+  REQUIRE(run.exit_code == 143);
+  CHECK(est::testing::CountEntries(crash_points) == 0);
+  CHECK(CountOf(run.output, " was killed by SIGKILL; restarting it alone in 0 s") == 3);
+  CHECK(CountOf(run.output, "joins its group as a newcomer") == 3);
+  std::smatch stopped;
+  REQUIRE(std::regex_search(
+      run.output, stopped,
+      std::regex(R"(\[chief 0\] est-train: training stopped by SIGTERM at global step (\d+); saved)")));
+  const std::string step = stopped[1];
+  REQUIRE(est::checkpoint::LatestCheckpoint(dir) == dir + "/model.ckpt-" + step);
+  CHECK(CheckpointRelativeDifference(dir + "/model.ckpt-" + step,
+                                     ElasticReference("faults_random_replace_reference", step)) <= 1e-5);
 }
