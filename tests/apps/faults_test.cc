@@ -420,6 +420,23 @@ std::string ElasticReference(const std::string& name, const std::string& max_ste
   return dir + "/model.ckpt-" + max_steps;
 }
 
+// The global step at which the chief of a job stopped by SIGTERM saved.
+std::string ChiefStoppedAt(const std::string& output) {
+  std::smatch stopped;
+  REQUIRE(std::regex_search(
+      output, stopped,
+      std::regex(R"(\[chief 0\] est-train: training stopped by SIGTERM at global step (\d+); saved)")));
+  return stopped[1];
+}
+
+// That `dir`'s latest checkpoint is at `step` and holds what 1 worker reading all 6 shards
+// learns in `step` steps (ElasticReference, into a directory named after `name`), up to
+// float32 rounding.
+void CheckLikeOneWorker(const std::string& dir, const std::string& step, const std::string& name) {
+  REQUIRE(est::checkpoint::LatestCheckpoint(dir) == dir + "/model.ckpt-" + step);
+  CHECK(CheckpointRelativeDifference(dir + "/model.ckpt-" + step, ElasticReference(name, step)) <= 1e-5);
+}
+
 }  // namespace
 
 TEST_CASE("--min-workers: a worker killed mid-run, the others re-form the group and train on like 1 worker",
@@ -545,16 +562,10 @@ TEST_CASE("--min-workers with --max-restarts: the group shrinks, then grows agai
   // Shrinking: each survivor takes one of the lost worker's shards; growing: each gives one.
   CHECK(CountOf(run.output, "6 logical shards; this worker reads 3 of them, going on with the 2 it read before") == 2);
   CHECK(CountOf(run.output, "6 logical shards; this worker reads 2 of them, going on with the 2 it read before") == 2);
-  std::smatch stopped;
-  REQUIRE(std::regex_search(
-      run.output, stopped,
-      std::regex(R"(\[chief 0\] est-train: training stopped by SIGTERM at global step (\d+); saved)")));
-  const std::string step = stopped[1];
+  const std::string step = ChiefStoppedAt(run.output);
   CHECK(run.output.find("[worker 1] est-train: training stopped by SIGTERM at global step " + step) !=
         std::string::npos);
-  REQUIRE(est::checkpoint::LatestCheckpoint(dir) == dir + "/model.ckpt-" + step);
-  CHECK(CheckpointRelativeDifference(dir + "/model.ckpt-" + step, ElasticReference("faults_regrow_reference", step)) <=
-        1e-5);
+  CheckLikeOneWorker(dir, step, "faults_regrow_reference");
 }
 
 TEST_CASE("--min-workers with --max-restarts: workers killed at random steps, each replaced in the running job",
@@ -590,12 +601,6 @@ TEST_CASE("--min-workers with --max-restarts: workers killed at random steps, ea
   CHECK(est::testing::CountEntries(crash_points) == 0);
   CHECK(CountOf(run.output, " was killed by SIGKILL; restarting it alone in 0 s") == 3);
   CHECK(CountOf(run.output, "joins its group as a newcomer") == 3);
-  std::smatch stopped;
-  REQUIRE(std::regex_search(
-      run.output, stopped,
-      std::regex(R"(\[chief 0\] est-train: training stopped by SIGTERM at global step (\d+); saved)")));
-  const std::string step = stopped[1];
-  REQUIRE(est::checkpoint::LatestCheckpoint(dir) == dir + "/model.ckpt-" + step);
-  CHECK(CheckpointRelativeDifference(dir + "/model.ckpt-" + step,
-                                     ElasticReference("faults_random_replace_reference", step)) <= 1e-5);
+  const std::string step = ChiefStoppedAt(run.output);
+  CheckLikeOneWorker(dir, step, "faults_random_replace_reference");
 }
