@@ -42,6 +42,21 @@ void WriteSplit(const fs::path& dir, const std::string& split, uint32_t count, u
 
 }  // namespace
 
+TEST_CASE("Mnist data sets of the same files share one decoded copy; changed files are read again", "[data]") {
+  const auto dir = FreshTempDir("mnist_shared");
+  WriteSplit(dir, "t10k", 3, 4, /*gzip=*/true);
+  const auto first_image = [](const Dataset& dataset) { return Drain(dataset).front().features.at("image"); };
+  Dataset one = Mnist(dir.string(), "t10k");
+  Dataset two = Mnist(dir.string(), "t10k");
+  CHECK(first_image(one).data_ptr() == first_image(two).data_ptr());
+  // Rewritten while `one` lives: the new files' images.
+  WriteSplit(dir, "t10k", 4, 9, /*gzip=*/true);
+  const auto elements = Drain(Mnist(dir.string(), "t10k"));
+  REQUIRE(elements.size() == 4);
+  CHECK(elements.front().features.at("image").max().item<int64_t>() == 9);
+  CHECK(first_image(one).max().item<int64_t>() == 4);
+}
+
 TEST_CASE("Mnist on small IDX files", "[data]") {
   SECTION("Mnist reads images and int64 labels from IDX files") {
     const auto dir = FreshTempDir("mnist_small");
