@@ -497,6 +497,30 @@ TEST_CASE("--min-workers: two workers killed at once, the other two train on lik
   CHECK(CheckpointRelativeDifference(last, reference) <= 1e-5);
 }
 
+TEST_CASE("--min-workers: the chief killed mid-run ends the group; --max-restarts restarts the job from its checkpoint",
+          "[apps][faults]") {
+  // The chief's store holds the training group, so its loss cannot be recovered in the job:
+  // est-launch stops the workers and restarts every task, which resume from model.ckpt-4 (the
+  // chief was killed after step 6) and end as 1 worker reading all 6 shards would.
+  const std::string reference = ElasticReference("faults_chief_lost_reference", "16");
+  const fs::path crash_points = est::testing::FreshTempDir("faults_chief_lost_points");
+  std::ofstream(crash_points / "chief-0@after_step@6").put('\n');
+  const std::string dir = est::testing::FreshTempDir("faults_chief_lost").string();
+  RunResult run = RunCommand("EST_CRASH_POINTS_DIR=" + crash_points.string() + " " + EST_LAUNCH_PATH +
+                             " --chief --workers 2 --min-workers 2 --max-restarts 1 --restart-backoff-secs 0 -- " +
+                             ElasticTrain(dir, "16", "4"));
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  CHECK(est::testing::CountEntries(crash_points) == 0);
+  CHECK(run.output.find("est-launch: chief 0 was killed by SIGKILL; stopping the other tasks") != std::string::npos);
+  CHECK(run.output.find("restarting every task in 0 s (restart 1 of at most 1)") != std::string::npos);
+  CHECK(run.output.find("Training goes on from global step") == std::string::npos);  // no group without the chief
+  CHECK(std::regex_search(run.output, std::regex(R"(\[chief 0\] .*Restoring parameters from .*model\.ckpt-4)")));
+  const std::string last = dir + "/model.ckpt-16";
+  REQUIRE(est::checkpoint::LatestCheckpoint(dir) == last);
+  CHECK(CheckpointRelativeDifference(last, reference) <= 1e-5);
+}
+
 TEST_CASE("--min-workers with --max-restarts: a killed worker's replacement joins the running group by broadcast",
           "[apps][faults]") {
   // --min-workers 3 of 3: the 2 left wait for the replacement, which est-launch starts alone.
