@@ -54,10 +54,9 @@ class Strategy {
   virtual bool recovers_lost_workers() const { return false; }
   /// After a collective call of the training failed for a lost worker (CommunicationError or
   /// TimeoutError): re-forms the training group without it (and with any newcomer waiting)
-  /// and returns true, num_workers(),
-  /// worker_index() and collective() being the new group's, whose chief is the same. False
-  /// where it cannot (recovers_lost_workers() false, the chief lost): the failure ends the
-  /// training.
+  /// and returns true, num_workers(), worker_index() and collective() being the new group's,
+  /// whose chief is the same. False where it cannot (recovers_lost_workers() false, the chief
+  /// lost): the failure ends the training.
   virtual bool regroup() { return false; }
   /// How this worker entered the training group (enter_group()).
   enum class GroupEntry {
