@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include <catch2/catch.hpp>
+#include <map>
 #include <vector>
 
 namespace {
@@ -59,6 +60,45 @@ TEST_CASE("StepInput regrouped keeps its shards where they were read, and opens 
   auto [past_end, short_reached] = std::move(short_input).Regroup(CountingInput(), {0, 1}, 7, {});
   CHECK(short_reached == 5);  // shard 0 has 10 examples: 5 batches
   CHECK(past_end.shards() == std::vector<int>{0, 1});
+}
+
+TEST_CASE("Across a newcomer's joining, every example of the epoch is read once", "[estimator]") {
+  // Workers A and B hold shards {0, 2} and {1, 3}; they train step 1 and read step 2 ahead.
+  // Then newcomer C joins at position 1: A gives it shard 2 (what A read ahead of it is
+  // dropped), and C opens shard 2 at the position. Counted over the epoch, every example once.
+  std::map<int64_t, int> seen;
+  const auto count = [&](const std::vector<Element>& batches) {
+    for (const Element& batch : batches)
+      for (int64_t i = 0; i < batch.labels.size(0); ++i) ++seen[batch.labels[i].item<int64_t>()];
+  };
+  StepInput a = StepInput::LogicalShards(CountingInput(), 4, {0, 2}, 1);
+  StepInput b = StepInput::LogicalShards(CountingInput(), 4, {1, 3}, 1);
+  std::vector<Element> step_a(2), step_b(2), ahead_a(2), ahead_b(2);
+  REQUIRE(a.read(step_a, 1));
+  REQUIRE(b.read(step_b, 1));
+  count(step_a);
+  count(step_b);
+  REQUIRE(a.read(ahead_a, 2));
+  REQUIRE(b.read(ahead_b, 2));
+  auto [a_after, a_reached] = std::move(a).Regroup(CountingInput(), {0}, 1, {&ahead_a});
+  auto [b_after, b_reached] = std::move(b).Regroup(CountingInput(), {1, 3}, 1, {&ahead_b});
+  StepInput c = StepInput::LogicalShards(CountingInput(), 4, {2}, 1);
+  CHECK(a_reached == 1);
+  CHECK(b_reached == 1);
+  CHECK(c.skip_to(1, 2, [](const Element&) {}) == 1);
+  int steps = 0;
+  for (StepInput* input : {&a_after, &b_after, &c}) {
+    std::vector<Element> step(input->batches_per_step());
+    for (int64_t s = 2; input->read(step, s); ++s, ++steps) count(step);
+  }
+  CHECK(steps == 3 * 4);  // 4 more steps of each worker: 5 batches a shard
+  CHECK(seen.size() == 40);
+  for (const auto& [example, times] : seen) {
+    INFO("example " << example);
+    CHECK(times == 1);
+  }
+  CHECK(seen.begin()->first == 0);
+  CHECK(seen.rbegin()->first == 39);
 }
 
 TEST_CASE("LogicalShardsOfWorker deals shards round robin and needs one per worker", "[estimator]") {
