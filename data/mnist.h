@@ -11,8 +11,9 @@ namespace est::data {
 /// labels an int64 scalar per example. Reads <dir>/<split>-images-idx3-ubyte[.gz] and
 /// <dir>/<split>-labels-idx1-ubyte[.gz] (the .gz file when both exist) into memory once;
 /// `split` is "train" or "t10k". Data sets of the same unchanged files share one read-only
-/// copy of their images while any of them lives (the shards of one data set decode it once). Throws DataError naming
-/// the directory or file when it is missing, malformed, or when the image and label counts differ.
+/// copy of their images while any of them lives (the shards of one data set decode it once).
+/// Throws DataError naming the directory or file when it is missing, malformed, or when the
+/// image and label counts differ.
 Dataset Mnist(const std::string& dir, const std::string& split);
 
 /// Throws the DataError that Mnist(dir, split) would for a missing or wrong directory or a

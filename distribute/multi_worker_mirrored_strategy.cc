@@ -32,16 +32,6 @@ namespace {
 // How often the chief asks its store whether a newcomer waits: a store call every step would
 // cost a short step a fraction of its time.
 constexpr std::chrono::milliseconds kNewcomerCheckInterval(200);
-// The training group's keys, under the job's id in the chief's store: the first generation's
-// strategy settings (which a newcomer checks its own against), then Membership's.
-constexpr char kGroupSettingsKey[] = "settings";
-
-std::string SettingsText(const StrategySettings& settings) {
-  std::string text;
-  for (const auto& [name, value] : settings) text += name + ": " + value + "\n";
-  return text;
-}
-
 std::vector<c10::Device> ParseDevices(const std::vector<std::string>& names) {
   EST_CHECK(!names.empty(), ConfigError, "MultiWorkerMirroredStrategy needs at least one device");
   std::vector<c10::Device> devices;
@@ -187,7 +177,7 @@ Collective* MultiWorkerMirroredStrategy::collective() {
 void MultiWorkerMirroredStrategy::connect() {
   const ClusterConfig& cluster = this->cluster();
   const auto [num_workers, worker_index, is_chief] = place();
-  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options_.timeout_secs() * 1000));
+  const std::chrono::milliseconds timeout = this->timeout();
   const HostPort chief = ParseHostPort(cluster.chief_address, "the chief's address");
   Log().info("MultiWorkerMirroredStrategy: worker {} of {} joining job '{}' at {} ({})", worker_index, num_workers,
              options_.job_id(), cluster.chief_address, cluster.source);
@@ -237,17 +227,12 @@ void MultiWorkerMirroredStrategy::connect() {
 
 void MultiWorkerMirroredStrategy::form_first_generation() {
   // Before the generation closes: a newcomer that finds it closed finds the settings too.
-  if (place().is_chief) group_->store->set(kGroupSettingsKey, SettingsText(settings()));
+  if (place().is_chief) PublishGroupSettings(*group_->store, settings());
   group_->generation = group_->membership.JoinFirstAt(place().worker_index, place().num_workers);
 }
 
 void MultiWorkerMirroredStrategy::join_running_group() {
-  const std::string theirs = group_->store->get(
-      kGroupSettingsKey, std::chrono::milliseconds(static_cast<int64_t>(options_.timeout_secs() * 1000)));
-  EST_CHECK(theirs == SettingsText(settings()), ConfigError, "MultiWorkerMirroredStrategy: worker ",
-            place().worker_index, " cannot join the training group of job '", options_.job_id(),
-            "': its strategy settings differ from the group's.\nThe group's:\n", theirs, "This worker's:\n",
-            SettingsText(settings()));
+  CheckGroupSettings(*group_->store, settings(), timeout());
   Log().info("MultiWorkerMirroredStrategy: job '{}' is training; worker {} joins its group as a newcomer",
              options_.job_id(), place().worker_index);
   std::optional<Generation> generation = group_->membership.JoinAsNewcomer();
@@ -338,6 +323,10 @@ void MultiWorkerMirroredStrategy::connect_generation() {
   if (generation.world_size() > 1) collective_ = CreateCollective(*backend_, collective_request(collective_store_));
 }
 
+std::chrono::milliseconds MultiWorkerMirroredStrategy::timeout() const {
+  return std::chrono::milliseconds(static_cast<int64_t>(options_.timeout_secs() * 1000));
+}
+
 CollectiveRequest MultiWorkerMirroredStrategy::collective_request(std::shared_ptr<Store> store) const {
   CollectiveRequest request;
   request.store = std::move(store);
@@ -345,7 +334,7 @@ CollectiveRequest MultiWorkerMirroredStrategy::collective_request(std::shared_pt
   request.world_size = place().num_workers;
   request.device = devices_.front();
   request.hostname = cluster().task_host();
-  request.timeout = std::chrono::milliseconds(static_cast<int64_t>(options_.timeout_secs() * 1000));
+  request.timeout = timeout();
   return request;
 }
 

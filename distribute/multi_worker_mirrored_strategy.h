@@ -4,6 +4,7 @@
 
 #include <torch/arg.h>
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -135,6 +136,8 @@ class MultiWorkerMirroredStrategy : public Strategy {
   void form_next_generation(const std::vector<int>& lost);
   /// Connects the gradients' collective of the generation this worker is in.
   void connect_generation();
+  /// timeout_secs, the limit on the rendezvous and on every collective call.
+  std::chrono::milliseconds timeout() const;
   /// This worker's request for a collective of the job over `store`.
   CollectiveRequest collective_request(std::shared_ptr<Store> store) const;
   /// What every worker must share, checked when they connect.

@@ -375,7 +375,7 @@ class TrainingSession : public Session {
                   LogicalShardsOfWorker(logical_shards_, strategy_.num_workers(), strategy_.worker_index()),
                   accumulation_steps_)
             : StepInput::Pipeline(input_fn, strategy_.input_context(), replicas_.size() * accumulation_steps_);
-    shape_steps(input);
+    shape_steps(static_cast<int64_t>(input.batches_per_step()), input.position_per_step());
     if (logical_shards_ > 0 && strategy_.num_workers() > 1)
       Log().info("Training input: {} logical shards; this worker reads {} of them", logical_shards_,
                  input.shards().size());
@@ -408,11 +408,11 @@ class TrainingSession : public Session {
     return input;
   }
 
-  // The step's shape for `input`: each local replica's micro-batches, and how far a step moves
-  // the input position.
-  void shape_steps(const StepInput& input) {
-    position_per_step_ = input.position_per_step();
-    micro_batches_ = static_cast<int64_t>(input.batches_per_step()) / replicas_.size();
+  // The step's shape: `batches_per_step` batches over this worker's replicas (each replica's
+  // micro-batches), a step moving the input position by `position_per_step`.
+  void shape_steps(int64_t batches_per_step, int64_t position_per_step) {
+    position_per_step_ = position_per_step;
+    micro_batches_ = batches_per_step / replicas_.size();
     sync_options_.micro_batches = micro_batches_;
   }
 
@@ -447,8 +447,8 @@ class TrainingSession : public Session {
       try {
         take_chief_counters();
         const std::vector<int> shards = regrouped_shards(held ? held->shards() : std::vector<int>{});
-        micro_batches_ = accumulation_steps_ * static_cast<int64_t>(shards.size());
-        sync_options_.micro_batches = micro_batches_;
+        // What StepInput::LogicalShards(…, shards, accumulation_steps_) gives a step.
+        shape_steps(accumulation_steps_ * static_cast<int64_t>(shards.size()), accumulation_steps_);
         sync_ = strategy_.make_training_sync(sync_options_);
         const bool kept = held && !read_ahead.empty() && input_position_ == read_from;
         std::optional<StepInput> next;
@@ -480,7 +480,6 @@ class TrainingSession : public Session {
           reached = next->skip_to(input_position_, global_step_, [](const data::Element&) {});
         }
         held.reset();
-        shape_steps(*next);
         Log().info(
             "Training input: {} logical shards; this worker reads {} of them, going on with the {} it read before",
             logical_shards_, shards.size(), read_before);

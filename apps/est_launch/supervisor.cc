@@ -244,17 +244,17 @@ class Supervisor {
       if (options_.min_workers > 0 && IsLosableWorker(task.id)) {
         const int running = RunningTrainingTasks();
         const std::string others = "the " + std::to_string(running) + " other training tasks";
-        const std::string min_workers = "(--min-workers " + std::to_string(options_.min_workers) + ")";
+        const std::string min_workers = "--min-workers " + std::to_string(options_.min_workers);
         if (single_restarts_ < options_.max_restarts) {
           RestartAlone(task, status,
                        running >= options_.min_workers
-                           ? others + " train on without it until it joins them " + min_workers
-                           : others + " wait for it to join them, as they are fewer than " + min_workers.substr(1));
+                           ? others + " train on without it until it joins them (" + min_workers + ")"
+                           : others + " wait for it to join them, as they are fewer than " + min_workers);
           return;
         }
         if (running >= options_.min_workers) {
-          Log(task.id.label() + " " + DescribeWaitStatus(status) + "; " + others + " train on without it " +
-              min_workers);
+          Log(task.id.label() + " " + DescribeWaitStatus(status) + "; " + others + " train on without it (" +
+              min_workers + ")");
           return;
         }
       }

@@ -9,6 +9,7 @@ namespace est::distribute {
 namespace {
 
 constexpr char kSettingsKey[] = "strategy_settings/";
+constexpr char kGroupSettingsKey[] = "strategy_settings/group";
 constexpr char kLineSeparator = '\n';
 constexpr char kValueSeparator = '=';
 
@@ -64,6 +65,24 @@ void CheckSameSettings(Store& store, int rank, int world_size, const StrategySet
   }
   EST_CHECK(differences.empty(), ConfigError, "the strategies of the ", world_size, " workers differ: ", differences,
             "; every worker must run with the same strategy settings");
+}
+
+void PublishGroupSettings(Store& store, const StrategySettings& settings) {
+  store.set(kGroupSettingsKey, Encode(settings));
+}
+
+void CheckGroupSettings(Store& store, const StrategySettings& settings, std::chrono::milliseconds timeout) {
+  const std::map<std::string, std::string> group = Decode(store.get(kGroupSettingsKey, timeout));
+  std::string differences;
+  for (const auto& [name, value] : settings) {
+    const auto found = group.find(name);
+    const std::string held = found == group.end() ? "(unset)" : found->second;
+    if (held != value)
+      differences += (differences.empty() ? "" : "; ") + name + " is " + held + " in the group and " + value +
+                     " on this worker";
+  }
+  EST_CHECK(differences.empty(), ConfigError, "this worker cannot join the training group: its strategy differs: ",
+            differences, "; every worker must run with the same strategy settings");
 }
 
 }  // namespace est::distribute

@@ -23,4 +23,13 @@ using StrategySettings = std::vector<std::pair<std::string, std::string>>;
 void CheckSameSettings(Store& store, int rank, int world_size, const StrategySettings& settings,
                        std::chrono::milliseconds timeout);
 
+/// Publishes `settings` in `store` as those of a training group already formed (its chief
+/// does), for workers that join it later (CheckGroupSettings).
+void PublishGroupSettings(Store& store, const StrategySettings& settings);
+
+/// A worker joining a training group: reads the group's settings (PublishGroupSettings) within
+/// `timeout` and throws ConfigError naming each of `settings` that differs ("communication is
+/// ring in the group and nccl on this worker; …").
+void CheckGroupSettings(Store& store, const StrategySettings& settings, std::chrono::milliseconds timeout);
+
 }  // namespace est::distribute

@@ -51,3 +51,21 @@ TEST_CASE("CheckSameSettings passes equal settings and names every difference on
     CHECK_THROWS_AS(CheckSameSettings(*store, 0, 2, {{"local devices", "1"}}, 200ms), est::TimeoutError);
   }
 }
+
+TEST_CASE("CheckGroupSettings lets a worker with the group's settings join, and names each difference", "[distribute]") {
+  auto store = CreateInMemoryStore();
+  PublishGroupSettings(*store, {{"communication", "ring"}, {"local devices", "1"}, {"buffer sync", "broadcast"}});
+  CHECK_NOTHROW(
+      CheckGroupSettings(*store, {{"communication", "ring"}, {"local devices", "1"}, {"buffer sync", "broadcast"}}, 1s));
+  try {
+    CheckGroupSettings(*store, {{"communication", "nccl"}, {"local devices", "1"}, {"buffer sync", "average"}}, 1s);
+    FAIL("a worker with other settings joined");
+  } catch (const est::ConfigError& error) {
+    CHECK(std::string(error.what()) ==
+          "this worker cannot join the training group: its strategy differs: communication is ring in the group and "
+          "nccl on this worker; buffer sync is broadcast in the group and average on this worker; every worker must "
+          "run with the same strategy settings");
+  }
+  // Nothing published: the wait ends after the timeout.
+  CHECK_THROWS_AS(CheckGroupSettings(*CreateInMemoryStore(), {{"communication", "ring"}}, 50ms), est::TimeoutError);
+}
