@@ -78,11 +78,12 @@ void CheckGroupSettings(Store& store, const StrategySettings& settings, std::chr
     const auto found = group.find(name);
     const std::string held = found == group.end() ? "(unset)" : found->second;
     if (held != value)
-      differences += (differences.empty() ? "" : "; ") + name + " is " + held + " in the group and " + value +
-                     " on this worker";
+      differences +=
+          (differences.empty() ? "" : "; ") + name + " is " + held + " in the group and " + value + " on this worker";
   }
-  EST_CHECK(differences.empty(), ConfigError, "this worker cannot join the training group: its strategy differs: ",
-            differences, "; every worker must run with the same strategy settings");
+  EST_CHECK(differences.empty(), ConfigError,
+            "this worker cannot join the training group: its strategy differs: ", differences,
+            "; every worker must run with the same strategy settings");
 }
 
 }  // namespace est::distribute

@@ -52,11 +52,12 @@ TEST_CASE("CheckSameSettings passes equal settings and names every difference on
   }
 }
 
-TEST_CASE("CheckGroupSettings lets a worker with the group's settings join, and names each difference", "[distribute]") {
+TEST_CASE("CheckGroupSettings lets a worker with the group's settings join, and names each difference",
+          "[distribute]") {
   auto store = CreateInMemoryStore();
   PublishGroupSettings(*store, {{"communication", "ring"}, {"local devices", "1"}, {"buffer sync", "broadcast"}});
-  CHECK_NOTHROW(
-      CheckGroupSettings(*store, {{"communication", "ring"}, {"local devices", "1"}, {"buffer sync", "broadcast"}}, 1s));
+  CHECK_NOTHROW(CheckGroupSettings(
+      *store, {{"communication", "ring"}, {"local devices", "1"}, {"buffer sync", "broadcast"}}, 1s));
   try {
     CheckGroupSettings(*store, {{"communication", "nccl"}, {"local devices", "1"}, {"buffer sync", "average"}}, 1s);
     FAIL("a worker with other settings joined");
