@@ -294,6 +294,8 @@ void MultiWorkerMirroredStrategy::admit_newcomers() {
   form_next_generation({});
 }
 
+bool MultiWorkerMirroredStrategy::rejoined_as_newcomer() const { return group_ && group_->generation.newcomer; }
+
 void MultiWorkerMirroredStrategy::end_group() {
   if (group_ && place().is_chief) group_->membership.Finish(group_->generation);
 }
@@ -308,10 +310,27 @@ void MultiWorkerMirroredStrategy::form_next_generation(const std::vector<int>& l
   }
   // A second worker may die after the first: the chief stops waiting for it once its process
   // has exited (ranks on this host), rather than after the timeout.
-  const std::function<std::vector<int>()> lost_later = collective_ ? collective_->lost_ranks_watch() : nullptr;
+  std::function<std::vector<int>()> lost_later = collective_ ? collective_->lost_ranks_watch() : nullptr;
   collective_.reset();
-  group_->generation = group_->membership.Rejoin(group_->generation, lost, lost_later);
-  connect_generation();
+  std::vector<int> left_out = lost;
+  while (true) {
+    group_->generation = group_->membership.Rejoin(group_->generation, left_out, lost_later);
+    try {
+      connect_generation();
+      break;
+    } catch (const Error& failure) {
+      // A member of the new generation was lost before it connected: the next one forms
+      // without the members that do not come back within the settle time.
+      if (dynamic_cast<const CommunicationError*>(&failure) == nullptr &&
+          dynamic_cast<const TimeoutError*>(&failure) == nullptr)
+        throw;
+      Log().warn("MultiWorkerMirroredStrategy: connecting generation {} of the training group failed: {}",
+                 group_->generation.number, failure.what());
+      collective_.reset();
+      left_out.clear();
+      lost_later = nullptr;
+    }
+  }
   Log().warn("MultiWorkerMirroredStrategy: training on as worker {} of {} (generation {})", place_->worker_index,
              place_->num_workers, group_->generation.number);
 }

@@ -99,6 +99,7 @@ class MultiWorkerMirroredStrategy : public Strategy {
   /// On the chief, at most every 0.2 s: whether a newcomer arrived in the chief's store.
   bool newcomer_waiting() override;
   void admit_newcomers() override;
+  bool rejoined_as_newcomer() const override;
   void end_group() override;
   int model_collective_workers() const override { return num_workers(); }
   /// A second connection of the workers, beside the gradients', made on first use.

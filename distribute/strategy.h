@@ -73,6 +73,10 @@ class Strategy {
   /// After a step whose flags said a newcomer waits: forms the next group, of every worker and
   /// the newcomers (num_workers(), worker_index() and collective() being its own).
   virtual void admit_newcomers() {}
+  /// After regroup() or admit_newcomers(): whether the group this worker entered took it as a
+  /// newcomer, holding none of the group's input (the group re-formed without it while it was
+  /// stopped or hung, and it came back later).
+  virtual bool rejoined_as_newcomer() const { return false; }
   /// On the chief, after the training's last barrier: workers that wait to join, or come
   /// later, learn that the training ended (enter_group() gives kTrainingEnded).
   virtual void end_group() {}

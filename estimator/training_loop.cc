@@ -431,7 +431,9 @@ class TrainingSession : public Session {
   // shards are dealt again: a worker keeps the iterators of those it `held` and still reads,
   // and gives first what it read ahead of them (`read_ahead`: whole steps, read from its
   // position) where the chief's position is the one it read from; any other shard is opened
-  // at the chief's position. Nothing of a failed step counts unless the chief applied it.
+  // at the chief's position; a worker the group took back as a newcomer (it went on without
+  // it while it was stopped) holds none. Nothing of a failed step counts unless the chief
+  // applied it.
   // Returns the input, with the next step's batches in `current` and `stop` saying whether
   // it ended. A worker lost meanwhile starts the sequence again, without it.
   StepInput reform_group(const InputFn& input_fn, std::optional<StepInput> held,
@@ -444,6 +446,8 @@ class TrainingSession : public Session {
     bool formed = form ? form() : true;
     while (true) {
       if (!formed) std::rethrow_exception(failure);
+      // The group went on without this worker while it was stopped: others read its shards.
+      if (held && strategy_.rejoined_as_newcomer()) held.reset();
       try {
         take_chief_counters();
         const std::vector<int> shards = regrouped_shards(held ? held->shards() : std::vector<int>{});

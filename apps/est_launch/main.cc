@@ -63,22 +63,24 @@ their model_dir. With --ps (parameter servers), the failed task alone is started
 each such restart counting one of the N: the other workers train on, a restarted worker
 continues its own input, and a restarted ps task is restored by the chief.
 
-With --min-workers N (all-reduce training on one host), a failed worker other than the
-chief does not stop the others while at least N training tasks (chief and workers) are
-left: they re-form their group without it and train on from the step it failed in
-(MultiWorkerMirroredStrategy reads EST_MIN_WORKERS). With --max-restarts as well, the
-failed worker alone is started again after the back-off (each such restart counting one of
-the N) and joins the running group at the end of a step, taking the chief's state; while
-fewer than N are left, the others wait for it (up to their timeout). A failed chief, or
-fewer than N left without a restart, stops every task as above.
+With --min-workers N (all-reduce training), a failed worker other than the chief does not
+stop the others while at least N training tasks (chief and workers) are left: they re-form
+their group without it and train on from the step it failed in (MultiWorkerMirroredStrategy
+reads EST_MIN_WORKERS). With --max-restarts as well, the failed worker alone is started
+again after the back-off (each such restart counting one of the N) and joins the running
+group at the end of a step, taking the chief's state; while fewer than N are left, the
+others wait for it (up to their timeout). A failed chief, or fewer than N left without a
+restart, stops every task as above. Across hosts, give it to node 0: node 0 counts the
+training tasks of every host, and each host restarts its own failed workers alone.
 
 Across hosts, run one est-launch per host with --nnodes N, its own --node-rank and the same
 --rendezvous HOST:PORT; node 0 listens there. Each host's --chief, --workers, --ps and
 --evaluator are its own tasks; once all N have joined (within --rendezvous-timeout-secs),
 every task gets the whole job's TF_CONFIG (each job's tasks numbered in node-rank order),
 EST_JOB_ID and EST_JOB_TOKEN (node 0's; with EST_JOB_TOKEN set, a node joins only with the
-same one). A failed task, a signal, or a host's est-launch gone stops the tasks on every
-host; node 0's --max-restarts restarts the whole job once every host has joined again.
+same one). A failed task (but a worker lost under node 0's --min-workers), a signal, or a
+host's est-launch gone stops the tasks on every host; node 0's --max-restarts restarts the
+whole job once every host has joined again.
 
 Every task gets SIGHUP when est-launch exits or is killed (SIGKILL included); est-train
 stops on it as on SIGTERM (a checkpoint first) and exits with 129: no task trains on alone.
@@ -211,13 +213,15 @@ est_launch::ClusterLayout ValidatedLayout(const Flags& flags, bool port_given) {
   // A host of a launch across hosts may run only ps tasks or the evaluator.
   est_launch::ValidateLayout(layout, across_hosts);
   if (flags.min_workers > 0) {
-    EST_CHECK(!across_hosts, est::ConfigError,
-              "--min-workers is for a launch on one host: across hosts, a failed task stops every host");
+    EST_CHECK(flags.node_rank == 0, est::ConfigError,
+              "--min-workers is node 0's: across hosts, node 0's --min-workers and --max-restarts are the job's "
+              "recovery policy");
     EST_CHECK(flags.ps == 0, est::ConfigError,
               "--min-workers is for all-reduce training; with --ps, --max-restarts restarts a failed task alone");
+    // Across hosts, node 0 checks it against the whole job's tasks once every node has joined.
     const int training = layout.workers + (layout.chief ? 1 : 0);
-    EST_CHECK(flags.min_workers <= training, est::ConfigError, "--min-workers ", flags.min_workers, " exceeds the ",
-              training, " training tasks (chief and workers)");
+    EST_CHECK(across_hosts || flags.min_workers <= training, est::ConfigError, "--min-workers ", flags.min_workers,
+              " exceeds the ", training, " training tasks (chief and workers)");
   }
   if (port_given) est_launch::ValidatePortRange(flags.port, layout.num_tasks());
   if (!layout.host.empty()) est_launch::CheckLocalHost(layout.host);

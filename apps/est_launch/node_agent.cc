@@ -110,12 +110,13 @@ class Leader : public PeerNodes {
       for (size_t rank = 1; rank < members_.size(); ++rank) offers.push_back(members_[rank]->offer);
       JobPlan plan;
       try {
-        plan = PlanJob(offers);
+        plan = PlanJob(offers, options_.min_workers);
       } catch (const est::ConfigError& e) {
         Refuse(e.what(), 2);
         Say(std::string("error: ") + e.what());
         return 2;
       }
+      live_training_tasks_ = plan.training_tasks;
       for (size_t rank = 1; rank < members_.size(); ++rank) members_[rank]->channel.Send(Start(plan, rank, round));
       const ClusterSpec spec(plan.cluster, plan.node_tasks[0], host, own.first_port);
       const RoundResult result = RunHostTasks(node_, spec, options_, round, signals_, *this);
@@ -165,6 +166,11 @@ class Leader : public PeerNodes {
         } else if (message.contains(kFlightRecorderMessage)) {
           RelayFlightRecorderSignal(rank);
           news.flight_recorder_signal = true;
+        } else if (message.contains("lost") && message["lost"].is_object()) {
+          const json& lost = message["lost"];
+          if (std::optional<std::string> stop =
+                  Lose(rank, lost.value("task", std::string("a worker")), lost.value("restarting", false)))
+            news.stop = stop;
         }
       }
       if (member.channel.closed() && !member.ended &&
@@ -177,6 +183,10 @@ class Leader : public PeerNodes {
   void OnLocalStop(const std::string& reason) override { Stop(0, "node 0: " + reason); }
 
   void OnLocalFlightRecorderSignal() override { RelayFlightRecorderSignal(0); }
+
+  std::optional<std::string> OnLocalLoss(const std::string& task, bool restarting) override {
+    return Lose(0, task, restarting);
+  }
 
  private:
   struct Member {
@@ -197,6 +207,32 @@ class Leader : public PeerNodes {
     for (size_t rank = 1; rank < members_.size(); ++rank)
       if (rank != origin && members_[rank] && !members_[rank]->ended) members_[rank]->channel.Send({{"stop", reason}});
     return true;
+  }
+
+  // Node `origin`'s worker `task` failed (--min-workers), `restarting` alone on its host or not.
+  // Returns why every host's tasks stop when too few training tasks are left without it (every
+  // other host is told so already), else nothing: the others train on.
+  std::optional<std::string> Lose(size_t origin, const std::string& task, bool restarting) {
+    const std::string name = "node " + std::to_string(origin) + "'s " + task;
+    const std::string min_workers = "--min-workers " + std::to_string(options_.min_workers);
+    const int others = live_training_tasks_ - 1;
+    if (restarting) {
+      Say(name + " failed and starts again alone on its host; the job's " + std::to_string(others) +
+          " other training tasks " +
+          (others >= options_.min_workers ? "train on without it until it joins them (" + min_workers + ")"
+                                          : "wait for it to join them, as they are fewer than " + min_workers));
+      return std::nullopt;
+    }
+    live_training_tasks_ = others;
+    if (others >= options_.min_workers) {
+      Say(name + " is lost; the job's " + std::to_string(others) + " other training tasks train on without it (" +
+          min_workers + ")");
+      return std::nullopt;
+    }
+    const std::string reason = name + " is lost, and the job's " + std::to_string(others) +
+                               " training tasks left are fewer than " + min_workers;
+    if (!Stop(0, reason)) return std::nullopt;  // the job stops already
+    return reason;
   }
 
   // Tells every host but `origin` whose tasks run to forward kFlightRecorderSignal to them.
@@ -340,6 +376,7 @@ class Leader : public PeerNodes {
     start.cluster = plan.cluster;
     start.tasks = plan.node_tasks[rank];
     start.max_restarts = options_.max_restarts;
+    start.min_workers = options_.min_workers;
     start.restart_backoff_secs = options_.restart_backoff_secs;
     start.max_restart_backoff_secs = options_.max_restart_backoff_secs;
     return {{"start", start.to_json()}};
@@ -399,6 +436,7 @@ class Leader : public PeerNodes {
   std::vector<std::optional<Member>> members_;  // by node rank; 0 is this host
   std::optional<std::string> stop_reason_;      // why this round's tasks stop on every host
   int interrupted_ = 0;                         // the stop signal node 0 caught
+  int live_training_tasks_ = 0;                 // this round's chief and workers not lost (--min-workers)
 };
 
 // Node 1 and up: joins node 0, runs this host's tasks of the job, and follows node 0's
@@ -453,6 +491,8 @@ class Follower : public PeerNodes {
       options_.job_token = job.job_token;
       // Node 0's restart policy is the job's (a ps task restarts alone on its host).
       options_.max_restarts = job.max_restarts;
+      options_.min_workers = job.min_workers;
+      if (job.min_workers > 0) options_.environment["EST_MIN_WORKERS"] = std::to_string(job.min_workers);
       options_.restart_backoff_secs = job.restart_backoff_secs;
       options_.max_restart_backoff_secs = job.max_restart_backoff_secs;
       const ClusterSpec spec(job.cluster, job.tasks, host, offer.first_port);
@@ -504,6 +544,11 @@ class Follower : public PeerNodes {
 
   void OnLocalFlightRecorderSignal() override {
     if (!channel_.closed()) channel_.Send({{kFlightRecorderMessage, true}});
+  }
+
+  std::optional<std::string> OnLocalLoss(const std::string& task, bool restarting) override {
+    if (!channel_.closed()) channel_.Send({{"lost", {{"task", task}, {"restarting", restarting}}}});
+    return std::nullopt;
   }
 
  private:

@@ -60,6 +60,7 @@ nlohmann::json NodeStart::to_json() const {
           {"cluster", cluster},
           {"tasks", task_list},
           {"max_restarts", max_restarts},
+          {"min_workers", min_workers},
           {"restart_backoff_secs", restart_backoff_secs},
           {"max_restart_backoff_secs", max_restart_backoff_secs}};
 }
@@ -73,21 +74,24 @@ NodeStart NodeStart::FromJson(const nlohmann::json& json) {
   for (const auto& task : Field<std::vector<std::pair<std::string, int>>>(json, "tasks", kStart))
     start.tasks.push_back({task.first, task.second});
   start.max_restarts = Field<int>(json, "max_restarts", kStart);
+  start.min_workers = Field<int>(json, "min_workers", kStart);
   start.restart_backoff_secs = Field<double>(json, "restart_backoff_secs", kStart);
   start.max_restart_backoff_secs = Field<double>(json, "max_restart_backoff_secs", kStart);
-  EST_CHECK(start.round >= 0 && start.max_restarts >= 0 && start.restart_backoff_secs >= 0 &&
+  EST_CHECK(start.round >= 0 && start.max_restarts >= 0 && start.min_workers >= 0 && start.restart_backoff_secs >= 0 &&
                 start.max_restart_backoff_secs >= 0 && start.cluster.is_object() && !start.tasks.empty(),
             est::ConfigError, kStart, " is not a start of this node's tasks: ", json.dump());
   return start;
 }
 
-JobPlan PlanJob(const std::vector<NodeOffer>& offers) {
+JobPlan PlanJob(const std::vector<NodeOffer>& offers, int min_workers) {
   std::vector<int> chiefs;
   std::vector<int> evaluators;
+  std::vector<int> with_ps;
   int workers = 0;
   for (const NodeOffer& offer : offers) {
     if (offer.layout.chief) chiefs.push_back(offer.node_rank);
     if (offer.layout.evaluator) evaluators.push_back(offer.node_rank);
+    if (offer.layout.ps > 0) with_ps.push_back(offer.node_rank);
     workers += offer.layout.workers;
   }
   EST_CHECK(chiefs.size() <= 1, est::ConfigError, DescribeNodes(chiefs),
@@ -96,6 +100,14 @@ JobPlan PlanJob(const std::vector<NodeOffer>& offers) {
             " each have --evaluator; a job has one evaluator: give --evaluator to one node only");
   EST_CHECK(workers >= 1 || !chiefs.empty(), est::ConfigError,
             "no node has a worker or a chief: give --workers 1 or more (or --chief) to at least one node");
+  const int training_tasks = workers + static_cast<int>(chiefs.size());
+  if (min_workers > 0) {
+    EST_CHECK(with_ps.empty(), est::ConfigError,
+              "node 0's --min-workers is for all-reduce training, but ps tasks run on ", DescribeNodes(with_ps),
+              " (with ps tasks, --max-restarts restarts a failed task alone)");
+    EST_CHECK(min_workers <= training_tasks, est::ConfigError, "node 0's --min-workers ", min_workers,
+              " exceeds the job's ", training_tasks, " training tasks (chief and workers, on every node)");
+  }
 
   // Hosts that share an address (several est-launch on one machine) need ports apart.
   for (size_t a = 0; a < offers.size(); ++a)
@@ -111,6 +123,7 @@ JobPlan PlanJob(const std::vector<NodeOffer>& offers) {
     }
 
   JobPlan plan;
+  plan.training_tasks = training_tasks;
   plan.cluster = nlohmann::json::object();
   plan.node_tasks.resize(offers.size());
   std::map<std::string, int> next_index;

@@ -32,6 +32,8 @@ struct JobPlan {
   /// The tasks of each node, by node rank, with their indices in the whole job, in the order
   /// of that node's ports.
   std::vector<std::vector<TaskId>> node_tasks;
+  /// The job's training tasks: its chief and workers.
+  int training_tasks = 0;
 };
 
 /// What node 0 sends each node to start a round of the job: the whole cluster, the node's
@@ -44,6 +46,9 @@ struct NodeStart {
   nlohmann::json cluster = nlohmann::json::object();
   std::vector<TaskId> tasks;
   int max_restarts = 0;
+  /// Node 0's --min-workers: 0, or the fewest training tasks of the whole job that train on
+  /// when a worker is lost.
+  int min_workers = 0;
   double restart_backoff_secs = 1;
   double max_restart_backoff_secs = 60;
 
@@ -59,7 +64,8 @@ std::string DescribeNodes(const std::vector<int>& ranks);
 
 /// Joins `offers` (one per node rank, 0 first); throws est::ConfigError naming the nodes at
 /// fault when more than one node has a chief or an evaluator, or when the job has no worker
-/// and no chief.
-JobPlan PlanJob(const std::vector<NodeOffer>& offers);
+/// and no chief, and naming node 0's --min-workers `min_workers` when it exceeds the job's
+/// training tasks or the job has ps tasks.
+JobPlan PlanJob(const std::vector<NodeOffer>& offers, int min_workers = 0);
 
 }  // namespace est_launch

@@ -241,6 +241,10 @@ class Supervisor {
     task.exited = true;
     if (phase_ == Phase::kRunning) {
       if (Succeeded(status)) return;
+      if (options_.min_workers > 0 && IsLosableWorker(task.id) && peers_ != nullptr) {
+        LoseAcrossHosts(task, status);
+        return;
+      }
       if (options_.min_workers > 0 && IsLosableWorker(task.id)) {
         const int running = RunningTrainingTasks();
         const std::string others = "the " + std::to_string(running) + " other training tasks";
@@ -276,6 +280,29 @@ class Supervisor {
       if (interrupt_ != 0 && stop_failure_.empty() && !StoppedBy(status, interrupt_))
         stop_failure_ = task.id.label() + " " + DescribeWaitStatus(status) + " while stopping on " +
                         SignalName(interrupt_);
+    }
+  }
+
+  // Across hosts, with --min-workers: failed worker `task` starts again alone when this host
+  // has restarts left, and node 0, which counts the training tasks of every host, is told; the
+  // others train on unless node 0 stops every host for too few left.
+  void LoseAcrossHosts(Task& task, int status) {
+    const std::string min_workers = "--min-workers " + std::to_string(options_.min_workers);
+    const bool restart = single_restarts_ < options_.max_restarts;
+    if (restart)
+      RestartAlone(
+          task, status,
+          "the job's other training tasks train on without it while " + min_workers + " are left, else wait for it");
+    else
+      Log(task.id.label() + " " + DescribeWaitStatus(status) + "; the job's other training tasks train on without " +
+          "it while " + min_workers + " are left (node 0 counts them on every host)");
+    if (std::optional<std::string> stop = peers_->OnLocalLoss(task.id.label(), restart)) {
+      failure_ = *stop;
+      failure_exit_code_ = 1;
+      task_failed_ = true;
+      Log(*stop + "; stopping this host's tasks (SIGTERM, then SIGKILL after " + SecondsText(options_.grace_secs) +
+          ")");
+      BeginStop(SIGTERM, /*leftovers_only=*/false);
     }
   }
 

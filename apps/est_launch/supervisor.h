@@ -35,6 +35,11 @@ class PeerNodes {
   virtual void OnLocalStop(const std::string& reason) = 0;
   /// This host's est-launch caught kFlightRecorderSignal: the other hosts forward it to their tasks.
   virtual void OnLocalFlightRecorderSignal() = 0;
+  /// This host's worker `task` failed, with --min-workers (LaunchOptions::min_workers), and is
+  /// `restarting` alone or not: node 0 counts the training tasks left on every host. Returns
+  /// why every host's tasks stop where node 0 decides so at once (fewer than min_workers left,
+  /// on node 0); otherwise node 0's decision comes later as a stop (News::stop), or never.
+  virtual std::optional<std::string> OnLocalLoss(const std::string& task, bool restarting) = 0;
 };
 
 /// How to run the tasks of a cluster.
@@ -61,7 +66,8 @@ struct LaunchOptions {
   int max_restarts = 0;
   /// In-job recovery (all-reduce training): when a worker other than the chief fails and at
   /// least this many training tasks (chief and workers) are still running, the others go on
-  /// without it (they re-form their group); 0: a failed task stops every task.
+  /// without it (they re-form their group); 0: a failed task stops every task. Across hosts,
+  /// node 0 counts the training tasks of every host (PeerNodes::OnLocalLoss).
   int min_workers = 0;
   /// Seconds to wait before the first restart; each later one waits twice the one before,
   /// up to max_restart_backoff_secs (a task that fails at once does not spin).

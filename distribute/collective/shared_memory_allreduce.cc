@@ -343,14 +343,21 @@ void SharedMemoryAllreduce::fail_waiting(bool timed_out, int exited_rank) {
   broken_ = true;
   const std::string operation =
       std::string("Gloo ") + operation_ + " on rank " + std::to_string(rank_) + " of " + std::to_string(world_size_);
+  // The ranks that have not entered this call, with their pids: "rank 2 (pid 4711)".
+  const auto missing = [&] {
+    std::vector<int> ranks;
+    std::string pids;
+    for (int q = 0; q < world_size_; ++q)
+      if (Entered(base_)[q].load(std::memory_order_relaxed) < barriers_) {
+        ranks.push_back(q);
+        pids += (pids.empty() ? "" : ", ") + std::to_string(pids_[static_cast<size_t>(q)]);
+      }
+    return ranks.empty() ? std::string() : DescribeRanks(ranks) + " (pid " + pids + ")";
+  };
   if (timed_out) {
     record_failure(EncodeFailure(FailureKind::kTimedOut, rank_));
-    std::vector<int> missing;
-    for (int q = 0; q < world_size_; ++q)
-      if (Entered(base_)[q].load(std::memory_order_relaxed) < barriers_) missing.push_back(q);
-    EST_THROW(TimeoutError, operation, " did not complete within ", DescribeDuration(timeout_), ": ",
-              DescribeRanks(missing), " did not arrive (shared memory; a peer stopped or is stuck; the collective "
-              "cannot be used again)");
+    EST_THROW(TimeoutError, operation, " did not complete within ", DescribeDuration(timeout_), ": ", missing(),
+              " did not arrive (shared memory; a peer stopped or is stuck; the collective cannot be used again)");
   }
   if (exited_rank >= 0) record_failure(EncodeFailure(FailureKind::kExited, exited_rank));
   // Every rank names the first failure, whoever saw it.
@@ -361,8 +368,10 @@ void SharedMemoryAllreduce::fail_waiting(bool timed_out, int exited_rank) {
             pids_[static_cast<size_t>(rank)], ") exited (shared memory; the collective cannot be used again)");
   EST_CHECK(kind != FailureKind::kClosed, CommunicationError, operation, " failed: rank ", rank,
             " closed its collective (shared memory; the collective cannot be used again)");
-  EST_THROW(CommunicationError, operation, " failed: rank ", rank,
-            " timed out waiting for its peers (shared memory; the collective cannot be used again)");
+  const std::string absent = missing();
+  EST_THROW(CommunicationError, operation, " failed: rank ", rank, " timed out waiting for its peers",
+            absent.empty() ? std::string() : ": " + absent + " did not arrive",
+            " (shared memory; the collective cannot be used again)");
 }
 
 }  // namespace est::distribute

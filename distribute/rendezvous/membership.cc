@@ -98,7 +98,7 @@ Generation Membership::JoinFirstAt(int rank, int world_size) {
     store_->set(Key(1, "members"), Joined(members));
     store_->set("membership/latest", "1");
   } else {
-    members = WaitForMembers(1, deadline);
+    members = WaitForMembers(1, deadline, options_.timeout);
   }
   EST_CHECK(static_cast<int>(members.size()) == world_size && members[static_cast<size_t>(rank)] == options_.member,
             Error, "generation 1 of the training group does not hold member '", options_.member, "' at rank ", rank,
@@ -108,12 +108,13 @@ Generation Membership::JoinFirstAt(int rank, int world_size) {
   return {1, std::move(members), rank};
 }
 
-std::vector<std::string> Membership::WaitForMembers(int64_t number, Clock::time_point deadline) {
+std::vector<std::string> Membership::WaitForMembers(int64_t number, Clock::time_point deadline,
+                                                    std::chrono::milliseconds patience) {
   try {
     return Split(store_->get(Key(number, "members"), Until(deadline)));
   } catch (const TimeoutError&) {
-    EST_THROW(TimeoutError, "member '", options_.member, "' waited ", DescribeDuration(options_.timeout),
-              " for generation ", number, " of the training group to form in ", store_->describe(),
+    EST_THROW(TimeoutError, "member '", options_.member, "' waited ", DescribeDuration(patience), " for generation ",
+              number, " of the training group to form in ", store_->describe(),
               ": the chief forms it when a generation ends (a member lost, or a newcomer waiting)");
   }
 }
@@ -136,13 +137,20 @@ Generation Membership::Rejoin(const Generation& current, const std::vector<int>&
       Join(current.number + 1, static_cast<int>(expected.size()), std::move(expected), current.world_size(), gone);
   EST_CHECK(next.has_value(), Error, "member '", options_.member, "' of generation ", current.number,
             " found the training ended while it re-formed the group");
+  if (next->newcomer)
+    Log().warn(
+        "Member '{}' of generation {} came back after generation {} closed without it: it joined generation {} as a "
+        "newcomer, taking the group's state",
+        options_.member, current.number, current.number + 1, next->number);
   return std::move(*next);
 }
 
 std::optional<Generation> Membership::JoinAsNewcomer() {
   const int64_t latest =
       store_->check({"membership/latest"}) ? std::stoll(store_->get("membership/latest", options_.timeout)) : 0;
-  return Join(latest + 1, 0, {}, 0);
+  std::optional<Generation> generation = Join(latest + 1, 0, {}, 0);
+  if (generation) generation->newcomer = true;
+  return generation;
 }
 
 bool Membership::NewcomerWaiting(const Generation& current) const {
@@ -156,7 +164,13 @@ void Membership::Finish(const Generation& current) {
 
 std::optional<Generation> Membership::Join(int64_t number, int expected_count, std::vector<std::string> expected,
                                            int previous_size, const std::function<std::vector<std::string>()>& gone) {
-  const Clock::time_point deadline = Clock::now() + options_.timeout;
+  // The coordinator may wait `settle` for a member, then `replacement_wait`, before the time
+  // it has to close a generation: a member waits that long more.
+  const std::chrono::milliseconds patience =
+      options_.timeout +
+      (options_.coordinator ? std::chrono::milliseconds(0) : options_.settle + options_.replacement_wait);
+  const Clock::time_point deadline = Clock::now() + patience;
+  bool left_out = false;  // a generation closed without this member
   while (true) {
     if (store_->check({Key(number, "members")})) {
       if (store_->get(Key(number, "members"), options_.timeout).empty()) return std::nullopt;  // Finish
@@ -169,7 +183,7 @@ std::optional<Generation> Membership::Join(int64_t number, int expected_count, s
         store_->set(Key(number, "members"), Joined(members));
         store_->set("membership/latest", std::to_string(number));
       } else {
-        members = WaitForMembers(number, deadline);
+        members = WaitForMembers(number, deadline, patience);
         if (members.empty()) return std::nullopt;  // Finish
       }
       const auto place = std::find(members.begin(), members.end(), options_.member);
@@ -177,14 +191,15 @@ std::optional<Generation> Membership::Join(int64_t number, int expected_count, s
         const int rank = static_cast<int>(place - members.begin());
         Log().info("Generation {} of the training group: {} member(s); this one ('{}') is rank {}", number,
                    members.size(), options_.member, rank);
-        return Generation{number, std::move(members), rank};
+        return Generation{number, std::move(members), rank, left_out};
       }
     }
     // Generation `number` closed without this member: it joins the next one as a newcomer.
     EST_CHECK(!options_.coordinator, Error, "the coordinator was left out of generation ", number);
     EST_CHECK(Clock::now() < deadline, TimeoutError, "member '", options_.member, "' found no generation to join in ",
-              DescribeDuration(options_.timeout), " (the last was ", number, ", which closed without it)");
+              DescribeDuration(patience), " (the last was ", number, ", which closed without it)");
     ++number;
+    left_out = true;
     expected_count = 0;
     expected.clear();
   }
@@ -222,16 +237,27 @@ std::vector<std::string> Membership::Close(int64_t number, int expected_count, s
             ? static_cast<int>(arrived.size()) >= expected_count
             : std::all_of(expected.begin(), expected.end(), [&](const std::string& m) { return Contains(arrived, m); });
     const bool enough = static_cast<int>(members.size()) >= options_.min_members;
+    // Closes the generation with `members`, naming the expected members it goes on without.
+    const auto close = [&] {
+      for (const std::string& member : expected)
+        if (!Contains(members, member))
+          Log().warn(
+              "Generation {} of the training group closes without '{}' of generation {}, which did not come within "
+              "{} (stopped, hung, or cut off from the chief's store): it may join a later one as a newcomer",
+              number, member, number - 1,
+              DescribeDuration(std::chrono::duration_cast<std::chrono::milliseconds>(now - start)));
+      return members;
+    };
     if ((all_expected || now >= settled) && enough) {
-      if (static_cast<int>(members.size()) >= previous_size || options_.replacement_wait.count() == 0) return members;
+      if (static_cast<int>(members.size()) >= previous_size || options_.replacement_wait.count() == 0) return close();
       if (!replacement_deadline) replacement_deadline = now + options_.replacement_wait;
-      if (now >= *replacement_deadline) return members;
+      if (now >= *replacement_deadline) return close();
     }
     if (now >= deadline) {
       EST_CHECK(enough, TimeoutError, "generation ", number, " of the training group has ", members.size(),
                 " member(s) after ", DescribeDuration(options_.timeout), ", fewer than the ", options_.min_members,
                 " it needs (min_members)");
-      return members;
+      return close();
     }
     Clock::time_point wake = std::min(deadline, now + kArrivalSlice);
     if (replacement_deadline) wake = std::min(wake, *replacement_deadline);

@@ -24,6 +24,10 @@ struct Generation {
   std::vector<std::string> members;
   /// This member's rank: its index in `members`.
   int rank = 0;
+  /// Whether this member entered it as a newcomer, holding none of the group's state: one new
+  /// to the job, or one that the generation it rejoined for closed without (it came back later
+  /// than `settle`: stopped, hung, or cut off from the store meanwhile).
+  bool newcomer = false;
 
   int world_size() const { return static_cast<int>(members.size()); }
 };
@@ -45,8 +49,8 @@ struct MembershipOptions {
   /// Once the members it expects are in, how long the coordinator waits for newcomers while
   /// the generation is smaller than the one before (a replacement); 0 closes it at once.
   std::chrono::milliseconds replacement_wait = std::chrono::milliseconds(0);
-  /// How long a member waits for its generation to close, and the coordinator for
-  /// min_members to arrive.
+  /// How long the coordinator waits for min_members to arrive, and a member for its
+  /// generation to close, beyond the coordinator's settle and replacement_wait.
   std::chrono::milliseconds timeout = std::chrono::minutes(5);
 };
 
@@ -80,8 +84,10 @@ class Membership {
   void Finish(const Generation& current);
 
  private:
-  /// The members' key of generation `number`, waited for until `deadline`.
-  std::vector<std::string> WaitForMembers(int64_t number, std::chrono::steady_clock::time_point deadline);
+  /// The members' key of generation `number`, waited for until `deadline`, `patience` after
+  /// the wait began (for the message of a TimeoutError).
+  std::vector<std::string> WaitForMembers(int64_t number, std::chrono::steady_clock::time_point deadline,
+                                          std::chrono::milliseconds patience);
   /// Joins generation `number`, or the first after it that takes this member; nullopt when
   /// the training ended first.
   std::optional<Generation> Join(int64_t number, int expected_count, std::vector<std::string> expected,

@@ -46,6 +46,7 @@ TEST_CASE("PlanJob numbers each job's tasks in node-rank order, on each host's o
   CHECK(Labels(plan.node_tasks[0]) == std::vector<std::string>{"chief 0", "worker 0", "worker 1"});
   CHECK(Labels(plan.node_tasks[1]) == std::vector<std::string>{"worker 2", "worker 3", "ps 0", "evaluator 0"});
   CHECK(Labels(plan.node_tasks[2]) == std::vector<std::string>{"ps 1"});
+  CHECK(plan.training_tasks == 5);
 }
 
 TEST_CASE("PlanJob refuses two chiefs, two evaluators, no trainer and overlapping ports, naming the nodes",
@@ -60,6 +61,13 @@ TEST_CASE("PlanJob refuses two chiefs, two evaluators, no trainer and overlappin
   CHECK_THROWS_WITH(est_launch::PlanJob({Offer(0, "127.0.0.1", 5000, 2), Offer(1, "127.0.0.1", 5001, 2)}),
                     Catch::Contains("nodes 0 and 1 both use ports of 127.0.0.1 (5000-5001 and 5001-5002)"));
   CHECK_NOTHROW(est_launch::PlanJob({Offer(0, "127.0.0.1", 5000, 2), Offer(1, "127.0.0.1", 5002, 2)}));
+  // Node 0's --min-workers, against the whole job.
+  CHECK(est_launch::PlanJob({Offer(0, "a", 5000, 1, true), Offer(1, "b", 5000, 2)}, /*min_workers=*/4).training_tasks ==
+        4);
+  CHECK_THROWS_WITH(est_launch::PlanJob({Offer(0, "a", 5000, 1, true), Offer(1, "b", 5000, 2)}, 5),
+                    Catch::Contains("node 0's --min-workers 5 exceeds the job's 4 training tasks"));
+  CHECK_THROWS_WITH(est_launch::PlanJob({Offer(0, "a", 5000, 2), Offer(1, "b", 5000, 1, false, 1)}, 2),
+                    Catch::Contains("--min-workers is for all-reduce training, but ps tasks run on node 1"));
 }
 
 TEST_CASE("A node's offer survives its message, and a malformed one is named", "[launch]") {
@@ -84,11 +92,13 @@ TEST_CASE("Node 0's start message survives its sending, and a malformed one is n
   start.cluster = {{"worker", {"10.0.0.1:7000", "10.0.0.2:7000"}}};
   start.tasks = {{"worker", 1}};
   start.max_restarts = 3;
+  start.min_workers = 2;
   start.restart_backoff_secs = 0.5;
   start.max_restart_backoff_secs = 4;
   const NodeStart read = NodeStart::FromJson(start.to_json());
   CHECK(read.to_json() == start.to_json());
   CHECK(Labels(read.tasks) == std::vector<std::string>{"worker 1"});
+  CHECK(read.min_workers == 2);
   json bad = start.to_json();
   bad["tasks"] = json::parse(R"([["worker", "one"]])");
   CHECK_THROWS_WITH(NodeStart::FromJson(bad), Catch::Equals("node 0's start message has a wrong 'tasks': "

@@ -183,6 +183,75 @@ TEST_CASE("A failure on one host stops the tasks on every host, and --max-restar
   }
 }
 
+TEST_CASE("Across hosts, node 0's --min-workers counts the training tasks of every host", "[launch]") {
+  ScopedEnv no_token("EST_JOB_TOKEN", nullptr);
+  // Node 0 runs the chief and worker 0, node 1 worker 1. Every task prints EST_MIN_WORKERS and
+  // leaves a mark; worker 1 exits with 3 once all 3 have, the others print again a second later
+  // unless they were stopped.
+  const auto run_nodes = [](const std::string& min_workers, const std::string& name) {
+    const std::string m = est::testing::FreshTempDir(name + "_marks").string() + "/";
+    const std::string script =
+        R"sh(echo "min=$EST_MIN_WORKERS"; touch )sh" + m +
+        R"sh($EST_TASK; if [ "$EST_TASK" = worker-1 ]; then while [ "$(ls )sh" + m +
+        R"sh( | wc -l)" -lt 3 ]; do sleep 0.01; done; exit 3; fi; sleep 1; echo "still running")sh";
+    return RunNodes(FreePorts(2, 2),
+                    {{"--chief", "--workers", "1", "--min-workers", min_workers, "--", "sh", "-c", script},
+                     {"--workers", "1", "--", "sh", "-c", script}},
+                    name);
+  };
+  SECTION("a worker lost on node 1 while enough are left: every host's others run on, and both exit 0") {
+    const auto runs = run_nodes("2", "nodes_min_workers");
+    const LaunchRun& run0 = runs[0];
+    const LaunchRun& run1 = runs[1];
+    INFO(run0.err << run0.out << run1.err << run1.out);
+    CHECK(run0.exit_code == 0);
+    CHECK(run1.exit_code == 0);
+    CHECK(Contains(run1.err,
+                   "est-launch: worker 1 exited with status 3; the job's other training tasks train on without it "
+                   "while --min-workers 2 are left (node 0 counts them on every host)"));
+    CHECK(Contains(run0.err,
+                   "est-launch: node 1's worker 1 is lost; the job's 2 other training tasks train on without it "
+                   "(--min-workers 2)"));
+    CHECK(ByTask(run0.out).at("chief 0") == std::vector<std::string>{"min=2", "still running"});
+    CHECK(ByTask(run0.out).at("worker 0") == std::vector<std::string>{"min=2", "still running"});
+    CHECK(ByTask(run1.out).at("worker 1") == std::vector<std::string>{"min=2"});  // node 0's policy reached node 1
+    CHECK_FALSE(Contains(run0.err + run1.err, "error:"));
+  }
+  SECTION("too few would be left: node 0 stops every host") {
+    const auto runs = run_nodes("3", "nodes_min_few");
+    const LaunchRun& run0 = runs[0];
+    const LaunchRun& run1 = runs[1];
+    INFO(run0.err << run0.out << run1.err << run1.out);
+    CHECK(run0.exit_code == 1);
+    CHECK(run1.exit_code == 1);
+    const std::string why =
+        "node 1's worker 1 is lost, and the job's 2 training tasks left are fewer than --min-workers 3";
+    CHECK(Contains(run0.err, "est-launch: " + why + "; stopping this host's tasks"));
+    CHECK(Lines(run0.err).back() == "est-launch: error: the job failed: " + why);
+    CHECK(Lines(run1.err).back() == "est-launch: error: the job failed: " + why);
+    CHECK_FALSE(Contains(run0.out, "still running"));
+  }
+  SECTION("more than the job's training tasks, or given to another node: refused before anything starts") {
+    const Ports ports = FreePorts(2, 2);
+    const auto runs = RunNodes(
+        ports, {{"--chief", "--workers", "1", "--min-workers", "4", "--", "true"}, {"--workers", "1", "--", "true"}},
+        "nodes_min_many");
+    INFO(runs[0].err << runs[1].err);
+    CHECK(runs[0].exit_code == 2);
+    CHECK(runs[1].exit_code == 2);
+    const std::string why =
+        "node 0's --min-workers 4 exceeds the job's 3 training tasks (chief and workers, on every node)";
+    CHECK(Lines(runs[0].err).back() == "est-launch: error: " + why);
+    CHECK(Lines(runs[1].err).back() == "est-launch: error: node 0 refused to start the job: " + why);
+    const LaunchRun other = Finish(Start(NodeArgs(ports, 2, 1, {"--workers", "1", "--min-workers", "1", "--", "true"}),
+                                         est::testing::FreshTempDir("nodes_min_other")));
+    CHECK(other.exit_code == 2);
+    CHECK(Contains(other.err,
+                   "est-launch: error: --min-workers is node 0's: across hosts, node 0's --min-workers and "
+                   "--max-restarts are the job's recovery policy"));
+  }
+}
+
 TEST_CASE("When one host's est-launch dies, the other hosts stop; with restarts, its new est-launch rejoins",
           "[launch]") {
   ScopedEnv no_token("EST_JOB_TOKEN", nullptr);

@@ -4,8 +4,8 @@
 
 #include <ATen/ATen.h>
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "apps/est_launch/port_finder.h"
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_state.h"
 #include "tests/apps/run_command.h"
@@ -78,6 +79,14 @@ int CountOf(const std::string& text, const std::string& part) {
 uint32_t FaultsSeed() {
   if (const char* text = std::getenv("EST_FAULTS_SEED")) return static_cast<uint32_t>(std::stoul(text));
   return std::random_device()();
+}
+
+// Shell code that sets variable `var` to the pid of est-launch's task `task` ("worker-1"):
+// the child of the est-launch whose pid is in $pid with that EST_TASK.
+std::string FindTaskPid(const std::string& task, const std::string& var) {
+  return "for s in /proc/[0-9]*/stat; do read -r p c st pp rest < $s 2>/dev/null || continue; [ \"$pp\" = $pid ] && "
+         "tr '\\0' '\\n' < /proc/$p/environ | grep -qx EST_TASK=" +
+         task + " && " + var + "=$p; done; ";
 }
 
 }  // namespace
@@ -191,14 +200,12 @@ TEST_CASE("a hung worker: SIGUSR1 dumps every rank's flight recorder, and the ti
   // gets SIGUSR1, which it forwards to both workers; worker 0, waiting for worker 1 inside an
   // all-reduce, logs where it is, and 6 s into that wait its timeout names rank 1.
   const auto start = std::chrono::steady_clock::now();
-  RunResult run = RunCommand(
-      "(" + std::string(EST_LAUNCH_PATH) + " --workers 2 --grace-secs 2 -- " + train + " > " + log +
-      " 2>&1 & pid=$!; for i in $(seq 600); do [ -e " + dir +
-      "/checkpoint ] && break; sleep 0.05; done; "
-      "for s in /proc/[0-9]*/stat; do read -r p c st pp rest < $s 2>/dev/null || continue; [ \"$pp\" = $pid ] && "
-      "tr '\\0' '\\n' < /proc/$p/environ | grep -qx EST_TASK=worker-1 && w=$p; done; "
-      "kill -STOP $w; sleep 2; kill -USR1 $pid; wait $pid; status=$?; kill -CONT $w 2>/dev/null; cat " +
-      log + "; exit $status)");
+  RunResult run =
+      RunCommand("(" + std::string(EST_LAUNCH_PATH) + " --workers 2 --grace-secs 2 -- " + train + " > " + log +
+                 " 2>&1 & pid=$!; for i in $(seq 600); do [ -e " + dir + "/checkpoint ] && break; sleep 0.05; done; " +
+                 FindTaskPid("worker-1", "w") +
+                 "kill -STOP $w; sleep 2; kill -USR1 $pid; wait $pid; status=$?; kill -CONT $w 2>/dev/null; cat " +
+                 log + "; exit $status)");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO(run.output);
   CHECK(run.exit_code == 1);
@@ -402,11 +409,13 @@ RunResult RunUntilThenStop(const std::string& command, const std::string& log, c
 }
 
 // est-train in the in-job recovery tests: Fashion-MNIST's CNN on 6 logical input shards, a
-// global batch of 96, checkpoints every `save_steps`.
-std::string ElasticTrain(const std::string& dir, const std::string& max_steps, const std::string& save_steps) {
+// global batch of 96, checkpoints every `save_steps`, collectives that time out after
+// `timeout_secs`.
+std::string ElasticTrain(const std::string& dir, const std::string& max_steps, const std::string& save_steps,
+                         const std::string& timeout_secs = "60") {
   return std::string(EST_TRAIN_PATH) + " --model fashion_mnist_cnn --strategy multi_worker --model-dir " + dir +
          " --max-steps " + max_steps + " --batch-size 96 --logical-input-shards 6 --save-checkpoints-steps " +
-         save_steps + " --seed 7 --timeout-secs 60";
+         save_steps + " --seed 7 --timeout-secs " + timeout_secs;
 }
 
 // The checkpoint at `max_steps` of 1 worker reading all 6 shards (ElasticTrain), in a new
@@ -465,6 +474,91 @@ TEST_CASE("--min-workers: a worker killed mid-run, the others re-form the group 
   // Each survivor goes on with its own 2 shards where they were, and opens 1 of the lost worker's.
   CHECK(CountOf(run.output, "6 logical shards; this worker reads 3 of them, going on with the 2 it read before") == 2);
   CHECK(seconds < 50);
+  const std::string last = dir + "/model.ckpt-16";
+  REQUIRE(est::checkpoint::LatestCheckpoint(dir) == last);
+  CHECK(CheckpointRelativeDifference(last, reference) <= 1e-5);
+}
+
+TEST_CASE("--min-workers: a stopped worker is named by the flight recorder, left out, and taken back as a newcomer",
+          "[apps][faults]") {
+  // A chief and 2 workers, --min-workers 2, collectives that time out after 4 s. Worker 1
+  // (rank 2) is stopped (SIGSTOP) while the job trains: the others' all-reduce times out, its
+  // flight recorders' diagnosis names rank 2 as the rank that sent no record, and the chief
+  // closes generation 2 without it after the settle time (the timeout again); the 2 left train
+  // on. Then worker 1 continues (SIGCONT): its own call fails, it finds generation 2 closed
+  // without it and joins generation 3 as a newcomer, reading none of the shards it held (the
+  // others read them now) until the shards are dealt again. SIGTERM stops the job at a step S,
+  // which equals 1 worker trained S steps.
+  const std::string dir = est::testing::FreshTempDir("faults_stopped").string();
+  const std::string log = (est::testing::FreshTempDir("faults_stopped_log") / "output").string();
+  const std::string launch = std::string(EST_LAUNCH_PATH) + " --chief --workers 2 --min-workers 2 --grace-secs 20 -- " +
+                             ElasticTrain(dir, "100000000", "100000", "4") + " --log-step-count-steps 2";
+  const auto wait_for = [&](const std::string& pattern) {
+    return "for i in $(seq 1200); do grep -q '" + pattern + "' " + log + " && break; sleep 0.05; done; ";
+  };
+  RunResult run = RunCommand("(" + launch + " > " + log + " 2>&1 & pid=$!; " + wait_for("chief 0.*global_step/sec") +
+                             FindTaskPid("worker-1", "w") + "kill -STOP $w; " +
+                             wait_for("worker 0.*training on as worker 1 of 2 (generation 2)") +
+                             "sleep 1; kill -CONT $w; " + wait_for("going on with the 0 it read before") +
+                             "sleep 0.5; kill -TERM $pid; wait $pid; status=$?; cat " + log + "; exit $status)");
+  INFO(run.output);
+  REQUIRE(run.exit_code == 143);
+  // The others' step fails on the timeout naming the stopped rank, on each of them: shared
+  // memory names it and its pid (the rank that timed out first, and the one that saw it do so),
+  // Gloo over TCP by its flight recorders' diagnosis.
+  for (const std::string task : {"chief 0", "worker 0"})
+    CHECK(std::regex_search(
+        run.output, std::regex(R"(\[)" + task +
+                               R"(\] .*The step after global step \d+ failed: .*(rank 2 \(pid \d+\) )"
+                               R"(did not arrive|flight recorder: rank 2 \(host [^,]+, pid \d+\) sent no record))")));
+  CHECK(std::regex_search(run.output,
+                          std::regex(R"(\[chief 0\] .*Generation 2 of the training group closes without 'worker 2, )"
+                                     R"(pid \d+ on [^']+' of generation 1, which did not come within)")));
+  CHECK(std::regex_search(run.output, std::regex(R"(\[worker 0\] .*training on as worker 1 of 2 \(generation 2\))")));
+  CHECK(CountOf(run.output, "6 logical shards; this worker reads 3 of them, going on with the 2 it read before") == 2);
+  // Continued, worker 1 is taken back as a newcomer with none of its shards.
+  CHECK(std::regex_search(run.output, std::regex(R"(\[worker 1\] .*came back after generation 2 closed without it: )"
+                                                 R"(it joined generation 3 as a newcomer)")));
+  CHECK(std::regex_search(run.output,
+                          std::regex(R"(\[worker 1\] .*6 logical shards; this worker reads 2 of them, going on with )"
+                                     R"(the 0 it read before)")));
+  CHECK(std::regex_search(run.output, std::regex(R"(\[worker 0\] .*training on as worker 1 of 3 \(generation 3\))")));
+  const std::string step = ChiefStoppedAt(run.output);
+  CHECK(run.output.find("[worker 1] est-train: training stopped by SIGTERM at global step " + step) !=
+        std::string::npos);
+  CheckLikeOneWorker(dir, step, "faults_stopped_reference");
+}
+
+TEST_CASE("--min-workers across hosts: a worker killed on node 1, the tasks of both hosts train on like 1 worker",
+          "[apps][faults]") {
+  // Two est-launch on loopback as two hosts: node 0 runs the chief and worker 0, node 1 worker
+  // 1 (rank 2), killed after step 6. Node 0 counts the job's training tasks (2 left, its
+  // --min-workers 2): no host stops, and the others re-form their group as on one host.
+  const std::string reference = ElasticReference("faults_nodes_elastic_reference", "16");
+  const fs::path crash_points = est::testing::FreshTempDir("faults_nodes_elastic_points");
+  std::ofstream(crash_points / "worker-1@after_step@6").put('\n');
+  const std::string dir = est::testing::FreshTempDir("faults_nodes_elastic").string();
+  const fs::path logs = est::testing::FreshTempDir("faults_nodes_elastic_logs");
+  // The rendezvous, then node 0's 2 ports, then node 1's.
+  const int port = est_launch::FindFreePortRange("127.0.0.1", 4);
+  const std::string node = "EST_CRASH_POINTS_DIR=" + crash_points.string() + " " + EST_LAUNCH_PATH +
+                           " --nnodes 2 --rendezvous 127.0.0.1:" + std::to_string(port) + " --cpu-bind none ";
+  const std::string train = " -- " + ElasticTrain(dir, "16", "8");
+  RunResult run =
+      RunCommand("(" + node + "--node-rank 0 --port " + std::to_string(port + 1) +
+                 " --chief --workers 1 --min-workers 2" + train + " > " + (logs / "node0").string() +
+                 " 2>&1 & p0=$!; " + node + "--node-rank 1 --port " + std::to_string(port + 3) + " --workers 1" +
+                 train + " > " + (logs / "node1").string() + " 2>&1; s1=$?; wait $p0; s0=$?; cat " +
+                 (logs / "node0").string() + " " + (logs / "node1").string() + "; echo \"exit statuses $s0 $s1\")");
+  INFO(run.output);
+  CHECK(run.output.find("exit statuses 0 0") != std::string::npos);
+  CHECK(est::testing::CountEntries(crash_points) == 0);
+  CHECK(run.output.find("est-launch: worker 1 was killed by SIGKILL; the job's other training tasks train on without "
+                        "it while --min-workers 2 are left") != std::string::npos);
+  CHECK(run.output.find("est-launch: node 1's worker 1 is lost; the job's 2 other training tasks train on without it "
+                        "(--min-workers 2)") != std::string::npos);
+  CHECK(std::regex_search(run.output, std::regex(R"(\[worker 0\] .*training on as worker 1 of 2 \(generation 2\))")));
+  CHECK(CountOf(run.output, "6 logical shards; this worker reads 3 of them, going on with the 2 it read before") == 2);
   const std::string last = dir + "/model.ckpt-16";
   REQUIRE(est::checkpoint::LatestCheckpoint(dir) == last);
   CHECK(CheckpointRelativeDifference(last, reference) <= 1e-5);

@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "distribute/rendezvous/store.h"
 #include "tests/distribute/rank_threads.h"
+#include "tests/log_capture.h"
 #include "tests/test_util.h"
 
 namespace membership_test {
@@ -125,6 +126,46 @@ TEST_CASE("A member lost without being named is left out after the settle time",
   CHECK(second[1].rank == 1);
 }
 
+TEST_CASE("A member that comes back after the group went on without it joins a later generation as a newcomer",
+          "[distribute]") {
+  const auto store = est::distribute::CreateInMemoryStore();
+  const Generation first = FormFirst(store, {"chief", "a", "b"})[0];
+  est::testing::LogCapture log;
+  // Rank 2 ("b") is stopped while the others re-form: generation 2 closes without it after the
+  // settle time. It then comes back to re-form generation 1's group, finds generation 2 closed
+  // without it, and waits as a newcomer; the chief sees it between two steps and forms
+  // generation 3 with it.
+  const std::vector<Generation> third = est::testing::RunRanks<Generation>(3, [&](int index) {
+    Generation mine = first;
+    mine.rank = index;
+    MembershipOptions options = Options(first.members[static_cast<size_t>(index)], index == 0);
+    options.settle = 300ms;
+    Membership membership(store, options);
+    if (index == 2) {
+      while (!store->check({"membership/2/members"})) std::this_thread::sleep_for(10ms);
+      return membership.Rejoin(mine, /*lost_ranks=*/{});
+    }
+    const Generation second = membership.Rejoin(mine, /*lost_ranks=*/{});
+    CHECK(second.members == std::vector<std::string>{"chief", "a"});
+    CHECK_FALSE(second.newcomer);
+    const auto deadline = Clock::now() + 10s;
+    while (!membership.NewcomerWaiting(second) && Clock::now() < deadline) std::this_thread::sleep_for(10ms);
+    return membership.Rejoin(second, /*lost_ranks=*/{});
+  });
+  for (const Generation& generation : third) {
+    CHECK(generation.number == 3);
+    CHECK(generation.members == std::vector<std::string>{"chief", "a", "b"});
+  }
+  CHECK_FALSE(third[0].newcomer);
+  CHECK_FALSE(third[1].newcomer);
+  CHECK(third[2].newcomer);
+  const std::string text = log.text();
+  CHECK(text.find("warning: Generation 2 of the training group closes without 'b' of generation 1, which did not "
+                  "come within") != std::string::npos);
+  CHECK(text.find("warning: Member 'b' of generation 1 came back after generation 2 closed without it: it joined "
+                  "generation 3 as a newcomer") != std::string::npos);
+}
+
 TEST_CASE("A member found lost while the coordinator waits is left out then, not after the settle time",
           "[distribute]") {
   const auto store = est::distribute::CreateInMemoryStore();
@@ -190,6 +231,8 @@ TEST_CASE("A newcomer waits until the chief ends the generation, then joins the 
     CHECK(generation.number == 2);
     CHECK(generation.members == std::vector<std::string>{"chief", "a", "new"});
   }
+  CHECK_FALSE(second[1].newcomer);
+  CHECK(second[2].newcomer);
 }
 
 TEST_CASE("Newcomers learn that the training ended: one waiting, and one arriving after", "[distribute]") {
@@ -215,6 +258,8 @@ TEST_CASE("Members beyond max_members wait for a later generation; too few fail 
     const auto errors = est::testing::RunRanksCatching(3, [&](int index) {
       MembershipOptions options = Options(ids[static_cast<size_t>(index)], index == 0);
       options.max_members = 2;
+      // A member waits the coordinator's settle time and its own timeout.
+      options.settle = 500ms;
       if (index > 0) options.timeout = 1500ms;
       const Generation generation = Membership(store, options).JoinFirst(2);
       if (generation.world_size() != 2 || generation.members[0] != "chief") throw std::logic_error("wrong members");
@@ -225,7 +270,7 @@ TEST_CASE("Members beyond max_members wait for a later generation; too few fail 
     const std::string y = est::testing::MessageOf(errors[1]);
     const std::string z = est::testing::MessageOf(errors[2]);
     CHECK(y.empty() != z.empty());
-    CHECK_THAT(y + z, Catch::Contains("' waited 1.5 s for generation 2 of the training group to form"));
+    CHECK_THAT(y + z, Catch::Contains("' waited 2 s for generation 2 of the training group to form"));
   }
   SECTION("fewer than min_members") {
     const auto store = est::distribute::CreateInMemoryStore();
