@@ -32,6 +32,9 @@ namespace {
 // How often the chief asks its store whether a newcomer waits: a store call every step would
 // cost a short step a fraction of its time.
 constexpr std::chrono::milliseconds kNewcomerCheckInterval(200);
+// The most workers a training group may hold (max_workers).
+constexpr int kMaxWorkers = 1 << 16;
+
 std::vector<c10::Device> ParseDevices(const std::vector<std::string>& names) {
   EST_CHECK(!names.empty(), ConfigError, "MultiWorkerMirroredStrategy needs at least one device");
   std::vector<c10::Device> devices;
@@ -111,6 +114,11 @@ void MultiWorkerMirroredStrategy::adopt(const ClusterConfig& cluster) {
     options_.min_workers(ReadIntVariable(ProcessEnvironment(), "EST_MIN_WORKERS", 1, training_workers).value_or(0));
   EST_CHECK(options_.min_workers() <= training_workers, ConfigError, "MultiWorkerMirroredStrategy: min_workers (",
             options_.min_workers(), ") exceeds the ", training_workers, " training workers of ", cluster.source);
+  if (options_.max_workers() == 0)
+    options_.max_workers(ReadIntVariable(ProcessEnvironment(), "EST_MAX_WORKERS", training_workers, kMaxWorkers)
+                             .value_or(training_workers));
+  EST_CHECK(options_.max_workers() >= training_workers, ConfigError, "MultiWorkerMirroredStrategy: max_workers (",
+            options_.max_workers(), ") is fewer than the ", training_workers, " training workers of ", cluster.source);
   if (devices_.empty()) {
     const int gpus = CudaDeviceCount();
     const std::string device = DeviceOfLocalRank(cluster.local_rank, gpus);
@@ -134,6 +142,9 @@ void MultiWorkerMirroredStrategy::check_options() const {
   EST_CHECK(options_.min_workers() >= 0, ConfigError,
             "MultiWorkerMirroredStrategy: min_workers must be 0 (no in-job recovery) or positive, got ",
             options_.min_workers());
+  EST_CHECK(options_.max_workers() >= 0 && options_.max_workers() <= kMaxWorkers, ConfigError,
+            "MultiWorkerMirroredStrategy: max_workers must be 0 (the cluster's workers) or 1 to ", kMaxWorkers,
+            ", got ", options_.max_workers());
   const GradientCompression compression = options_.buckets().compression();
   EST_CHECK(compression == GradientCompression::kNone || devices_.size() <= 1, ConfigError,
             "MultiWorkerMirroredStrategy: gradient compression ", GradientCompressionName(compression),
@@ -205,7 +216,7 @@ void MultiWorkerMirroredStrategy::connect() {
         "worker " + std::to_string(worker_index) + ", pid " + std::to_string(::getpid()) + " on " + cluster.task_host();
     membership.coordinator = is_chief;
     membership.min_members = options_.min_workers();
-    membership.max_members = num_workers;
+    membership.max_members = options_.max_workers();
     membership.settle = timeout;
     membership.timeout = timeout;
     group_ =
@@ -292,6 +303,10 @@ void MultiWorkerMirroredStrategy::admit_newcomers() {
       "re-forming it with every member",
       group_->generation.number);
   form_next_generation({});
+}
+
+int MultiWorkerMirroredStrategy::max_workers() const {
+  return recovers_lost_workers() ? std::max(options_.max_workers(), num_workers()) : num_workers();
 }
 
 bool MultiWorkerMirroredStrategy::rejoined_as_newcomer() const { return group_ && group_->generation.newcomer; }

@@ -51,6 +51,11 @@ struct MultiWorkerOptions {
   /// EST_MIN_WORKERS variable (est-launch --min-workers sets it), else none, and a lost worker
   /// ends the training.
   TORCH_ARG(int, min_workers) = 0;
+  /// With in-job recovery, the most workers the training group may hold: a worker started
+  /// while it trains (a task index beyond the cluster's first ones) joins it while fewer train,
+  /// and waits otherwise. 0, the default: the EST_MAX_WORKERS variable (est-launch
+  /// --max-workers sets it), else the cluster's training workers.
+  TORCH_ARG(int, max_workers) = 0;
   /// Gradient buckets all-reduced while backward runs (first bucket about 1 MB, then up to
   /// 25 MB), and the form of their float32 values on the wire (buckets().compression():
   /// none, or float16/bfloat16 with error feedback; needs one device per worker).
@@ -100,6 +105,8 @@ class MultiWorkerMirroredStrategy : public Strategy {
   bool newcomer_waiting() override;
   void admit_newcomers() override;
   bool rejoined_as_newcomer() const override;
+  /// max_workers (or EST_MAX_WORKERS) with in-job recovery; num_workers() otherwise.
+  int max_workers() const override;
   void end_group() override;
   int model_collective_workers() const override { return num_workers(); }
   /// A second connection of the workers, beside the gradients', made on first use.

@@ -82,6 +82,9 @@ class Strategy {
   virtual void end_group() {}
   /// Number of worker processes in the training group.
   virtual int num_workers() const { return 1; }
+  /// The most worker processes the training group may hold: more than num_workers() where
+  /// workers started later may join it (in-job recovery's max_workers).
+  virtual int max_workers() const { return num_workers(); }
   /// This worker's index in [0, num_workers).
   virtual int worker_index() const { return 0; }
   /// True on the worker that writes checkpoints and summaries.

@@ -60,8 +60,9 @@ struct RunConfig {
   /// micro-batch), so a global step reads one batch of every shard however many workers there
   /// are. Checkpoints record L and the shards' position, so a job restored with another number
   /// of workers continues its input exactly, with the same global batch. 0: the checkpoint's
-  /// number, else one shard per worker (each worker reads what it would read without them);
-  /// parameter servers' workers and several replicas per worker read one pipeline each.
+  /// number, else one shard per worker (each worker reads what it would read without them),
+  /// counting the workers a group may grow to (MultiWorkerOptions::max_workers); parameter
+  /// servers' workers and several replicas per worker read one pipeline each.
   int logical_input_shards = 0;
   /// Mixed precision: model_fn runs under autocast in this dtype in every mode, on every
   /// replica's device; variables, optimizer state and checkpoints stay in their own dtype

@@ -91,12 +91,16 @@ int64_t StepInput::skip_to(int64_t position, int64_t step,
   return reached;
 }
 
-std::vector<int> LogicalShardsOfWorker(int count, int workers, int worker) {
+void CheckLogicalShardsCover(int count, int workers) {
   EST_CHECK(count >= workers, ConfigError, "the training input is read as ", count, " logical shard",
             count == 1 ? "" : "s", ", fewer than the ", workers,
-            " workers that step together: each worker needs one to read (set RunConfig::logical_input_shards, "
-            "est-train --logical-input-shards, to at least ",
+            " workers that step together or that the group may grow to (max_workers): each worker needs one to read "
+            "(set RunConfig::logical_input_shards, est-train --logical-input-shards, to at least ",
             workers, ")");
+}
+
+std::vector<int> LogicalShardsOfWorker(int count, int workers, int worker) {
+  CheckLogicalShardsCover(count, workers);
   EST_ASSERT(worker >= 0 && worker < workers, "worker ", worker, " of ", workers);
   std::vector<int> shards;
   for (int shard = worker; shard < count; shard += workers) shards.push_back(shard);

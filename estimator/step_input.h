@@ -65,8 +65,12 @@ class StepInput {
   std::vector<std::deque<data::Element>> read_ahead_;
 };
 
+/// ConfigError when `count` logical shards are fewer than `workers` (those that step
+/// together, or that the group may grow to): a worker would read nothing.
+void CheckLogicalShardsCover(int count, int workers);
+
 /// The logical shards of `count` that worker `worker` of `workers` reads: worker, worker +
-/// workers, … (ConfigError when count < workers: a worker would read nothing).
+/// workers, … (CheckLogicalShardsCover first).
 std::vector<int> LogicalShardsOfWorker(int count, int workers, int worker);
 
 }  // namespace est

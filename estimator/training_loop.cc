@@ -141,7 +141,8 @@ bool ReadsLogicalShards(const distribute::Strategy& strategy) {
 }
 
 // The logical input shards the training reads: RunConfig::logical_input_shards, else the
-// checkpoint's, else one per worker; 0 where each worker reads one pipeline of its own.
+// checkpoint's, else one per worker of the largest group (Strategy::max_workers); 0 where
+// each worker reads one pipeline of its own.
 int LogicalInputShards(const RunConfig& config, const distribute::Strategy& strategy,
                        const checkpoint::CheckpointReader* resume_from) {
   std::optional<int64_t> saved;
@@ -169,7 +170,7 @@ int LogicalInputShards(const RunConfig& config, const distribute::Strategy& stra
           *saved, config.logical_input_shards);
     return config.logical_input_shards;
   }
-  return saved ? static_cast<int>(*saved) : strategy.num_workers();
+  return saved ? static_cast<int>(*saved) : strategy.max_workers();
 }
 
 // One training run: owns the replicas' state, the input iterator and the hooks.
@@ -267,6 +268,8 @@ class TrainingSession : public Session {
               ": in-job recovery (min_workers) needs workers of one replica each, which read logical input shards; "
               "this worker has ",
               replicas_.size(), " replicas");
+    // Every worker of the group, as large as it may grow, reads one shard or more.
+    if (logical_shards > 0) CheckLogicalShardsCover(logical_shards, strategy_.max_workers());
     if (logical_shards > 0) sync_options_.micro_batches_in_sync = logical_shards * accumulation_steps_;
     sync_options_.fused_optimizer_step = estimator_.config.fused_optimizer_step;
     if (strategy_.is_chief()) sync_options_.restore_latest_checkpoint = [this] { return restore_latest_checkpoint(); };

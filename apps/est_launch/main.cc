@@ -33,7 +33,7 @@ Every task runs <command...> (PATH is searched) with the environment of est-laun
   EST_TLS_CA_FILE, EST_TLS_CERT_FILE, EST_TLS_KEY_FILE, EST_TLS_REQUIRE_CLIENT_CERT
               from the --tls-* flags, when any is given
   EST_TASK    the task, as "chief-0", "worker-1" (crash-point tests use it)
-  EST_MIN_WORKERS  --min-workers, when given
+  EST_MIN_WORKERS, EST_MAX_WORKERS  --min-workers, --max-workers, when given
   EST_RESTART_COUNT  how many times --max-restarts restarted the group (with --ps: this
               task) before this start
 in a process group of its own, with stdin from /dev/null. Each line a task writes goes to
@@ -71,7 +71,10 @@ again after the back-off (each such restart counting one of the N) and joins the
 group at the end of a step, taking the chief's state; while fewer than N are left, the
 others wait for it (up to their timeout). A failed chief, or fewer than N left without a
 restart, stops every task as above. Across hosts, give it to node 0: node 0 counts the
-training tasks of every host, and each host restarts its own failed workers alone.
+training tasks of every host, and each host restarts its own failed workers alone. With
+--max-workers M as well, the group grows to up to M training tasks: a worker started
+later, by hand or by a scheduler, with this job's EST_JOB_ID, EST_JOB_TOKEN and a TF_CONFIG
+whose task index is beyond the cluster's, joins it at the end of a step.
 
 Across hosts, run one est-launch per host with --nnodes N, its own --node-rank and the same
 --rendezvous HOST:PORT; node 0 listens there. Each host's --chief, --workers, --ps and
@@ -109,6 +112,7 @@ struct Flags {
   std::string cpu_bind = "auto";
   int max_restarts = 0;
   int min_workers = 0;
+  int max_workers = 0;
   double restart_backoff_secs = 1;
   double max_restart_backoff_secs = 60;
   est_apps::TlsFlags tls;
@@ -158,6 +162,11 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "least this many training tasks (chief and workers) are left, and with --max-restarts it is "
                  "started again alone to join them; 0: a failed task stops every task")
       ->check(est_apps::IntegerIn<int>(0, 1000000))
+      ->capture_default_str();
+  app.add_option("--max-workers", flags.max_workers,
+                 "With --min-workers: the most training tasks the group may grow to, taking workers started later "
+                 "with task indexes beyond the cluster's (by hand or by a scheduler); 0: the cluster's training tasks")
+      ->check(est_apps::IntegerIn<int>(0, 65536))
       ->capture_default_str();
   app.add_option("--restart-backoff-secs", flags.restart_backoff_secs,
                  "Seconds to wait before the first restart; each later restart waits twice as long")
@@ -223,6 +232,15 @@ est_launch::ClusterLayout ValidatedLayout(const Flags& flags, bool port_given) {
     EST_CHECK(across_hosts || flags.min_workers <= training, est::ConfigError, "--min-workers ", flags.min_workers,
               " exceeds the ", training, " training tasks (chief and workers)");
   }
+  if (flags.max_workers > 0) {
+    EST_CHECK(flags.node_rank == 0, est::ConfigError,
+              "--max-workers is node 0's: across hosts, node 0's --min-workers and --max-workers are the job's");
+    EST_CHECK(flags.min_workers > 0, est::ConfigError,
+              "--max-workers needs --min-workers: a group grows only with in-job recovery");
+    const int training = layout.workers + (layout.chief ? 1 : 0);
+    EST_CHECK(across_hosts || flags.max_workers >= training, est::ConfigError, "--max-workers ", flags.max_workers,
+              " is fewer than the ", training, " training tasks (chief and workers)");
+  }
   if (port_given) est_launch::ValidatePortRange(flags.port, layout.num_tasks());
   if (!layout.host.empty()) est_launch::CheckLocalHost(layout.host);
   return layout;
@@ -238,6 +256,8 @@ int Run(const Flags& flags, const est_launch::ClusterLayout& layout, bool port_g
   options.max_restarts = flags.max_restarts;
   options.min_workers = flags.min_workers;
   if (flags.min_workers > 0) options.environment["EST_MIN_WORKERS"] = std::to_string(flags.min_workers);
+  options.max_workers = flags.max_workers;
+  if (flags.max_workers > 0) options.environment["EST_MAX_WORKERS"] = std::to_string(flags.max_workers);
   options.restart_backoff_secs = flags.restart_backoff_secs;
   options.max_restart_backoff_secs = flags.max_restart_backoff_secs;
   using est_launch::CpuBindMode;

@@ -110,7 +110,7 @@ class Leader : public PeerNodes {
       for (size_t rank = 1; rank < members_.size(); ++rank) offers.push_back(members_[rank]->offer);
       JobPlan plan;
       try {
-        plan = PlanJob(offers, options_.min_workers);
+        plan = PlanJob(offers, options_.min_workers, options_.max_workers);
       } catch (const est::ConfigError& e) {
         Refuse(e.what(), 2);
         Say(std::string("error: ") + e.what());
@@ -377,6 +377,7 @@ class Leader : public PeerNodes {
     start.tasks = plan.node_tasks[rank];
     start.max_restarts = options_.max_restarts;
     start.min_workers = options_.min_workers;
+    start.max_workers = options_.max_workers;
     start.restart_backoff_secs = options_.restart_backoff_secs;
     start.max_restart_backoff_secs = options_.max_restart_backoff_secs;
     return {{"start", start.to_json()}};
@@ -493,6 +494,8 @@ class Follower : public PeerNodes {
       options_.max_restarts = job.max_restarts;
       options_.min_workers = job.min_workers;
       if (job.min_workers > 0) options_.environment["EST_MIN_WORKERS"] = std::to_string(job.min_workers);
+      options_.max_workers = job.max_workers;
+      if (job.max_workers > 0) options_.environment["EST_MAX_WORKERS"] = std::to_string(job.max_workers);
       options_.restart_backoff_secs = job.restart_backoff_secs;
       options_.max_restart_backoff_secs = job.max_restart_backoff_secs;
       const ClusterSpec spec(job.cluster, job.tasks, host, offer.first_port);

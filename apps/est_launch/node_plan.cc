@@ -61,6 +61,7 @@ nlohmann::json NodeStart::to_json() const {
           {"tasks", task_list},
           {"max_restarts", max_restarts},
           {"min_workers", min_workers},
+          {"max_workers", max_workers},
           {"restart_backoff_secs", restart_backoff_secs},
           {"max_restart_backoff_secs", max_restart_backoff_secs}};
 }
@@ -75,15 +76,17 @@ NodeStart NodeStart::FromJson(const nlohmann::json& json) {
     start.tasks.push_back({task.first, task.second});
   start.max_restarts = Field<int>(json, "max_restarts", kStart);
   start.min_workers = Field<int>(json, "min_workers", kStart);
+  start.max_workers = Field<int>(json, "max_workers", kStart);
   start.restart_backoff_secs = Field<double>(json, "restart_backoff_secs", kStart);
   start.max_restart_backoff_secs = Field<double>(json, "max_restart_backoff_secs", kStart);
-  EST_CHECK(start.round >= 0 && start.max_restarts >= 0 && start.min_workers >= 0 && start.restart_backoff_secs >= 0 &&
-                start.max_restart_backoff_secs >= 0 && start.cluster.is_object() && !start.tasks.empty(),
+  EST_CHECK(start.round >= 0 && start.max_restarts >= 0 && start.min_workers >= 0 && start.max_workers >= 0 &&
+                start.restart_backoff_secs >= 0 && start.max_restart_backoff_secs >= 0 && start.cluster.is_object() &&
+                !start.tasks.empty(),
             est::ConfigError, kStart, " is not a start of this node's tasks: ", json.dump());
   return start;
 }
 
-JobPlan PlanJob(const std::vector<NodeOffer>& offers, int min_workers) {
+JobPlan PlanJob(const std::vector<NodeOffer>& offers, int min_workers, int max_workers) {
   std::vector<int> chiefs;
   std::vector<int> evaluators;
   std::vector<int> with_ps;
@@ -108,6 +111,8 @@ JobPlan PlanJob(const std::vector<NodeOffer>& offers, int min_workers) {
     EST_CHECK(min_workers <= training_tasks, est::ConfigError, "node 0's --min-workers ", min_workers,
               " exceeds the job's ", training_tasks, " training tasks (chief and workers, on every node)");
   }
+  EST_CHECK(max_workers == 0 || max_workers >= training_tasks, est::ConfigError, "node 0's --max-workers ", max_workers,
+            " is fewer than the job's ", training_tasks, " training tasks (chief and workers, on every node)");
 
   // Hosts that share an address (several est-launch on one machine) need ports apart.
   for (size_t a = 0; a < offers.size(); ++a)

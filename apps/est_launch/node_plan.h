@@ -49,6 +49,8 @@ struct NodeStart {
   /// Node 0's --min-workers: 0, or the fewest training tasks of the whole job that train on
   /// when a worker is lost.
   int min_workers = 0;
+  /// Node 0's --max-workers: 0, or the most training tasks the group may grow to.
+  int max_workers = 0;
   double restart_backoff_secs = 1;
   double max_restart_backoff_secs = 60;
 
@@ -65,7 +67,8 @@ std::string DescribeNodes(const std::vector<int>& ranks);
 /// Joins `offers` (one per node rank, 0 first); throws est::ConfigError naming the nodes at
 /// fault when more than one node has a chief or an evaluator, or when the job has no worker
 /// and no chief, and naming node 0's --min-workers `min_workers` when it exceeds the job's
-/// training tasks or the job has ps tasks.
-JobPlan PlanJob(const std::vector<NodeOffer>& offers, int min_workers = 0);
+/// training tasks or the job has ps tasks, and its --max-workers `max_workers` (0: none) when
+/// it is fewer than the job's training tasks.
+JobPlan PlanJob(const std::vector<NodeOffer>& offers, int min_workers = 0, int max_workers = 0);
 
 }  // namespace est_launch

@@ -69,6 +69,9 @@ struct LaunchOptions {
   /// without it (they re-form their group); 0: a failed task stops every task. Across hosts,
   /// node 0 counts the training tasks of every host (PeerNodes::OnLocalLoss).
   int min_workers = 0;
+  /// With min_workers: the most training tasks the group may grow to (EST_MAX_WORKERS); 0:
+  /// the cluster's. Across hosts, node 0's is the job's.
+  int max_workers = 0;
   /// Seconds to wait before the first restart; each later one waits twice the one before,
   /// up to max_restart_backoff_secs (a task that fails at once does not spin).
   double restart_backoff_secs = 1;

@@ -115,7 +115,9 @@ std::vector<std::string> Membership::WaitForMembers(int64_t number, Clock::time_
   } catch (const TimeoutError&) {
     EST_THROW(TimeoutError, "member '", options_.member, "' waited ", DescribeDuration(patience), " for generation ",
               number, " of the training group to form in ", store_->describe(),
-              ": the chief forms it when a generation ends (a member lost, or a newcomer waiting)");
+              ": the chief forms it when a generation ends (a member lost, or a newcomer waiting while the group "
+              "holds fewer than its most, ",
+              options_.max_members, " members)");
   }
 }
 
@@ -154,7 +156,8 @@ std::optional<Generation> Membership::JoinAsNewcomer() {
 }
 
 bool Membership::NewcomerWaiting(const Generation& current) const {
-  return store_->check({Key(current.number + 1, "arrival/1")});
+  // A full group takes no newcomer: it waits until a member is lost.
+  return current.world_size() < options_.max_members && store_->check({Key(current.number + 1, "arrival/1")});
 }
 
 void Membership::Finish(const Generation& current) {

@@ -76,8 +76,8 @@ class Membership {
   /// A member new to the job (a replacement, a task started later) joins the generation that
   /// forms next; nullopt when the training ended first (Finish).
   std::optional<Generation> JoinAsNewcomer();
-  /// Whether a member waits to join the generation after `current`: the coordinator asks
-  /// between steps, and ends `current` to let it in.
+  /// Whether a member waits to join the generation after `current`, which holds fewer than
+  /// max_members: the coordinator asks between steps, and ends `current` to let it in.
   bool NewcomerWaiting(const Generation& current) const;
   /// The coordinator, once the training of `current` ended: no generation forms after it, and
   /// newcomers waiting for one, or arriving later, learn so (JoinAsNewcomer gives nullopt).

@@ -68,6 +68,9 @@ TEST_CASE("PlanJob refuses two chiefs, two evaluators, no trainer and overlappin
                     Catch::Contains("node 0's --min-workers 5 exceeds the job's 4 training tasks"));
   CHECK_THROWS_WITH(est_launch::PlanJob({Offer(0, "a", 5000, 2), Offer(1, "b", 5000, 1, false, 1)}, 2),
                     Catch::Contains("--min-workers is for all-reduce training, but ps tasks run on node 1"));
+  CHECK_THROWS_WITH(est_launch::PlanJob({Offer(0, "a", 5000, 1, true), Offer(1, "b", 5000, 2)}, 2, 3),
+                    Catch::Contains("node 0's --max-workers 3 is fewer than the job's 4 training tasks"));
+  CHECK_NOTHROW(est_launch::PlanJob({Offer(0, "a", 5000, 1, true), Offer(1, "b", 5000, 2)}, 2, 6));
 }
 
 TEST_CASE("A node's offer survives its message, and a malformed one is named", "[launch]") {
@@ -93,12 +96,14 @@ TEST_CASE("Node 0's start message survives its sending, and a malformed one is n
   start.tasks = {{"worker", 1}};
   start.max_restarts = 3;
   start.min_workers = 2;
+  start.max_workers = 5;
   start.restart_backoff_secs = 0.5;
   start.max_restart_backoff_secs = 4;
   const NodeStart read = NodeStart::FromJson(start.to_json());
   CHECK(read.to_json() == start.to_json());
   CHECK(Labels(read.tasks) == std::vector<std::string>{"worker 1"});
   CHECK(read.min_workers == 2);
+  CHECK(read.max_workers == 5);
   json bad = start.to_json();
   bad["tasks"] = json::parse(R"([["worker", "one"]])");
   CHECK_THROWS_WITH(NodeStart::FromJson(bad), Catch::Equals("node 0's start message has a wrong 'tasks': "

@@ -603,6 +603,8 @@ TEST_CASE("est-launch rejects bad flags and commands it cannot run with one clea
         {"--workers", "1", "--max-restarts", "-3", "--", "true"},
         {"--workers", "2", "--min-workers", "3", "--", "true"},
         {"--workers", "2", "--ps", "1", "--min-workers", "1", "--", "true"},
+        {"--workers", "2", "--max-workers", "3", "--", "true"},
+        {"--workers", "3", "--min-workers", "2", "--max-workers", "2", "--", "true"},
     };
     for (const auto& args : bad_flags) {
       std::string joined;
@@ -620,6 +622,11 @@ TEST_CASE("est-launch rejects bad flags and commands it cannot run with one clea
     CHECK(Contains(bad_restarts.err, "--max-restarts: expected an integer from 0 to 1000000, got '-3'"));
     LaunchRun too_many = RunLaunch({"--chief", "--workers", "2", "--min-workers", "4", "--", "true"}, "launch_flags");
     CHECK(Contains(too_many.err, "--min-workers 4 exceeds the 3 training tasks (chief and workers)"));
+    LaunchRun too_few =
+        RunLaunch({"--workers", "3", "--min-workers", "2", "--max-workers", "2", "--", "true"}, "launch_flags");
+    CHECK(Contains(too_few.err, "--max-workers 2 is fewer than the 3 training tasks (chief and workers)"));
+    LaunchRun alone = RunLaunch({"--workers", "2", "--max-workers", "3", "--", "true"}, "launch_flags");
+    CHECK(Contains(alone.err, "--max-workers needs --min-workers: a group grows only with in-job recovery"));
     LaunchRun bad_backoff = RunLaunch({"--workers", "1", "--restart-backoff-secs", "1e300", "--", "true"}, "launch_flags");
     CHECK(Contains(bad_backoff.err, "--restart-backoff-secs: expected a number of seconds from 0 to 86400, got '1e300'"));
     LaunchRun help = RunLaunch({"--help"}, "launch_help");

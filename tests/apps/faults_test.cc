@@ -564,6 +564,66 @@ TEST_CASE("--min-workers across hosts: a worker killed on node 1, the tasks of b
   CHECK(CheckpointRelativeDifference(last, reference) <= 1e-5);
 }
 
+TEST_CASE("--max-workers: a worker started by hand beyond the cluster joins the running group", "[apps][faults]") {
+  // est-launch runs a chief and 1 worker with --min-workers 2 --max-workers 3. Once they train,
+  // a third est-train is started by hand, with the job's id and token and a TF_CONFIG whose
+  // worker list holds one more task (index 1): it joins as a newcomer, the 6 logical shards are
+  // dealt 2, 2 and 2, and SIGTERM to est-launch stops all three after the same step S, which
+  // equals 1 worker trained S steps.
+  const std::string dir = est::testing::FreshTempDir("faults_grow").string();
+  const fs::path logs = est::testing::FreshTempDir("faults_grow_logs");
+  const std::string launch_log = (logs / "launch").string();
+  const std::string added_log = (logs / "added").string();
+  const int port = est_launch::FindFreePortRange("127.0.0.1", 3);
+  const auto address = [&](int offset) { return "\"127.0.0.1:" + std::to_string(port + offset) + "\""; };
+  const std::string tf_config = (logs / "tf_config.json").string();
+  std::ofstream(tf_config) << R"({"cluster": {"chief": [)" << address(0) << R"(], "worker": [)" << address(1) << ", "
+                           << address(2) << R"(]}, "task": {"type": "worker", "index": 1}})";
+  const std::string train = ElasticTrain(dir, "100000000", "100000") + " --log-step-count-steps 2";
+  const auto wait_for = [](const std::string& pattern, const std::string& log) {
+    return "for i in $(seq 1200); do grep -q '" + pattern + "' " + log + " && break; sleep 0.05; done; ";
+  };
+  RunResult run = RunCommand(
+      "(export EST_JOB_TOKEN=faults-grow-token; " + std::string(EST_LAUNCH_PATH) + " --port " + std::to_string(port) +
+      " --chief --workers 1 --min-workers 2 --max-workers 3 -- " + train + " > " + launch_log + " 2>&1 & pid=$!; " +
+      wait_for("chief 0.*global_step/sec", launch_log) + "job=$(sed -n 's/.*EST_JOB_ID=\\([0-9a-f]*\\).*/\\1/p' " +
+      launch_log + " | head -n 1); TF_CONFIG=$(cat " + tf_config +
+      ") EST_JOB_ID=$job EST_MIN_WORKERS=2 EST_MAX_WORKERS=3 " + train + " > " + added_log + " 2>&1 & added=$!; " +
+      wait_for("going on with the 0 it read before", added_log) +
+      "sleep 0.5; kill -TERM $pid; wait $pid; status=$?; wait $added; echo \"added worker exit status $?\"; cat " +
+      launch_log + "; sed 's/^/[added] /' " + added_log + "; exit $status)");
+  INFO(run.output);
+  REQUIRE(run.exit_code == 143);
+  CHECK(run.output.find("added worker exit status 143") != std::string::npos);
+  CHECK(std::regex_search(run.output, std::regex(R"(\[added\] .*worker 2 of 3 joining job '[0-9a-f]+')")));
+  CHECK(std::regex_search(run.output, std::regex(R"(\[added\] .*joins its group as a newcomer)")));
+  CHECK(std::regex_search(run.output, std::regex(R"(\[chief 0\] .*a newcomer waits to join generation 1)")));
+  CHECK(std::regex_search(
+      run.output,
+      std::regex(R"(\[added\] .*Generation 2 of the training group: 3 member\(s\); this one .* is rank 2)")));
+  CHECK(CountOf(run.output, "6 logical shards; this worker reads 2 of them, going on with the 2 it read before") == 2);
+  CHECK(std::regex_search(
+      run.output, std::regex(R"(\[added\] .*6 logical shards; this worker reads 2 of them, going on with the 0)")));
+  CheckLikeOneWorker(dir, ChiefStoppedAt(run.output), "faults_grow_reference");
+}
+
+TEST_CASE("--max-workers: the logical input shards are one per worker of the largest group, and no fewer",
+          "[apps][faults]") {
+  const std::string dir = est::testing::FreshTempDir("faults_max_shards").string();
+  const std::string launch = std::string(EST_LAUNCH_PATH) + " --chief --workers 1 --min-workers 2 --max-workers 3 -- " +
+                             EST_TRAIN_PATH +
+                             " --model linear --strategy multi_worker --max-steps 2 --batch-size 96 --model-dir " + dir;
+  RunResult run = RunCommand(launch);
+  INFO(run.output);
+  CHECK(run.exit_code == 0);
+  CHECK(CountOf(run.output, "Training input: 3 logical shards") == 2);
+  RunResult too_few = RunCommand(launch + "_few --logical-input-shards 2");
+  INFO(too_few.output);
+  CHECK(too_few.exit_code == 1);
+  CHECK(too_few.output.find("the training input is read as 2 logical shards, fewer than the 3 workers that step "
+                            "together or that the group may grow to (max_workers)") != std::string::npos);
+}
+
 TEST_CASE("--min-workers: two workers killed at once, the other two train on like 1 worker", "[apps][faults]") {
   // A chief and 3 workers; workers 1 and 2 (ranks 2 and 3) die after the same step. The
   // survivors' all-reduce names the first loss; the chief stops waiting for the second once its

@@ -235,6 +235,32 @@ TEST_CASE("A newcomer waits until the chief ends the generation, then joins the 
   CHECK(second[2].newcomer);
 }
 
+TEST_CASE("A group of max_members takes no newcomer: the chief does not end its generation for one", "[distribute]") {
+  const auto store = est::distribute::CreateInMemoryStore();
+  const std::vector<Generation> first = FormFirst(store, {"chief", "a"});
+  MembershipOptions newcomer = Options("new");
+  newcomer.max_members = 2;
+  newcomer.settle = 0ms;
+  newcomer.timeout = 1s;
+  std::string error;
+  std::thread waiting([&] {
+    try {
+      Membership(store, newcomer).JoinAsNewcomer();
+    } catch (const est::TimeoutError& e) {
+      error = e.what();
+    }
+  });
+  while (!store->check({"membership/2/arrival/1"})) std::this_thread::sleep_for(10ms);
+  MembershipOptions chief = Options("chief", true);
+  chief.max_members = 2;
+  CHECK_FALSE(Membership(store, chief).NewcomerWaiting(first[0]));
+  chief.max_members = 3;
+  CHECK(Membership(store, chief).NewcomerWaiting(first[0]));
+  waiting.join();
+  CHECK_THAT(error, Catch::Contains("member 'new' waited 1 s for generation 2 of the training group to form") &&
+                        Catch::Contains("a newcomer waiting while the group holds fewer than its most, 2 members"));
+}
+
 TEST_CASE("Newcomers learn that the training ended: one waiting, and one arriving after", "[distribute]") {
   const auto store = est::distribute::CreateInMemoryStore();
   const std::vector<Generation> first = FormFirst(store, {"chief", "a"});
