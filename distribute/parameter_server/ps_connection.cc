@@ -100,15 +100,25 @@ bool PsConnection::initialized() {
   }
   input_positions_ = {first.input_positions().begin(), first.input_positions().end()};
   const ps::UpdateRule& rule = first.rule();
+  // A worker added to the running job (an index beyond the chief's workers) lists more
+  // workers than the chief's cluster did.
+  const bool added =
+      options_.worker >= static_cast<uint32_t>(rule.num_workers()) && options_.rule.num_workers() > rule.num_workers();
+  // replicas_to_aggregate counts only in SYNC mode (an added worker's default is larger).
   EST_CHECK(rule.mode() == options_.rule.mode() && rule.staleness() == options_.rule.staleness() &&
-                rule.replicas_to_aggregate() == options_.rule.replicas_to_aggregate() &&
-                rule.num_workers() == options_.rule.num_workers(),
+                (rule.replicas_to_aggregate() == options_.rule.replicas_to_aggregate() ||
+                 rule.mode() != ps::UpdateRule::SYNC) &&
+                (rule.num_workers() == options_.rule.num_workers() || added),
             ConfigError, "worker ", options_.worker, " trains with ", ps::UpdateRule::Mode_Name(options_.rule.mode()),
             " updates (staleness ", options_.rule.staleness(), ", replicas_to_aggregate ",
             options_.rule.replicas_to_aggregate(), ", ", options_.rule.num_workers(), " workers) but the chief set ",
             ps::UpdateRule::Mode_Name(rule.mode()), " (staleness ", rule.staleness(), ", replicas_to_aggregate ",
-            rule.replicas_to_aggregate(), ", ", rule.num_workers(), " workers): every task needs the same "
+            rule.replicas_to_aggregate(), ", ", rule.num_workers(),
+            " workers): every task needs the same "
             "ParameterServerOptions");
+  if (added)
+    Log().info("Worker {} joins a running job whose chief started it with {} worker(s)", options_.worker,
+               rule.num_workers());
   if (!placement_) {
     std::vector<VariableInfo> variables;
     for (const auto& spec : first.variables()) variables.push_back(FromSpec(spec));

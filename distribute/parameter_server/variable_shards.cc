@@ -144,6 +144,15 @@ void VariableShards::step_shard(Shard& shard, const at::Tensor& gradient, const 
 }
 
 void VariableShards::seen(uint32_t worker) {
+  if (workers_.count(worker) == 0) {
+    // A worker beyond the job's first ones joins the running job: it counts as having pushed
+    // as often as the slowest live one, so that bounded staleness does not hold the others
+    // back until it has caught up with the pushes made before it came.
+    const int64_t slowest = std::max<int64_t>(0, slowest_pushes());
+    workers_[worker].pushes = slowest;
+    Log().info("ps {}: worker {} joins the running job ({} worker(s) before it); it counts from {} pushes", task_,
+               worker, workers_.size() - 1, slowest);
+  }
   Worker& state = workers_[worker];
   state.last_seen = Clock::now();
   state.left = false;

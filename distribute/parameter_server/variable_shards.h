@@ -161,7 +161,9 @@ class VariableShards {
   /// where `fuse` (the rule's fused_optimizer_step); into a copy of the value when a pull still
   /// holds its storage.
   void step_shard(Shard& shard, const at::Tensor& gradient, const ps::OptimizerConfig* optimizer, bool fuse) const;
-  /// Marks `worker` as heard from now. Needs mutex_.
+  /// Marks `worker` as heard from now; one not heard of before (a worker beyond the rule's
+  /// num_workers, started while the job runs) starts at the slowest live worker's pushes.
+  /// Needs mutex_.
   void seen(uint32_t worker);
   /// Whether `worker` counts in waits for the slowest; warns once of one that stopped
   /// counting. Needs mutex_.

@@ -312,6 +312,47 @@ TEST_CASE("parameter servers: a worker killed mid-run is restarted alone while t
   CheckEveryCheckpointValid(dir);
 }
 
+TEST_CASE("parameter servers: a worker started by hand beyond the cluster joins the running job", "[apps][faults]") {
+  // est-launch runs a chief, 1 worker and 1 ps task (asynchronous updates). Once they train, a
+  // third est-train is started by hand with the job's id and token and a TF_CONFIG that lists
+  // one more worker (index 1): the ps task takes its pushes as a new worker's, counting it from
+  // the slowest worker's pushes, and it trains until the chief ends the job at max_steps.
+  const std::string dir = est::testing::FreshTempDir("faults_ps_added").string();
+  const fs::path logs = est::testing::FreshTempDir("faults_ps_added_logs");
+  const std::string launch_log = (logs / "launch").string();
+  const std::string added_log = (logs / "added").string();
+  const int port = est_launch::FindFreePortRange("127.0.0.1", 4);  // chief, worker 0, ps 0, the added worker
+  const auto address = [&](int offset) { return "\"127.0.0.1:" + std::to_string(port + offset) + "\""; };
+  const std::string tf_config = (logs / "tf_config.json").string();
+  std::ofstream(tf_config) << R"({"cluster": {"chief": [)" << address(0) << R"(], "worker": [)" << address(1) << ", "
+                           << address(3) << R"(], "ps": [)" << address(2)
+                           << R"(]}, "task": {"type": "worker", "index": 1}})";
+  const std::string train = std::string(EST_TRAIN_PATH) +
+                            " --model fashion_mnist_cnn --strategy parameter_server --ps-mode bounded --model-dir " +
+                            dir +
+                            " --max-steps 600 --batch-size 32 --save-checkpoints-steps 100 "
+                            "--log-step-count-steps 10 --seed 7 --timeout-secs 60";
+  RunResult run =
+      RunCommand("(export EST_JOB_TOKEN=faults-ps-added-token; " + std::string(EST_LAUNCH_PATH) + " --port " +
+                 std::to_string(port) + " --chief --workers 1 --ps 1 -- " + train + " > " + launch_log +
+                 " 2>&1 & pid=$!; " + "for i in $(seq 1200); do grep -q 'chief 0.*global_step/sec' " + launch_log +
+                 " && break; sleep 0.05; done; job=$(sed -n 's/.*EST_JOB_ID=\\([0-9a-f]*\\).*/\\1/p' " + launch_log +
+                 " | head -n 1); TF_CONFIG=$(cat " + tf_config + ") EST_JOB_ID=$job " + train + " > " + added_log +
+                 " 2>&1; echo \"added worker exit status $?\"; wait $pid; status=$?; cat " + launch_log +
+                 "; sed 's/^/[added] /' " + added_log + "; exit $status)");
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.output.find("added worker exit status 0") != std::string::npos);
+  CHECK(std::regex_search(run.output,
+                          std::regex(R"(\[added\] .*Worker 2 joins a running job whose chief started it with 2 )")));
+  CHECK(std::regex_search(run.output,
+                          std::regex(R"(\[ps 0\] .*ps 0: worker 2 joins the running job \(2 worker\(s\) before it\); )"
+                                     R"(it counts from \d+ pushes)")));
+  CHECK(std::regex_search(run.output, std::regex(R"(\[added\] .*global_step/sec)")));  // it trained
+  CHECK(LatestStep(dir) >= 600);
+  CheckEveryCheckpointValid(dir);
+}
+
 TEST_CASE("parameter servers: a ps task killed mid-run is restored by the chief from the latest checkpoint", "[apps][faults]") {
   const fs::path crash_points = est::testing::FreshTempDir("faults_ps_points");
   std::ofstream(crash_points / "ps-0@push@70").put('\n');

@@ -196,3 +196,37 @@ TEST_CASE("a task that holds every shard applies a clipped sync step at once and
   }
   CHECK(torch::equal(ValueOf(task), torch::tensor({-1.5f, 2.0f})));
 }
+
+TEST_CASE("a worker that joins a running bounded-staleness job counts from the slowest worker's pushes",
+          "[distribute][ps]") {
+  VariableShards shards(0);
+  ps::UpdateRule rule;
+  rule.set_mode(ps::UpdateRule::BOUNDED);
+  rule.set_staleness(1);
+  rule.set_num_workers(2);
+  rule.set_liveness_ms(60000);
+  Initialize(shards, torch::zeros({4}), 0, rule);
+  const auto push = [&](uint32_t worker, uint64_t sequence) {
+    ShardPush one;
+    one.worker = worker;
+    one.sequence = sequence;
+    one.gradients.emplace(0, torch::ones({4}));
+    PushOutcome outcome;
+    REQUIRE(shards.apply(one, CallLimit(), outcome).empty());
+  };
+  for (uint64_t sequence = 1; sequence <= 5; ++sequence) {
+    push(0, sequence);
+    push(1, sequence);
+  }
+  // Worker 2, beyond the job's 2, pulls and pushes: it is 5 pushes behind no one, so worker 0
+  // may go on one push ahead of the slowest (staleness 1) without waiting for it.
+  CallLimit soon;
+  soon.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  shards.pull(2, /*with_state=*/false, soon, [](uint32_t, const std::string&, const at::Tensor&) {});
+  push(2, 1);
+  push(0, 6);
+  const auto start = std::chrono::steady_clock::now();
+  shards.pull(0, /*with_state=*/false, soon, [](uint32_t, const std::string&, const at::Tensor&) {});
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));  // did not wait for the deadline
+  CHECK(shards.max_staleness() <= 1);
+}
