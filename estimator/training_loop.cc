@@ -281,7 +281,7 @@ class TrainingSession : public Session {
     distribute::StepFlags stop;
     StepInput input = joins_running_group
                           ? reform_group(input_fn, std::nullopt, {}, current, stop, nullptr)
-                          : start_input(input_fn, start_step, skip_batches, saved_batch_examples, current, stop);
+                          : start_group_input(input_fn, start_step, skip_batches, saved_batch_examples, current, stop);
     upcoming.resize(current.size());
     HookRunner runner(std::move(hooks), *this);
     DevicePrefetcher prefetcher(strategy_.local_devices(), estimator_.config.channels_last);
@@ -364,6 +364,22 @@ class TrainingSession : public Session {
   }
 
  private:
+  // start_input, where a worker lost meanwhile (before the first step) leaves the others to
+  // re-form the group without it and start there, dealing every logical shard afresh.
+  StepInput start_group_input(const InputFn& input_fn, int64_t start_step, int64_t skip_batches,
+                              std::optional<int64_t> saved_batch_examples, std::vector<data::Element>& current,
+                              distribute::StepFlags& stop) {
+    try {
+      return start_input(input_fn, start_step, skip_batches, saved_batch_examples, current, stop);
+    } catch (const Error& failure) {
+      if (!RecoversFrom(failure)) throw;
+      Log().warn("Starting the training failed: {}", failure.what());
+      // The chief's position is where every worker starts, whether or not it moved there yet.
+      input_position_ = std::max(input_position_, skip_batches);
+      return reform_group(input_fn, std::nullopt, {}, current, stop, [this] { return strategy_.regroup(); });
+    }
+  }
+
   // The input of a worker that starts with the group: its logical shards or pipeline, moved
   // past the `skip_batches` a checkpoint (or the VariableStore) says were consumed, with the
   // first step's batches read into `current` and `stop.input_ended` set where any worker's
@@ -394,6 +410,7 @@ class TrainingSession : public Session {
                  input_position_, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     }
     current.assign(input.batches_per_step(), {});
+    CrashPoint("start_input", global_step_);
     stop.input_ended = sync_.step->any_worker(!input.read(current, global_step_));
     EST_CHECK(!stop.input_ended || skip_batches > 0, DataError, "the training input_fn's dataset gave ",
               strategy_.num_workers() > 1 ? "a worker " : "", "fewer than the ", current.size(),

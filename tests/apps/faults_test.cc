@@ -520,6 +520,28 @@ TEST_CASE("--min-workers: a worker killed mid-run, the others re-form the group 
   CHECK(CheckpointRelativeDifference(last, reference) <= 1e-5);
 }
 
+TEST_CASE("--min-workers: a worker killed before the first step, the others start without it like 1 worker",
+          "[apps][faults]") {
+  // Worker 1 (rank 2) dies once its input is open, before the start's first all-reduce: the
+  // chief and worker 0 form generation 2 without it and deal the 6 shards afresh, 3 each.
+  const std::string reference = ElasticReference("faults_start_lost_reference", "16");
+  const fs::path crash_points = est::testing::FreshTempDir("faults_start_lost_points");
+  std::ofstream(crash_points / "worker-1@start_input@0").put('\n');
+  const std::string dir = est::testing::FreshTempDir("faults_start_lost").string();
+  RunResult run = RunCommand("EST_CRASH_POINTS_DIR=" + crash_points.string() + " " + EST_LAUNCH_PATH +
+                             " --chief --workers 2 --min-workers 2 -- " + ElasticTrain(dir, "16", "8"));
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  CHECK(est::testing::CountEntries(crash_points) == 0);
+  CHECK(CountOf(run.output, "Starting the training failed: ") == 2);
+  CHECK(std::regex_search(run.output, std::regex(R"(\[worker 0\] .*training on as worker 1 of 2 \(generation 2\))")));
+  CHECK(CountOf(run.output, "6 logical shards; this worker reads 3 of them, going on with the 0 it read before") == 2);
+  CHECK(CountOf(run.output, "Training goes on from global step 0 (the chief's) with 2 worker(s)") == 2);
+  const std::string last = dir + "/model.ckpt-16";
+  REQUIRE(est::checkpoint::LatestCheckpoint(dir) == last);
+  CHECK(CheckpointRelativeDifference(last, reference) <= 1e-5);
+}
+
 TEST_CASE("--min-workers: a stopped worker is named by the flight recorder, left out, and taken back as a newcomer",
           "[apps][faults]") {
   // A chief and 2 workers, --min-workers 2, collectives that time out after 4 s. Worker 1
