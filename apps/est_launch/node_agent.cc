@@ -21,7 +21,9 @@ namespace {
 using Clock = NodeChannel::Clock;
 using nlohmann::json;
 
-constexpr int kProtocolVersion = 1;
+// 2: the start carries node 0's --min-workers and --max-workers, and a node reports its lost
+// workers ("lost"); a node of another version is refused at its hello.
+constexpr int kProtocolVersion = 2;
 // Waits longer than this are logged, once per interval.
 constexpr auto kProgressInterval = std::chrono::seconds(30);
 // A connection to node 0 must say who it is within this time.
