@@ -38,7 +38,7 @@ TEST_CASE("Fashion-MNIST with a ps task and two async workers reaches 0.88 test 
   const std::string dir = est::testing::FreshTempDir("cluster_ps_fashion").string();
   RunResult run = RunCommand(std::string(EST_LAUNCH_PATH) + " --ps 1 --workers 2 --evaluator -- " + EstTrain() +
                              " --model fashion_mnist_cnn --strategy parameter_server --model-dir " + dir +
-                             " --max-steps 3000 --batch-size 64 --save-checkpoints-steps 1000 --timeout-secs 120");
+                             " --max-steps 3000 --batch-size 64 --save-checkpoints-steps 1000 --timeout-secs 120 --seed 7");
   INFO(run.output);
   REQUIRE(run.exit_code == 0);  // every task, the ps included, exited 0
   CHECK(Contains(LinesStartingWith(run.output, "[ps 0] "), "the chief finished the job; exiting"));
