@@ -255,9 +255,7 @@ int Run(const Flags& flags, const est_launch::ClusterLayout& layout, bool port_g
   if (flags.tls.any()) options.environment = flags.tls.environment();
   options.max_restarts = flags.max_restarts;
   options.min_workers = flags.min_workers;
-  if (flags.min_workers > 0) options.environment["EST_MIN_WORKERS"] = std::to_string(flags.min_workers);
   options.max_workers = flags.max_workers;
-  if (flags.max_workers > 0) options.environment["EST_MAX_WORKERS"] = std::to_string(flags.max_workers);
   options.restart_backoff_secs = flags.restart_backoff_secs;
   options.max_restart_backoff_secs = flags.max_restart_backoff_secs;
   using est_launch::CpuBindMode;

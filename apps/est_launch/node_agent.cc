@@ -119,7 +119,13 @@ class Leader : public PeerNodes {
         return 2;
       }
       live_training_tasks_ = plan.training_tasks;
-      for (size_t rank = 1; rank < members_.size(); ++rank) members_[rank]->channel.Send(Start(plan, rank, round));
+      for (size_t rank = 1; rank < members_.size(); ++rank) {
+        for (const TaskId& task : plan.node_tasks[rank]) {
+          if (task.type == "chief") members_[rank]->has_chief = true;
+          if (task.type == "chief" || task.type == "worker") ++members_[rank]->training_tasks;
+        }
+        members_[rank]->channel.Send(Start(plan, rank, round));
+      }
       const ClusterSpec spec(plan.cluster, plan.node_tasks[0], host, own.first_port);
       const RoundResult result = RunHostTasks(node_, spec, options_, round, signals_, *this);
       AwaitEnds(result);
@@ -175,9 +181,13 @@ class Leader : public PeerNodes {
             news.stop = stop;
         }
       }
-      if (member.channel.closed() && !member.ended &&
-          Stop(rank, name + "'s est-launch (" + member.address + ") is gone: " + member.channel.close_reason()))
+      if (!member.channel.closed() || member.ended) continue;
+      const std::string gone = name + "'s est-launch (" + member.address + ") is gone: " + member.channel.close_reason();
+      if (options_.min_workers > 0 && !member.has_chief) {
+        if (std::optional<std::string> stop = LoseHost(rank, gone)) news.stop = stop;
+      } else if (Stop(rank, gone)) {
         news.stop = stop_reason_;
+      }
     }
     return news;
   }
@@ -196,6 +206,8 @@ class Leader : public PeerNodes {
     std::string address;
     NodeOffer offer;
     std::optional<json> ended;  // its report of its round's end
+    int training_tasks = 0;     // its chief and workers not lost (--min-workers)
+    bool has_chief = false;     // whether it runs the job's chief
   };
   struct Unidentified {
     NodeChannel channel;
@@ -226,6 +238,7 @@ class Leader : public PeerNodes {
       return std::nullopt;
     }
     live_training_tasks_ = others;
+    if (origin > 0) --members_[origin]->training_tasks;
     if (others >= options_.min_workers) {
       Say(name + " is lost; the job's " + std::to_string(others) + " other training tasks train on without it (" +
           min_workers + ")");
@@ -234,6 +247,27 @@ class Leader : public PeerNodes {
     const std::string reason = name + " is lost, and the job's " + std::to_string(others) +
                                " training tasks left are fewer than " + min_workers;
     if (!Stop(0, reason)) return std::nullopt;  // the job stops already
+    return reason;
+  }
+
+  // Node `rank`'s est-launch is `gone` (--min-workers): its workers were killed with it, or
+  // its host is gone. Returns why every host's tasks stop when too few training tasks are left
+  // without them (every other host is told so already), else nothing: the others train on.
+  std::optional<std::string> LoseHost(size_t rank, const std::string& gone) {
+    Member& member = *members_[rank];
+    const int lost = member.training_tasks;
+    member.training_tasks = 0;
+    live_training_tasks_ -= lost;
+    const std::string min_workers = "--min-workers " + std::to_string(options_.min_workers);
+    if (live_training_tasks_ >= options_.min_workers) {
+      Say(gone + "; its " + std::to_string(lost) + " worker(s) are lost, and the job's " +
+          std::to_string(live_training_tasks_) + " other training tasks train on without them (" + min_workers + ")");
+      return std::nullopt;
+    }
+    const std::string reason = gone + "; with its " + std::to_string(lost) + " worker(s) lost, the job's " +
+                               std::to_string(live_training_tasks_) + " training tasks left are fewer than " +
+                               min_workers;
+    if (!Stop(rank, reason)) return std::nullopt;  // the job stops already
     return reason;
   }
 
@@ -495,9 +529,9 @@ class Follower : public PeerNodes {
       // Node 0's restart policy is the job's (a ps task restarts alone on its host).
       options_.max_restarts = job.max_restarts;
       options_.min_workers = job.min_workers;
-      if (job.min_workers > 0) options_.environment["EST_MIN_WORKERS"] = std::to_string(job.min_workers);
       options_.max_workers = job.max_workers;
-      if (job.max_workers > 0) options_.environment["EST_MAX_WORKERS"] = std::to_string(job.max_workers);
+      // Node 0 counts this host's workers lost when this est-launch is gone.
+      options_.workers_die_with_launcher = job.min_workers > 0;
       options_.restart_backoff_secs = job.restart_backoff_secs;
       options_.max_restart_backoff_secs = job.max_restart_backoff_secs;
       const ClusterSpec spec(job.cluster, job.tasks, host, offer.first_port);

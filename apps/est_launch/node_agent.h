@@ -6,6 +6,8 @@
 /// connections stay open while the job runs: a failed task, a caught signal or a lost
 /// est-launch on one host stops the tasks on every host, and node 0 decides whether the
 /// whole job starts again (--max-restarts), in a new rendezvous that a restarted host joins.
+/// With node 0's --min-workers, a failed worker, or a lost est-launch of a host without the
+/// chief (whose workers die with it), stops nothing while enough training tasks are left.
 
 #include <string>
 

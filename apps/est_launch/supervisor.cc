@@ -134,11 +134,15 @@ class Supervisor {
                                                    {"EST_JOB_TOKEN", options_.job_token},
                                                    {"EST_TASK", id.type + "-" + std::to_string(id.index)},
                                                    {"EST_RESTART_COUNT", std::to_string(restart_count)}};
+      if (options_.min_workers > 0) overrides.emplace("EST_MIN_WORKERS", std::to_string(options_.min_workers));
+      if (options_.max_workers > 0) overrides.emplace("EST_MAX_WORKERS", std::to_string(options_.max_workers));
       overrides.insert(options_.environment.begin(), options_.environment.end());
       // As torchrun does: one OpenMP thread per CPU of the task, unless the user chose.
       if (!cpus.empty() && std::getenv("OMP_NUM_THREADS") == nullptr)
         overrides.emplace("OMP_NUM_THREADS", std::to_string(cpus.size()));
-      const TaskProcess process = SpawnTask(options_.command, EnvironmentWith(overrides), signals_.handled(), cpus);
+      const int death_signal = options_.workers_die_with_launcher && IsLosableWorker(id) ? SIGKILL : SIGHUP;
+      const TaskProcess process =
+          SpawnTask(options_.command, EnvironmentWith(overrides), signals_.handled(), cpus, death_signal);
       task.pid = process.pid;
       task.out.fd = process.stdout_fd;
       task.err.fd = process.stderr_fd;

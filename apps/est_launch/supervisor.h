@@ -66,9 +66,15 @@ struct LaunchOptions {
   int max_restarts = 0;
   /// In-job recovery (all-reduce training): when a worker other than the chief fails and at
   /// least this many training tasks (chief and workers) are still running, the others go on
-  /// without it (they re-form their group); 0: a failed task stops every task. Across hosts,
-  /// node 0 counts the training tasks of every host (PeerNodes::OnLocalLoss).
+  /// without it (they re-form their group); 0: a failed task stops every task. Every task gets
+  /// it as EST_MIN_WORKERS. Across hosts, node 0 counts the training tasks of every host
+  /// (PeerNodes::OnLocalLoss).
   int min_workers = 0;
+  /// With min_workers, across hosts, on a node other than node 0: when this est-launch dies,
+  /// its workers (not a chief) are killed (SIGKILL) rather than stopped (SIGHUP, on which a
+  /// task stops the whole job after a checkpoint). Node 0 counts them lost, and the others
+  /// train on without them, as without the workers of a host that is gone.
+  bool workers_die_with_launcher = false;
   /// With min_workers: the most training tasks the group may grow to (EST_MAX_WORKERS); 0:
   /// the cluster's. Across hosts, node 0's is the job's.
   int max_workers = 0;

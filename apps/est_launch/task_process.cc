@@ -82,12 +82,12 @@ std::string ResolveExecutable(const std::string& name) {
 // In the child, between fork and exec: async-signal-safe calls only. Reports the errno of
 // what failed on `report` and ends; does not return.
 [[noreturn]] void ExecTask(const char* file, char* const* argv, char* const* envp, pid_t launcher, int stdout_fd,
-                           int stderr_fd, const sigset_t& default_signals, int report) {
+                           int stderr_fd, const sigset_t& default_signals, int death_signal, int report) {
   const auto fail = [report]() { FailTask(report); };
-  // The task gets SIGHUP when the launcher dies, SIGKILL included, and stops as on SIGTERM
-  // (a checkpoint first); a launcher that died before this line is seen here.
-  if (::prctl(PR_SET_PDEATHSIG, SIGHUP) != 0) fail();
-  if (::getppid() != launcher) ::_exit(128 + SIGHUP);
+  // The task gets `death_signal` when the launcher dies, SIGKILL included (SIGHUP: it stops as
+  // on SIGTERM, a checkpoint first); a launcher that died before this line is seen here.
+  if (::prctl(PR_SET_PDEATHSIG, death_signal) != 0) fail();
+  if (::getppid() != launcher) ::_exit(128 + death_signal);
   if (::setpgid(0, 0) != 0) fail();
   const int null_fd = ::open("/dev/null", O_RDONLY);
   if (null_fd < 0 || ::dup2(null_fd, STDIN_FILENO) < 0) fail();
@@ -119,7 +119,7 @@ std::vector<std::string> EnvironmentWith(const std::map<std::string, std::string
 }
 
 TaskProcess SpawnTask(const std::vector<std::string>& command, const std::vector<std::string>& environment,
-                      const sigset_t& default_signals, const std::vector<int>& cpus) {
+                      const sigset_t& default_signals, const std::vector<int>& cpus, int death_signal) {
   EST_ASSERT(!command.empty());
   Pipe out;
   Pipe err;
@@ -134,7 +134,7 @@ TaskProcess SpawnTask(const std::vector<std::string>& command, const std::vector
     pid = ::fork();
     if (pid == 0) {
       ExecTask(file.c_str(), argv.data(), envp.data(), launcher, out.write_fd, err.write_fd, default_signals,
-               report.write_fd);
+               death_signal, report.write_fd);
     }
   }
   EST_CHECK(pid > 0, est::Error, "cannot start '", command[0], "': fork failed: ", std::strerror(errno));

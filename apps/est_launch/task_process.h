@@ -1,7 +1,7 @@
 #pragma once
 /// Starting one task: the command in a process group of its own, stdin from /dev/null,
-/// stdout and stderr into pipes that the supervisor reads, and SIGHUP when the launcher
-/// dies (PR_SET_PDEATHSIG), so that no task trains on as an orphan.
+/// stdout and stderr into pipes that the supervisor reads, and a signal (SIGHUP, or SIGKILL)
+/// when the launcher dies (PR_SET_PDEATHSIG), so that no task trains on as an orphan.
 
 #include <signal.h>
 #include <sys/types.h>
@@ -42,12 +42,13 @@ std::vector<std::string> EnvironmentWith(const std::map<std::string, std::string
 /// Starts `command` (searched in PATH when it has no '/') with exactly `environment`, in a
 /// new process group whose id is its pid, with stdin from /dev/null, the signals in
 /// `default_signals` at their default disposition and no signal blocked, bound to `cpus`
-/// (empty: the calling thread's CPUs). The task gets SIGHUP when the calling thread ends
-/// (the launcher exits or is killed; again for each other thread it passes to), and exits
-/// with 129 before it starts if that already happened. Throws SpawnError naming the command when it cannot
-/// be executed, est::Error for other failures (one names the CPUs it could not bind to).
+/// (empty: the calling thread's CPUs). The task gets `death_signal` when the calling thread
+/// ends (the launcher exits or is killed; again for each other thread it passes to), and
+/// exits with 128 + `death_signal` before it starts if that already happened. Throws
+/// SpawnError naming the command when it cannot be executed, est::Error for other failures
+/// (one names the CPUs it could not bind to).
 TaskProcess SpawnTask(const std::vector<std::string>& command, const std::vector<std::string>& environment,
-                      const sigset_t& default_signals, const std::vector<int>& cpus);
+                      const sigset_t& default_signals, const std::vector<int>& cpus, int death_signal = SIGHUP);
 
 /// "SIGTERM", or "signal 42" for a number without a name.
 using est::SignalName;

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -291,6 +292,62 @@ TEST_CASE("When one host's est-launch dies, the other hosts stop; with restarts,
   CHECK(ByTask(run0.out).at("worker 0") ==
         std::vector<std::string>{"task=worker-0 restart=0", "task=worker-0 restart=1"});
   CHECK(ByTask(run1.out).at("worker 1") == std::vector<std::string>{"task=worker-1 restart=1"});
+}
+
+TEST_CASE("With --min-workers, a host's est-launch killed takes its workers with it, and the other hosts run on",
+          "[launch]") {
+  ScopedEnv no_token("EST_JOB_TOKEN", nullptr);
+  // Node 0 runs the chief and worker 0, node 1 workers 1 and 2 (each prints its pid, then
+  // becomes a sleep of 60 s). Node 0's tasks run until the test leaves a mark, then say so.
+  const std::string marks = est::testing::FreshTempDir("nodes_host_lost_marks").string();
+  const std::string script = R"(echo "pid=$$"; if [ "$EST_TASK" = worker-1 ] || [ "$EST_TASK" = worker-2 ]; then )"
+                             R"(exec sleep 60; fi; while [ ! -e )" +
+                             marks + R"(/go ]; do sleep 0.02; done; echo "still running")";
+  const std::string min_workers = GENERATE("2", "3");
+  const Ports ports = FreePorts(2, 2);
+  const Launch node0 = StartNode(
+      ports, 2, 0, {"--chief", "--workers", "1", "--min-workers", min_workers, "--", "sh", "-c", script}, "nodes_lost");
+  const Launch node1 = StartNode(ports, 2, 1, {"--workers", "2", "--", "sh", "-c", script}, "nodes_lost");
+  for (const char* task : {"[worker 1] pid=", "[worker 2] pid="}) REQUIRE(WaitForOutput(node1, task, "out"));
+  REQUIRE(WaitForOutput(node0, "[worker 0] pid=", "out"));
+  std::vector<pid_t> node1_tasks;
+  for (const auto& [task, lines] : ByTask(ReadFile(node1.dir / "out"))) node1_tasks.push_back(std::stoi(lines[0].substr(4)));
+  REQUIRE(node1_tasks.size() == 2);
+  ::kill(node1.pid, SIGKILL);
+  int status = 0;
+  ::waitpid(node1.pid, &status, 0);
+  // Its workers die with it (SIGKILL, not the SIGHUP that stops a task after a checkpoint).
+  const auto gone = [](pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string pid_field, name, state;
+    return !(stat >> pid_field >> name >> state) || state == "Z";
+  };
+  for (pid_t pid : node1_tasks) {
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    while (!gone(pid) && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(gone(pid));
+  }
+  const std::string lost = ") is gone: the connection closed; ";
+  if (min_workers == "2") {
+    REQUIRE(WaitForOutput(node0, lost));
+    std::ofstream(marks + "/go").put('\n');
+    const LaunchRun run0 = Finish(node0);
+    INFO(run0.err << run0.out);
+    CHECK(run0.exit_code == 0);
+    CHECK(Contains(run0.err, "est-launch: node 1's est-launch (127.0.0.1:"));
+    CHECK(Contains(run0.err, lost + "its 2 worker(s) are lost, and the job's 2 other training tasks train on without "
+                                    "them (--min-workers 2)"));
+    CHECK(ByTask(run0.out).at("chief 0").back() == "still running");
+    CHECK(ByTask(run0.out).at("worker 0").back() == "still running");
+    CHECK_FALSE(Contains(run0.err, "error:"));
+  } else {
+    const LaunchRun run0 = Finish(node0);
+    INFO(run0.err << run0.out);
+    CHECK(run0.exit_code == 1);
+    CHECK(Contains(run0.err, lost + "with its 2 worker(s) lost, the job's 2 training tasks left are fewer than "
+                                    "--min-workers 3; stopping this host's tasks"));
+    CHECK_FALSE(Contains(run0.out, "still running"));
+  }
 }
 
 TEST_CASE("A signal to one host's est-launch stops the job on every host, without a restart", "[launch]") {
