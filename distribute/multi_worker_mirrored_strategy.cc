@@ -11,6 +11,7 @@
 #include "distribute/cluster/cluster_environment.h"
 #include "distribute/default_devices.h"
 #include "distribute/rendezvous/grpc_store.h"
+#include "distribute/rendezvous/member_heartbeat.h"
 #include "distribute/rendezvous/membership.h"
 #include "distribute/rendezvous/rendezvous.h"
 #include "distribute/rendezvous/settings_agreement.h"
@@ -26,6 +27,7 @@ struct MultiWorkerMirroredStrategy::Group {
   Generation generation;
   GroupEntry entry = GroupEntry::kAtStart;
   std::chrono::steady_clock::time_point next_newcomer_check;
+  std::unique_ptr<MemberHeartbeat> heartbeat;  ///< while this worker trains in the group
 };
 namespace {
 
@@ -34,6 +36,12 @@ namespace {
 constexpr std::chrono::milliseconds kNewcomerCheckInterval(200);
 // The most workers a training group may hold (max_workers).
 constexpr int kMaxWorkers = 1 << 16;
+// How often a member of the training group beats, and how long the chief waits for a beat of
+// a member that does not come to re-form the group before it forms the group without it
+// (sooner than the timeout): a member whose process or host is gone, or that is stopped,
+// misses 10 beats in a row.
+constexpr std::chrono::milliseconds kBeatInterval(500);
+constexpr std::chrono::milliseconds kBeatLease(5000);
 
 std::vector<c10::Device> ParseDevices(const std::vector<std::string>& names) {
   EST_CHECK(!names.empty(), ConfigError, "MultiWorkerMirroredStrategy needs at least one device");
@@ -218,9 +226,11 @@ void MultiWorkerMirroredStrategy::connect() {
     membership.min_members = options_.min_workers();
     membership.max_members = options_.max_workers();
     membership.settle = timeout;
+    membership.beat_lease = kBeatLease;
     membership.timeout = timeout;
-    group_ =
-        std::make_unique<Group>(Group{group_store, Membership(group_store, membership), {}, GroupEntry::kAtStart, {}});
+    group_ = std::make_unique<Group>(
+        Group{group_store, Membership(group_store, membership), {}, GroupEntry::kAtStart, {}, nullptr});
+    start_heartbeat();
     // The first generation closed, so the rendezvous did without this worker: it is new.
     if (!is_chief && group_store->check({"membership/latest"})) {
       join_running_group();
@@ -280,9 +290,16 @@ bool MultiWorkerMirroredStrategy::regroup() {
   return true;
 }
 
+void MultiWorkerMirroredStrategy::start_heartbeat() {
+  Membership* membership = &group_->membership;
+  if (!group_->heartbeat)
+    group_->heartbeat = std::make_unique<MemberHeartbeat>([membership] { membership->Beat(); }, kBeatInterval);
+}
+
 MultiWorkerMirroredStrategy::GroupEntry MultiWorkerMirroredStrategy::enter_group() {
   if (!recovers_lost_workers()) return GroupEntry::kAtStart;
   collective();
+  start_heartbeat();  // again, for a later training in the same group
   const GroupEntry entry = group_->entry;
   if (entry == GroupEntry::kJoinedRunning) group_->entry = GroupEntry::kAtStart;  // a later run starts with it
   return entry;
@@ -312,7 +329,10 @@ int MultiWorkerMirroredStrategy::max_workers() const {
 bool MultiWorkerMirroredStrategy::rejoined_as_newcomer() const { return group_ && group_->generation.newcomer; }
 
 void MultiWorkerMirroredStrategy::end_group() {
-  if (group_ && place().is_chief) group_->membership.Finish(group_->generation);
+  if (!group_) return;
+  // The group re-forms no more: a beat to a chief that exits first would only delay this exit.
+  group_->heartbeat.reset();
+  if (place().is_chief) group_->membership.Finish(group_->generation);
 }
 
 void MultiWorkerMirroredStrategy::form_next_generation(const std::vector<int>& lost) {

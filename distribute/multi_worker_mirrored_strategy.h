@@ -137,6 +137,9 @@ class MultiWorkerMirroredStrategy : public Strategy {
   void connect();
   /// With in-job recovery, after the rendezvous: the first generation, of the cluster's workers.
   void form_first_generation();
+  /// With in-job recovery: beats, so that the chief tells this worker from a lost one, until
+  /// end_group(); no-op while it beats.
+  void start_heartbeat();
   /// A worker that finds the group training: joins it as a newcomer, if it still trains.
   void join_running_group();
   /// Forms the next generation without the ranks `lost` and with the newcomers waiting, and

@@ -7,8 +7,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <random>
+#include <string>
 #include <tuple>
+#include <utility>
 
 #include "apps/common/number_checks.h"
 #include "apps/common/parse_flags.h"
@@ -16,6 +19,7 @@
 #include "apps/est_launch/cluster_spec.h"
 #include "apps/est_launch/cpu_binding.h"
 #include "apps/est_launch/node_agent.h"
+#include "apps/est_launch/node_plan.h"
 #include "apps/est_launch/port_finder.h"
 #include "apps/est_launch/supervisor.h"
 #include "common/error.h"
@@ -83,10 +87,21 @@ every task gets the whole job's TF_CONFIG (each job's tasks numbered in node-ran
 EST_JOB_ID and EST_JOB_TOKEN (node 0's; with EST_JOB_TOKEN set, a node joins only with the
 same one). A failed task (but a worker lost under node 0's --min-workers), a signal, or a
 host's est-launch gone stops the tasks on every host; node 0's --max-restarts restarts the
-whole job once every host has joined again.
+whole job once every host has joined again. Under node 0's --min-workers, the est-launch of
+a host without the chief that is gone loses that host's workers: node 0 counts them lost,
+and the other hosts train on while N training tasks are left.
+
+With --nnodes MIN:MAX, the job starts once nodes 0 to MIN - 1 have joined; nodes MIN to
+MAX - 1 join when they come. Under node 0's --min-workers, a node may join the running job,
+bringing workers only: one of ranks MIN and up, or one in place of a node whose est-launch is
+gone. Its workers take the lowest free worker indices and join the training group at the
+end of a step, while the group holds fewer than node 0's --max-workers (else the
+cluster's training tasks).
 
 Every task gets SIGHUP when est-launch exits or is killed (SIGKILL included); est-train
 stops on it as on SIGTERM (a checkpoint first) and exits with 129: no task trains on alone.
+Across hosts under node 0's --min-workers, a worker on another node than node 0 gets SIGKILL
+instead: the group trains on without it.
 
 SIGUSR1 to est-launch is forwarded to each running task that catches it: a TorchEstimator
 program that trains logs its collectives' last calls and the one it is inside (its flight
@@ -104,7 +119,8 @@ struct Flags {
   bool evaluator = false;
   int port = 0;
   std::string host;
-  int nnodes = 1;
+  int min_nodes = 1;  // --nnodes N, or MIN:MAX
+  int max_nodes = 1;
   int node_rank = 0;
   std::string rendezvous;
   double rendezvous_timeout_secs = 600;
@@ -118,6 +134,22 @@ struct Flags {
   est_apps::TlsFlags tls;
   std::vector<std::string> command;
 };
+
+// --nnodes: "N" (N hosts) or "MIN:MAX", with 1 <= MIN <= MAX <= 4096; nothing for another text.
+std::optional<std::pair<int, int>> ParseNodeCount(const std::string& text) {
+  const auto number = [](const std::string& part) -> std::optional<int> {
+    if (part.empty() || part.size() > 4 || part.find_first_not_of("0123456789") != std::string::npos)
+      return std::nullopt;
+    const int value = std::stoi(part);
+    if (value < 1 || value > 4096) return std::nullopt;
+    return value;
+  };
+  const size_t colon = text.find(':');
+  const std::optional<int> min = number(text.substr(0, colon));
+  const std::optional<int> max = colon == std::string::npos ? min : number(text.substr(colon + 1));
+  if (!min || !max || *min > *max) return std::nullopt;
+  return std::make_pair(*min, *max);
+}
 
 void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--workers", flags.workers, "Number of tasks in job \"worker\" (0 only with --chief)")
@@ -134,11 +166,21 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--host", flags.host,
                  "Host name or address of this machine that every task listens on (default: 127.0.0.1; with "
                  "--nnodes, the rendezvous host on node 0 and on the others the address they reach it from)");
-  app.add_option("--nnodes", flags.nnodes,
-                 "Number of hosts, each running one est-launch with its own --node-rank (see below)")
-      ->check(est_apps::IntegerIn<int>(1, 4096))
-      ->capture_default_str();
-  app.add_option("--node-rank", flags.node_rank, "This host's rank, 0 to --nnodes - 1; node 0 hosts --rendezvous")
+  app.add_option_function<std::string>(
+         "--nnodes",
+         [&flags](const std::string& text) { std::tie(flags.min_nodes, flags.max_nodes) = *ParseNodeCount(text); },
+         "Number of hosts, each running one est-launch with its own --node-rank, or MIN:MAX: nodes MIN and up may "
+         "join later (see below)")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            return ParseNodeCount(text)
+                       ? std::string()
+                       : "expected N or MIN:MAX, whole numbers with 1 <= MIN <= MAX <= 4096, got '" + text + "'";
+          },
+          "N|MIN:MAX"))
+      ->default_str("1");
+  app.add_option("--node-rank", flags.node_rank,
+                 "This host's rank, 0 to --nnodes - 1 (MAX - 1); node 0 hosts --rendezvous")
       ->check(est_apps::IntegerIn<int>(0, 4095))
       ->capture_default_str();
   app.add_option("--rendezvous", flags.rendezvous,
@@ -202,7 +244,8 @@ std::string JobToken() {
 
 // Checks the flags that CLI11 cannot; throws est::ConfigError naming the flag.
 est_launch::ClusterLayout ValidatedLayout(const Flags& flags, bool port_given) {
-  const bool across_hosts = flags.nnodes > 1;
+  const bool across_hosts = flags.max_nodes > 1;
+  const std::string nnodes = est_launch::DescribeNodeCount(flags.min_nodes, flags.max_nodes);
   est_launch::ClusterLayout layout;
   layout.workers = flags.workers;
   layout.chief = flags.chief;
@@ -210,10 +253,10 @@ est_launch::ClusterLayout ValidatedLayout(const Flags& flags, bool port_given) {
   layout.evaluator = flags.evaluator;
   layout.host = flags.host.empty() && !across_hosts ? "127.0.0.1" : flags.host;
   if (across_hosts) {
-    EST_CHECK(!flags.rendezvous.empty(), est::ConfigError, "--nnodes ", flags.nnodes,
+    EST_CHECK(!flags.rendezvous.empty(), est::ConfigError, "--nnodes ", nnodes,
               " needs --rendezvous HOST:PORT, where node 0's est-launch listens");
-    EST_CHECK(flags.node_rank < flags.nnodes, est::ConfigError, "--node-rank ", flags.node_rank,
-              " is not in 0..", flags.nnodes - 1, " (--nnodes ", flags.nnodes, ")");
+    EST_CHECK(flags.node_rank < flags.max_nodes, est::ConfigError, "--node-rank ", flags.node_rank, " is not in 0..",
+              flags.max_nodes - 1, " (--nnodes ", nnodes, ")");
     est_launch::SplitHostPort(flags.rendezvous, "--rendezvous");
   } else {
     EST_CHECK(flags.rendezvous.empty() && flags.node_rank == 0, est::ConfigError,
@@ -260,9 +303,10 @@ int Run(const Flags& flags, const est_launch::ClusterLayout& layout, bool port_g
   options.max_restart_backoff_secs = flags.max_restart_backoff_secs;
   using est_launch::CpuBindMode;
   const CpuBindMode mode = flags.cpu_bind == "none" ? CpuBindMode::kNone : CpuBindMode::kAuto;
-  if (flags.nnodes > 1) {
+  if (flags.max_nodes > 1) {
     est_launch::NodeOptions node;
-    node.nnodes = flags.nnodes;
+    node.min_nodes = flags.min_nodes;
+    node.max_nodes = flags.max_nodes;
     node.node_rank = flags.node_rank;
     std::tie(node.rendezvous_host, node.rendezvous_port) = est_launch::SplitHostPort(flags.rendezvous, "--rendezvous");
     node.rendezvous_timeout_secs = flags.rendezvous_timeout_secs;

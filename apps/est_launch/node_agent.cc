@@ -4,7 +4,10 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <iterator>
+#include <map>
 #include <optional>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -21,9 +24,10 @@ namespace {
 using Clock = NodeChannel::Clock;
 using nlohmann::json;
 
-// 2: the start carries node 0's --min-workers and --max-workers, and a node reports its lost
-// workers ("lost"); a node of another version is refused at its hello.
-constexpr int kProtocolVersion = 2;
+// 3: the hello carries --nnodes as "min_nodes" and "max_nodes" (2: the start carries node 0's
+// --min-workers and --max-workers, and a node reports its lost workers); a node of another
+// version is refused at its hello.
+constexpr int kProtocolVersion = 3;
 // Waits longer than this are logged, once per interval.
 constexpr auto kProgressInterval = std::chrono::seconds(30);
 // A connection to node 0 must say who it is within this time.
@@ -82,8 +86,8 @@ RoundResult RunHostTasks(const NodeOptions& node, const ClusterSpec& spec, Launc
   const std::string ports = spec.tasks().size() == 1
                                 ? "port " + std::to_string(spec.first_port())
                                 : "ports " + std::to_string(spec.first_port()) + "-" + std::to_string(spec.last_port());
-  Say("node " + std::to_string(node.node_rank) + " of " + std::to_string(node.nnodes) + ": starting " +
-      std::to_string(spec.tasks().size()) + " task(s) on " + spec.host() + " " + ports +
+  Say("node " + std::to_string(node.node_rank) + " of " + DescribeNodeCount(node.min_nodes, node.max_nodes) +
+      ": starting " + std::to_string(spec.tasks().size()) + " task(s) on " + spec.host() + " " + ports +
       ", EST_JOB_ID=" + options.job_id + (round > 0 ? ", restart " + std::to_string(round) : ""));
   std::string binding;
   options.task_cpus = BindTasksToCpus(spec.tasks(), node.cpu_bind, &binding);
@@ -100,16 +104,17 @@ class Leader : public PeerNodes {
 
   int Run() {
     const std::string host = node_.layout.host.empty() ? node_.rendezvous_host : node_.layout.host;
-    Say("node 0 of " + std::to_string(node_.nnodes) + ": waiting at " +
+    Say("node 0 of " + DescribeNodeCount(node_.min_nodes, node_.max_nodes) + ": waiting at " +
         HostPort(node_.rendezvous_host, node_.rendezvous_port) + " for the other nodes to join");
     for (int round = 0;; ++round) {
       members_.clear();
-      members_.resize(static_cast<size_t>(node_.nnodes));
+      members_.resize(static_cast<size_t>(node_.max_nodes));
       stop_reason_.reset();
       const NodeOffer own = MakeOffer(node_, host);
       if (!Gather(round)) return 128 + interrupted_;
       std::vector<NodeOffer> offers{own};
-      for (size_t rank = 1; rank < members_.size(); ++rank) offers.push_back(members_[rank]->offer);
+      for (size_t rank = 1; rank < members_.size(); ++rank)
+        if (members_[rank]) offers.push_back(members_[rank]->offer);
       JobPlan plan;
       try {
         plan = PlanJob(offers, options_.min_workers, options_.max_workers);
@@ -119,15 +124,24 @@ class Leader : public PeerNodes {
         return 2;
       }
       live_training_tasks_ = plan.training_tasks;
-      for (size_t rank = 1; rank < members_.size(); ++rank) {
+      most_training_tasks_ = options_.max_workers > 0 ? options_.max_workers : plan.training_tasks;
+      cluster_ = plan.cluster;
+      round_ = round;
+      running_workers_.clear();
+      for (size_t rank = 0; rank < plan.node_tasks.size(); ++rank) {
         for (const TaskId& task : plan.node_tasks[rank]) {
+          if (task.type == "worker") running_workers_[task.index] = rank;
+          if (rank == 0) continue;
           if (task.type == "chief") members_[rank]->has_chief = true;
           if (task.type == "chief" || task.type == "worker") ++members_[rank]->training_tasks;
         }
-        members_[rank]->channel.Send(Start(plan, rank, round));
+        if (rank > 0 && members_[rank]) members_[rank]->channel.Send(Start(plan.node_tasks[rank]));
       }
       const ClusterSpec spec(plan.cluster, plan.node_tasks[0], host, own.first_port);
+      // Under --min-workers, a node that comes while the job runs brings workers to its group.
+      accepting_joins_ = options_.min_workers > 0;
       const RoundResult result = RunHostTasks(node_, spec, options_, round, signals_, *this);
+      accepting_joins_ = false;
       AwaitEnds(result);
       const bool failed = result.result.exit_code != 0 || stop_reason_.has_value();
       const std::string error = stop_reason_.value_or(result.result.error);
@@ -154,11 +168,17 @@ class Leader : public PeerNodes {
     std::vector<int> open;
     for (const auto& member : members_)
       if (member && !member->channel.closed()) open.push_back(member->channel.fd());
+    if (accepting_joins_ && !stop_reason_) {
+      open.push_back(listener_.fd());
+      for (const Unidentified& u : unidentified_) open.push_back(u.channel.fd());
+    }
     return open;
   }
 
   News OnReadable() override {
     News news;
+    // Once the job stops, a node that comes waits for the next rendezvous, if there is one.
+    if (accepting_joins_ && !stop_reason_) AcceptJoiningNodes();
     for (size_t rank = 1; rank < members_.size(); ++rank) {
       if (!members_[rank] || members_[rank]->channel.closed()) continue;
       Member& member = *members_[rank];
@@ -239,6 +259,8 @@ class Leader : public PeerNodes {
     }
     live_training_tasks_ = others;
     if (origin > 0) --members_[origin]->training_tasks;
+    int index = -1;
+    if (std::sscanf(task.c_str(), "worker %d", &index) == 1) running_workers_.erase(index);
     if (others >= options_.min_workers) {
       Say(name + " is lost; the job's " + std::to_string(others) + " other training tasks train on without it (" +
           min_workers + ")");
@@ -258,6 +280,8 @@ class Leader : public PeerNodes {
     const int lost = member.training_tasks;
     member.training_tasks = 0;
     live_training_tasks_ -= lost;
+    for (auto worker = running_workers_.begin(); worker != running_workers_.end();)
+      worker = worker->second == rank ? running_workers_.erase(worker) : std::next(worker);
     const std::string min_workers = "--min-workers " + std::to_string(options_.min_workers);
     if (live_training_tasks_ >= options_.min_workers) {
       Say(gone + "; its " + std::to_string(lost) + " worker(s) are lost, and the job's " +
@@ -278,9 +302,10 @@ class Leader : public PeerNodes {
         members_[rank]->channel.Send({{kFlightRecorderMessage, true}});
   }
 
+  // The nodes the job cannot start without (ranks 1 .. min_nodes - 1) that have not joined.
   std::vector<int> Missing() const {
     std::vector<int> missing;
-    for (size_t rank = 1; rank < members_.size(); ++rank)
+    for (size_t rank = 1; rank < static_cast<size_t>(node_.min_nodes); ++rank)
       if (!members_[rank]) missing.push_back(static_cast<int>(rank));
     return missing;
   }
@@ -292,16 +317,17 @@ class Leader : public PeerNodes {
       if (member) member->channel.Send({{"error", why}, {"exit_code", exit_code}});
   }
 
-  // Waits until every node has joined; false when est-launch caught a stop signal first.
+  // Waits until every node the job needs has joined (and takes the others that come meanwhile);
+  // false when est-launch caught a stop signal first.
   bool Gather(int round) {
     const auto start = Clock::now();
     const auto deadline = start + Secs(node_.rendezvous_timeout_secs);
     auto next_report = start + kProgressInterval;
-    std::vector<Unidentified> unidentified;
+    const std::string of = " of " + DescribeNodeCount(node_.min_nodes, node_.max_nodes);
     while (!Missing().empty()) {
       const auto now = Clock::now();
       if (now >= deadline) {
-        const std::string why = DescribeNodes(Missing()) + " of " + std::to_string(node_.nnodes) + " did not join at " +
+        const std::string why = DescribeNodes(Missing()) + of + " did not join at " +
                                 HostPort(node_.rendezvous_host, node_.rendezvous_port) + " within " +
                                 SecondsText(node_.rendezvous_timeout_secs) + " (--rendezvous-timeout-secs)" +
                                 (round > 0 ? " after restart " + std::to_string(round) : "");
@@ -309,14 +335,14 @@ class Leader : public PeerNodes {
         EST_THROW(est::TimeoutError, why);
       }
       if (now >= next_report) {
-        Say("waiting for " + DescribeNodes(Missing()) + " of " + std::to_string(node_.nnodes) + " to join at " +
+        Say("waiting for " + DescribeNodes(Missing()) + of + " to join at " +
             HostPort(node_.rendezvous_host, node_.rendezvous_port) + "; " + Elapsed(start) + " of " +
             SecondsText(node_.rendezvous_timeout_secs) + " passed");
         next_report += kProgressInterval;
       }
       std::vector<int> fds{listener_.fd(), signals_.fd()};
       auto wake = std::min(deadline, next_report);
-      for (const Unidentified& u : unidentified) {
+      for (const Unidentified& u : unidentified_) {
         fds.push_back(u.channel.fd());
         wake = std::min(wake, u.deadline);
       }
@@ -328,20 +354,7 @@ class Leader : public PeerNodes {
         Say("caught " + SignalName(interrupted_) + " while waiting for the other nodes; not starting the job");
         return false;
       }
-      while (std::optional<NodeChannel> channel = listener_.Accept()) {
-        if (unidentified.size() >= kMaxUnidentified) unidentified.erase(unidentified.begin());
-        unidentified.push_back({std::move(*channel), Clock::now() + kHelloTimeout});
-      }
-      for (auto u = unidentified.begin(); u != unidentified.end();) {
-        std::vector<json> messages = u->channel.Receive();
-        if (!messages.empty()) {
-          Admit(std::move(u->channel), messages.front());
-        } else if (!u->channel.closed() && Clock::now() < u->deadline) {
-          ++u;
-          continue;
-        }
-        u = unidentified.erase(u);
-      }
+      TakeHellos([this](NodeChannel channel, const json& message) { Admit(std::move(channel), message); });
       for (size_t rank = 1; rank < members_.size(); ++rank) {
         if (!members_[rank]) continue;
         members_[rank]->channel.Receive();
@@ -354,63 +367,143 @@ class Leader : public PeerNodes {
     return true;
   }
 
-  // Takes a node's first message: a hello that fits this job makes it a member; anything
-  // else is answered with the reason and closed.
-  void Admit(NodeChannel channel, const json& message) {
-    const std::string address = channel.peer();
-    auto refuse = [&](const std::string& why) {
-      channel.Send({{"error", why}, {"exit_code", 2}});
-      Say("refused " + address + ": " + why);
-    };
+  // Accepts the connections waiting at the rendezvous, and passes the first message of each
+  // one that has sent it to `admit`; one silent for kHelloTimeout is closed.
+  template <typename Admit>
+  void TakeHellos(Admit&& admit) {
+    while (std::optional<NodeChannel> channel = listener_.Accept()) {
+      if (unidentified_.size() >= kMaxUnidentified) unidentified_.erase(unidentified_.begin());
+      unidentified_.push_back({std::move(*channel), Clock::now() + kHelloTimeout});
+    }
+    for (auto u = unidentified_.begin(); u != unidentified_.end();) {
+      std::vector<json> messages = u->channel.Receive();
+      if (!messages.empty()) {
+        admit(std::move(u->channel), messages.front());
+      } else if (!u->channel.closed() && Clock::now() < u->deadline) {
+        ++u;
+        continue;
+      }
+      u = unidentified_.erase(u);
+    }
+  }
+
+  // Answers `channel` that it is refused, and why.
+  static void RefuseNode(NodeChannel& channel, const std::string& why) {
+    channel.Send({{"error", why}, {"exit_code", 2}});
+    Say("refused " + channel.peer() + ": " + why);
+  }
+
+  // Answers `channel` that node `rank` is `member` already.
+  static void RefuseTaken(NodeChannel& channel, const Member& member, int rank) {
+    RefuseNode(channel, "node " + std::to_string(rank) + " has joined already, from " + member.address +
+                            ": give each host its own --node-rank");
+  }
+
+  // The offer of a node's first message, when it is a hello that fits this job; otherwise
+  // the node is answered with the reason, and nothing is returned.
+  std::optional<NodeOffer> CheckHello(NodeChannel& channel, const json& message) {
     const json hello = message.value("hello", json());
     if (!hello.is_object() || hello.value("version", 0) != kProtocolVersion) {
-      refuse("expected the hello of est-launch --node-rank (protocol version " + std::to_string(kProtocolVersion) +
-             "), got " + message.dump().substr(0, 200));
-      return;
+      RefuseNode(channel, "expected the hello of est-launch --node-rank (protocol version " +
+                              std::to_string(kProtocolVersion) + "), got " + message.dump().substr(0, 200));
+      return std::nullopt;
     }
-    const int nnodes = hello.value("nnodes", 0);
-    if (nnodes != node_.nnodes) {
-      refuse("it has --nnodes " + std::to_string(nnodes) + ", node 0 has --nnodes " + std::to_string(node_.nnodes));
-      return;
+    const std::string nodes = DescribeNodeCount(hello.value("min_nodes", 0), hello.value("max_nodes", 0));
+    const std::string own_nodes = DescribeNodeCount(node_.min_nodes, node_.max_nodes);
+    if (nodes != own_nodes) {
+      RefuseNode(channel, "it has --nnodes " + nodes + ", node 0 has --nnodes " + own_nodes);
+      return std::nullopt;
     }
     const std::string token = hello.value("token", std::string());
     if (node_.token_from_environment ? !SameSecret(token, options_.job_token) : !token.empty()) {
-      refuse(node_.token_from_environment
-                 ? "its EST_JOB_TOKEN is missing or differs from node 0's"
-                 : "it has an EST_JOB_TOKEN and node 0 has none: set the same EST_JOB_TOKEN on every node, or on none");
-      return;
+      RefuseNode(channel, node_.token_from_environment ? "its EST_JOB_TOKEN is missing or differs from node 0's"
+                                                       : "it has an EST_JOB_TOKEN and node 0 has none: set the same "
+                                                         "EST_JOB_TOKEN on every node, or on none");
+      return std::nullopt;
     }
     NodeOffer offer;
     try {
       offer = NodeOffer::FromJson(hello.value("offer", json()));
     } catch (const est::ConfigError& e) {
-      refuse(e.what());
-      return;
+      RefuseNode(channel, e.what());
+      return std::nullopt;
     }
-    if (offer.node_rank < 1 || offer.node_rank >= node_.nnodes) {
-      refuse("--node-rank " + std::to_string(offer.node_rank) + " is not in 1.." + std::to_string(node_.nnodes - 1) +
-             " (node 0 is the one at --rendezvous)");
-      return;
+    if (offer.node_rank < 1 || offer.node_rank >= node_.max_nodes) {
+      RefuseNode(channel, "--node-rank " + std::to_string(offer.node_rank) + " is not in 1.." +
+                              std::to_string(node_.max_nodes - 1) + " (node 0 is the one at --rendezvous)");
+      return std::nullopt;
     }
-    std::optional<Member>& slot = members_[static_cast<size_t>(offer.node_rank)];
-    if (slot) {
-      refuse("node " + std::to_string(offer.node_rank) + " has joined already, from " + slot->address +
-             ": give each host its own --node-rank");
-      return;
-    }
-    Say("node " + std::to_string(offer.node_rank) + " joined from " + address + " (" +
-        std::to_string(offer.layout.num_tasks()) + " task(s) on " + HostPort(offer.layout.host, offer.first_port) +
-        "...)");
-    slot = Member{std::move(channel), address, offer, std::nullopt};
+    return offer;
   }
 
-  json Start(const JobPlan& plan, size_t rank, int round) const {
+  // Before the job starts: a node whose hello fits, at a rank not taken, becomes a member.
+  void Admit(NodeChannel channel, const json& message) {
+    const std::optional<NodeOffer> offer = CheckHello(channel, message);
+    if (!offer) return;
+    std::optional<Member>& slot = members_[static_cast<size_t>(offer->node_rank)];
+    if (slot) {
+      RefuseTaken(channel, *slot, offer->node_rank);
+      return;
+    }
+    const std::string address = channel.peer();
+    Say("node " + std::to_string(offer->node_rank) + " joined from " + address + " (" +
+        std::to_string(offer->layout.num_tasks()) + " task(s) on " + HostPort(offer->layout.host, offer->first_port) +
+        "...)");
+    slot = Member{std::move(channel), address, *offer, std::nullopt};
+  }
+
+  // While the job runs (--min-workers): takes the nodes that come to join it.
+  void AcceptJoiningNodes() {
+    TakeHellos([this](NodeChannel channel, const json& message) { AdmitJoining(std::move(channel), message); });
+  }
+
+  // While the job runs (--min-workers): a node whose hello fits, at a rank that is free or
+  // whose est-launch is gone, brings its workers to the training group while it has room.
+  void AdmitJoining(NodeChannel channel, const json& message) {
+    const std::optional<NodeOffer> offer = CheckHello(channel, message);
+    if (!offer) return;
+    const std::string name = "node " + std::to_string(offer->node_rank);
+    std::optional<Member>& slot = members_[static_cast<size_t>(offer->node_rank)];
+    if (slot && (!slot->channel.closed() || slot->ended)) {
+      RefuseTaken(channel, *slot, offer->node_rank);
+      return;
+    }
+    if (live_training_tasks_ + offer->layout.workers > most_training_tasks_) {
+      RefuseNode(channel, "the job runs " + std::to_string(live_training_tasks_) + " training tasks of its most " +
+                              std::to_string(most_training_tasks_) + " (node 0's --max-workers): the " +
+                              std::to_string(offer->layout.workers) + " worker(s) of " + name + " do not fit");
+      return;
+    }
+    std::set<int> taken;
+    for (const auto& [index, rank] : running_workers_) taken.insert(index);
+    std::vector<TaskId> tasks;
+    try {
+      tasks = PlanJoiningNode(*offer, taken, cluster_);
+    } catch (const est::ConfigError& e) {
+      RefuseNode(channel, e.what());
+      return;
+    }
+    std::string named;
+    for (const TaskId& task : tasks) {
+      running_workers_[task.index] = static_cast<size_t>(offer->node_rank);
+      named += (named.empty() ? "" : ", ") + task.label();
+    }
+    live_training_tasks_ += offer->layout.workers;
+    const std::string address = channel.peer();
+    Say(name + " joined the running job from " + address + ": " + named + " join the training group, which has " +
+        std::to_string(live_training_tasks_) + " training tasks with them");
+    slot = Member{std::move(channel), address, *offer, std::nullopt, offer->layout.workers, false};
+    slot->channel.Send(Start(tasks));
+  }
+
+  // The start of `tasks` of a node in this round of the job.
+  json Start(const std::vector<TaskId>& tasks) const {
     NodeStart start;
-    start.round = round;
+    start.round = round_;
     start.job_id = options_.job_id;
     start.job_token = options_.job_token;
-    start.cluster = plan.cluster;
-    start.tasks = plan.node_tasks[rank];
+    start.cluster = cluster_;
+    start.tasks = tasks;
     start.max_restarts = options_.max_restarts;
     start.min_workers = options_.min_workers;
     start.max_workers = options_.max_workers;
@@ -474,6 +567,12 @@ class Leader : public PeerNodes {
   std::optional<std::string> stop_reason_;      // why this round's tasks stop on every host
   int interrupted_ = 0;                         // the stop signal node 0 caught
   int live_training_tasks_ = 0;                 // this round's chief and workers not lost (--min-workers)
+  int most_training_tasks_ = 0;                 // how many the group may hold (--max-workers, else the plan's)
+  std::map<int, size_t> running_workers_;       // the node of each worker index not lost (--min-workers)
+  nlohmann::json cluster_;                      // this round's TF_CONFIG cluster, with the nodes that joined it
+  int round_ = 0;                               // this round's number
+  bool accepting_joins_ = false;                // nodes may join the running job (--min-workers)
+  std::vector<Unidentified> unidentified_;      // connections at the rendezvous that have not said hello
 };
 
 // Node 1 and up: joins node 0, runs this host's tasks of the job, and follows node 0's
@@ -509,7 +608,8 @@ class Follower : public PeerNodes {
       const NodeOffer offer = MakeOffer(node_, host);
       channel_.Send({{"hello",
                       {{"version", kProtocolVersion},
-                       {"nnodes", node_.nnodes},
+                       {"min_nodes", node_.min_nodes},
+                       {"max_nodes", node_.max_nodes},
                        {"token", node_.token_from_environment ? options_.job_token : std::string()},
                        {"offer", offer.to_json()}}}});
       Say(me + ": joined node 0 at " + rendezvous + "; waiting for the job to start");

@@ -7,7 +7,9 @@
 /// est-launch on one host stops the tasks on every host, and node 0 decides whether the
 /// whole job starts again (--max-restarts), in a new rendezvous that a restarted host joins.
 /// With node 0's --min-workers, a failed worker, or a lost est-launch of a host without the
-/// chief (whose workers die with it), stops nothing while enough training tasks are left.
+/// chief (whose workers die with it), stops nothing while enough training tasks are left, and
+/// a host that joins while the job runs (--nnodes MIN:MAX, or one in place of a lost host)
+/// brings workers that join the running training group.
 
 #include <string>
 
@@ -19,9 +21,13 @@ namespace est_launch {
 
 /// This host's part in a launch across hosts.
 struct NodeOptions {
-  /// Number of hosts (est-launch processes) in the job, 2 or more.
-  int nnodes = 2;
-  /// This host's rank, 0 .. nnodes - 1; node 0 hosts the rendezvous.
+  /// Hosts that must join before the job starts: nodes 0 .. min_nodes - 1.
+  int min_nodes = 2;
+  /// The most hosts (est-launch processes) of the job, 2 or more: nodes min_nodes ..
+  /// max_nodes - 1 join when they come, before the job starts or, under node 0's
+  /// --min-workers, while it runs, as does a host that replaces one whose est-launch is gone.
+  int max_nodes = 2;
+  /// This host's rank, 0 .. max_nodes - 1; node 0 hosts the rendezvous.
   int node_rank = 0;
   /// Where node 0 listens and the others connect.
   std::string rendezvous_host;

@@ -30,6 +30,11 @@ std::string DescribeNodes(const std::vector<int>& ranks) {
   return text;
 }
 
+std::string DescribeNodeCount(int min_nodes, int max_nodes) {
+  return min_nodes == max_nodes ? std::to_string(max_nodes)
+                                : std::to_string(min_nodes) + ":" + std::to_string(max_nodes);
+}
+
 nlohmann::json NodeOffer::to_json() const {
   return {{"node_rank", node_rank},    {"host", layout.host}, {"first_port", first_port},     {"chief", layout.chief},
           {"workers", layout.workers}, {"ps", layout.ps},     {"evaluator", layout.evaluator}};
@@ -130,18 +135,17 @@ JobPlan PlanJob(const std::vector<NodeOffer>& offers, int min_workers, int max_w
   JobPlan plan;
   plan.training_tasks = training_tasks;
   plan.cluster = nlohmann::json::object();
-  plan.node_tasks.resize(offers.size());
+  plan.node_tasks.resize(offers.empty() ? 0 : static_cast<size_t>(offers.back().node_rank) + 1);
   std::map<std::string, int> next_index;
   // Each job's tasks in node-rank order, so that node 0's workers come first.
   for (const char* job : {"chief", "worker", "ps", "evaluator"}) {
-    for (size_t node = 0; node < offers.size(); ++node) {
-      const NodeOffer& offer = offers[node];
+    for (const NodeOffer& offer : offers) {
       int port = offer.first_port;
       for (const TaskId& task : TasksOf(offer.layout)) {
         if (task.type == job) {
           const int index = next_index[job]++;
           plan.cluster[job].push_back(HostPort(offer.layout.host, port));
-          plan.node_tasks[node].push_back({job, index});
+          plan.node_tasks[static_cast<size_t>(offer.node_rank)].push_back({job, index});
         }
         ++port;
       }
@@ -150,6 +154,33 @@ JobPlan PlanJob(const std::vector<NodeOffer>& offers, int min_workers, int max_w
   // Each node's tasks in the order of its ports (chief, workers, ps, evaluator): already so,
   // since the jobs were taken in that order.
   return plan;
+}
+
+std::vector<TaskId> PlanJoiningNode(const NodeOffer& offer, const std::set<int>& taken, nlohmann::json& cluster) {
+  std::vector<std::string> beyond;
+  if (offer.layout.chief) beyond.push_back("--chief");
+  if (offer.layout.ps > 0) beyond.push_back("--ps");
+  if (offer.layout.evaluator) beyond.push_back("--evaluator");
+  EST_CHECK(beyond.empty(), est::ConfigError, "node ", offer.node_rank,
+            " joins a running job, which takes workers only (its chief, ps tasks and evaluator run already), but "
+            "it has ",
+            beyond.front());
+  EST_CHECK(offer.layout.workers >= 1, est::ConfigError, "node ", offer.node_rank,
+            " joins a running job without a worker: give it --workers 1 or more");
+  nlohmann::json& workers = cluster["worker"];
+  if (!workers.is_array()) workers = nlohmann::json::array();
+  std::vector<TaskId> tasks;
+  int index = 0;
+  for (int port = offer.first_port; port < offer.first_port + offer.layout.workers; ++port) {
+    while (taken.count(index) > 0) ++index;
+    const std::string address = HostPort(offer.layout.host, port);
+    if (static_cast<size_t>(index) < workers.size())
+      workers[static_cast<size_t>(index)] = address;
+    else
+      workers.push_back(address);
+    tasks.push_back({"worker", index++});
+  }
+  return tasks;
 }
 
 }  // namespace est_launch

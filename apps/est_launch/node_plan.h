@@ -4,6 +4,7 @@
 /// cluster, numbering each job's tasks in node-rank order.
 
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,8 +30,8 @@ struct JobPlan {
   /// TF_CONFIG's "cluster": the chief, the workers of node 0, then node 1's, ..., likewise the
   /// ps tasks, and the evaluator.
   nlohmann::json cluster;
-  /// The tasks of each node, by node rank, with their indices in the whole job, in the order
-  /// of that node's ports.
+  /// The tasks of each node, by node rank (none for a rank without an offer), with their
+  /// indices in the whole job, in the order of that node's ports.
   std::vector<std::vector<TaskId>> node_tasks;
   /// The job's training tasks: its chief and workers.
   int training_tasks = 0;
@@ -64,7 +65,17 @@ struct NodeStart {
 /// "node 2", "nodes 0 and 1", "nodes 1, 2 and 3".
 std::string DescribeNodes(const std::vector<int>& ranks);
 
-/// Joins `offers` (one per node rank, 0 first); throws est::ConfigError naming the nodes at
+/// --nnodes as written: "2", or "2:4" for 2 to 4 hosts.
+std::string DescribeNodeCount(int min_nodes, int max_nodes);
+
+/// The tasks of a node that joins a running job (its offer `offer`): its workers, one of
+/// them at each of the lowest worker indices that `taken` (the running workers') does not
+/// hold, listening on the offer's ports; `cluster` (TF_CONFIG's, the job's so far) gets their
+/// addresses. Throws est::ConfigError naming what the offer holds beyond workers (a running
+/// job has its chief, ps tasks and evaluator), or for an offer of none.
+std::vector<TaskId> PlanJoiningNode(const NodeOffer& offer, const std::set<int>& taken, nlohmann::json& cluster);
+
+/// Joins `offers` (by ascending node rank, node 0 first); throws est::ConfigError naming the nodes at
 /// fault when more than one node has a chief or an evaluator, or when the job has no worker
 /// and no chief, and naming node 0's --min-workers `min_workers` when it exceeds the job's
 /// training tasks or the job has ps tasks, and its --max-workers `max_workers` (0: none) when

@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,9 +23,16 @@ namespace {
 // All-reduce within each host, across the hosts' leaders, and back within each host.
 class HierarchicalCollective final : public Collective {
  public:
+  /// `neighbours`: the ranks of this host, `local`'s ranks in order; `leader_of_host`: the rank
+  /// that leads each host, `leaders`' ranks in order.
   HierarchicalCollective(std::unique_ptr<Collective> flat, std::unique_ptr<SharedMemoryAllreduce> local,
-                         std::unique_ptr<Collective> leaders)
-      : flat_(std::move(flat)), local_(std::move(local)), leaders_(std::move(leaders)) {}
+                         std::unique_ptr<Collective> leaders, std::vector<int> neighbours,
+                         std::vector<int> leader_of_host)
+      : flat_(std::move(flat)),
+        local_(std::move(local)),
+        leaders_(std::move(leaders)),
+        neighbours_(std::move(neighbours)),
+        leader_of_host_(std::move(leader_of_host)) {}
 
   int rank() const override { return flat_->rank(); }
   int world_size() const override { return flat_->world_size(); }
@@ -48,11 +57,34 @@ class HierarchicalCollective final : public Collective {
   void broadcast(at::Tensor& tensor, int root) override { flat_->broadcast(tensor, root); }
   at::Tensor allgather(const at::Tensor& tensor) override { return flat_->allgather(tensor); }
   void barrier() override { flat_->barrier(); }
+  // The losses that each part saw, as ranks of this collective: a host lost by the leaders'
+  // all-reduce is named by its leader.
+  std::vector<int> lost_ranks() const override {
+    std::vector<int> lost = flat_->lost_ranks();
+    if (leaders_)
+      for (int host : leaders_->lost_ranks()) lost.push_back(leader_of_host_.at(static_cast<size_t>(host)));
+    if (local_)
+      if (const std::optional<int> exited = local_->exited_rank())
+        lost.push_back(neighbours_.at(static_cast<size_t>(*exited)));
+    std::sort(lost.begin(), lost.end());
+    lost.erase(std::unique(lost.begin(), lost.end()), lost.end());
+    return lost;
+  }
+  std::function<std::vector<int>()> lost_ranks_watch() const override {
+    if (!local_) return nullptr;
+    return [exited = local_->exited_ranks_watch(), neighbours = neighbours_] {
+      std::vector<int> lost;
+      for (int local_rank : exited()) lost.push_back(neighbours.at(static_cast<size_t>(local_rank)));
+      return lost;
+    };
+  }
 
  private:
   std::unique_ptr<Collective> flat_;
   std::unique_ptr<SharedMemoryAllreduce> local_;  ///< null where this rank is alone on its host
   std::unique_ptr<Collective> leaders_;           ///< on a host's leader only
+  std::vector<int> neighbours_;                   ///< this host's ranks, local_'s ranks in order
+  std::vector<int> leader_of_host_;               ///< each host's first rank, leaders_' ranks in order
 };
 
 // Every rank's host, numbered in the order of the hosts' first ranks.
@@ -105,7 +137,10 @@ std::unique_ptr<Collective> WithHostHierarchy(std::unique_ptr<Collective> flat, 
   if (rank == 0)
     Log().info("{} ranks on {} hosts: all-reduce within each host through shared memory, across hosts among their "
                "first ranks", world_size, hosts);
-  return std::make_unique<HierarchicalCollective>(std::move(flat), std::move(local), std::move(leaders));
+  std::vector<int> leader_of_host(static_cast<size_t>(hosts), -1);
+  for (int q = world_size - 1; q >= 0; --q) leader_of_host[static_cast<size_t>(host_of[static_cast<size_t>(q)])] = q;
+  return std::make_unique<HierarchicalCollective>(std::move(flat), std::move(local), std::move(leaders),
+                                                  std::move(neighbours), std::move(leader_of_host));
 }
 
 std::unique_ptr<Collective> ConnectWithHostHierarchy(const ConnectCollective& connect, std::shared_ptr<Store> store,

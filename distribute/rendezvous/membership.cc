@@ -1,6 +1,7 @@
 #include "distribute/rendezvous/membership.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <utility>
 
@@ -14,6 +15,7 @@
 //   membership/<g>/arrived       counter: the members that arrived at generation g
 //   membership/<g>/arrival/<i>   the id of the i-th arrival (from 1)
 //   membership/1/rank/<r>        the id of rank r, for a first generation in the rendezvous' order
+//   membership/beat/<member>     counter: the beats of a member (Beat)
 //   membership/<g>/members       the members of generation g in rank order, one a line: set
 //                                once, by the coordinator, which closes g; empty where the
 //                                training ended after generation g-1 (Finish)
@@ -35,6 +37,8 @@ constexpr std::chrono::milliseconds kArrivalSlice(50);
 constexpr size_t kMaxMemberIdLength = 256;
 
 std::string Key(int64_t number, const std::string& what) { return "membership/" + std::to_string(number) + "/" + what; }
+
+std::string BeatKey(const std::string& member) { return "membership/beat/" + member; }
 
 std::string Joined(const std::vector<std::string>& members) {
   std::string text;
@@ -160,6 +164,8 @@ bool Membership::NewcomerWaiting(const Generation& current) const {
   return current.world_size() < options_.max_members && store_->check({Key(current.number + 1, "arrival/1")});
 }
 
+void Membership::Beat() { store_->add(BeatKey(options_.member), 1); }
+
 void Membership::Finish(const Generation& current) {
   EST_CHECK(options_.coordinator, Error, "only the coordinator ends the training group's generations");
   store_->set(Key(current.number + 1, "members"), "");
@@ -215,7 +221,14 @@ std::vector<std::string> Membership::Close(int64_t number, int expected_count, s
   // The first generation waits for its members as long as a rendezvous does.
   const Clock::time_point settled = number == 1 ? deadline : start + options_.settle;
   std::optional<Clock::time_point> replacement_deadline;
+  // A first generation expects a number of members; a later one, those of the last not lost.
+  const bool by_count = expected.empty();
   std::vector<std::string> arrived;  // in arrival order, each once
+  struct LastBeat {
+    int64_t count;
+    Clock::time_point seen;  // when the coordinator first saw `count`
+  };
+  std::map<std::string, LastBeat> beats;  // of the expected members that have not arrived
   while (true) {
     const int64_t count = store_->add(Key(number, "arrived"), 0);
     for (int64_t i = static_cast<int64_t>(arrived.size()) + 1; i <= count; ++i) {
@@ -226,6 +239,29 @@ std::vector<std::string> Membership::Close(int64_t number, int expected_count, s
       for (const std::string& member : gone())
         if (!Contains(arrived, member) && member != options_.member)
           expected.erase(std::remove(expected.begin(), expected.end(), member), expected.end());
+    // An expected member that has not arrived, nor beaten for beat_lease, is gone or stopped.
+    if (options_.beat_lease.count() > 0) {
+      const auto now = Clock::now();
+      for (auto member = expected.begin(); member != expected.end();) {
+        if (Contains(arrived, *member) || *member == options_.member) {
+          ++member;
+          continue;
+        }
+        const int64_t beaten = store_->add(BeatKey(*member), 0);
+        LastBeat& last = beats.try_emplace(*member, LastBeat{beaten, now}).first->second;
+        if (last.count != beaten) last = {beaten, now};
+        if (now - last.seen < options_.beat_lease) {
+          ++member;
+          continue;
+        }
+        Log().warn(
+            "Generation {} of the training group forms without '{}' of generation {}, which has not beaten for {} "
+            "(its process or host is gone, or it is stopped): it may join a later one as a newcomer",
+            number, *member, number - 1,
+            DescribeDuration(std::chrono::duration_cast<std::chrono::milliseconds>(now - last.seen)));
+        member = expected.erase(member);
+      }
+    }
     std::vector<std::string> members{options_.member};
     for (const std::string& member : expected)
       if (Contains(arrived, member) && !Contains(members, member)) members.push_back(member);
@@ -235,10 +271,9 @@ std::vector<std::string> Membership::Close(int64_t number, int expected_count, s
       members.resize(static_cast<size_t>(options_.max_members));
 
     const auto now = Clock::now();
-    const bool all_expected =
-        expected.empty()
-            ? static_cast<int>(arrived.size()) >= expected_count
-            : std::all_of(expected.begin(), expected.end(), [&](const std::string& m) { return Contains(arrived, m); });
+    const bool all_expected = by_count ? static_cast<int>(arrived.size()) >= expected_count
+                                       : std::all_of(expected.begin(), expected.end(),
+                                                     [&](const std::string& m) { return Contains(arrived, m); });
     const bool enough = static_cast<int>(members.size()) >= options_.min_members;
     // Closes the generation with `members`, naming the expected members it goes on without.
     const auto close = [&] {

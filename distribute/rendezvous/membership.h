@@ -49,6 +49,10 @@ struct MembershipOptions {
   /// Once the members it expects are in, how long the coordinator waits for newcomers while
   /// the generation is smaller than the one before (a replacement); 0 closes it at once.
   std::chrono::milliseconds replacement_wait = std::chrono::milliseconds(0);
+  /// How long the coordinator waits for a member it expects, that has not arrived, to beat
+  /// (Beat()) before it stops expecting it, sooner than `settle`: the member's process or host
+  /// is gone, or it is stopped. 0: the coordinator reads no beats.
+  std::chrono::milliseconds beat_lease = std::chrono::milliseconds(0);
   /// How long the coordinator waits for min_members to arrive, and a member for its
   /// generation to close, beyond the coordinator's settle and replacement_wait.
   std::chrono::milliseconds timeout = std::chrono::minutes(5);
@@ -79,6 +83,9 @@ class Membership {
   /// Whether a member waits to join the generation after `current`, which holds fewer than
   /// max_members: the coordinator asks between steps, and ends `current` to let it in.
   bool NewcomerWaiting(const Generation& current) const;
+  /// Tells the coordinator that this member lives: a member beats more often than the
+  /// coordinator's beat_lease, from a thread of its own (MemberHeartbeat).
+  void Beat();
   /// The coordinator, once the training of `current` ended: no generation forms after it, and
   /// newcomers waiting for one, or arriving later, learn so (JoinAsNewcomer gives nullopt).
   void Finish(const Generation& current);

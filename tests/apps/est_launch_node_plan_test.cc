@@ -73,6 +73,38 @@ TEST_CASE("PlanJob refuses two chiefs, two evaluators, no trainer and overlappin
   CHECK_NOTHROW(est_launch::PlanJob({Offer(0, "a", 5000, 1, true), Offer(1, "b", 5000, 2)}, 2, 6));
 }
 
+TEST_CASE("PlanJob keys each node's tasks by its rank: a node of --nnodes MIN:MAX may be missing", "[launch]") {
+  const auto plan = est_launch::PlanJob({Offer(0, "a", 5000, 1, true), Offer(2, "c", 6000, 2)});
+  REQUIRE(plan.node_tasks.size() == 3);
+  CHECK(Labels(plan.node_tasks[0]) == std::vector<std::string>{"chief 0", "worker 0"});
+  CHECK(plan.node_tasks[1].empty());
+  CHECK(Labels(plan.node_tasks[2]) == std::vector<std::string>{"worker 1", "worker 2"});
+  CHECK(plan.cluster["worker"] == json::parse(R"(["a:5001", "c:6000", "c:6001"])"));
+}
+
+TEST_CASE("A node joining a running job gets the lowest free worker indices, and brings workers only", "[launch]") {
+  json cluster = json::parse(R"({"chief": ["a:5000"], "worker": ["a:5001", "b:6000", "b:6001"]})");
+  // Workers 1 and 2 (node 1's) were lost; a new node 1 with 3 workers takes indices 1, 2 and 3.
+  const std::vector<TaskId> tasks = est_launch::PlanJoiningNode(Offer(1, "d", 7000, 3), {0}, cluster);
+  CHECK(Labels(tasks) == std::vector<std::string>{"worker 1", "worker 2", "worker 3"});
+  CHECK(cluster == json::parse(R"({"chief": ["a:5000"], "worker": ["a:5001", "d:7000", "d:7001", "d:7002"]})"));
+  // With workers 0, 1 and 3 running, one more takes index 2.
+  CHECK(Labels(est_launch::PlanJoiningNode(Offer(2, "e", 8000, 1), {0, 1, 3}, cluster)) ==
+        std::vector<std::string>{"worker 2"});
+  CHECK(cluster["worker"][2] == "e:8000");
+  for (const auto& [offer, what] : {std::make_pair(Offer(3, "f", 9000, 1, true), "it has --chief"),
+                                    std::make_pair(Offer(3, "f", 9000, 1, false, 1), "it has --ps"),
+                                    std::make_pair(Offer(3, "f", 9000, 1, false, 0, true), "it has --evaluator")})
+    CHECK_THROWS_WITH(est_launch::PlanJoiningNode(offer, {}, cluster),
+                      Catch::Equals(std::string("node 3 joins a running job, which takes workers only (its chief, ps "
+                                                "tasks and evaluator run already), but ") +
+                                    what));
+  CHECK_THROWS_WITH(est_launch::PlanJoiningNode(Offer(3, "f", 9000, 0), {}, cluster),
+                    Catch::Contains("node 3 joins a running job without a worker"));
+  CHECK(est_launch::DescribeNodeCount(2, 2) == "2");
+  CHECK(est_launch::DescribeNodeCount(2, 4) == "2:4");
+}
+
 TEST_CASE("A node's offer survives its message, and a malformed one is named", "[launch]") {
   const NodeOffer offer = Offer(3, "::1", 7000, 2, false, 1, true);
   const NodeOffer read = NodeOffer::FromJson(offer.to_json());

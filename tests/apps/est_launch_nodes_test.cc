@@ -330,9 +330,20 @@ TEST_CASE("With --min-workers, a host's est-launch killed takes its workers with
   const std::string lost = ") is gone: the connection closed; ";
   if (min_workers == "2") {
     REQUIRE(WaitForOutput(node0, lost));
+    // A new est-launch in node 1's place joins the running job: its worker takes index 1, the
+    // lowest that no running worker holds.
+    const std::string waits =
+        R"sh(echo "index=$(echo "$TF_CONFIG" | sed 's/.*"index":\([0-9]*\).*/\1/')"; while [ ! -e )sh" + marks +
+        R"(/go ]; do sleep 0.02; done)";
+    const Launch again = StartNode(ports, 2, 1, {"--workers", "1", "--", "sh", "-c", waits}, "nodes_lost_again");
+    REQUIRE(WaitForOutput(again, "[worker 1] index=1", "out"));
     std::ofstream(marks + "/go").put('\n');
+    const LaunchRun run1 = Finish(again);
     const LaunchRun run0 = Finish(node0);
-    INFO(run0.err << run0.out);
+    INFO(run0.err << run0.out << run1.err << run1.out);
+    CHECK(run1.exit_code == 0);
+    CHECK(Contains(run0.err, "est-launch: node 1 joined the running job from 127.0.0.1:"));
+    CHECK(Contains(run0.err, ": worker 1 join the training group, which has 3 training tasks with them"));
     CHECK(run0.exit_code == 0);
     CHECK(Contains(run0.err, "est-launch: node 1's est-launch (127.0.0.1:"));
     CHECK(Contains(run0.err, lost + "its 2 worker(s) are lost, and the job's 2 other training tasks train on without "
@@ -348,6 +359,63 @@ TEST_CASE("With --min-workers, a host's est-launch killed takes its workers with
                                     "--min-workers 3; stopping this host's tasks"));
     CHECK_FALSE(Contains(run0.out, "still running"));
   }
+}
+
+TEST_CASE("--nnodes MIN:MAX: under --min-workers, a node joins the running job while the group has room", "[launch]") {
+  ScopedEnv no_token("EST_JOB_TOKEN", nullptr);
+  // Nodes 0 and 1 start the job (a chief and 2 workers; node 0's --max-workers 4). Node 2 may
+  // come later: with an evaluator it is refused, with 3 workers it does not fit, with 1 worker
+  // it joins. Every task prints its TF_CONFIG and runs until the test leaves a mark.
+  const std::string marks = est::testing::FreshTempDir("nodes_join_marks").string();
+  const std::string script = R"(echo "config=$TF_CONFIG min=$EST_MIN_WORKERS max=$EST_MAX_WORKERS"; while [ ! -e )" +
+                             marks + R"(/go ]; do sleep 0.02; done)";
+  const Ports ports = FreePorts(3, 3);
+  const auto node_args = [&](int rank, std::vector<std::string> rest) {
+    std::vector<std::string> args = NodeArgs(ports, 3, rank, rest);
+    args[1] = "2:3";
+    return args;
+  };
+  const Launch node0 = Start(
+      node_args(0, {"--chief", "--workers", "1", "--min-workers", "2", "--max-workers", "4", "--", "sh", "-c", script}),
+      est::testing::FreshTempDir("nodes_join_node0"));
+  const Launch node1 =
+      Start(node_args(1, {"--workers", "1", "--", "sh", "-c", script}), est::testing::FreshTempDir("nodes_join_node1"));
+  REQUIRE(WaitForOutput(node1, "[worker 1] config=", "out"));
+  REQUIRE(WaitForOutput(node0, "[worker 0] config=", "out"));
+  const LaunchRun evaluator = Finish(Start(node_args(2, {"--workers", "1", "--evaluator", "--", "true"}),
+                                           est::testing::FreshTempDir("nodes_join_evaluator")));
+  CHECK(evaluator.exit_code == 2);
+  CHECK(Lines(evaluator.err).back() ==
+        "est-launch: error: node 0 refused to start the job: node 2 joins a running job, which takes workers only (its "
+        "chief, ps tasks and evaluator run already), but it has --evaluator");
+  const LaunchRun too_many =
+      Finish(Start(node_args(2, {"--workers", "3", "--", "true"}), est::testing::FreshTempDir("nodes_join_too_many")));
+  CHECK(too_many.exit_code == 2);
+  CHECK(Contains(too_many.err,
+                 "the job runs 3 training tasks of its most 4 (node 0's --max-workers): the 3 worker(s) "
+                 "of node 2 do not fit"));
+  const Launch node2 =
+      Start(node_args(2, {"--workers", "1", "--", "sh", "-c", script}), est::testing::FreshTempDir("nodes_join_node2"));
+  REQUIRE(WaitForOutput(node2, "[worker 2] config=", "out"));
+  std::ofstream(marks + "/go").put('\n');
+  const LaunchRun run2 = Finish(node2);
+  const LaunchRun run1 = Finish(node1);
+  const LaunchRun run0 = Finish(node0);
+  INFO(run0.err << run0.out << run1.err << run1.out << run2.err << run2.out);
+  CHECK(run0.exit_code == 0);
+  CHECK(run1.exit_code == 0);
+  CHECK(run2.exit_code == 0);
+  CHECK(Contains(run0.err, "est-launch: node 2 joined the running job from 127.0.0.1:"));
+  CHECK(Contains(run0.err, ": worker 2 join the training group, which has 4 training tasks with them"));
+  // Its TF_CONFIG: the job's cluster with its own address as worker 2, and node 0's policy.
+  const std::string line = ByTask(run2.out).at("worker 2").front();
+  const json config = json::parse(line.substr(7, line.find(" min=") - 7));
+  CHECK(config["task"] == json::parse(R"({"type": "worker", "index": 2})"));
+  CHECK(config["cluster"]["worker"].size() == 3);
+  CHECK(config["cluster"]["worker"][2] == "127.0.0.1:" + ports.node(2));
+  CHECK(config["cluster"]["chief"][0] == "127.0.0.1:" + ports.node(0));
+  CHECK(Contains(line, " min=2 max=4"));
+  CHECK_FALSE(Contains(run0.err + run1.err + run2.err, "est-launch: error"));
 }
 
 TEST_CASE("A signal to one host's est-launch stops the job on every host, without a restart", "[launch]") {
@@ -492,6 +560,16 @@ TEST_CASE("est-launch's flags across hosts are checked before anything starts", 
   r = run({"--workers", "1", "--nnodes", "2", "--node-rank", "2", "--rendezvous", "127.0.0.1:29400"});
   CHECK(r.exit_code == 2);
   CHECK(error_of(r) == "est-launch: error: --node-rank 2 is not in 0..1 (--nnodes 2) (see --help)");
+  r = run({"--workers", "1", "--nnodes", "1:3", "--node-rank", "3", "--rendezvous", "127.0.0.1:29400"});
+  CHECK(r.exit_code == 2);
+  CHECK(error_of(r) == "est-launch: error: --node-rank 3 is not in 0..2 (--nnodes 1:3) (see --help)");
+  for (const char* bad : {"3:2", "0", "x", "2:5000", "2:", ":3", "1:2:3"}) {
+    r = run({"--workers", "1", "--nnodes", bad});
+    CHECK(r.exit_code == 2);
+    CHECK(error_of(r) == std::string("est-launch: error: --nnodes: expected N or MIN:MAX, whole numbers with 1 <= "
+                                     "MIN <= MAX <= 4096, got '") +
+                             bad + "' (see --help)");
+  }
   r = run({"--workers", "1", "--rendezvous", "127.0.0.1:29400"});
   CHECK(r.exit_code == 2);
   CHECK(Contains(error_of(r), "--rendezvous and --node-rank are for a launch across hosts: give --nnodes 2 or more"));

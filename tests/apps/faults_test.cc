@@ -81,6 +81,12 @@ uint32_t FaultsSeed() {
   return std::random_device()();
 }
 
+// Shell code that waits until a line of file `log` matches grep pattern `pattern` (checked
+// every 50 ms, for at most 60 s).
+std::string WaitForLine(const std::string& pattern, const std::string& log) {
+  return "for i in $(seq 1200); do grep -q '" + pattern + "' " + log + " && break; sleep 0.05; done; ";
+}
+
 // Shell code that sets variable `var` to the pid of est-launch's task `task` ("worker-1"):
 // the child of the est-launch whose pid is in $pid with that EST_TASK.
 std::string FindTaskPid(const std::string& task, const std::string& var) {
@@ -332,14 +338,13 @@ TEST_CASE("parameter servers: a worker started by hand beyond the cluster joins 
                             dir +
                             " --max-steps 600 --batch-size 32 --save-checkpoints-steps 100 "
                             "--log-step-count-steps 10 --seed 7 --timeout-secs 60";
-  RunResult run =
-      RunCommand("(export EST_JOB_TOKEN=faults-ps-added-token; " + std::string(EST_LAUNCH_PATH) + " --port " +
-                 std::to_string(port) + " --chief --workers 1 --ps 1 -- " + train + " > " + launch_log +
-                 " 2>&1 & pid=$!; " + "for i in $(seq 1200); do grep -q 'chief 0.*global_step/sec' " + launch_log +
-                 " && break; sleep 0.05; done; job=$(sed -n 's/.*EST_JOB_ID=\\([0-9a-f]*\\).*/\\1/p' " + launch_log +
-                 " | head -n 1); TF_CONFIG=$(cat " + tf_config + ") EST_JOB_ID=$job " + train + " > " + added_log +
-                 " 2>&1; echo \"added worker exit status $?\"; wait $pid; status=$?; cat " + launch_log +
-                 "; sed 's/^/[added] /' " + added_log + "; exit $status)");
+  RunResult run = RunCommand("(export EST_JOB_TOKEN=faults-ps-added-token; " + std::string(EST_LAUNCH_PATH) +
+                             " --port " + std::to_string(port) + " --chief --workers 1 --ps 1 -- " + train + " > " +
+                             launch_log + " 2>&1 & pid=$!; " + WaitForLine("chief 0.*global_step/sec", launch_log) +
+                             "job=$(sed -n 's/.*EST_JOB_ID=\\([0-9a-f]*\\).*/\\1/p' " + launch_log +
+                             " | head -n 1); TF_CONFIG=$(cat " + tf_config + ") EST_JOB_ID=$job " + train + " > " +
+                             added_log + " 2>&1; echo \"added worker exit status $?\"; wait $pid; status=$?; cat " +
+                             launch_log + "; sed 's/^/[added] /' " + added_log + "; exit $status)");
   INFO(run.output);
   REQUIRE(run.exit_code == 0);
   CHECK(run.output.find("added worker exit status 0") != std::string::npos);
@@ -556,9 +561,7 @@ TEST_CASE("--min-workers: a stopped worker is named by the flight recorder, left
   const std::string log = (est::testing::FreshTempDir("faults_stopped_log") / "output").string();
   const std::string launch = std::string(EST_LAUNCH_PATH) + " --chief --workers 2 --min-workers 2 --grace-secs 20 -- " +
                              ElasticTrain(dir, "100000000", "100000", "4") + " --log-step-count-steps 2";
-  const auto wait_for = [&](const std::string& pattern) {
-    return "for i in $(seq 1200); do grep -q '" + pattern + "' " + log + " && break; sleep 0.05; done; ";
-  };
+  const auto wait_for = [&](const std::string& pattern) { return WaitForLine(pattern, log); };
   RunResult run = RunCommand("(" + launch + " > " + log + " 2>&1 & pid=$!; " + wait_for("chief 0.*global_step/sec") +
                              FindTaskPid("worker-1", "w") + "kill -STOP $w; " +
                              wait_for("worker 0.*training on as worker 1 of 2 (generation 2)") +
@@ -627,6 +630,69 @@ TEST_CASE("--min-workers across hosts: a worker killed on node 1, the tasks of b
   CHECK(CheckpointRelativeDifference(last, reference) <= 1e-5);
 }
 
+TEST_CASE("--min-workers across hosts: a host lost with its workers, the job trains on; a new host joins it",
+          "[apps][faults]") {
+  // Node 0 runs the chief and worker 0, node 1 workers 1 and 2 (ranks 2 and 3). Node 1's
+  // est-launch is killed (SIGKILL) while the job trains, as when its host is gone: its workers
+  // die with it. Node 0 counts them lost (2 left, --min-workers 2). The others' all-reduce names
+  // one of the two; the chief forms the next generation without the other once it has missed
+  // its beats, not after the 60 s timeout. Then a new est-launch in node 1's place joins the
+  // running job: its 2 workers join the group as newcomers. SIGTERM to node 0 stops every task
+  // at a step S, which equals 1 worker trained S steps.
+  const std::string dir = est::testing::FreshTempDir("faults_host_lost").string();
+  const fs::path logs = est::testing::FreshTempDir("faults_host_lost_logs");
+  const std::string log0 = (logs / "node0").string();
+  const std::string log1 = (logs / "node1").string();
+  const std::string log2 = (logs / "node1_again").string();
+  // The rendezvous, then node 0's 2 ports, then node 1's 2, then those of its replacement.
+  const int port = est_launch::FindFreePortRange("127.0.0.1", 7);
+  const std::string node = std::string(EST_LAUNCH_PATH) + " --nnodes 2 --rendezvous 127.0.0.1:" + std::to_string(port) +
+                           " --cpu-bind none --grace-secs 20 ";
+  const std::string train = " -- " + ElasticTrain(dir, "100000000", "100000") + " --log-step-count-steps 2";
+  // Node 1, and its replacement, which waits for node 0 no longer than 60 s. In a mount
+  // namespace of its own, node 1 is another host to the collectives, which then share no
+  // memory with node 0's ranks nor watch their pids: as across hosts, only the beats tell the
+  // chief that the rank its failed step did not name is gone.
+  const bool apart = std::system("unshare --mount true > /dev/null 2>&1") == 0;
+  const auto node1 = [&](int first_port) {
+    return (apart ? "unshare --mount " : "") + node + "--node-rank 1 --port " + std::to_string(first_port) +
+           " --workers 2 --rendezvous-timeout-secs 60" + train;
+  };
+  RunResult run = RunCommand(
+      "(" + node + "--node-rank 0 --port " + std::to_string(port + 1) + " --chief --workers 1 --min-workers 2" + train +
+      " > " + log0 + " 2>&1 & p0=$!; " + node1(port + 3) + " > " + log1 + " 2>&1 & p1=$!; " +
+      WaitForLine("chief 0.*global_step/sec", log0) + "kill -KILL $p1; killed=$(date +%s%N); " +
+      WaitForLine("worker 0.*training on as worker 1 of 2 (generation 2)", log0) +
+      "echo \"re-formed in $(( ($(date +%s%N) - killed) / 1000000 )) ms\"; " + node1(port + 5) + " > " + log2 +
+      " 2>&1 & p2=$!; for i in $(seq 1200); do [ $(grep -c " + "'going on with the 0 it read before' " + log2 +
+      ") -ge 2 ] && break; sleep 0.05; done; sleep 0.5; " +
+      "kill -TERM $p0; wait $p0; status=$?; wait $p1; wait $p2; cat " + log0 + " " + log1 + " " + log2 +
+      "; exit $status)");
+  INFO(run.output);
+  REQUIRE(run.exit_code == 143);
+  CHECK(std::regex_search(run.output,
+                          std::regex(R"(est-launch: node 1's est-launch \(127\.0\.0\.1:\d+\) is gone: the connection )"
+                                     R"(closed; its 2 worker\(s\) are lost, and the job's 2 other training tasks )"
+                                     R"(train on without them \(--min-workers 2\))")));
+  CHECK(
+      std::regex_search(run.output, std::regex(R"(\[chief 0\] .*generation 1 of the training group lost rank [23])")));
+  if (apart)
+    CHECK(std::regex_search(run.output,
+                            std::regex(R"(\[chief 0\] .*Generation 2 of the training group forms without 'worker )"
+                                       R"([23], pid \d+ on [^']+' of generation 1, which has not beaten for)")));
+  else
+    WARN("the beats are not checked: node 1 needs a mount namespace of its own (unshare --mount) to be another host");
+  CHECK(CountOf(run.output, "6 logical shards; this worker reads 3 of them, going on with the 2 it read before") == 2);
+  std::smatch reformed;
+  REQUIRE(std::regex_search(run.output, reformed, std::regex(R"(re-formed in (\d+) ms)")));
+  CHECK(std::stoi(reformed[1]) < 30000);  // the beat lease (5 s) and the step's failure, well within the timeout
+  // The new node 1's workers take indices 1 and 2 again and join as newcomers.
+  CHECK(run.output.find(": worker 1, worker 2 join the training group, which has 4 training tasks with them") !=
+        std::string::npos);
+  CHECK(CountOf(run.output, "joins its group as a newcomer") == 2);
+  CheckLikeOneWorker(dir, ChiefStoppedAt(run.output), "faults_host_lost_reference");
+}
+
 TEST_CASE("--max-workers: a worker started by hand beyond the cluster joins the running group", "[apps][faults]") {
   // est-launch runs a chief and 1 worker with --min-workers 2 --max-workers 3. Once they train,
   // a third est-train is started by hand, with the job's id and token and a TF_CONFIG whose
@@ -643,16 +709,13 @@ TEST_CASE("--max-workers: a worker started by hand beyond the cluster joins the 
   std::ofstream(tf_config) << R"({"cluster": {"chief": [)" << address(0) << R"(], "worker": [)" << address(1) << ", "
                            << address(2) << R"(]}, "task": {"type": "worker", "index": 1}})";
   const std::string train = ElasticTrain(dir, "100000000", "100000") + " --log-step-count-steps 2";
-  const auto wait_for = [](const std::string& pattern, const std::string& log) {
-    return "for i in $(seq 1200); do grep -q '" + pattern + "' " + log + " && break; sleep 0.05; done; ";
-  };
   RunResult run = RunCommand(
       "(export EST_JOB_TOKEN=faults-grow-token; " + std::string(EST_LAUNCH_PATH) + " --port " + std::to_string(port) +
       " --chief --workers 1 --min-workers 2 --max-workers 3 -- " + train + " > " + launch_log + " 2>&1 & pid=$!; " +
-      wait_for("chief 0.*global_step/sec", launch_log) + "job=$(sed -n 's/.*EST_JOB_ID=\\([0-9a-f]*\\).*/\\1/p' " +
+      WaitForLine("chief 0.*global_step/sec", launch_log) + "job=$(sed -n 's/.*EST_JOB_ID=\\([0-9a-f]*\\).*/\\1/p' " +
       launch_log + " | head -n 1); TF_CONFIG=$(cat " + tf_config +
       ") EST_JOB_ID=$job EST_MIN_WORKERS=2 EST_MAX_WORKERS=3 " + train + " > " + added_log + " 2>&1 & added=$!; " +
-      wait_for("going on with the 0 it read before", added_log) +
+      WaitForLine("going on with the 0 it read before", added_log) +
       "sleep 0.5; kill -TERM $pid; wait $pid; status=$?; wait $added; echo \"added worker exit status $?\"; cat " +
       launch_log + "; sed 's/^/[added] /' " + added_log + "; exit $status)");
   INFO(run.output);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "distribute/rendezvous/member_heartbeat.h"
 #include "distribute/rendezvous/store.h"
 #include "tests/distribute/rank_threads.h"
 #include "tests/log_capture.h"
@@ -187,6 +188,38 @@ TEST_CASE("A member found lost while the coordinator waits is left out then, not
   CHECK(seconds < 5);
   for (const Generation& generation : second)
     CHECK(generation.members == std::vector<std::string>{"chief", first.members[2]});
+}
+
+TEST_CASE("A member that stops beating is left out after the beat lease; one that beats is waited for",
+          "[distribute]") {
+  const auto store = est::distribute::CreateInMemoryStore();
+  const Generation first = FormFirst(store, {"chief", "a", "b", "c"})[0];
+  est::testing::LogCapture log;
+  // Nobody is named lost. "a" beats and comes after 1 s; "b" beat once and is gone; "c" never
+  // beat. The chief waits for "a", beyond the lease, and for neither of the others the 30 s of
+  // its settle time.
+  Membership(store, Options("b")).Beat();
+  const auto start = Clock::now();
+  const std::vector<Generation> second = est::testing::RunRanks<Generation>(2, [&](int index) {
+    const std::string id = index == 0 ? "chief" : "a";
+    Generation mine = first;
+    mine.rank = static_cast<int>(std::find(first.members.begin(), first.members.end(), id) - first.members.begin());
+    MembershipOptions options = Options(id, index == 0);
+    options.settle = 30s;
+    options.timeout = 40s;
+    options.beat_lease = 400ms;
+    Membership membership(store, options);
+    const est::distribute::MemberHeartbeat heartbeat([&membership] { membership.Beat(); }, 50ms);
+    if (index == 1) std::this_thread::sleep_for(1s);
+    return membership.Rejoin(mine, /*lost_ranks=*/{});
+  });
+  const double seconds = SecondsSince(start);
+  CHECK(seconds >= 1);
+  CHECK(seconds < 5);
+  for (const Generation& generation : second) CHECK(generation.members == std::vector<std::string>{"chief", "a"});
+  for (const std::string member : {"b", "c"})
+    CHECK(log.text().find("warning: Generation 2 of the training group forms without '" + member +
+                          "' of generation 1, which has not beaten for ") != std::string::npos);
 }
 
 TEST_CASE("A replacement that arrives within replacement_wait takes the lost member's place at the end",
