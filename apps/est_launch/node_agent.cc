@@ -177,8 +177,6 @@ class Leader : public PeerNodes {
 
   News OnReadable() override {
     News news;
-    // Once the job stops, a node that comes waits for the next rendezvous, if there is one.
-    if (accepting_joins_ && !stop_reason_) AcceptJoiningNodes();
     for (size_t rank = 1; rank < members_.size(); ++rank) {
       if (!members_[rank] || members_[rank]->channel.closed()) continue;
       Member& member = *members_[rank];
@@ -209,6 +207,9 @@ class Leader : public PeerNodes {
         news.stop = stop_reason_;
       }
     }
+    // After the members' news, so that one in the place of a node whose est-launch is gone
+    // finds it gone. Once the job stops, a node that comes waits for the next rendezvous.
+    if (accepting_joins_ && !stop_reason_) AcceptJoiningNodes();
     return news;
   }
 
