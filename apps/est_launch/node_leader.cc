@@ -1,0 +1,529 @@
+#include "apps/est_launch/node_leader.h"
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "apps/est_launch/node_channel.h"
+#include "apps/est_launch/node_plan.h"
+#include "apps/est_launch/node_session.h"
+#include "apps/est_launch/signal_pipe.h"
+#include "apps/est_launch/task_process.h"
+#include "common/error.h"
+
+namespace est_launch {
+namespace node_session {
+namespace {
+
+using nlohmann::json;
+
+// A connection to node 0 must say who it is within this time.
+constexpr auto kHelloTimeout = std::chrono::seconds(10);
+// Connections that have not said who they are; the oldest makes room for a new one.
+constexpr size_t kMaxUnidentified = 64;
+
+// Compares two secrets in time that depends on their lengths only.
+bool SameSecret(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char difference = 0;
+  for (size_t i = 0; i < a.size(); ++i) difference |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return difference == 0;
+}
+
+// Node 0: hosts the rendezvous, joins the offers into the job, relays stops between hosts
+// and decides, after each round, whether the job starts again.
+class Leader : public PeerNodes {
+ public:
+  Leader(const NodeOptions& node, LaunchOptions options)
+      : node_(node), options_(std::move(options)), listener_(node.rendezvous_host, node.rendezvous_port) {}
+
+  int Run() {
+    const std::string host = node_.layout.host.empty() ? node_.rendezvous_host : node_.layout.host;
+    Say("node 0 of " + DescribeNodeCount(node_.min_nodes, node_.max_nodes) + ": waiting at " +
+        HostPort(node_.rendezvous_host, node_.rendezvous_port) + " for the other nodes to join");
+    for (int round = 0;; ++round) {
+      members_.clear();
+      members_.resize(static_cast<size_t>(node_.max_nodes));
+      stop_reason_.reset();
+      const NodeOffer own = MakeOffer(node_, host);
+      if (!Gather(round)) return 128 + interrupted_;
+      std::vector<NodeOffer> offers{own};
+      for (size_t rank = 1; rank < members_.size(); ++rank)
+        if (members_[rank]) offers.push_back(members_[rank]->offer);
+      JobPlan plan;
+      try {
+        plan = PlanJob(offers, options_.min_workers, options_.max_workers);
+      } catch (const est::ConfigError& e) {
+        Refuse(e.what(), 2);
+        Say(std::string("error: ") + e.what());
+        return 2;
+      }
+      live_training_tasks_ = plan.training_tasks;
+      most_training_tasks_ = options_.max_workers > 0 ? options_.max_workers : plan.training_tasks;
+      cluster_ = plan.cluster;
+      round_ = round;
+      running_workers_.clear();
+      for (size_t rank = 0; rank < plan.node_tasks.size(); ++rank) {
+        for (const TaskId& task : plan.node_tasks[rank]) {
+          if (task.type == "worker") running_workers_[task.index] = rank;
+          if (rank == 0) continue;
+          if (task.type == "chief") members_[rank]->has_chief = true;
+          if (task.type == "chief" || task.type == "worker") ++members_[rank]->training_tasks;
+        }
+        if (rank > 0 && members_[rank]) members_[rank]->channel.Send(Start(plan.node_tasks[rank]));
+      }
+      const ClusterSpec spec(plan.cluster, plan.node_tasks[0], host, own.first_port);
+      // Under --min-workers, a node that comes while the job runs brings workers to its group.
+      accepting_joins_ = options_.min_workers > 0;
+      const RoundResult result = RunHostTasks(node_, spec, options_, round, signals_, *this);
+      accepting_joins_ = false;
+      AwaitEnds(result);
+      const bool failed = result.result.exit_code != 0 || stop_reason_.has_value();
+      const std::string error = stop_reason_.value_or(result.result.error);
+      const bool restart = failed && Restartable(result) && round < options_.max_restarts;
+      const int exit_code = !failed                        ? 0
+                            : interrupted_ != 0            ? 128 + interrupted_
+                            : result.result.exit_code != 0 ? result.result.exit_code
+                                                           : 1;
+      for (auto& member : members_)
+        if (member)
+          member->channel.Send({{"verdict", {{"restart", restart}, {"exit_code", exit_code}, {"error", error}}}});
+      members_.clear();
+      if (!restart) {
+        if (failed) Say("error: the job failed: " + error);
+        return exit_code;
+      }
+      Say(error + "; restarting the job on every host in " + SecondsText(RestartBackoffSecs(options_, round + 1)) +
+          " (restart " + std::to_string(round + 1) + " of at most " + std::to_string(options_.max_restarts) +
+          "), once every node has joined again");
+    }
+  }
+
+  std::vector<int> fds() const override {
+    std::vector<int> open;
+    for (const auto& member : members_)
+      if (member && !member->channel.closed()) open.push_back(member->channel.fd());
+    if (accepting_joins_ && !stop_reason_) {
+      open.push_back(listener_.fd());
+      for (const Unidentified& u : unidentified_) open.push_back(u.channel.fd());
+    }
+    return open;
+  }
+
+  News OnReadable() override {
+    News news;
+    for (size_t rank = 1; rank < members_.size(); ++rank) {
+      if (!members_[rank] || members_[rank]->channel.closed()) continue;
+      Member& member = *members_[rank];
+      const std::string name = "node " + std::to_string(rank);
+      for (const json& message : member.channel.Receive()) {
+        if (message.contains("failed") && message["failed"].is_string()) {
+          if (Stop(rank, name + ": " + message["failed"].get<std::string>())) news.stop = stop_reason_;
+        } else if (message.contains("ended") && message["ended"].is_object()) {
+          member.ended = message["ended"];
+          if (member.ended->value("exit_code", 1) != 0 &&
+              Stop(rank, name + ": " + member.ended->value("error", std::string("its tasks failed"))))
+            news.stop = stop_reason_;
+        } else if (message.contains(kFlightRecorderMessage)) {
+          RelayFlightRecorderSignal(rank);
+          news.flight_recorder_signal = true;
+        } else if (message.contains("lost") && message["lost"].is_object()) {
+          const json& lost = message["lost"];
+          if (std::optional<std::string> stop =
+                  Lose(rank, lost.value("task", std::string("a worker")), lost.value("restarting", false)))
+            news.stop = stop;
+        }
+      }
+      if (!member.channel.closed() || member.ended) continue;
+      const std::string gone =
+          name + "'s est-launch (" + member.address + ") is gone: " + member.channel.close_reason();
+      if (options_.min_workers > 0 && !member.has_chief) {
+        if (std::optional<std::string> stop = LoseHost(rank, gone)) news.stop = stop;
+      } else if (Stop(rank, gone)) {
+        news.stop = stop_reason_;
+      }
+    }
+    // After the members' news, so that one in the place of a node whose est-launch is gone
+    // finds it gone. Once the job stops, a node that comes waits for the next rendezvous.
+    if (accepting_joins_ && !stop_reason_) AcceptJoiningNodes();
+    return news;
+  }
+
+  void OnLocalStop(const std::string& reason) override { Stop(0, "node 0: " + reason); }
+
+  void OnLocalFlightRecorderSignal() override { RelayFlightRecorderSignal(0); }
+
+  std::optional<std::string> OnLocalLoss(const std::string& task, bool restarting) override {
+    return Lose(0, task, restarting);
+  }
+
+ private:
+  struct Member {
+    NodeChannel channel;
+    std::string address;
+    NodeOffer offer;
+    std::optional<json> ended;  // its report of its round's end
+    int training_tasks = 0;     // its chief and workers not lost (--min-workers)
+    bool has_chief = false;     // whether it runs the job's chief
+  };
+  struct Unidentified {
+    NodeChannel channel;
+    Clock::time_point deadline;
+  };
+
+  // Records the job's stop, first reason only, and tells every host but `origin` to stop.
+  bool Stop(size_t origin, const std::string& reason) {
+    if (stop_reason_) return false;
+    stop_reason_ = reason;
+    for (size_t rank = 1; rank < members_.size(); ++rank)
+      if (rank != origin && members_[rank] && !members_[rank]->ended) members_[rank]->channel.Send({{"stop", reason}});
+    return true;
+  }
+
+  // Node `origin`'s worker `task` failed (--min-workers), `restarting` alone on its host or not.
+  // Returns why every host's tasks stop when too few training tasks are left without it (every
+  // other host is told so already), else nothing: the others train on.
+  std::optional<std::string> Lose(size_t origin, const std::string& task, bool restarting) {
+    const std::string name = "node " + std::to_string(origin) + "'s " + task;
+    const std::string min_workers = "--min-workers " + std::to_string(options_.min_workers);
+    const int others = live_training_tasks_ - 1;
+    if (restarting) {
+      Say(name + " failed and starts again alone on its host; the job's " + std::to_string(others) +
+          " other training tasks " +
+          (others >= options_.min_workers ? "train on without it until it joins them (" + min_workers + ")"
+                                          : "wait for it to join them, as they are fewer than " + min_workers));
+      return std::nullopt;
+    }
+    live_training_tasks_ = others;
+    if (origin > 0) --members_[origin]->training_tasks;
+    int index = -1;
+    if (std::sscanf(task.c_str(), "worker %d", &index) == 1) running_workers_.erase(index);
+    if (others >= options_.min_workers) {
+      Say(name + " is lost; the job's " + std::to_string(others) + " other training tasks train on without it (" +
+          min_workers + ")");
+      return std::nullopt;
+    }
+    const std::string reason = name + " is lost, and the job's " + std::to_string(others) +
+                               " training tasks left are fewer than " + min_workers;
+    if (!Stop(0, reason)) return std::nullopt;  // the job stops already
+    return reason;
+  }
+
+  // Node `rank`'s est-launch is `gone` (--min-workers): its workers were killed with it, or
+  // its host is gone. Returns why every host's tasks stop when too few training tasks are left
+  // without them (every other host is told so already), else nothing: the others train on.
+  std::optional<std::string> LoseHost(size_t rank, const std::string& gone) {
+    Member& member = *members_[rank];
+    const int lost = member.training_tasks;
+    member.training_tasks = 0;
+    live_training_tasks_ -= lost;
+    for (auto worker = running_workers_.begin(); worker != running_workers_.end();)
+      worker = worker->second == rank ? running_workers_.erase(worker) : std::next(worker);
+    const std::string min_workers = "--min-workers " + std::to_string(options_.min_workers);
+    if (live_training_tasks_ >= options_.min_workers) {
+      Say(gone + "; its " + std::to_string(lost) + " worker(s) are lost, and the job's " +
+          std::to_string(live_training_tasks_) + " other training tasks train on without them (" + min_workers + ")");
+      return std::nullopt;
+    }
+    const std::string reason = gone + "; with its " + std::to_string(lost) + " worker(s) lost, the job's " +
+                               std::to_string(live_training_tasks_) + " training tasks left are fewer than " +
+                               min_workers;
+    if (!Stop(rank, reason)) return std::nullopt;  // the job stops already
+    return reason;
+  }
+
+  // Tells every host but `origin` whose tasks run to forward kFlightRecorderSignal to them.
+  void RelayFlightRecorderSignal(size_t origin) {
+    for (size_t rank = 1; rank < members_.size(); ++rank)
+      if (rank != origin && members_[rank] && !members_[rank]->ended)
+        members_[rank]->channel.Send({{kFlightRecorderMessage, true}});
+  }
+
+  // The nodes the job cannot start without (ranks 1 .. min_nodes - 1) that have not joined.
+  std::vector<int> Missing() const {
+    std::vector<int> missing;
+    for (size_t rank = 1; rank < static_cast<size_t>(node_.min_nodes); ++rank)
+      if (!members_[rank]) missing.push_back(static_cast<int>(rank));
+    return missing;
+  }
+
+  // Tells every node that has joined that the job will not start, why, and with which exit
+  // status to end (2 for a job its flags make impossible).
+  void Refuse(const std::string& why, int exit_code) {
+    for (auto& member : members_)
+      if (member) member->channel.Send({{"error", why}, {"exit_code", exit_code}});
+  }
+
+  // Waits until every node the job needs has joined (and takes the others that come meanwhile);
+  // false when est-launch caught a stop signal first.
+  bool Gather(int round) {
+    const auto start = Clock::now();
+    const auto deadline = start + Secs(node_.rendezvous_timeout_secs);
+    auto next_report = start + kProgressInterval;
+    const std::string of = " of " + DescribeNodeCount(node_.min_nodes, node_.max_nodes);
+    while (!Missing().empty()) {
+      const auto now = Clock::now();
+      if (now >= deadline) {
+        const std::string why = DescribeNodes(Missing()) + of + " did not join at " +
+                                HostPort(node_.rendezvous_host, node_.rendezvous_port) + " within " +
+                                SecondsText(node_.rendezvous_timeout_secs) + " (--rendezvous-timeout-secs)" +
+                                (round > 0 ? " after restart " + std::to_string(round) : "");
+        Refuse(why, 1);
+        EST_THROW(est::TimeoutError, why);
+      }
+      if (now >= next_report) {
+        Say("waiting for " + DescribeNodes(Missing()) + of + " to join at " +
+            HostPort(node_.rendezvous_host, node_.rendezvous_port) + "; " + Elapsed(start) + " of " +
+            SecondsText(node_.rendezvous_timeout_secs) + " passed");
+        next_report += kProgressInterval;
+      }
+      std::vector<int> fds{listener_.fd(), signals_.fd()};
+      auto wake = std::min(deadline, next_report);
+      for (const Unidentified& u : unidentified_) {
+        fds.push_back(u.channel.fd());
+        wake = std::min(wake, u.deadline);
+      }
+      for (int fd : this->fds()) fds.push_back(fd);
+      WaitReadable(fds, wake);
+      if ((interrupted_ = TakeStopSignal(signals_)) != 0) {
+        Refuse("node 0's est-launch caught " + SignalName(interrupted_) + " before the job started",
+               128 + interrupted_);
+        Say("caught " + SignalName(interrupted_) + " while waiting for the other nodes; not starting the job");
+        return false;
+      }
+      TakeHellos([this](NodeChannel channel, const json& message) { Admit(std::move(channel), message); });
+      for (size_t rank = 1; rank < members_.size(); ++rank) {
+        if (!members_[rank]) continue;
+        members_[rank]->channel.Receive();
+        if (!members_[rank]->channel.closed()) continue;
+        Say("node " + std::to_string(rank) + " (" + members_[rank]->address + ") left before the job started (" +
+            members_[rank]->channel.close_reason() + "); waiting for it to join again");
+        members_[rank].reset();
+      }
+    }
+    return true;
+  }
+
+  // Accepts the connections waiting at the rendezvous, and passes the first message of each
+  // one that has sent it to `admit`; one silent for kHelloTimeout is closed.
+  template <typename Admit>
+  void TakeHellos(Admit&& admit) {
+    while (std::optional<NodeChannel> channel = listener_.Accept()) {
+      if (unidentified_.size() >= kMaxUnidentified) unidentified_.erase(unidentified_.begin());
+      unidentified_.push_back({std::move(*channel), Clock::now() + kHelloTimeout});
+    }
+    for (auto u = unidentified_.begin(); u != unidentified_.end();) {
+      std::vector<json> messages = u->channel.Receive();
+      if (!messages.empty()) {
+        admit(std::move(u->channel), messages.front());
+      } else if (!u->channel.closed() && Clock::now() < u->deadline) {
+        ++u;
+        continue;
+      }
+      u = unidentified_.erase(u);
+    }
+  }
+
+  // Answers `channel` that it is refused, and why.
+  static void RefuseNode(NodeChannel& channel, const std::string& why) {
+    channel.Send({{"error", why}, {"exit_code", 2}});
+    Say("refused " + channel.peer() + ": " + why);
+  }
+
+  // Answers `channel` that node `rank` is `member` already.
+  static void RefuseTaken(NodeChannel& channel, const Member& member, int rank) {
+    RefuseNode(channel, "node " + std::to_string(rank) + " has joined already, from " + member.address +
+                            ": give each host its own --node-rank");
+  }
+
+  // The offer of a node's first message, when it is a hello that fits this job; otherwise
+  // the node is answered with the reason, and nothing is returned.
+  std::optional<NodeOffer> CheckHello(NodeChannel& channel, const json& message) {
+    const json hello = message.value("hello", json());
+    if (!hello.is_object() || hello.value("version", 0) != kProtocolVersion) {
+      RefuseNode(channel, "expected the hello of est-launch --node-rank (protocol version " +
+                              std::to_string(kProtocolVersion) + "), got " + message.dump().substr(0, 200));
+      return std::nullopt;
+    }
+    const std::string nodes = DescribeNodeCount(hello.value("min_nodes", 0), hello.value("max_nodes", 0));
+    const std::string own_nodes = DescribeNodeCount(node_.min_nodes, node_.max_nodes);
+    if (nodes != own_nodes) {
+      RefuseNode(channel, "it has --nnodes " + nodes + ", node 0 has --nnodes " + own_nodes);
+      return std::nullopt;
+    }
+    const std::string token = hello.value("token", std::string());
+    if (node_.token_from_environment ? !SameSecret(token, options_.job_token) : !token.empty()) {
+      RefuseNode(channel, node_.token_from_environment ? "its EST_JOB_TOKEN is missing or differs from node 0's"
+                                                       : "it has an EST_JOB_TOKEN and node 0 has none: set the same "
+                                                         "EST_JOB_TOKEN on every node, or on none");
+      return std::nullopt;
+    }
+    NodeOffer offer;
+    try {
+      offer = NodeOffer::FromJson(hello.value("offer", json()));
+    } catch (const est::ConfigError& e) {
+      RefuseNode(channel, e.what());
+      return std::nullopt;
+    }
+    if (offer.node_rank < 1 || offer.node_rank >= node_.max_nodes) {
+      RefuseNode(channel, "--node-rank " + std::to_string(offer.node_rank) + " is not in 1.." +
+                              std::to_string(node_.max_nodes - 1) + " (node 0 is the one at --rendezvous)");
+      return std::nullopt;
+    }
+    return offer;
+  }
+
+  // Before the job starts: a node whose hello fits, at a rank not taken, becomes a member.
+  void Admit(NodeChannel channel, const json& message) {
+    const std::optional<NodeOffer> offer = CheckHello(channel, message);
+    if (!offer) return;
+    std::optional<Member>& slot = members_[static_cast<size_t>(offer->node_rank)];
+    if (slot) {
+      RefuseTaken(channel, *slot, offer->node_rank);
+      return;
+    }
+    const std::string address = channel.peer();
+    Say("node " + std::to_string(offer->node_rank) + " joined from " + address + " (" +
+        std::to_string(offer->layout.num_tasks()) + " task(s) on " + HostPort(offer->layout.host, offer->first_port) +
+        "...)");
+    slot = Member{std::move(channel), address, *offer, std::nullopt};
+  }
+
+  // While the job runs (--min-workers): takes the nodes that come to join it.
+  void AcceptJoiningNodes() {
+    TakeHellos([this](NodeChannel channel, const json& message) { AdmitJoining(std::move(channel), message); });
+  }
+
+  // While the job runs (--min-workers): a node whose hello fits, at a rank that is free or
+  // whose est-launch is gone, brings its workers to the training group while it has room.
+  void AdmitJoining(NodeChannel channel, const json& message) {
+    const std::optional<NodeOffer> offer = CheckHello(channel, message);
+    if (!offer) return;
+    const std::string name = "node " + std::to_string(offer->node_rank);
+    std::optional<Member>& slot = members_[static_cast<size_t>(offer->node_rank)];
+    if (slot && (!slot->channel.closed() || slot->ended)) {
+      RefuseTaken(channel, *slot, offer->node_rank);
+      return;
+    }
+    if (live_training_tasks_ + offer->layout.workers > most_training_tasks_) {
+      RefuseNode(channel, "the job runs " + std::to_string(live_training_tasks_) + " training tasks of its most " +
+                              std::to_string(most_training_tasks_) + " (node 0's --max-workers): the " +
+                              std::to_string(offer->layout.workers) + " worker(s) of " + name + " do not fit");
+      return;
+    }
+    std::set<int> taken;
+    for (const auto& [index, rank] : running_workers_) taken.insert(index);
+    std::vector<TaskId> tasks;
+    try {
+      tasks = PlanJoiningNode(*offer, taken, cluster_);
+    } catch (const est::ConfigError& e) {
+      RefuseNode(channel, e.what());
+      return;
+    }
+    std::string named;
+    for (const TaskId& task : tasks) {
+      running_workers_[task.index] = static_cast<size_t>(offer->node_rank);
+      named += (named.empty() ? "" : ", ") + task.label();
+    }
+    live_training_tasks_ += offer->layout.workers;
+    const std::string address = channel.peer();
+    Say(name + " joined the running job from " + address + ": " + named + " join the training group, which has " +
+        std::to_string(live_training_tasks_) + " training tasks with them");
+    slot = Member{std::move(channel), address, *offer, std::nullopt, offer->layout.workers, false};
+    slot->channel.Send(Start(tasks));
+  }
+
+  // The start of `tasks` of a node in this round of the job.
+  json Start(const std::vector<TaskId>& tasks) const {
+    NodeStart start;
+    start.round = round_;
+    start.job_id = options_.job_id;
+    start.job_token = options_.job_token;
+    start.cluster = cluster_;
+    start.tasks = tasks;
+    start.max_restarts = options_.max_restarts;
+    start.min_workers = options_.min_workers;
+    start.max_workers = options_.max_workers;
+    start.restart_backoff_secs = options_.restart_backoff_secs;
+    start.max_restart_backoff_secs = options_.max_restart_backoff_secs;
+    return {{"start", start.to_json()}};
+  }
+
+  // After this host's round: waits for every other host to report its end. While the job
+  // runs on, without bound (node 0's connection to each host finds it gone); once it stops,
+  // for the grace and 30 s more.
+  void AwaitEnds(const RoundResult& own) {
+    if (own.result.exit_code != 0) Stop(0, "node 0: " + own.result.error);
+    const auto start = Clock::now();
+    auto next_report = start + kProgressInterval;
+    std::optional<Clock::time_point> deadline;
+    while (true) {
+      std::vector<int> waiting;
+      for (size_t rank = 1; rank < members_.size(); ++rank)
+        if (members_[rank] && !members_[rank]->channel.closed() && !members_[rank]->ended)
+          waiting.push_back(static_cast<int>(rank));
+      if (waiting.empty()) return;
+      if (stop_reason_ && !deadline) deadline = Clock::now() + Secs(options_.grace_secs) + kEndReportMargin;
+      if (deadline && Clock::now() >= *deadline) {
+        for (int rank : waiting) {
+          Stop(static_cast<size_t>(rank), "node " + std::to_string(rank) + " did not report the end of its tasks");
+          members_[static_cast<size_t>(rank)]->channel.Close("it did not report the end of its tasks in time");
+        }
+        return;
+      }
+      if (Clock::now() >= next_report) {
+        Say("this host's tasks have ended; waiting for " + DescribeNodes(waiting) + " to end (" + Elapsed(start) + ")");
+        next_report += kProgressInterval;
+      }
+      std::vector<int> fds = this->fds();
+      fds.push_back(signals_.fd());
+      WaitReadable(fds, deadline ? std::min(*deadline, next_report) : next_report);
+      if (const int signal_number = TakeStopSignal(signals_); signal_number != 0 && interrupted_ == 0) {
+        interrupted_ = signal_number;
+        Stop(0, "node 0's est-launch caught " + SignalName(signal_number));
+      }
+      OnReadable();
+    }
+  }
+
+  // Whether every host may start again: none was interrupted or left processes behind.
+  bool Restartable(const RoundResult& own) const {
+    if (interrupted_ != 0 || (own.result.exit_code != 0 && !own.restartable)) return false;
+    for (const auto& member : members_)
+      if (member && member->ended && member->ended->value("exit_code", 1) != 0 &&
+          !member->ended->value("restartable", false))
+        return false;
+    return true;  // a host whose est-launch is gone may come back: it joins the next round
+  }
+
+  const NodeOptions& node_;
+  LaunchOptions options_;
+  SignalPipe signals_{SIGCHLD, SIGINT, SIGTERM, SIGHUP, kFlightRecorderSignal};
+  NodeListener listener_;
+  std::vector<std::optional<Member>> members_;  // by node rank; 0 is this host
+  std::optional<std::string> stop_reason_;      // why this round's tasks stop on every host
+  int interrupted_ = 0;                         // the stop signal node 0 caught
+  int live_training_tasks_ = 0;                 // this round's chief and workers not lost (--min-workers)
+  int most_training_tasks_ = 0;                 // how many the group may hold (--max-workers, else the plan's)
+  std::map<int, size_t> running_workers_;       // the node of each worker index not lost (--min-workers)
+  nlohmann::json cluster_;                      // this round's TF_CONFIG cluster, with the nodes that joined it
+  int round_ = 0;                               // this round's number
+  bool accepting_joins_ = false;                // nodes may join the running job (--min-workers)
+  std::vector<Unidentified> unidentified_;      // connections at the rendezvous that have not said hello
+};
+
+}  // namespace
+}  // namespace node_session
+
+int RunLeader(const NodeOptions& node, LaunchOptions options) {
+  return node_session::Leader(node, std::move(options)).Run();
+}
+
+}  // namespace est_launch
