@@ -4,7 +4,6 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -65,7 +64,6 @@ class Leader : public PeerNodes {
         Say(std::string("error: ") + e.what());
         return 2;
       }
-      live_training_tasks_ = plan.training_tasks;
       most_training_tasks_ = options_.max_workers > 0 ? options_.max_workers : plan.training_tasks;
       cluster_ = plan.cluster;
       round_ = round;
@@ -73,9 +71,7 @@ class Leader : public PeerNodes {
       for (size_t rank = 0; rank < plan.node_tasks.size(); ++rank) {
         for (const TaskId& task : plan.node_tasks[rank]) {
           if (task.type == "worker") running_workers_[task.index] = rank;
-          if (rank == 0) continue;
-          if (task.type == "chief") members_[rank]->has_chief = true;
-          if (task.type == "chief" || task.type == "worker") ++members_[rank]->training_tasks;
+          if (rank > 0 && task.type == "chief") members_[rank]->has_chief = true;
         }
         if (rank > 0 && members_[rank]) members_[rank]->channel.Send(Start(plan.node_tasks[rank]));
       }
@@ -170,7 +166,6 @@ class Leader : public PeerNodes {
     std::string address;
     NodeOffer offer;
     std::optional<json> ended;  // its report of its round's end
-    int training_tasks = 0;     // its chief and workers not lost (--min-workers)
     bool has_chief = false;     // whether it runs the job's chief
   };
   struct Unidentified {
@@ -187,13 +182,19 @@ class Leader : public PeerNodes {
     return true;
   }
 
+  // This round's chief and workers not lost (--min-workers): the chief, which the job cannot
+  // lose, and the running workers (in a cluster without a chief job, worker 0 is its chief).
+  int LiveTrainingTasks() const {
+    return static_cast<int>(running_workers_.size()) + (cluster_.contains("chief") ? 1 : 0);
+  }
+
   // Node `origin`'s worker `task` failed (--min-workers), `restarting` alone on its host or not.
   // Returns why every host's tasks stop when too few training tasks are left without it (every
   // other host is told so already), else nothing: the others train on.
   std::optional<std::string> Lose(size_t origin, const std::string& task, bool restarting) {
     const std::string name = "node " + std::to_string(origin) + "'s " + task;
     const std::string min_workers = "--min-workers " + std::to_string(options_.min_workers);
-    const int others = live_training_tasks_ - 1;
+    const int others = LiveTrainingTasks() - 1;
     if (restarting) {
       Say(name + " failed and starts again alone on its host; the job's " + std::to_string(others) +
           " other training tasks " +
@@ -201,8 +202,6 @@ class Leader : public PeerNodes {
                                           : "wait for it to join them, as they are fewer than " + min_workers));
       return std::nullopt;
     }
-    live_training_tasks_ = others;
-    if (origin > 0) --members_[origin]->training_tasks;
     int index = -1;
     if (std::sscanf(task.c_str(), "worker %d", &index) == 1) running_workers_.erase(index);
     if (others >= options_.min_workers) {
@@ -220,21 +219,24 @@ class Leader : public PeerNodes {
   // its host is gone. Returns why every host's tasks stop when too few training tasks are left
   // without them (every other host is told so already), else nothing: the others train on.
   std::optional<std::string> LoseHost(size_t rank, const std::string& gone) {
-    Member& member = *members_[rank];
-    const int lost = member.training_tasks;
-    member.training_tasks = 0;
-    live_training_tasks_ -= lost;
-    for (auto worker = running_workers_.begin(); worker != running_workers_.end();)
-      worker = worker->second == rank ? running_workers_.erase(worker) : std::next(worker);
+    int lost = 0;
+    for (auto worker = running_workers_.begin(); worker != running_workers_.end();) {
+      if (worker->second != rank) {
+        ++worker;
+        continue;
+      }
+      worker = running_workers_.erase(worker);
+      ++lost;
+    }
+    const int left = LiveTrainingTasks();
     const std::string min_workers = "--min-workers " + std::to_string(options_.min_workers);
-    if (live_training_tasks_ >= options_.min_workers) {
-      Say(gone + "; its " + std::to_string(lost) + " worker(s) are lost, and the job's " +
-          std::to_string(live_training_tasks_) + " other training tasks train on without them (" + min_workers + ")");
+    if (left >= options_.min_workers) {
+      Say(gone + "; its " + std::to_string(lost) + " worker(s) are lost, and the job's " + std::to_string(left) +
+          " other training tasks train on without them (" + min_workers + ")");
       return std::nullopt;
     }
     const std::string reason = gone + "; with its " + std::to_string(lost) + " worker(s) lost, the job's " +
-                               std::to_string(live_training_tasks_) + " training tasks left are fewer than " +
-                               min_workers;
+                               std::to_string(left) + " training tasks left are fewer than " + min_workers;
     if (!Stop(rank, reason)) return std::nullopt;  // the job stops already
     return reason;
   }
@@ -412,8 +414,8 @@ class Leader : public PeerNodes {
       RefuseTaken(channel, *slot, offer->node_rank);
       return;
     }
-    if (live_training_tasks_ + offer->layout.workers > most_training_tasks_) {
-      RefuseNode(channel, "the job runs " + std::to_string(live_training_tasks_) + " training tasks of its most " +
+    if (LiveTrainingTasks() + offer->layout.workers > most_training_tasks_) {
+      RefuseNode(channel, "the job runs " + std::to_string(LiveTrainingTasks()) + " training tasks of its most " +
                               std::to_string(most_training_tasks_) + " (node 0's --max-workers): the " +
                               std::to_string(offer->layout.workers) + " worker(s) of " + name + " do not fit");
       return;
@@ -432,11 +434,10 @@ class Leader : public PeerNodes {
       running_workers_[task.index] = static_cast<size_t>(offer->node_rank);
       named += (named.empty() ? "" : ", ") + task.label();
     }
-    live_training_tasks_ += offer->layout.workers;
     const std::string address = channel.peer();
     Say(name + " joined the running job from " + address + ": " + named + " join the training group, which has " +
-        std::to_string(live_training_tasks_) + " training tasks with them");
-    slot = Member{std::move(channel), address, *offer, std::nullopt, offer->layout.workers, false};
+        std::to_string(LiveTrainingTasks()) + " training tasks with them");
+    slot = Member{std::move(channel), address, *offer, std::nullopt, false};
     slot->channel.Send(Start(tasks));
   }
 
@@ -510,7 +511,6 @@ class Leader : public PeerNodes {
   std::vector<std::optional<Member>> members_;  // by node rank; 0 is this host
   std::optional<std::string> stop_reason_;      // why this round's tasks stop on every host
   int interrupted_ = 0;                         // the stop signal node 0 caught
-  int live_training_tasks_ = 0;                 // this round's chief and workers not lost (--min-workers)
   int most_training_tasks_ = 0;                 // how many the group may hold (--max-workers, else the plan's)
   std::map<int, size_t> running_workers_;       // the node of each worker index not lost (--min-workers)
   nlohmann::json cluster_;                      // this round's TF_CONFIG cluster, with the nodes that joined it
