@@ -4,12 +4,19 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "common/error.h"
 #include "common/logging.h"
 #include "distribute/cluster/cluster_address.h"
 #include "distribute/cluster/cluster_environment.h"
 #include "distribute/default_devices.h"
+#include "distribute/rendezvous/beat_watch.h"
+#include "distribute/rendezvous/error_text.h"
 #include "distribute/rendezvous/grpc_store.h"
 #include "distribute/rendezvous/member_heartbeat.h"
 #include "distribute/rendezvous/membership.h"
@@ -22,11 +29,17 @@ namespace est::distribute {
 // In-job recovery's view of the training group: the generations in the chief's store, and
 // the one this worker trains in.
 struct MultiWorkerMirroredStrategy::Group {
+  Group(std::shared_ptr<Store> group_store, Membership member) : store(std::move(group_store)), membership(member) {}
+
   std::shared_ptr<Store> store;  ///< the job's training-group keys in the chief's store
   Membership membership;
   Generation generation;
   GroupEntry entry = GroupEntry::kAtStart;
   std::chrono::steady_clock::time_point next_newcomer_check;
+  std::optional<BeatWatch> beats;              ///< on the chief: the members' beats, read by the heartbeat's thread
+  std::mutex watched_mutex;                    ///< guards the two below, which the heartbeat's thread reads
+  Generation watched_generation;               ///< the generation trained in
+  std::shared_ptr<Collective> watched;         ///< its collective; null while the group re-forms
   std::unique_ptr<MemberHeartbeat> heartbeat;  ///< while this worker trains in the group
 };
 namespace {
@@ -36,12 +49,9 @@ namespace {
 constexpr std::chrono::milliseconds kNewcomerCheckInterval(200);
 // The most workers a training group may hold (max_workers).
 constexpr int kMaxWorkers = 1 << 16;
-// How often a member of the training group beats, and how long the chief waits for a beat of
-// a member that does not come to re-form the group before it forms the group without it
-// (sooner than the timeout): a member whose process or host is gone, or that is stopped,
-// misses 10 beats in a row.
+// How often a member of the training group beats (beat_lease_secs is how long the chief waits
+// for one).
 constexpr std::chrono::milliseconds kBeatInterval(500);
-constexpr std::chrono::milliseconds kBeatLease(5000);
 
 std::vector<c10::Device> ParseDevices(const std::vector<std::string>& names) {
   EST_CHECK(!names.empty(), ConfigError, "MultiWorkerMirroredStrategy needs at least one device");
@@ -147,6 +157,10 @@ MultiWorkerMirroredStrategy::~MultiWorkerMirroredStrategy() = default;
 void MultiWorkerMirroredStrategy::check_options() const {
   EST_CHECK(options_.timeout_secs() > 0, ConfigError, "MultiWorkerMirroredStrategy: timeout_secs must be positive, got ",
             options_.timeout_secs());
+  EST_CHECK(options_.beat_lease_secs() >= 1 && options_.beat_lease_secs() <= 86400, ConfigError,
+            "MultiWorkerMirroredStrategy: beat_lease_secs must be 1 to 86400 (two beats at least; workers beat "
+            "every 0.5 s), got ",
+            options_.beat_lease_secs());
   EST_CHECK(options_.min_workers() >= 0, ConfigError,
             "MultiWorkerMirroredStrategy: min_workers must be 0 (no in-job recovery) or positive, got ",
             options_.min_workers());
@@ -226,10 +240,10 @@ void MultiWorkerMirroredStrategy::connect() {
     membership.min_members = options_.min_workers();
     membership.max_members = options_.max_workers();
     membership.settle = timeout;
-    membership.beat_lease = kBeatLease;
+    membership.beat_lease = beat_lease();
     membership.timeout = timeout;
-    group_ = std::make_unique<Group>(
-        Group{group_store, Membership(group_store, membership), {}, GroupEntry::kAtStart, {}, nullptr});
+    group_ = std::make_unique<Group>(group_store, Membership(group_store, membership));
+    if (is_chief) group_->beats.emplace(group_store, beat_lease());
     start_heartbeat();
     // The first generation closed, so the rendezvous did without this worker: it is new.
     if (!is_chief && group_store->check({"membership/latest"})) {
@@ -250,6 +264,7 @@ void MultiWorkerMirroredStrategy::form_first_generation() {
   // Before the generation closes: a newcomer that finds it closed finds the settings too.
   if (place().is_chief) PublishGroupSettings(*group_->store, settings());
   group_->generation = group_->membership.JoinFirstAt(place().worker_index, place().num_workers);
+  watch_generation(true);
 }
 
 void MultiWorkerMirroredStrategy::join_running_group() {
@@ -266,6 +281,7 @@ void MultiWorkerMirroredStrategy::join_running_group() {
   group_->entry = GroupEntry::kJoinedRunning;
   group_->generation = std::move(*generation);
   connect_generation();
+  watch_generation(true);
 }
 
 bool MultiWorkerMirroredStrategy::recovers_lost_workers() const {
@@ -291,9 +307,60 @@ bool MultiWorkerMirroredStrategy::regroup() {
 }
 
 void MultiWorkerMirroredStrategy::start_heartbeat() {
-  Membership* membership = &group_->membership;
-  if (!group_->heartbeat)
-    group_->heartbeat = std::make_unique<MemberHeartbeat>([membership] { membership->Beat(); }, kBeatInterval);
+  // group_ is destroyed first of the members, and the heartbeat's thread with it.
+  if (!group_->heartbeat) group_->heartbeat = std::make_unique<MemberHeartbeat>([this] { beat(); }, kBeatInterval);
+}
+
+void MultiWorkerMirroredStrategy::beat() {
+  Membership& membership = group_->membership;
+  membership.Beat();
+  Generation generation;
+  std::shared_ptr<Collective> collective;
+  {
+    const std::lock_guard<std::mutex> lock(group_->watched_mutex);
+    if (group_->watched == nullptr) return;
+    generation = group_->watched_generation;
+    collective = group_->watched;
+  }
+  // The chief decides whom to cut off; every other member follows it, since a call of its own
+  // may wait on the silent rank too.
+  std::vector<int> cut;
+  if (group_->beats) {
+    const std::vector<std::string> others(generation.members.begin() + 1, generation.members.end());
+    for (const BeatWatch::Silent& silent : group_->beats->Read(others)) {
+      const auto rank = static_cast<int>(
+          std::find(generation.members.begin(), generation.members.end(), silent.member) - generation.members.begin());
+      Log().warn(
+          "MultiWorkerMirroredStrategy: rank {} ('{}') of generation {} has not beaten for {} (its host is gone or cut "
+          "off, or it is stopped): cutting it off, so that the group re-forms without it now rather than after "
+          "timeout_secs",
+          rank, silent.member, generation.number, DescribeDuration(silent.silent_for));
+      cut.push_back(rank);
+    }
+    if (!cut.empty()) membership.CutOff(generation, cut);
+  } else {
+    cut = membership.CutOffRanks(generation);
+    if (!cut.empty())
+      Log().warn("MultiWorkerMirroredStrategy: the chief cut off {} of generation {}, silent: so does this worker",
+                 DescribeRanks(cut), generation.number);
+  }
+  if (cut.empty()) return;
+  {
+    // Once: the generation ends with the call that fails.
+    const std::lock_guard<std::mutex> lock(group_->watched_mutex);
+    if (group_->watched != collective) return;
+    group_->watched.reset();
+  }
+  collective->cut_off(cut);
+  // model_fn's collective, unless it is being connected (then it fails on its own).
+  const std::unique_lock<std::mutex> lock(model_connect_mutex_, std::try_to_lock);
+  if (lock.owns_lock() && model_collective_) model_collective_->cut_off(cut);
+}
+
+void MultiWorkerMirroredStrategy::watch_generation(bool training) {
+  const std::lock_guard<std::mutex> lock(group_->watched_mutex);
+  group_->watched_generation = training ? group_->generation : Generation{};
+  group_->watched = training ? collective_ : nullptr;
 }
 
 MultiWorkerMirroredStrategy::GroupEntry MultiWorkerMirroredStrategy::enter_group() {
@@ -332,6 +399,7 @@ void MultiWorkerMirroredStrategy::end_group() {
   if (!group_) return;
   // The group re-forms no more: a beat to a chief that exits first would only delay this exit.
   group_->heartbeat.reset();
+  watch_generation(false);
   if (place().is_chief) group_->membership.Finish(group_->generation);
 }
 
@@ -346,6 +414,7 @@ void MultiWorkerMirroredStrategy::form_next_generation(const std::vector<int>& l
   // A second worker may die after the first: the chief stops waiting for it once its process
   // has exited (ranks on this host), rather than after the timeout.
   std::function<std::vector<int>()> lost_later = collective_ ? collective_->lost_ranks_watch() : nullptr;
+  watch_generation(false);
   collective_.reset();
   std::vector<int> left_out = lost;
   while (true) {
@@ -366,6 +435,7 @@ void MultiWorkerMirroredStrategy::form_next_generation(const std::vector<int>& l
       lost_later = nullptr;
     }
   }
+  watch_generation(true);
   Log().warn("MultiWorkerMirroredStrategy: training on as worker {} of {} (generation {})", place_->worker_index,
              place_->num_workers, group_->generation.number);
 }
@@ -379,6 +449,10 @@ void MultiWorkerMirroredStrategy::connect_generation() {
 
 std::chrono::milliseconds MultiWorkerMirroredStrategy::timeout() const {
   return std::chrono::milliseconds(static_cast<int64_t>(options_.timeout_secs() * 1000));
+}
+
+std::chrono::milliseconds MultiWorkerMirroredStrategy::beat_lease() const {
+  return std::chrono::milliseconds(static_cast<int64_t>(options_.beat_lease_secs() * 1000));
 }
 
 CollectiveRequest MultiWorkerMirroredStrategy::collective_request(std::shared_ptr<Store> store) const {

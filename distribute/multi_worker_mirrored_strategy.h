@@ -56,6 +56,11 @@ struct MultiWorkerOptions {
   /// and waits otherwise. 0, the default: the EST_MAX_WORKERS variable (est-launch
   /// --max-workers sets it), else the cluster's training workers.
   TORCH_ARG(int, max_workers) = 0;
+  /// With in-job recovery, how long the chief waits for a beat of a worker (each beats every
+  /// 0.5 s from a thread of its own) before it counts that worker lost: its host is gone, cut
+  /// off, or it is stopped. The chief then cuts its connections to it, so the others' calls
+  /// fail now rather than after timeout_secs, and re-forms the group without it. At least 1 s.
+  TORCH_ARG(double, beat_lease_secs) = 5;
   /// Gradient buckets all-reduced while backward runs (first bucket about 1 MB, then up to
   /// 25 MB), and the form of their float32 values on the wire (buckets().compression():
   /// none, or float16/bfloat16 with error feedback; needs one device per worker).
@@ -140,6 +145,12 @@ class MultiWorkerMirroredStrategy : public Strategy {
   /// With in-job recovery: beats, so that the chief tells this worker from a lost one, until
   /// end_group(); no-op while it beats.
   void start_heartbeat();
+  /// The heartbeat's work: this worker's beat; on the chief, also cutting off the members of
+  /// the generation being trained in that have not beaten for the lease.
+  void beat();
+  /// Makes the generation this worker trains in, and its collective, the one beat() watches;
+  /// none while the group re-forms.
+  void watch_generation(bool training);
   /// A worker that finds the group training: joins it as a newcomer, if it still trains.
   void join_running_group();
   /// Forms the next generation without the ranks `lost` and with the newcomers waiting, and
@@ -149,6 +160,8 @@ class MultiWorkerMirroredStrategy : public Strategy {
   void connect_generation();
   /// timeout_secs, the limit on the rendezvous and on every collective call.
   std::chrono::milliseconds timeout() const;
+  /// beat_lease_secs.
+  std::chrono::milliseconds beat_lease() const;
   /// This worker's request for a collective of the job over `store`.
   CollectiveRequest collective_request(std::shared_ptr<Store> store) const;
   /// What every worker must share, checked when they connect.

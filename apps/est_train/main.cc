@@ -71,6 +71,7 @@ struct Flags {
   std::string devices;  ///< empty: each strategy's default (every GPU, the local rank's GPU, or the CPU)
   double start_delay_secs = 0;
   double timeout_secs = 300;
+  double beat_lease_secs = 5;
   int64_t gradient_accumulation_steps = 1;
   int logical_input_shards = 0;
   double bucket_cap_mb = 25;
@@ -230,6 +231,11 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "call to a ps task")
       ->check(est_apps::NumberIn(0.001, est_apps::kMaxSeconds, "a number of seconds"))
       ->capture_default_str();
+  app.add_option("--beat-lease-secs", flags.beat_lease_secs,
+                 "multi_worker with in-job recovery (est-launch --min-workers): how long the chief waits for a "
+                 "worker's beat before it cuts that worker off and the group re-forms without it")
+      ->check(est_apps::NumberIn(1, 86400, "a number of seconds"))
+      ->capture_default_str();
   app.add_option("--gradient-accumulation-steps", flags.gradient_accumulation_steps,
                  "Sum the gradients of this many batches of --batch-size per optimizer step (one all-reduce)")
       ->check(est_apps::IntegerIn<int64_t>(1, est_apps::kMaxInt64))
@@ -383,21 +389,22 @@ std::shared_ptr<est::distribute::Strategy> MakeStrategy(const Flags& flags, cons
     return est::distribute::OneDeviceStrategy::Create(OneDeviceOf(devices, cluster, flags.strategy));
   if (flags.strategy == "mirrored") return est::distribute::MirroredStrategy::Create(devices);
   if (flags.strategy != "multi_worker") return nullptr;
-  auto options = est::distribute::MultiWorkerOptions()
-                     .communication(flags.communication)
-                     .devices(devices)
-                     .cluster(cluster)
-                     .timeout_secs(flags.timeout_secs)
-                     .job_token(ReadJobToken(flags.job_token_file))
-                     .buckets(est::distribute::GradientReducerOptions()
-                                  .bucket_cap_bytes(static_cast<int64_t>(flags.bucket_cap_mb * (1 << 20)))
-                                  .overlap(est::distribute::ParseBackwardOverlap(flags.gradient_overlap,
-                                                                                 "--gradient-overlap"))
-                                  .compression(est::distribute::ParseGradientCompression(
-                                      flags.gradient_compression, "--gradient-compression"))
-                                  .power_sgd(est::distribute::PowerSgdOptions()
-                                                 .rank(flags.powersgd_rank)
-                                                 .warmup_steps(flags.powersgd_warmup_steps)));
+  auto options =
+      est::distribute::MultiWorkerOptions()
+          .communication(flags.communication)
+          .devices(devices)
+          .cluster(cluster)
+          .timeout_secs(flags.timeout_secs)
+          .beat_lease_secs(flags.beat_lease_secs)
+          .job_token(ReadJobToken(flags.job_token_file))
+          .buckets(est::distribute::GradientReducerOptions()
+                       .bucket_cap_bytes(static_cast<int64_t>(flags.bucket_cap_mb * (1 << 20)))
+                       .overlap(est::distribute::ParseBackwardOverlap(flags.gradient_overlap, "--gradient-overlap"))
+                       .compression(est::distribute::ParseGradientCompression(flags.gradient_compression,
+                                                                              "--gradient-compression"))
+                       .power_sgd(est::distribute::PowerSgdOptions()
+                                      .rank(flags.powersgd_rank)
+                                      .warmup_steps(flags.powersgd_warmup_steps)));
   options.tls(TlsOf(flags));
   return est::distribute::MultiWorkerMirroredStrategy::Create(options);
 }

@@ -50,6 +50,13 @@ class Collective {
   /// where the collective cannot tell. For regrouping after a failure, when a second peer
   /// may die after the first.
   virtual std::function<std::vector<int>()> lost_ranks_watch() const { return nullptr; }
+  /// Cuts this rank off from `ranks`, which the caller learned are lost some other way (the
+  /// chief saw them stop beating: a host gone without closing its connections, a stopped
+  /// process): a call waiting on one of them, now or later, fails with CommunicationError, and
+  /// lost_ranks() names the first, as when a peer's process exits. May be called from another
+  /// thread while a call runs. A collective that cannot cut does nothing: its call waits for
+  /// the timeout.
+  virtual void cut_off(const std::vector<int>& ranks) { (void)ranks; }
 };
 
 }  // namespace est::distribute

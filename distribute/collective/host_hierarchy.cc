@@ -23,15 +23,16 @@ namespace {
 // All-reduce within each host, across the hosts' leaders, and back within each host.
 class HierarchicalCollective final : public Collective {
  public:
-  /// `neighbours`: the ranks of this host, `local`'s ranks in order; `leader_of_host`: the rank
-  /// that leads each host, `leaders`' ranks in order.
+  /// `neighbours`: the ranks of this host, `local`'s ranks in order; `host_of`: each rank's
+  /// host; `leader_of_host`: the rank that leads each host, `leaders`' ranks in order.
   HierarchicalCollective(std::unique_ptr<Collective> flat, std::unique_ptr<SharedMemoryAllreduce> local,
-                         std::unique_ptr<Collective> leaders, std::vector<int> neighbours,
+                         std::unique_ptr<Collective> leaders, std::vector<int> neighbours, std::vector<int> host_of,
                          std::vector<int> leader_of_host)
       : flat_(std::move(flat)),
         local_(std::move(local)),
         leaders_(std::move(leaders)),
         neighbours_(std::move(neighbours)),
+        host_of_(std::move(host_of)),
         leader_of_host_(std::move(leader_of_host)) {}
 
   int rank() const override { return flat_->rank(); }
@@ -64,11 +65,28 @@ class HierarchicalCollective final : public Collective {
     if (leaders_)
       for (int host : leaders_->lost_ranks()) lost.push_back(leader_of_host_.at(static_cast<size_t>(host)));
     if (local_)
-      if (const std::optional<int> exited = local_->exited_rank())
-        lost.push_back(neighbours_.at(static_cast<size_t>(*exited)));
+      if (const std::optional<int> gone = local_->lost_rank())
+        lost.push_back(neighbours_.at(static_cast<size_t>(*gone)));
     std::sort(lost.begin(), lost.end());
     lost.erase(std::unique(lost.begin(), lost.end()), lost.end());
     return lost;
+  }
+  // A rank of another host is reached through that host's leader: cutting it off cuts the
+  // leader's connection (its host's others are stuck behind it, or gone with it).
+  void cut_off(const std::vector<int>& ranks) override {
+    flat_->cut_off(ranks);  // checks the ranks
+    std::vector<int> hosts;
+    for (int rank : ranks) {
+      if (rank == this->rank()) continue;
+      const auto neighbour = std::find(neighbours_.begin(), neighbours_.end(), rank);
+      if (neighbour != neighbours_.end()) {
+        if (local_) local_->cut_off(static_cast<int>(neighbour - neighbours_.begin()));
+        continue;
+      }
+      const int host = host_of_.at(static_cast<size_t>(rank));
+      if (std::find(hosts.begin(), hosts.end(), host) == hosts.end()) hosts.push_back(host);
+    }
+    if (leaders_ && !hosts.empty()) leaders_->cut_off(hosts);
   }
   std::function<std::vector<int>()> lost_ranks_watch() const override {
     if (!local_) return nullptr;
@@ -84,6 +102,7 @@ class HierarchicalCollective final : public Collective {
   std::unique_ptr<SharedMemoryAllreduce> local_;  ///< null where this rank is alone on its host
   std::unique_ptr<Collective> leaders_;           ///< on a host's leader only
   std::vector<int> neighbours_;                   ///< this host's ranks, local_'s ranks in order
+  std::vector<int> host_of_;                      ///< each rank's host
   std::vector<int> leader_of_host_;               ///< each host's first rank, leaders_' ranks in order
 };
 
@@ -140,7 +159,7 @@ std::unique_ptr<Collective> WithHostHierarchy(std::unique_ptr<Collective> flat, 
   std::vector<int> leader_of_host(static_cast<size_t>(hosts), -1);
   for (int q = world_size - 1; q >= 0; --q) leader_of_host[static_cast<size_t>(host_of[static_cast<size_t>(q)])] = q;
   return std::make_unique<HierarchicalCollective>(std::move(flat), std::move(local), std::move(leaders),
-                                                  std::move(neighbours), std::move(leader_of_host));
+                                                  std::move(neighbours), host_of, std::move(leader_of_host));
 }
 
 std::unique_ptr<Collective> ConnectWithHostHierarchy(const ConnectCollective& connect, std::shared_ptr<Store> store,

@@ -47,7 +47,7 @@ constexpr int kSpins = 2000;
 constexpr auto kLivenessPeriod = std::chrono::milliseconds(50);
 
 // The first failure, as the header records it: what happened, and to which rank.
-enum class FailureKind : uint32_t { kExited = 1, kClosed = 2, kTimedOut = 3 };
+enum class FailureKind : uint32_t { kExited = 1, kClosed = 2, kTimedOut = 3, kCutOff = 4 };
 uint32_t EncodeFailure(FailureKind kind, int rank) {
   return static_cast<uint32_t>(kind) << 24 | static_cast<uint32_t>(rank);
 }
@@ -290,10 +290,17 @@ void SharedMemoryAllreduce::broadcast(at::Tensor& tensor, int root) {
   }
 }
 
-std::optional<int> SharedMemoryAllreduce::exited_rank() const {
+std::optional<int> SharedMemoryAllreduce::lost_rank() const {
   const uint32_t failure = header_->failure.load(std::memory_order_acquire);
-  if (static_cast<FailureKind>(failure >> 24) != FailureKind::kExited) return std::nullopt;
+  const auto kind = static_cast<FailureKind>(failure >> 24);
+  if (kind != FailureKind::kExited && kind != FailureKind::kCutOff) return std::nullopt;
   return static_cast<int>(failure & 0xffffffu);
+}
+
+void SharedMemoryAllreduce::cut_off(int rank) {
+  EST_CHECK(rank >= 0 && rank < world_size_ && rank != rank_, ConfigError, "shared-memory all-reduce of rank ", rank_,
+            " of ", world_size_, ": cannot cut off rank ", rank, " (another rank in [0, ", world_size_, ") expected)");
+  record_failure(EncodeFailure(FailureKind::kCutOff, rank));
 }
 
 std::function<std::vector<int>()> SharedMemoryAllreduce::exited_ranks_watch() const {
@@ -368,6 +375,10 @@ void SharedMemoryAllreduce::fail_waiting(bool timed_out, int exited_rank) {
             pids_[static_cast<size_t>(rank)], ") exited (shared memory; the collective cannot be used again)");
   EST_CHECK(kind != FailureKind::kClosed, CommunicationError, operation, " failed: rank ", rank,
             " closed its collective (shared memory; the collective cannot be used again)");
+  EST_CHECK(kind != FailureKind::kCutOff, CommunicationError, operation, " failed: rank ", rank, " (pid ",
+            pids_[static_cast<size_t>(rank)],
+            ") was cut off: it stopped beating (stopped, or its process hung; shared memory; the collective cannot be "
+            "used again)");
   const std::string absent = missing();
   EST_THROW(CommunicationError, operation, " failed: rank ", rank, " timed out waiting for its peers",
             absent.empty() ? std::string() : ": " + absent + " did not arrive",

@@ -26,7 +26,7 @@ class Store;
 ///
 /// A wait fails with TimeoutError after `timeout`, naming the ranks that did not arrive,
 /// and with CommunicationError within 50 ms when a peer process has exited, at once when a
-/// peer has closed its collective. After an error every later call fails: the object (like
+/// peer has closed its collective or a rank cut another off. After an error every later call fails: the object (like
 /// the collective that owns it) is broken.
 class SharedMemoryAllreduce {
  public:
@@ -50,8 +50,12 @@ class SharedMemoryAllreduce {
   /// and size on every rank (CommunicationError otherwise). The root copies each chunk into
   /// its slot once; the others copy it out.
   void broadcast(at::Tensor& tensor, int root);
-  /// The rank whose process exited, where that is what made an operation fail (any rank's).
-  std::optional<int> exited_rank() const;
+  /// The rank whose process exited, or that a rank cut off (cut_off), where that is what made
+  /// an operation fail (any rank's).
+  std::optional<int> lost_rank() const;
+  /// Fails every rank's waiting call, now or later, naming `rank` lost: the caller learned
+  /// that it is (it stopped beating) while its process lives on. Thread-safe.
+  void cut_off(int rank);
   /// A function, independent of this object's life, that returns the ranks whose processes
   /// have exited (a zombie counts) by the time it is called, ascending.
   std::function<std::vector<int>()> exited_ranks_watch() const;

@@ -48,12 +48,17 @@ class SharedMemoryCollective final : public Collective {
   void barrier() override { inner_->barrier(); }
   std::vector<int> lost_ranks() const override {
     std::vector<int> lost = inner_->lost_ranks();
-    const std::optional<int> exited = shared_memory_->exited_rank();
-    if (exited && std::find(lost.begin(), lost.end(), *exited) == lost.end()) {
-      lost.push_back(*exited);
+    const std::optional<int> gone = shared_memory_->lost_rank();
+    if (gone && std::find(lost.begin(), lost.end(), *gone) == lost.end()) {
+      lost.push_back(*gone);
       std::sort(lost.begin(), lost.end());
     }
     return lost;
+  }
+  void cut_off(const std::vector<int>& ranks) override {
+    inner_->cut_off(ranks);
+    for (int rank : ranks)
+      if (rank != this->rank()) shared_memory_->cut_off(rank);
   }
   std::function<std::vector<int>()> lost_ranks_watch() const override { return shared_memory_->exited_ranks_watch(); }
   bool allreduce_computes_on_cpu() const override { return true; }

@@ -1,12 +1,13 @@
 #include "distribute/rendezvous/membership.h"
 
 #include <algorithm>
-#include <map>
+#include <cstdlib>
 #include <optional>
 #include <utility>
 
 #include "common/error.h"
 #include "common/logging.h"
+#include "distribute/rendezvous/beat_watch.h"
 #include "distribute/rendezvous/error_text.h"
 #include "distribute/rendezvous/store.h"
 
@@ -15,7 +16,9 @@
 //   membership/<g>/arrived       counter: the members that arrived at generation g
 //   membership/<g>/arrival/<i>   the id of the i-th arrival (from 1)
 //   membership/1/rank/<r>        the id of rank r, for a first generation in the rendezvous' order
-//   membership/beat/<member>     counter: the beats of a member (Beat)
+//   membership/beat/<member>     counter: the beats of a member (Beat; read by BeatWatch)
+//   membership/<g>/cut_off       the ranks of generation g that the coordinator cut off
+//                                (CutOff), comma-separated; set once
 //   membership/<g>/members       the members of generation g in rank order, one a line: set
 //                                once, by the coordinator, which closes g; empty where the
 //                                training ended after generation g-1 (Finish)
@@ -37,8 +40,6 @@ constexpr std::chrono::milliseconds kArrivalSlice(50);
 constexpr size_t kMaxMemberIdLength = 256;
 
 std::string Key(int64_t number, const std::string& what) { return "membership/" + std::to_string(number) + "/" + what; }
-
-std::string BeatKey(const std::string& member) { return "membership/beat/" + member; }
 
 std::string Joined(const std::vector<std::string>& members) {
   std::string text;
@@ -164,7 +165,33 @@ bool Membership::NewcomerWaiting(const Generation& current) const {
   return current.world_size() < options_.max_members && store_->check({Key(current.number + 1, "arrival/1")});
 }
 
-void Membership::Beat() { store_->add(BeatKey(options_.member), 1); }
+void Membership::Beat() { store_->add(BeatWatch::Key(options_.member), 1); }
+
+void Membership::CutOff(const Generation& current, const std::vector<int>& ranks) {
+  EST_CHECK(options_.coordinator, Error, "only the coordinator cuts members off the training group");
+  std::string text;
+  for (int rank : ranks) text += (text.empty() ? "" : ",") + std::to_string(rank);
+  store_->set(Key(current.number, "cut_off"), text);
+}
+
+std::vector<int> Membership::CutOffRanks(const Generation& current) const {
+  const std::string key = Key(current.number, "cut_off");
+  if (!store_->check({key})) return {};
+  std::vector<int> ranks;
+  const std::string text = store_->get(key, options_.timeout);
+  for (size_t start = 0; start < text.size();) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    char* parsed = nullptr;
+    const long rank = std::strtol(item.c_str(), &parsed, 10);
+    EST_CHECK(!item.empty() && *parsed == '\0' && rank > 0 && rank < current.world_size(), Error,
+              "the training group's store names '", item, "' cut off generation ", current.number,
+              ", which has ranks 1 to ", current.world_size() - 1, " besides the coordinator");
+    ranks.push_back(static_cast<int>(rank));
+    start = end + 1;
+  }
+  return ranks;
+}
 
 void Membership::Finish(const Generation& current) {
   EST_CHECK(options_.coordinator, Error, "only the coordinator ends the training group's generations");
@@ -224,11 +251,7 @@ std::vector<std::string> Membership::Close(int64_t number, int expected_count, s
   // A first generation expects a number of members; a later one, those of the last not lost.
   const bool by_count = expected.empty();
   std::vector<std::string> arrived;  // in arrival order, each once
-  struct LastBeat {
-    int64_t count;
-    Clock::time_point seen;  // when the coordinator first saw `count`
-  };
-  std::map<std::string, LastBeat> beats;  // of the expected members that have not arrived
+  BeatWatch beats(store_, options_.beat_lease);  // of the expected members that have not arrived
   while (true) {
     const int64_t count = store_->add(Key(number, "arrived"), 0);
     for (int64_t i = static_cast<int64_t>(arrived.size()) + 1; i <= count; ++i) {
@@ -241,25 +264,15 @@ std::vector<std::string> Membership::Close(int64_t number, int expected_count, s
           expected.erase(std::remove(expected.begin(), expected.end(), member), expected.end());
     // An expected member that has not arrived, nor beaten for beat_lease, is gone or stopped.
     if (options_.beat_lease.count() > 0) {
-      const auto now = Clock::now();
-      for (auto member = expected.begin(); member != expected.end();) {
-        if (Contains(arrived, *member) || *member == options_.member) {
-          ++member;
-          continue;
-        }
-        const int64_t beaten = store_->add(BeatKey(*member), 0);
-        LastBeat& last = beats.try_emplace(*member, LastBeat{beaten, now}).first->second;
-        if (last.count != beaten) last = {beaten, now};
-        if (now - last.seen < options_.beat_lease) {
-          ++member;
-          continue;
-        }
+      std::vector<std::string> absent;
+      for (const std::string& member : expected)
+        if (!Contains(arrived, member) && member != options_.member) absent.push_back(member);
+      for (const BeatWatch::Silent& silent : beats.Read(absent)) {
         Log().warn(
             "Generation {} of the training group forms without '{}' of generation {}, which has not beaten for {} "
             "(its process or host is gone, or it is stopped): it may join a later one as a newcomer",
-            number, *member, number - 1,
-            DescribeDuration(std::chrono::duration_cast<std::chrono::milliseconds>(now - last.seen)));
-        member = expected.erase(member);
+            number, silent.member, number - 1, DescribeDuration(silent.silent_for));
+        expected.erase(std::remove(expected.begin(), expected.end(), silent.member), expected.end());
       }
     }
     std::vector<std::string> members{options_.member};

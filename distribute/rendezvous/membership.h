@@ -86,6 +86,13 @@ class Membership {
   /// Tells the coordinator that this member lives: a member beats more often than the
   /// coordinator's beat_lease, from a thread of its own (MemberHeartbeat).
   void Beat();
+  /// The coordinator, having found members of `current` at `ranks` silent (BeatWatch) while
+  /// the group trains: records that it cut them off, so that every member cuts its own
+  /// connections to them (CutOffRanks) and no call of the generation waits on them.
+  void CutOff(const Generation& current, const std::vector<int>& ranks);
+  /// The ranks of `current` that the coordinator cut off, ascending as it named them; empty
+  /// while it cut none. One store call: members ask at each beat.
+  std::vector<int> CutOffRanks(const Generation& current) const;
   /// The coordinator, once the training of `current` ended: no generation forms after it, and
   /// newcomers waiting for one, or arriving later, learn so (JoinAsNewcomer gives nullopt).
   void Finish(const Generation& current);

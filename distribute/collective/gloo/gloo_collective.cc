@@ -28,6 +28,7 @@
 #include "common/thread_scheduling.h"
 #include "distribute/collective/collective_backend.h"
 #include "distribute/collective/flight_recorder.h"
+#include "distribute/collective/gloo/gloo_connection_cut.h"
 #include "distribute/collective/gloo/gloo_peers.h"
 #include "distribute/collective/gloo/gloo_store.h"
 #include "distribute/collective/host_hierarchy.h"
@@ -152,6 +153,23 @@ class GlooCollective final : public Collective {
     const std::lock_guard<std::mutex> lock(lost_mutex_);
     return lost_;
   }
+  // The loss is recorded in the store before the connection is cut, so that the peers whose
+  // calls fail next (when this rank leaves the group) name the rank cut off, not this one.
+  void cut_off(const std::vector<int>& ranks) override {
+    for (int peer : ranks) {
+      EST_CHECK(peer >= 0 && peer < world_size_, ConfigError, "Gloo collective of rank ", rank_, " of ", world_size_,
+                ": cannot cut off rank ", peer, " (a rank in [0, ", world_size_, ") expected)");
+      if (peer == rank_) continue;
+      {
+        const std::lock_guard<std::mutex> lock(lost_mutex_);
+        if (std::find(cut_.begin(), cut_.end(), peer) != cut_.end()) continue;
+        cut_.push_back(peer);
+      }
+      if (peers_) peers_->RecordLoss(peer);
+      if (const auto& pair = context_->getPair(peer))
+        detail::CutTcpConnection(pair->address().str(), peers_ ? peers_->ConnectedAddress(peer) : "");
+    }
+  }
 
   void allreduce(at::Tensor& tensor, ReduceOp op) override {
     const at::ScalarType type = WireType(tensor.scalar_type());
@@ -260,9 +278,11 @@ class GlooCollective final : public Collective {
     const std::optional<int> lost = peers_ ? peers_->RankIn(message) : std::nullopt;
     if (lost) {
       const std::optional<int> first = peers_->RecordLoss(*lost);
+      bool was_cut = false;
       {
         const std::lock_guard<std::mutex> lock(lost_mutex_);
         lost_ = {first.value_or(*lost)};
+        was_cut = std::find(cut_.begin(), cut_.end(), lost_.front()) != cut_.end();
       }
       std::string also;
       if (!first) {
@@ -272,10 +292,13 @@ class GlooCollective final : public Collective {
       }
       EST_THROW(CommunicationError, "Gloo ", operation, " on rank ", rank_, " of ", world_size_, " failed: lost rank ",
                 first.value_or(*lost), also, " at ", DescribeUtcTime(std::chrono::system_clock::now()), ", ",
-                DescribeDuration(std::chrono::duration_cast<std::chrono::milliseconds>(
-                    std::chrono::system_clock::now() - started)),
+                DescribeDuration(
+                    std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now() - started)),
                 " into the ", operation,
-                ": its process exited or was killed, or the network failed; the collective cannot be used again: ",
+                was_cut ? ": it stopped beating (its host is gone or cut off, or it is stopped), so this rank cut its "
+                          "connection; the collective cannot be used again: "
+                        : ": its process exited or was killed, or the network failed; the collective cannot be used "
+                          "again: ",
                 message);
     }
     EST_THROW(CommunicationError, "Gloo ", operation, " on rank ", rank_, " of ", world_size_,
@@ -291,6 +314,7 @@ class GlooCollective final : public Collective {
   uint32_t next_tag_ = 0;
   mutable std::mutex lost_mutex_;
   std::vector<int> lost_;  ///< lost_ranks(), set when a call fails for a lost peer
+  std::vector<int> cut_;   ///< the peers cut_off() cut this rank off from
 };
 
 // The ranks whose address key Gloo's full-mesh connection never found in `store`.

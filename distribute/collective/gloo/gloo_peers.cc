@@ -79,6 +79,11 @@ std::optional<int> GlooPeers::RankIn(const std::string& message) const {
   return std::nullopt;
 }
 
+std::string GlooPeers::ConnectedAddress(int peer) const {
+  const std::vector<std::string>& addresses = addresses_.at(static_cast<size_t>(peer));
+  return addresses.empty() ? std::string() : addresses.front();
+}
+
 std::optional<int> GlooPeers::RecordLoss(int lost) const {
   try {
     const int64_t claim = store_->add("lost_rank/claims", 1);

@@ -28,6 +28,8 @@ class GlooPeers {
 
   /// The peer whose address `message` quotes, if any.
   std::optional<int> RankIn(const std::string& message) const;
+  /// The address of `peer`'s end of its connection to this rank ("" if `peer` is this rank).
+  std::string ConnectedAddress(int peer) const;
   /// Records in the store that this rank lost rank `lost`, and returns the rank whose loss
   /// any rank recorded first (waiting up to 1 s for that record); nothing when the store
   /// cannot be reached (it went with the chief).

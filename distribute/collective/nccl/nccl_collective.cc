@@ -5,8 +5,11 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "common/error.h"
 #include "distribute/collective/collective_backend.h"
@@ -111,6 +114,32 @@ class NcclCollective final : public Collective {
   }
 
   void barrier() override { allreduce(barrier_, ReduceOp::kSum); }
+  std::vector<int> lost_ranks() const override {
+    const std::lock_guard<std::mutex> lock(cut_mutex_);
+    return cut_;
+  }
+  // NCCL cannot close one peer's connection: the communicator is aborted, which ends the
+  // operation in flight on this rank; the others' fail when this rank leaves the group.
+  void cut_off(const std::vector<int>& ranks) override {
+    std::string named;
+    {
+      const std::lock_guard<std::mutex> lock(cut_mutex_);
+      for (int peer : ranks) {
+        EST_CHECK(peer >= 0 && peer < world_size(), ConfigError, "NCCL rank ", rank(), " of ", world_size(),
+                  ": cannot cut off rank ", peer, " (a rank in [0, ", world_size(), ") expected)");
+        if (peer == rank() || std::find(cut_.begin(), cut_.end(), peer) != cut_.end()) continue;
+        cut_.push_back(peer);
+        named += (named.empty() ? "" : ", ") + std::to_string(peer);
+      }
+      std::sort(cut_.begin(), cut_.end());
+    }
+    if (named.empty()) return;
+    communicator_.abort(std::make_exception_ptr(CommunicationError(
+        "NCCL rank " + std::to_string(rank()) + " of " + std::to_string(world_size()) + " (" + device_.str() +
+        "): lost rank " + named +
+        ", which stopped beating (its host is gone or cut off, or it is stopped); every NCCL communicator of this "
+        "process was aborted, and the collective cannot be used again")));
+  }
 
  private:
   // `tensor` itself when NCCL can work in it (contiguous, on this device), else a contiguous copy there.
@@ -150,6 +179,8 @@ class NcclCollective final : public Collective {
   NcclStream stream_;
   at::Tensor barrier_;       ///< one int32 on the device, all-reduced by barrier()
   FlightRecorder recorder_;  ///< every operation from its issue to its completion
+  mutable std::mutex cut_mutex_;
+  std::vector<int> cut_;  ///< the ranks cut_off() named, ascending: lost_ranks()
 };
 
 }  // namespace

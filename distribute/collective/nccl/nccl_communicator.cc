@@ -157,6 +157,8 @@ NcclCommunicator::~NcclCommunicator() {
 
 void NcclCommunicator::check() const { watchdog_->check(); }
 
+void NcclCommunicator::abort(std::exception_ptr error) { watchdog_->fail(std::move(error)); }
+
 void NcclCommunicator::synchronize() {
   // The watchdog fails an operation at its own deadline; the second timeout is a backstop.
   watchdog_->wait_idle(comm_, Clock::now() + 2 * options_.timeout);

@@ -70,6 +70,10 @@ class NcclCommunicator {
   void synchronize();
   /// Throws the error the watchdog recorded, if any.
   void check() const;
+  /// Records `error` as the watchdog's (unless one is recorded) and aborts the communicator
+  /// (and the others of its watchdog): operations in flight end, and every call throws it from
+  /// then on. Thread-safe: meant for a thread other than the caller of the operations.
+  void abort(std::exception_ptr error);
 
  private:
   /// Issues `call` (an NCCL call on the communicator) and tracks it with an event on `stream`.

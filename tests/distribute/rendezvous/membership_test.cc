@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "distribute/rendezvous/beat_watch.h"
 #include "distribute/rendezvous/member_heartbeat.h"
 #include "distribute/rendezvous/store.h"
 #include "tests/distribute/rank_threads.h"
@@ -21,6 +22,7 @@
 namespace membership_test {
 namespace {
 
+using est::distribute::BeatWatch;
 using est::distribute::Generation;
 using est::distribute::Membership;
 using est::distribute::MembershipOptions;
@@ -224,6 +226,45 @@ TEST_CASE("A member that stops beating is left out after the beat lease; one tha
   for (const std::string member : {"b", "c"})
     CHECK(log.text().find("warning: Generation 2 of the training group forms without '" + member +
                           "' of generation 1, which has not beaten for ") != std::string::npos);
+}
+
+TEST_CASE("The beat watch names the members whose beats have not changed for the lease, on its own clock",
+          "[distribute]") {
+  const auto store = est::distribute::CreateInMemoryStore();
+  BeatWatch watch(store, 300ms);
+  Membership a(store, Options("a"));
+  a.Beat();
+  // A member read for the first time gets a whole lease, whether it beat before or never did.
+  CHECK(watch.Read({"a", "b"}).empty());
+  std::this_thread::sleep_for(200ms);
+  a.Beat();
+  std::this_thread::sleep_for(200ms);
+  const std::vector<BeatWatch::Silent> silent = watch.Read({"a", "b"});
+  REQUIRE(silent.size() == 1);
+  CHECK(silent[0].member == "b");
+  CHECK(silent[0].silent_for >= 300ms);
+  std::this_thread::sleep_for(350ms);
+  CHECK(watch.Read({"a", "b"}).size() == 2);
+}
+
+TEST_CASE("Members read the ranks the coordinator cut off their generation, and no other generation's",
+          "[distribute]") {
+  const auto store = est::distribute::CreateInMemoryStore();
+  const std::vector<Generation> first = FormFirst(store, {"chief", "a", "b", "c"});
+  Membership chief(store, Options("chief", true));
+  Membership member(store, Options(first[1].members[1]));
+  CHECK(member.CutOffRanks(first[1]).empty());
+  chief.CutOff(first[0], {1, 3});
+  CHECK(member.CutOffRanks(first[1]) == std::vector<int>{1, 3});
+  Generation later = first[1];
+  later.number = 2;
+  CHECK(member.CutOffRanks(later).empty());
+  CHECK_THROWS_MATCHES(member.CutOff(first[1], {2}), est::Error,
+                       est::testing::MessageMatches(Catch::Contains("only the coordinator cuts members off")));
+  store->set("membership/2/cut_off", "1,x");
+  CHECK_THROWS_MATCHES(member.CutOffRanks(later), est::Error,
+                       est::testing::MessageMatches(Catch::Contains(
+                           "the training group's store names 'x' cut off generation 2, which has ranks 1 to 3")));
 }
 
 TEST_CASE("A replacement that arrives within replacement_wait takes the lost member's place at the end",

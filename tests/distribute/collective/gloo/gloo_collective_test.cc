@@ -238,6 +238,61 @@ TEST_CASE("Gloo collective fails within its timeout, naming the ranks", "[distri
   }
 }
 
+TEST_CASE("A peer cut off (it stopped beating) fails the calls that wait on it now, not at the timeout",
+          "[distribute]") {
+  // Rank 2 is connected and alive but takes no part: a stopped process, or a host whose
+  // packets stop without its connections closing. Ranks 0 and 1 cut it off, as every member
+  // does when the chief finds it silent.
+  const bool shared_memory = GENERATE(false, true);
+  CAPTURE(shared_memory);
+  auto store = CreateInMemoryStore();
+  GlooOptions options = WithTimeout(30s);
+  options.shared_memory = shared_memory;
+  std::vector<std::unique_ptr<Collective>> collectives(3);
+  std::atomic<int> finished{0};
+  std::vector<std::exception_ptr> errors(2);
+  std::vector<std::chrono::steady_clock::duration> elapsed(2);
+  std::vector<std::vector<int>> lost(2);
+  est::testing::RunRanks<int>(3, [&](int rank) {
+    collectives[rank] = CreateGlooCollective(store, rank, 3, options);
+    if (rank == 2) {
+      while (finished < 2) std::this_thread::sleep_for(1ms);
+      return 0;
+    }
+    Collective& collective = *collectives[rank];
+    std::thread cutter([&collective] {
+      std::this_thread::sleep_for(300ms);
+      collective.cut_off({2});
+    });
+    at::Tensor tensor = at::ones({1024});
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      collective.allreduce(tensor, ReduceOp::kSum);
+    } catch (...) {
+      errors[rank] = std::current_exception();
+    }
+    elapsed[rank] = std::chrono::steady_clock::now() - start;
+    cutter.join();
+    lost[rank] = collective.lost_ranks();
+    ++finished;
+    return 0;
+  });
+  for (int rank = 0; rank < 2; ++rank) {
+    CAPTURE(rank);
+    REQUIRE(errors[rank]);
+    CHECK_THROWS_MATCHES(std::rethrow_exception(errors[rank]), est::CommunicationError,
+                         MessageMatches(Catch::Contains("rank 2") && Catch::Contains("stopped beating")));
+    CHECK(elapsed[rank] >= 250ms);
+    CHECK(elapsed[rank] < 5s);
+    CHECK(lost[rank] == std::vector<int>{2});
+  }
+  // Cut off for good: the next call fails at once too.
+  at::Tensor tensor = at::ones({4});
+  CHECK_THROWS_AS(collectives[0]->allreduce(tensor, ReduceOp::kSum), est::CommunicationError);
+  CHECK_THROWS_MATCHES(collectives[0]->cut_off({3}), est::ConfigError,
+                       MessageMatches(Catch::Contains("cannot cut off rank 3 (a rank in [0, 3) expected)")));
+}
+
 TEST_CASE("Gloo collective of one rank needs no store and no network", "[distribute]") {
   auto collective = CreateGlooCollective(nullptr, 0, 1);
   CHECK(collective->name() == "gloo");

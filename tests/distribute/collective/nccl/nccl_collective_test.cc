@@ -240,5 +240,42 @@ TEST_CASE("NCCL collective: a rank that never issues makes the others throw Time
   CHECK(later == first);
 }
 
+TEST_CASE("NCCL collective: a rank cut off (it stopped beating) ends the call waiting on it before the timeout",
+          "[distribute][nccl][cuda]") {
+  EST_REQUIRE_CUDA_DEVICES(2);
+  auto store = CreateInMemoryStore();
+  std::atomic<bool> rank0_done{false};
+  std::string first;
+  std::vector<int> lost;
+  std::chrono::steady_clock::duration waited{};
+  const auto errors = RunRanksCatching(2, [&](int rank) {
+    auto collective = CreateNcclCollective(store, rank, 2, Gpu(rank), WithTimeout(30s));
+    if (rank == 1) {
+      const auto deadline = std::chrono::steady_clock::now() + 60s;
+      while (!rank0_done && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+      return;
+    }
+    std::thread cutter([&collective] {
+      std::this_thread::sleep_for(500ms);
+      collective->cut_off({1});
+    });
+    at::Tensor tensor = at::ones({16}, at::TensorOptions().device(Gpu(0)));
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      collective->allreduce(tensor, ReduceOp::kSum);
+    } catch (const CommunicationError& error) {
+      first = error.what();
+    }
+    waited = std::chrono::steady_clock::now() - start;
+    cutter.join();
+    lost = collective->lost_ranks();
+    rank0_done = true;
+  });
+  for (const auto& error : errors) CHECK(MessageOf(error) == "");
+  CHECK_THAT(first, Catch::Contains("NCCL rank 0 of 2 (cuda:0): lost rank 1, which stopped beating"));
+  CHECK(waited < 10s);
+  CHECK(lost == std::vector<int>{1});
+}
+
 }  // namespace
 }  // namespace est::distribute
