@@ -120,9 +120,11 @@ Figures (see docs/performance.md):
                  step before the newcomer was seen and its first step with 3 workers, one step's time included)
   elastic_recovery_replace_wait  the same with --min-workers 3: the 2 left wait for the replacement
   elastic_recovery_restart  the same with est-launch --max-restarts 1: every task restarts from the checkpoint
-  elastic_steps_lost_{shrink,replace,replace_wait,restart}  completed steps lost by the kill (a checkpoint every 20
-                 steps, the kill
-                 after step 30), vs torchrun's
+  elastic_recovery_silent  seconds from SIGSTOP of worker 1 (the same job, --min-workers 2) to the next completed
+                 step: its connections stay open, as when a host hangs or drops its packets, and the chief cuts
+                 it off after the beat lease (5 s), vs the collective timeout (60 s) it waited for before
+  elastic_steps_lost_{shrink,replace,replace_wait,restart,silent}  completed steps lost by the kill (a checkpoint
+                 every 20 steps, the kill after step 30), vs torchrun's
 and, when built, the figures of input_pipeline_bench and checkpoint_bench.
 """
 
@@ -469,8 +471,10 @@ class Runner:
         """Seconds from SIGKILL of one training task of 3 (after step RECOVERY_KILL_STEP) to the job's next
         completed step, and the completed steps lost: `mode` "shrink" (ours, est-launch --min-workers 2: the
         others go on), "replace" (ours, --min-workers 2 --max-restarts 1: the others go on, and the killed task,
-        started again alone, joins them later), "replace_wait" (--min-workers 3: the others wait for it), "restart" (ours, est-launch --max-restarts 1: every task restarts from the checkpoint) or
-        "torchrun" (the DDP peer under torchrun's elastic agent, which restarts every rank from its checkpoint).
+        started again alone, joins them later), "replace_wait" (--min-workers 3: the others wait for it), "restart" (ours, est-launch --max-restarts 1: every task restarts from the checkpoint),
+        "silent" (ours, --min-workers 2, the task stopped by SIGSTOP rather than killed: its connections stay
+        open, and the chief cuts it off after the beat lease, 5 s) or "torchrun" (the DDP peer under torchrun's
+        elastic agent, which restarts every rank from its checkpoint).
         The Fashion-MNIST CNN on stock layers, 64 examples per task and step, a checkpoint every
         RECOVERY_SAVE_STEPS steps, one thread per task. Returns the seconds, the steps lost, and for "replace"
         the seconds the chief's steps stopped while the replacement joined (else None)."""
@@ -487,7 +491,7 @@ class Runner:
             step_line = re.compile(r"elastic_ddp_peer: step (\d+) restart (\d+) at ([0-9.]+)")
             recovered = lambda line, match: match is not None and match.group(2) != "0"  # noqa: E731
         else:
-            flags = {"shrink": ["--min-workers", "2"],
+            flags = {"shrink": ["--min-workers", "2"], "silent": ["--min-workers", "2"],
                      "replace": ["--min-workers", "2", "--max-restarts", "1", "--restart-backoff-secs", "0"],
                      "replace_wait": ["--min-workers", "3", "--max-restarts", "1", "--restart-backoff-secs", "0"],
                      "restart": ["--max-restarts", "1", "--restart-backoff-secs", "0"]}[mode]
@@ -502,7 +506,7 @@ class Runner:
         launch = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                   env=self.single_thread, start_new_session=True)
         log, pids = [], {}
-        killed_at, last_before, resumed = None, 0, False
+        killed_at, last_before, resumed, stopped = None, 0, False, None
         recovery, last_step_at, newcomer_seen_after, regrown = None, None, None, False
         try:
             for line in launch.stdout:
@@ -534,11 +538,16 @@ class Runner:
                     continue
                 last_before = max(last_before, step)
                 if killed_at is None and step >= RECOVERY_KILL_STEP:
-                    os.kill(pids[2] if mode == "torchrun" else task_pid(launch.pid, "worker-1"), signal.SIGKILL)
+                    victim = pids[2] if mode == "torchrun" else task_pid(launch.pid, "worker-1")
+                    if mode == "silent":
+                        stopped = victim
+                    os.kill(victim, signal.SIGSTOP if mode == "silent" else signal.SIGKILL)
                     killed_at = time.time()
             sys.exit(f"run_benchmarks: {mode}: no step completed after the kill, or no replacement joined:\n" +
                      "".join(log[-60:]))
         finally:
+            if stopped is not None:  # it would answer the launcher's SIGTERM only once continued
+                os.kill(stopped, signal.SIGKILL)
             if launch.poll() is None:  # the launcher stops its tasks on SIGTERM
                 launch.terminate()
                 try:
@@ -813,6 +822,9 @@ def main():
                 record(f"elastic_steps_lost_{mode}", lost, peer_lost, "completed steps lost")
                 if pause is not None:
                     record("elastic_regrow_pause", pause, None, "s the steps stop while the replacement joins")
+            seconds, lost, _ = runner.recovery("silent")
+            record("elastic_recovery_silent", seconds, 60, "s, SIGSTOP to the next step (vs the collective timeout)")
+            record("elastic_steps_lost_silent", lost, peer_lost, "completed steps lost")
 
         if "lm" in only:
             ours, peer = runner.transformer_lm(), runner.lm_ddp()
@@ -983,6 +995,8 @@ def main():
     for mode in ("shrink", "replace", "replace_wait", "restart"):
         peers[f"elastic_recovery_{mode}"] = "torchrun's elastic agent restarting DDP's 3 ranks from a checkpoint"
         peers[f"elastic_steps_lost_{mode}"] = "the same, torchrun"
+    peers["elastic_recovery_silent"] = "the collective timeout, which a silent worker cost before it was cut off"
+    peers["elastic_steps_lost_silent"] = "the same, torchrun (after a SIGKILL)"
     peers["serve_hot_reload_versions"] = "versions exported (ours: versions served by the reloads under load)"
     for figure in [name for name in peers if name.startswith("serve_")]:  # the same, for the MLP
         peers["serve_mlp_" + figure[len("serve_"):]] = peers[figure] + "; the 21 M-parameter MLP"
