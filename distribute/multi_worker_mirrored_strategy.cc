@@ -37,9 +37,11 @@ struct MultiWorkerMirroredStrategy::Group {
   GroupEntry entry = GroupEntry::kAtStart;
   std::chrono::steady_clock::time_point next_newcomer_check;
   std::optional<BeatWatch> beats;              ///< on the chief: the members' beats, read by the heartbeat's thread
-  std::mutex watched_mutex;                    ///< guards the two below, which the heartbeat's thread reads
+  std::mutex watched_mutex;                    ///< guards the four below, which the heartbeat's thread uses
   Generation watched_generation;               ///< the generation trained in
   std::shared_ptr<Collective> watched;         ///< its collective; null while the group re-forms
+  int64_t cut_generation = 0;                  ///< the generation this worker cut ranks off, if any
+  std::vector<int> cut_ranks;                  ///< those ranks: lost, when the group re-forms
   std::unique_ptr<MemberHeartbeat> heartbeat;  ///< while this worker trains in the group
 };
 namespace {
@@ -290,7 +292,16 @@ bool MultiWorkerMirroredStrategy::recovers_lost_workers() const {
 
 bool MultiWorkerMirroredStrategy::regroup() {
   if (!group_) return false;
-  const std::vector<int> lost = collective_ ? collective_->lost_ranks() : std::vector<int>{};
+  std::vector<int> lost = collective_ ? collective_->lost_ranks() : std::vector<int>{};
+  {
+    // The ranks cut off are lost too, though the failed call names only the first (or, across
+    // hosts, a host's leader): the next generation does not wait a lease for the others.
+    const std::lock_guard<std::mutex> lock(group_->watched_mutex);
+    if (group_->cut_generation == group_->generation.number)
+      lost.insert(lost.end(), group_->cut_ranks.begin(), group_->cut_ranks.end());
+  }
+  std::sort(lost.begin(), lost.end());
+  lost.erase(std::unique(lost.begin(), lost.end()), lost.end());
   if (!lost.empty() && lost.front() == 0) {
     Log().error(
         "MultiWorkerMirroredStrategy: the chief was lost, and its store held the training group: the "
@@ -301,7 +312,9 @@ bool MultiWorkerMirroredStrategy::regroup() {
   for (int rank : lost) named += (named.empty() ? "" : ", ") + std::to_string(rank);
   Log().warn("MultiWorkerMirroredStrategy: generation {} of the training group lost {}; re-forming it without {}",
              group_->generation.number, named.empty() ? "a worker it could not name" : "rank " + named,
-             named.empty() ? "the workers that do not arrive within the timeout" : "it");
+             named.empty()      ? "the workers that do not arrive within the timeout"
+             : lost.size() == 1 ? "it"
+                                : "them");
   form_next_generation(lost);
   return true;
 }
@@ -350,6 +363,8 @@ void MultiWorkerMirroredStrategy::beat() {
     const std::lock_guard<std::mutex> lock(group_->watched_mutex);
     if (group_->watched != collective) return;
     group_->watched.reset();
+    group_->cut_generation = generation.number;
+    group_->cut_ranks = cut;
   }
   collective->cut_off(cut);
   // model_fn's collective, unless it is being connected (then it fails on its own).

@@ -695,13 +695,14 @@ TEST_CASE("--min-workers across hosts: a host lost with its workers, the job tra
 
 TEST_CASE("--min-workers across hosts: a host that stops answering is cut off after the beat lease, not the timeout",
           "[apps][faults]") {
-  // Node 0 runs the chief and worker 0, node 1 worker 1 (rank 2). Node 1's est-launch and its
-  // worker are stopped (SIGSTOP) while the job trains: their connections stay open and nothing
-  // closes them, as when a host hangs or its network drops its packets. The chief finds rank 2
-  // silent for the beat lease (--beat-lease-secs 2) and cuts it off: the step in flight fails on
-  // every other rank at once rather than at the 60 s timeout, and the two left re-form the group.
-  // Then node 1 is killed (its host never comes back): node 0 counts its worker lost. SIGTERM to
-  // node 0 stops the job at a step S, which equals 1 worker trained S steps.
+  // Node 0 runs the chief and worker 0, node 1 workers 1 and 2 (ranks 2 and 3). Node 1's
+  // est-launch and its workers are stopped (SIGSTOP) while the job trains: their connections
+  // stay open and nothing closes them, as when a host hangs or its network drops its packets.
+  // The chief finds ranks 2 and 3 silent for the beat lease (--beat-lease-secs 2) and cuts them
+  // off: the step in flight fails on every other rank at once rather than at the 60 s timeout,
+  // and the two left re-form the group without both, with no second lease to wait. Then node 1
+  // is killed (its host never comes back): node 0 counts its workers lost. SIGTERM to node 0
+  // stops the job at a step S, which equals 1 worker trained S steps.
   const std::string dir = est::testing::FreshTempDir("faults_host_silent").string();
   const fs::path logs = est::testing::FreshTempDir("faults_host_silent_logs");
   const std::string log0 = (logs / "node0").string();
@@ -718,26 +719,29 @@ TEST_CASE("--min-workers across hosts: a host that stops answering is cut off af
   RunResult run = RunCommand(
       "(" + node + "--node-rank 0 --port " + std::to_string(port + 1) + " --chief --workers 1 --min-workers 2" + train +
       " > " + log0 + " 2>&1 & p0=$!; " + (apart ? "unshare --mount " : "") + node + "--node-rank 1 --port " +
-      std::to_string(port + 3) + " --workers 1" + train + " > " + log1 + " 2>&1 & p1=$!; " +
-      WaitForLine("chief 0.*global_step/sec", log0) + "pid=$p1; " + FindTaskPid("worker-1", "w") +
-      "kill -STOP $p1 $w; stopped=$(date +%s%N); " +
+      std::to_string(port + 3) + " --workers 2" + train + " > " + log1 + " 2>&1 & p1=$!; " +
+      WaitForLine("chief 0.*global_step/sec", log0) + "pid=$p1; " + FindTaskPid("worker-1", "w1") +
+      FindTaskPid("worker-2", "w2") + "kill -STOP $p1 $w1 $w2; stopped=$(date +%s%N); " +
       WaitForLine("worker 0.*training on as worker 1 of 2 (generation 2)", log0) +
-      "echo \"re-formed in $(( ($(date +%s%N) - stopped) / 1000000 )) ms\"; kill -KILL $p1 $w; " +
+      "echo \"re-formed in $(( ($(date +%s%N) - stopped) / 1000000 )) ms\"; kill -KILL $p1 $w1 $w2; " +
       WaitForLine("node 1.s est-launch .* is gone", log0) + "sleep 1; kill -TERM $p0; wait $p0; status=$?; cat " +
       log0 + " " + log1 + "; exit $status)");
   INFO(run.output);
   REQUIRE(run.exit_code == 143);
-  CHECK(std::regex_search(run.output,
-                          std::regex(R"(\[chief 0\] .*rank 2 \('worker 2, pid \d+ on [^']+'\) of generation 1 has not )"
-                                     R"(beaten for 2\.\d+ s .*: cutting it off)")));
+  for (const std::string rank : {"2", "3"})
+    CHECK(std::regex_search(run.output, std::regex(R"(\[chief 0\] .*rank )" + rank + R"( \('worker )" + rank +
+                                                   R"(, pid \d+ on [^']+'\) of generation 1 has not beaten for )"
+                                                   R"(2\.\d+ s .*: cutting it off)")));
   CHECK(std::regex_search(run.output,
                           std::regex(R"(\[chief 0\] .*The step after global step \d+ failed: .*stopped beating)")));
-  CHECK(std::regex_search(run.output, std::regex(R"(\[chief 0\] .*generation 1 of the training group lost rank 2)")));
+  CHECK(std::regex_search(
+      run.output, std::regex(R"(\[chief 0\] .*generation 1 of the training group lost rank 2, 3; re-forming)")));
   CHECK(CountOf(run.output, "6 logical shards; this worker reads 3 of them, going on with the 2 it read before") == 2);
   std::smatch reformed;
   REQUIRE(std::regex_search(run.output, reformed, std::regex(R"(re-formed in (\d+) ms)")));
   // The lease and a beat's interval, the failed step and the re-forming: far within the timeout.
   CHECK(std::stoi(reformed[1]) < 20000);
+  CHECK(run.output.find("which has not beaten for") == std::string::npos);  // no second lease waited
   CheckLikeOneWorker(dir, ChiefStoppedAt(run.output), "faults_host_silent_reference");
 }
 
