@@ -17,6 +17,7 @@
 #include "distribute/collective/nccl/nccl_communicator.h"
 #include "distribute/collective/nccl/nccl_stream.h"
 #include "distribute/collective/nccl/nccl_tensor_type.h"
+#include "distribute/rendezvous/error_text.h"
 #include "distribute/rendezvous/store.h"
 
 // Design notes.
@@ -121,7 +122,7 @@ class NcclCollective final : public Collective {
   // NCCL cannot close one peer's connection: the communicator is aborted, which ends the
   // operation in flight on this rank; the others' fail when this rank leaves the group.
   void cut_off(const std::vector<int>& ranks) override {
-    std::string named;
+    std::vector<int> newly_cut;
     {
       const std::lock_guard<std::mutex> lock(cut_mutex_);
       for (int peer : ranks) {
@@ -129,14 +130,14 @@ class NcclCollective final : public Collective {
                   ": cannot cut off rank ", peer, " (a rank in [0, ", world_size(), ") expected)");
         if (peer == rank() || std::find(cut_.begin(), cut_.end(), peer) != cut_.end()) continue;
         cut_.push_back(peer);
-        named += (named.empty() ? "" : ", ") + std::to_string(peer);
+        newly_cut.push_back(peer);
       }
       std::sort(cut_.begin(), cut_.end());
     }
-    if (named.empty()) return;
+    if (newly_cut.empty()) return;
     communicator_.abort(std::make_exception_ptr(CommunicationError(
         "NCCL rank " + std::to_string(rank()) + " of " + std::to_string(world_size()) + " (" + device_.str() +
-        "): lost rank " + named +
+        "): lost " + DescribeRanks(newly_cut) +
         ", which stopped beating (its host is gone or cut off, or it is stopped); every NCCL communicator of this "
         "process was aborted, and the collective cannot be used again")));
   }
