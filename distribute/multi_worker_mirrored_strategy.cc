@@ -243,9 +243,10 @@ void MultiWorkerMirroredStrategy::connect() {
     membership.max_members = options_.max_workers();
     membership.settle = timeout;
     membership.beat_lease = beat_lease();
+    membership.beat_interval = kBeatInterval;
     membership.timeout = timeout;
     group_ = std::make_unique<Group>(group_store, Membership(group_store, membership));
-    if (is_chief) group_->beats.emplace(group_store, beat_lease());
+    if (is_chief) group_->beats.emplace(group_store, beat_lease(), kBeatInterval);
     start_heartbeat();
     // The first generation closed, so the rendezvous did without this worker: it is new.
     if (!is_chief && group_store->check({"membership/latest"})) {

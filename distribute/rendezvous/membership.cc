@@ -81,6 +81,8 @@ Membership::Membership(std::shared_ptr<Store> store, MembershipOptions options)
             options_.max_members, ")");
   EST_CHECK(options_.timeout.count() > 0 && options_.settle.count() >= 0 && options_.replacement_wait.count() >= 0,
             ConfigError, "Membership: the timeout must be positive and settle and replacement_wait not negative");
+  EST_CHECK(options_.beat_interval.count() > 0, ConfigError, "Membership: beat_interval must be positive, got ",
+            options_.beat_interval.count(), " ms");
 }
 
 Generation Membership::JoinFirst(int expected) {
@@ -251,7 +253,7 @@ std::vector<std::string> Membership::Close(int64_t number, int expected_count, s
   // A first generation expects a number of members; a later one, those of the last not lost.
   const bool by_count = expected.empty();
   std::vector<std::string> arrived;  // in arrival order, each once
-  BeatWatch beats(store_, options_.beat_lease);  // of the expected members that have not arrived
+  BeatWatch beats(store_, options_.beat_lease, options_.beat_interval);  // of the expected members that have not arrived
   while (true) {
     const int64_t count = store_->add(Key(number, "arrived"), 0);
     for (int64_t i = static_cast<int64_t>(arrived.size()) + 1; i <= count; ++i) {

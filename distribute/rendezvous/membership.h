@@ -53,6 +53,9 @@ struct MembershipOptions {
   /// (Beat()) before it stops expecting it, sooner than `settle`: the member's process or host
   /// is gone, or it is stopped. 0: the coordinator reads no beats.
   std::chrono::milliseconds beat_lease = std::chrono::milliseconds(0);
+  /// How often members beat (their MemberHeartbeat's interval): the coordinator names those
+  /// that fall silent within a beat of each other together (BeatWatch).
+  std::chrono::milliseconds beat_interval = std::chrono::milliseconds(500);
   /// How long the coordinator waits for min_members to arrive, and a member for its
   /// generation to close, beyond the coordinator's settle and replacement_wait.
   std::chrono::milliseconds timeout = std::chrono::minutes(5);

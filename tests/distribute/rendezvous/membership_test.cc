@@ -231,7 +231,7 @@ TEST_CASE("A member that stops beating is left out after the beat lease; one tha
 TEST_CASE("The beat watch names the members whose beats have not changed for the lease, on its own clock",
           "[distribute]") {
   const auto store = est::distribute::CreateInMemoryStore();
-  BeatWatch watch(store, 300ms);
+  BeatWatch watch(store, 300ms, /*beat_interval=*/100ms);
   Membership a(store, Options("a"));
   a.Beat();
   // A member read for the first time gets a whole lease, whether it beat before or never did.
@@ -245,6 +245,55 @@ TEST_CASE("The beat watch names the members whose beats have not changed for the
   CHECK(silent[0].silent_for >= 300ms);
   std::this_thread::sleep_for(350ms);
   CHECK(watch.Read({"a", "b"}).size() == 2);
+}
+
+// Reads `watch` every 20 ms, beating the members of `beating` before each read and those of
+// `stopping` until `stop_after`, until it names a member; gives what it named.
+std::vector<BeatWatch::Silent> FirstNamed(BeatWatch& watch, const std::shared_ptr<est::distribute::Store>& store,
+                                          const std::vector<std::string>& beating,
+                                          const std::vector<std::string>& stopping, Clock::duration stop_after) {
+  const auto start = Clock::now();
+  std::vector<Membership> beaters;
+  for (const std::string& member : beating) beaters.emplace_back(store, Options(member));
+  std::vector<Membership> stoppers;
+  for (const std::string& member : stopping) stoppers.emplace_back(store, Options(member));
+  std::vector<std::string> all{"a"};
+  all.insert(all.end(), beating.begin(), beating.end());
+  all.insert(all.end(), stopping.begin(), stopping.end());
+  while (Clock::now() - start < 20s) {
+    for (Membership& member : beaters) member.Beat();
+    if (Clock::now() - start < stop_after)
+      for (Membership& member : stoppers) member.Beat();
+    std::vector<BeatWatch::Silent> named = watch.Read(all);
+    if (!named.empty()) return named;
+    std::this_thread::sleep_for(20ms);
+  }
+  FAIL("the watch named no member in 20 s");
+  return {};
+}
+
+TEST_CASE("The beat watch names members that fall silent a beat apart together, each after the lease",
+          "[distribute]") {
+  const auto store = est::distribute::CreateInMemoryStore();
+  // "a" never beats; "b" stops 250 ms after it, as a host's second worker whose last beat came
+  // later than the first's; "c" beats on. "a" passes the lease first, but "b" has missed two
+  // beats by then: both are named at the read where "b" passes the lease too, "c" never.
+  BeatWatch watch(store, 600ms, /*beat_interval=*/100ms);
+  const std::vector<BeatWatch::Silent> named = FirstNamed(watch, store, {"c"}, {"b"}, 250ms);
+  REQUIRE(named.size() == 2);
+  CHECK(named[0].member == "a");
+  CHECK(named[1].member == "b");
+  for (const BeatWatch::Silent& silent : named) CHECK(silent.silent_for >= 600ms);
+  CHECK(named[0].silent_for >= named[1].silent_for + 150ms);
+}
+
+TEST_CASE("The beat watch names a member silent for the lease at once while the others beat", "[distribute]") {
+  const auto store = est::distribute::CreateInMemoryStore();
+  BeatWatch watch(store, 600ms, /*beat_interval=*/100ms);
+  const std::vector<BeatWatch::Silent> named = FirstNamed(watch, store, {"b", "c"}, {}, 0ms);
+  REQUIRE(named.size() == 1);
+  CHECK(named[0].member == "a");
+  CHECK(named[0].silent_for >= 600ms);
 }
 
 TEST_CASE("Members read the ranks the coordinator cut off their generation, and no other generation's",
