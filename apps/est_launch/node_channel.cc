@@ -17,6 +17,7 @@
 
 #include "apps/est_launch/cluster_spec.h"
 #include "common/error.h"
+#include "common/json_from_outside.h"
 
 namespace est_launch {
 namespace {
@@ -194,11 +195,11 @@ std::vector<nlohmann::json> NodeChannel::Receive() {
       buffer_.append(chunk, static_cast<size_t>(n));
       size_t start = 0;
       for (size_t end; (end = buffer_.find('\n', start)) != std::string::npos; start = end + 1) {
-        nlohmann::json message = nlohmann::json::parse(buffer_.begin() + static_cast<std::ptrdiff_t>(start),
-                                                       buffer_.begin() + static_cast<std::ptrdiff_t>(end), nullptr,
-                                                       /*allow_exceptions=*/false);
+        est::ParsedJson parsed = est::ParseJsonFromOutside(std::string_view(buffer_).substr(start, end - start));
+        nlohmann::json& message = parsed.value;
         if (!message.is_object()) {
-          Close("it sent a line that is not a JSON object (not est-launch?)");
+          Close(parsed.ok() ? "it sent a line that is not a JSON object (not est-launch?)"
+                            : "it sent a line that is not JSON (" + parsed.error + "; not est-launch?)");
           break;
         }
         pending_.push_back(std::move(message));

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/json_from_outside.h"
 #include "distribute/cluster/cluster_address.h"
 #include "distribute/cluster/cluster_config.h"
 
@@ -30,15 +31,10 @@ std::string Snippet(const std::string& text, size_t position) {
 }
 
 json ParseJson(const std::string& text) {
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& error) {
-    size_t position = error.byte > 0 ? error.byte - 1 : 0;
-    EST_THROW(ConfigError, "not valid JSON (", error.what(), ") near \"", Snippet(text, position), "\"");
-  } catch (const json::exception& error) {
-    // A number too large for a double (1e400): the parser names the number, not a position.
-    EST_THROW(ConfigError, "not valid JSON (", error.what(), ")");
-  }
+  ParsedJson parsed = ParseJsonFromOutside(text);
+  EST_CHECK(parsed.ok(), ConfigError, "not valid JSON (", parsed.error, ")",
+            parsed.error_byte > 0 ? " near \"" + Snippet(text, parsed.error_byte) + "\"" : "");
+  return std::move(parsed.value);
 }
 
 /// A member of `object`, or null when it is absent.

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "common/json_from_outside.h"
 #include "common/logging.h"
 #include "distribute/rendezvous/error_text.h"
 
@@ -170,7 +171,7 @@ std::string RankFlightRecord::Serialize() const {
 }
 
 std::optional<RankFlightRecord> RankFlightRecord::Parse(const std::string& text) {
-  const json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const json parsed = ParseJsonFromOutside(text).value;
   if (!parsed.is_object() || parsed.value("version", 0) != 1) return std::nullopt;
   try {
     RankFlightRecord record;

@@ -1,6 +1,7 @@
 #include "estimator/export/export_manifest.h"
 
 #include "common/error.h"
+#include "common/json_from_outside.h"
 
 namespace est {
 namespace {
@@ -53,7 +54,9 @@ std::string ExportManifest::to_json() const {
 ExportManifest ExportManifest::Parse(const std::string& text, const std::string& path) {
   ExportManifest manifest;
   try {
-    const nlohmann::json json = nlohmann::json::parse(text);
+    const ParsedJson parsed = ParseJsonFromOutside(text);
+    EST_CHECK(parsed.ok(), CheckpointError, "the export manifest '", path, "' cannot be read: not JSON (", parsed.error, ")");
+    const nlohmann::json& json = parsed.value;
     EST_CHECK(json.value("format", "") == kFormat, CheckpointError, "'", path, "' is not a TorchEstimator export "
               "manifest (its \"format\" is not \"", kFormat, "\")");
     const int version = json.at("format_version").get<int>();
