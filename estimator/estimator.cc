@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 
 #include "checkpoint/checkpoint_manager.h"
@@ -179,8 +181,54 @@ std::shared_ptr<distribute::Strategy> Estimator::Impl::eval_strategy() const {
   return distribute::OneDeviceStrategy::Create(train_strategy()->local_devices().front().str());
 }
 
-RestoreMode Estimator::Impl::inference_restore_mode() const {
-  return config.moving_average ? RestoreMode::kMovingAverages : RestoreMode::kVariables;
+RestoreMode Estimator::Impl::inference_restore_mode(const checkpoint::CheckpointReader& reader) const {
+  const std::vector<std::string> names = reader.tensor_names();
+  const bool has_averages = std::any_of(names.begin(), names.end(), [](const std::string& name) {
+    return name.size() > std::strlen(kMovingAverageSuffix) &&
+           name.compare(name.size() - std::strlen(kMovingAverageSuffix), std::string::npos, kMovingAverageSuffix) == 0;
+  });
+  const InferenceWeights chosen = config.inference_weights;
+  const bool averages = chosen == InferenceWeights::kMovingAverages ||
+                        (chosen == InferenceWeights::kAuto && config.moving_average.has_value());
+  if (averages && has_averages) {
+    Log().info("Restoring parameters from {}: the moving averages of the weights ({})", reader.prefix(),
+               chosen == InferenceWeights::kAuto ? "RunConfig::moving_average" : "RunConfig::inference_weights");
+    return RestoreMode::kMovingAverages;
+  }
+  EST_CHECK(chosen != InferenceWeights::kMovingAverages, CheckpointError, "checkpoint ", reader.prefix(),
+            " holds no moving averages of the weights, which RunConfig::inference_weights = kMovingAverages reads: it "
+            "was written without RunConfig::moving_average");
+  if (averages)
+    Log().warn("Restoring parameters from {}: the weights as trained, as it holds no moving averages of them "
+               "(written without RunConfig::moving_average)",
+               reader.prefix());
+  else if (has_averages && chosen == InferenceWeights::kAuto)
+    Log().warn("Restoring parameters from {}: the weights as trained, not the moving averages it also holds, as "
+               "RunConfig::moving_average is not set; set RunConfig::inference_weights to kMovingAverages or "
+               "kVariables to choose",
+               reader.prefix());
+  else
+    Log().info("Restoring parameters from {}{}", reader.prefix(),
+               has_averages ? ": the weights as trained (RunConfig::inference_weights)" : "");
+  return RestoreMode::kVariables;
+}
+
+void CheckStrategyFitsCluster(const RunConfig& config, const distribute::Strategy& strategy) {
+  const distribute::ClusterConfig& cluster = config.cluster;
+  const bool training_task =
+      cluster.task_type == distribute::TaskType::kChief || cluster.task_type == distribute::TaskType::kWorker;
+  if (!training_task || cluster.num_worker_replicas <= 1) return;
+  const std::string task = detail::Concat("task ", cluster.job(), " ", cluster.task_id, " of a cluster of ",
+                                          cluster.num_worker_replicas, " training tasks (", cluster.source, ")");
+  EST_CHECK(config.train_distribute != nullptr, ConfigError, task,
+            " has no distributing strategy: it would train a model of its own and write its checkpoints into the "
+            "shared model_dir. Set RunConfig::train_distribute, e.g. to MultiWorkerMirroredStrategy::Create() or "
+            "ParameterServerStrategy::Create() (est-train --strategy multi_worker or parameter_server)");
+  EST_CHECK(strategy.is_chief() == cluster.is_chief, ConfigError, task, " is ", cluster.is_chief ? "" : "not ",
+            "the cluster's chief, but its strategy ", strategy.name(), " takes it for ",
+            strategy.is_chief() ? "the chief" : "a worker",
+            ": only the chief writes checkpoints. Set RunConfig::train_distribute to a strategy that trains across "
+            "the cluster's workers, e.g. MultiWorkerMirroredStrategy::Create()");
 }
 
 void CheckSameGlobalStep(distribute::Strategy& strategy, int64_t global_step, const char* what) {

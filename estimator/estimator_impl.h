@@ -51,15 +51,23 @@ struct Estimator::Impl {
   /// The strategy of evaluation and prediction: eval_distribute, else one replica on the first
   /// device of train_strategy() (evaluation not distributed, as TensorFlow's).
   std::shared_ptr<distribute::Strategy> eval_strategy() const;
-  /// What evaluation and prediction restore: the moving averages with config.moving_average,
-  /// else the variables.
-  RestoreMode inference_restore_mode() const;
+  /// What evaluation, prediction and export restore from `reader`: its moving averages or its
+  /// variables, as config.inference_weights chooses. Logs "Restoring parameters from <prefix>"
+  /// with the weights chosen, and a warning where the checkpoint holds averages that the
+  /// default choice reads past; CheckpointError where kMovingAverages finds none.
+  RestoreMode inference_restore_mode(const checkpoint::CheckpointReader& reader) const;
 };
 
 /// Calls model_fn with the context prepared for `mode`, under autocast in `precision` on
 /// the context's device, and validates the spec.
 EstimatorSpec CallModelFn(const ModelFn& model_fn, const data::Element& element, Mode mode, ModelContext& ctx,
                           int64_t global_step, MixedPrecision precision);
+
+/// Checks, before a training task of a cluster trains, that `strategy` trains it in the
+/// cluster's group: ConfigError naming the fix when no strategy is set (the task would train a
+/// model of its own and write checkpoints into the shared model_dir) or when the strategy takes
+/// for the chief a task the cluster does not (only the chief writes checkpoints).
+void CheckStrategyFitsCluster(const RunConfig& config, const distribute::Strategy& strategy);
 
 /// Checks that every worker of `strategy` is at the chief's global step (each worker
 /// reads model_dir itself); CheckpointError naming both steps otherwise.

@@ -59,19 +59,24 @@ EvalResult Estimator::Impl::evaluate(const InputFn& input_fn, const EvalOptions&
   const std::string results_dir = eval_dir(options.name());
   auto reader = open_checkpoint(options.checkpoint_path());
   const int64_t global_step = reader ? reader->global_step() : 0;
-  if (!reader) Log().info("Could not find trained model in model_dir: {}, running initialization to evaluate.", model_dir);
+  if (!reader)
+    Log().warn("Could not find trained model in model_dir: {}: evaluating the model as model_fn initializes it "
+               "(untrained); its results are not written to {}",
+               model_dir, results_dir);
   Log().info("Starting evaluation at {}", Now());
-  if (reader) Log().info("Restoring parameters from {}", reader->prefix());
+  const ModelContext::Initializers restore =
+      reader ? RestoreFromCheckpoint(reader, inference_restore_mode(*reader)) : ModelContext::Initializers{};
 
   std::shared_ptr<distribute::Strategy> strategy = eval_strategy();
   CheckSameGlobalStep(*strategy, global_step, "evaluates");
-  ReplicaSet replicas(*strategy, params,
-                      reader ? RestoreFromCheckpoint(reader, inference_restore_mode()) : ModelContext::Initializers{},
+  ReplicaSet replicas(*strategy, params, restore,
                       /*initialize_from_training=*/nullptr, config.channels_last, &config.cluster);
   // One process writes: the first worker of a group that evaluates together (eval_distribute),
-  // else the training chief or the evaluator task; other workers evaluating alone do not.
-  const bool writes_results = config.eval_distribute ? strategy->worker_index() == 0
-                                                     : train_strategy()->is_chief() || config.cluster.is_evaluator();
+  // else the training chief or the evaluator task; other workers evaluating alone do not. An
+  // untrained model's results are not written: model_dir stays as it was.
+  const bool writes_results =
+      reader != nullptr && (config.eval_distribute ? strategy->worker_index() == 0
+                                                   : train_strategy()->is_chief() || config.cluster.is_evaluator());
   FixedStepSession session(Mode::kEval, model_dir, global_step, writes_results);
   HookRunner hooks(options.hooks(), session);
 

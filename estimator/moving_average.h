@@ -25,4 +25,17 @@ struct MovingAverageOptions {
   TORCH_ARG(bool, num_updates) = false;
 };
 
+/// Which weights evaluation, prediction and export read from a checkpoint (TensorFlow's choice
+/// of a Saver over ExponentialMovingAverage.variables_to_restore() in a model_fn's Scaffold).
+enum class InferenceWeights {
+  /// The moving averages where RunConfig::moving_average is set, else the variables as
+  /// trained; a checkpoint holding averages that this reads past is warned about.
+  kAuto,
+  /// Each variable's moving average (a variable without one, a buffer, as it is); a
+  /// checkpoint without any is a CheckpointError.
+  kMovingAverages,
+  /// The variables as trained, whatever else the checkpoint holds.
+  kVariables,
+};
+
 }  // namespace est

@@ -101,12 +101,12 @@ Predictions Estimator::Impl::predict(const InputFn& input_fn, const PredictOptio
   auto reader = open_checkpoint(options.checkpoint_path());
   EST_CHECK(reader != nullptr, CheckpointError, "Could not find trained model in model_dir: ", model_dir,
             "; train first or pass checkpoint_path");
-  Log().info("Restoring parameters from {}", reader->prefix());
+  const RestoreMode restore = inference_restore_mode(*reader);
   // Prediction runs on the first local device of the evaluation strategy, over all the input.
   const c10::Device device = eval_strategy()->local_devices().front();
   auto state = std::make_shared<PredictionState>();
   state->model_fn = model_fn;
-  state->ctx = std::make_unique<ModelContext>(params, device, RestoreFromCheckpoint(reader, inference_restore_mode()),
+  state->ctx = std::make_unique<ModelContext>(params, device, RestoreFromCheckpoint(reader, restore),
                                               UsesChannelsLast(config.channels_last, device));
   state->iterator = input_fn(Mode::kPredict, distribute::InputContext()).make_iterator();
   state->keys = options.predict_keys();

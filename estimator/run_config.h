@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "distribute/cluster/cluster_config.h"
 #include "distribute/cluster/cluster_resolver.h"
@@ -29,6 +30,12 @@ class Strategy;
 /// validate() (called by the Estimator) throws ConfigError naming the field and the value
 /// that is wrong.
 struct RunConfig {
+  /// Reads the cluster from the environment (ResolveCluster).
+  RunConfig() = default;
+  /// Takes `cluster` as it is: a program that resolves it itself (est-train's --chief-address,
+  /// --evaluator) reads the environment no further.
+  explicit RunConfig(distribute::ClusterConfig cluster) : cluster(std::move(cluster)) {}
+
   /// The cluster and this task's place in it; local (no cluster) when nothing is set.
   distribute::ClusterConfig cluster = distribute::ResolveCluster();
   /// Where checkpoints and summaries go; the Estimator's model_dir argument wins when set.
@@ -77,6 +84,9 @@ struct RunConfig {
   /// "<variable>/ExponentialMovingAverage", and used instead of the variables by evaluation
   /// and prediction (a checkpoint without them evaluates its variables). Unset: none.
   std::optional<MovingAverageOptions> moving_average;
+  /// Which weights evaluation, prediction and export read: the moving averages or the
+  /// variables; by default as moving_average says. The choice is logged with the checkpoint.
+  InferenceWeights inference_weights = InferenceWeights::kAuto;
   /// When model_dir holds checkpoints and none of them verifies (CRC, sizes), train from
   /// scratch and let new checkpoints replace them, and evaluate or predict from the model's
   /// initial values, instead of stopping with a CheckpointError that lists them (TensorFlow

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <set>
 #include <thread>
@@ -13,7 +14,9 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "common/stop_signals.h"
+#include "distribute/rendezvous/grpc_store.h"
 #include "distribute/strategy.h"
+#include "estimator/training_end.h"
 
 namespace est {
 namespace {
@@ -133,11 +136,14 @@ EvalResult RunPs(Estimator& estimator, const EvalSpec& eval_spec) {
   return EvalResult::NotEvaluated(NotEvaluatedBecause(estimator, eval_spec));
 }
 
-// Sleeps `seconds`; throws Interrupted as soon as a stop signal is pending.
-void SleepUnlessStopped(double seconds, const std::optional<std::string>& last_evaluated) {
+// Sleeps `seconds`, or until `wake` (asked twice a second, when given) says to go on; throws
+// Interrupted as soon as a stop signal is pending.
+void SleepUnlessStopped(double seconds, const std::optional<std::string>& last_evaluated,
+                        const std::function<bool()>& wake = nullptr) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point end =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  Clock::time_point next_wake_check = Clock::now() + std::chrono::milliseconds(500);
   while (true) {
     if (const int signal_number = StopSignalGuard::pending())
       throw Interrupted(detail::Concat("evaluator stopped by ", StopSignalName(signal_number),
@@ -145,6 +151,10 @@ void SleepUnlessStopped(double seconds, const std::optional<std::string>& last_e
                         signal_number);
     const Clock::time_point now = Clock::now();
     if (now >= end) return;
+    if (wake && now >= next_wake_check) {
+      if (wake()) return;
+      next_wake_check = now + std::chrono::milliseconds(500);
+    }
     std::this_thread::sleep_for(std::min<Clock::duration>(end - now, std::chrono::milliseconds(50)));
   }
 }
@@ -152,10 +162,30 @@ void SleepUnlessStopped(double seconds, const std::optional<std::string>& last_e
 // How often an evaluator that waits for a checkpoint says so again.
 constexpr std::chrono::seconds kWaitingLogInterval(60);
 
-// The evaluator task: follows model_dir's checkpoints until the one at max_steps.
+// The evaluator task: follows model_dir's checkpoints until the one at max_steps, or the one
+// at which the chief recorded that this job's training ended (a hook stopped it, or its input
+// ended), whichever comes first.
 TrainAndEvaluateResult RunEvaluator(Estimator& estimator, const TrainSpec& train_spec, const EvalSpec& eval_spec) {
   using Clock = std::chrono::steady_clock;
   auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  const std::string job = distribute::DefaultJobId(estimator.config().cluster.chief_address);
+  // The global step at which this job's training ended, once the chief recorded it.
+  const auto training_ended_at = [&]() -> std::optional<int64_t> {
+    const std::optional<TrainingEnd> end = ReadTrainingEnd(estimator.model_dir());
+    if (!end || end->job != job) return std::nullopt;
+    return end->global_step;
+  };
+  // Whether the checkpoint of `step` is the training's last.
+  const auto is_last = [&](int64_t step, std::optional<int64_t> ended_at) {
+    return ReachedMaxSteps(train_spec, step) || ended_at == step;
+  };
+  const auto log_exit = [&](int64_t step) {
+    if (ReachedMaxSteps(train_spec, step))
+      Log().info("Exiting evaluation, global step {} >= train max_steps {}", step, *train_spec.max_steps());
+    else
+      Log().info("Exiting evaluation: the training ended at global step {} (recorded by the chief in {})", step,
+                 (std::filesystem::path(estimator.model_dir()) / kTrainingEndName).string());
+  };
   std::optional<StopSignalGuard> stop_signals;
   if (estimator.config().stop_on_signals) stop_signals.emplace();
   Log().info("Running the evaluator: waiting {} secs before the first evaluation.", eval_spec.start_delay_secs());
@@ -172,10 +202,18 @@ TrainAndEvaluateResult RunEvaluator(Estimator& estimator, const TrainSpec& train
   };
   while (true) {
     const auto pass_start = Clock::now();
+    const std::optional<int64_t> ended_at = training_ended_at();
     std::optional<std::string> latest = checkpoint::LatestCheckpoint(estimator.model_dir());
     if (!latest) {
       log_waiting("Estimator is not trained yet. Will start an evaluation when a checkpoint is ready.");
     } else if (latest == last_evaluated) {
+      const auto step = static_cast<int64_t>(last_result.at("global_step"));
+      if (ended_at == step) {  // evaluated before the chief recorded the end: exported as the final export now
+        last_result.export_results =
+            RunExporters(estimator, eval_spec, *latest, last_result, /*is_the_final_export=*/true);
+        log_exit(step);
+        return last_result;
+      }
       log_waiting("No new checkpoint ready for evaluation. Skip the current evaluation pass as evaluation results "
                   "are expected to be same for the same checkpoint.");
     } else {
@@ -185,10 +223,9 @@ TrainAndEvaluateResult RunEvaluator(Estimator& estimator, const TrainSpec& train
         last_result = estimator.evaluate(eval_spec.input_fn(), OptionsOf(eval_spec).checkpoint_path(*latest));
         last_evaluated = latest;
         const auto step = static_cast<int64_t>(last_result.at("global_step"));
-        last_result.export_results =
-            RunExporters(estimator, eval_spec, *latest, last_result, ReachedMaxSteps(train_spec, step));
-        if (ReachedMaxSteps(train_spec, step)) {
-          Log().info("Exiting evaluation, global step {} >= train max_steps {}", step, *train_spec.max_steps());
+        last_result.export_results = RunExporters(estimator, eval_spec, *latest, last_result, is_last(step, ended_at));
+        if (is_last(step, ended_at)) {
+          log_exit(step);
           return last_result;
         }
       } catch (const CheckpointError& error) {
@@ -209,7 +246,9 @@ TrainAndEvaluateResult RunEvaluator(Estimator& estimator, const TrainSpec& train
               std::filesystem::is_directory(estimator.model_dir()) ? "" : " (which does not exist)", " for ",
               eval_spec.checkpoint_timeout_secs(), " s (EvalSpec.checkpoint_timeout_secs); the last evaluated was ",
               last_evaluated.value_or("none"));
-    SleepUnlessStopped(std::max(eval_spec.throttle_secs() - seconds_since(pass_start), 0.05), last_evaluated);
+    // The chief's record of the training's end ends the wait at once, throttle or not.
+    SleepUnlessStopped(std::max(eval_spec.throttle_secs() - seconds_since(pass_start), 0.05), last_evaluated,
+                       [&] { return !ended_at && training_ended_at(); });
   }
 }
 

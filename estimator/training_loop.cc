@@ -27,6 +27,7 @@
 #include "common/stop_signals.h"
 #include "distribute/flight_recorder_signal.h"
 #include "distribute/optimizer/optimizer_step.h"
+#include "distribute/rendezvous/grpc_store.h"
 #include "distribute/replica_group.h"
 #include "distribute/step_sync.h"
 #include "distribute/strategy.h"
@@ -53,6 +54,7 @@
 #include "estimator/replica_set.h"
 #include "estimator/schedules/set_learning_rate.h"
 #include "estimator/step_input.h"
+#include "estimator/training_end.h"
 
 namespace est {
 namespace {
@@ -225,6 +227,8 @@ class TrainingSession : public Session {
   /// The stop signal that ended the run (this process's, or SIGTERM when only a peer got
   /// one), 0 when the run was not stopped by a signal.
   int stopped_by_signal() const { return stopped_by_signal_; }
+  /// The global step of the last checkpoint this run saved; nullopt before its first save.
+  std::optional<int64_t> last_saved_step() const { return last_saved_step_; }
 
   std::string save_checkpoint() override {
     EST_CHECK(checkpoint_writer_.has_value(), ConfigError, "only the chief saves checkpoints; worker ",
@@ -249,6 +253,7 @@ class TrainingSession : public Session {
     Log().info("Saving checkpoints for {} into {}/model.ckpt.", step, estimator_.model_dir);
     std::string prefix = checkpoint_writer_->save(step, contents.tensors, std::move(contents.blobs));
     if (complete_saves_) checkpoint_writer_->wait();
+    last_saved_step_ = step;
     return prefix;
   }
 
@@ -863,6 +868,7 @@ class TrainingSession : public Session {
   distribute::TrainingSync sync_;             ///< the strategy's, made when run() starts and after a regroup
   distribute::StepSyncOptions sync_options_;  ///< what sync_ is made with
   bool complete_saves_;
+  std::optional<int64_t> last_saved_step_;
   const int64_t accumulation_steps_;
   std::optional<checkpoint::AsyncCheckpointWriter> checkpoint_writer_;
   int64_t global_step_ = 0;
@@ -889,12 +895,14 @@ void Estimator::Impl::train(const InputFn& input_fn, const TrainOptions& options
             *options.max_steps());
 
   distribute::Strategy& strategy = *train_strategy();
+  CheckStrategyFitsCluster(config, strategy);
   // The chief owns model_dir while it trains: a second job writing into it is refused here,
   // before anything is read or written.
   std::optional<ModelDirLock> model_dir_lock;
   if (strategy.is_chief()) {
     CreateDirectories(model_dir);
     model_dir_lock.emplace(model_dir);
+    RemoveTrainingEnd(model_dir);  // this training's end is not the last one's
   }
   std::shared_ptr<const checkpoint::CheckpointReader> resume_from = open_checkpoint("");
   const int64_t start_step = resume_from ? resume_from->global_step() : 0;
@@ -957,7 +965,14 @@ void Estimator::Impl::train(const InputFn& input_fn, const TrainOptions& options
               LogicalInputShards(config, strategy, resume_from.get()), joins_running_group);
   if (session.last_loss().defined())
     Log().info("Loss for final step: {}.", FormatTensorValue(session.last_loss()));
-  if (const int signal_number = session.stopped_by_signal())
+  const int signal_number = session.stopped_by_signal();
+  // An evaluator task following the checkpoints learns that none comes after this one.
+  const std::optional<int64_t> last_checkpoint_step =
+      session.last_saved_step() ? session.last_saved_step()
+                                : resume_from ? std::optional<int64_t>(start_step) : std::nullopt;
+  if (session.is_chief() && signal_number == 0 && last_checkpoint_step)
+    WriteTrainingEnd(model_dir, {*last_checkpoint_step, distribute::DefaultJobId(config.cluster.chief_address)});
+  if (signal_number != 0)
     throw Interrupted(detail::Concat("training stopped by ", StopSignalName(signal_number), " at global step ",
                                      session.global_step(), "; ", session.is_chief() ? "saved" : "the chief saved",
                                      " a checkpoint in ", model_dir),

@@ -34,6 +34,8 @@
 #include "distribute/strategy.h"
 #include "estimator/address_space_check.h"
 #include "estimator/estimator.h"
+#include "estimator/hooks/early_stopping.h"
+#include "estimator/keep_best_checkpoints.h"
 #include "estimator/process_tuning.h"
 #include "estimator/schedules/schedule_text.h"
 #include "estimator/train_and_evaluate.h"
@@ -60,6 +62,7 @@ struct Flags {
   double ema_decay = 0;
   std::string keep_best_by;
   int keep_best = 1;
+  std::string early_stopping;
   std::vector<std::string> exports;
   int exports_to_keep = 5;
   int64_t save_checkpoints_steps = 500;
@@ -103,6 +106,25 @@ std::string CommunicationHelp() {
             "),";
   }
   return help + " or auto (the first of these that serves every device and is in this build)";
+}
+
+// --early-stopping: METRIC:max|min:STEPS, the metric and its direction as --keep-best-by reads them.
+struct EarlyStopping {
+  est::KeepBestCheckpoints metric;
+  int64_t steps_without_improvement = 0;
+};
+
+EarlyStopping ParseEarlyStopping(const std::string& text) {
+  const size_t colon = text.rfind(':');
+  const std::string steps = colon == std::string::npos ? std::string() : text.substr(colon + 1);
+  EST_CHECK(colon != std::string::npos && !steps.empty() && steps.size() <= 18 &&
+                std::all_of(steps.begin(), steps.end(), [](unsigned char c) { return std::isdigit(c) != 0; }) &&
+                (text.compare(colon - std::min<size_t>(colon, 4), 4, ":max") == 0 ||
+                 text.compare(colon - std::min<size_t>(colon, 4), 4, ":min") == 0),
+            est::ConfigError, "cannot read '", text,
+            "' as an early-stopping rule: expected METRIC:max:STEPS or METRIC:min:STEPS, STEPS from 0 to "
+            "999999999999999999 (e.g. accuracy:max:2000, loss:min:1000)");
+  return {est::ParseKeepBestBy(text.substr(0, colon)), std::stoll(steps)};
 }
 
 void AddFlags(CLI::App& app, Flags& flags) {
@@ -174,6 +196,21 @@ void AddFlags(CLI::App& app, Flags& flags) {
             }
           },
           "METRIC:max|min"));
+  app.add_option("--early-stopping", flags.early_stopping,
+                 "Stop training once an evaluation metric has not improved for a number of global steps: "
+                 "METRIC:max:STEPS (stop_if_no_increase_hook, e.g. accuracy:max:2000) or METRIC:min:STEPS "
+                 "(stop_if_no_decrease_hook), read from the evaluation's event files at every checkpoint; an evaluator "
+                 "task evaluates and exports the last checkpoint and exits")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            try {
+              ParseEarlyStopping(text);
+              return "";
+            } catch (const est::ConfigError& error) {
+              return error.what();
+            }
+          },
+          "METRIC:max|min:STEPS"));
   app.add_option("--keep-best", flags.keep_best, "How many best checkpoints --keep-best-by keeps")
       ->check(est_apps::IntegerIn<int>(1, std::numeric_limits<int>::max()))
       ->needs(keep_best_by)
@@ -496,8 +533,8 @@ int Run(const Flags& flags) {
   est::CheckAddressSpaceForTraining();
   const bool kernels = flags.kernels == "on";
   est_apps::CheckKernelsBuilt(kernels, "--kernels on");
-  est::RunConfig config;  // reads TF_CONFIG (or torchrun, MPI or Slurm variables)
-  config.cluster = est_train::AmendCluster(config.cluster, flags.chief_address, flags.evaluator);
+  // TF_CONFIG, or torchrun's, MPI's or Slurm's variables, as --chief-address and --evaluator amend them.
+  est::RunConfig config(est_train::ResolveClusterOfFlags(flags.chief_address, flags.evaluator));
   if (config.cluster.is_local() || config.cluster.is_chief) CheckWritableModelDir(flags.model_dir);
   est_train::ModelRecipe recipe;
   nlohmann::json params = nlohmann::json::object();
@@ -538,7 +575,15 @@ int Run(const Flags& flags) {
       est::EvalSpec(recipe.input_fn).throttle_secs(flags.throttle_secs).start_delay_secs(flags.start_delay_secs);
   eval_spec.steps(flags.eval_steps > 0 ? std::optional<int64_t>(flags.eval_steps) : std::nullopt);
   eval_spec.exporters(ExportersOf(flags, recipe));
-  est::train_and_evaluate(estimator, est::TrainSpec(recipe.input_fn).max_steps(flags.max_steps), eval_spec);
+  auto train_spec = est::TrainSpec(recipe.input_fn).max_steps(flags.max_steps);
+  if (!flags.early_stopping.empty()) {
+    const EarlyStopping rule = ParseEarlyStopping(flags.early_stopping);
+    est::EarlyStoppingSchedule schedule;
+    schedule.run_every_steps = flags.save_checkpoints_steps;  // evaluations follow checkpoints
+    const auto hook = rule.metric.higher_is_better() ? est::StopIfNoIncreaseHook : est::StopIfNoDecreaseHook;
+    train_spec.hooks({hook(estimator.eval_dir(), rule.metric.metric(), rule.steps_without_improvement, 0, schedule)});
+  }
+  est::train_and_evaluate(estimator, train_spec, eval_spec);
   return 0;
 }
 

@@ -25,7 +25,7 @@ std::string Estimator::Impl::export_saved_model(const std::string& export_dir_ba
 
   // The model as prediction makes it, on the CPU, from the checkpoint's variables (or their
   // moving averages); its predictions on example requests give the outputs' signature.
-  const RestoreMode restore = inference_restore_mode();
+  const RestoreMode restore = inference_restore_mode(*reader);
   ModelContext ctx(params, c10::Device(c10::kCPU), RestoreFromCheckpoint(reader, restore));
   const int64_t global_step = reader->global_step();
   torch::NoGradGuard no_grad;

@@ -12,7 +12,11 @@
 #include "distribute/cluster/cluster_config.h"
 #include "estimator/export/export_directory.h"
 #include "distribute/multi_worker_mirrored_strategy.h"
+#include "common/file_util.h"
+#include "distribute/rendezvous/grpc_store.h"
+#include "estimator/hooks/stop_at_step_hook.h"
 #include "estimator/train_and_evaluate.h"
+#include "estimator/training_end.h"
 #include "estimator/summary/event_reader.h"
 #include "tests/checkpoint/checkpoint_test_util.h"
 #include "tests/estimator/test_models.h"
@@ -72,6 +76,95 @@ TEST_CASE("the evaluator task runs the exporters, the one at max_steps as the fi
   REQUIRE(result.export_results.size() == 2);
   for (const std::string& path : result.export_results) CHECK(ReadExport(path).manifest.global_step == 20);
   CHECK(ExportVersions(dir + "/export/final").size() == 1);
+}
+
+namespace {
+// Holds the training after step `step` (whose checkpoint the saver hook, after it, has written
+// then) until `go` is set.
+class HoldAfterStep : public SessionRunHook {
+ public:
+  HoldAfterStep(int64_t step, std::atomic<bool>& go) : step_(step), go_(go) {}
+  void after_run(RunContext& context, const RunValues&) override {
+    if (context.session().global_step() != step_ + 1) return;
+    while (!go_) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+
+ private:
+  int64_t step_;
+  std::atomic<bool>& go_;
+};
+
+// Sets `done` at the end of an evaluation.
+class SetAtEnd : public SessionRunHook {
+ public:
+  explicit SetAtEnd(std::atomic<bool>& done) : done_(done) {}
+  void end(Session&) override { done_ = true; }
+
+ private:
+  std::atomic<bool>& done_;
+};
+}  // namespace
+
+TEST_CASE("a training stopped early by a hook: the evaluator evaluates and exports its last checkpoint, and exits",
+          "[estimator][export]") {
+  // The chief (worker 0, alone in training) stops at step 25 of max_steps 40. The evaluator,
+  // throttled to one evaluation in 600 s, evaluated model.ckpt-20 meanwhile; the chief's record
+  // of the end wakes it to evaluate and export model.ckpt-25 as the final export.
+  const std::string dir = est::testing::FreshTempDir("evaluator_early_stop").string();
+  RunConfig chief_config;
+  chief_config.save_checkpoints_steps = 5;
+  chief_config.cluster = distribute::ParseTfConfig(
+      R"({"cluster": {"worker": ["localhost:1"], "evaluator": ["localhost:3"]}, "task": {"type": "worker", "index": 0}})");
+  Estimator chief(RegressionModelFn, dir, chief_config);
+  Estimator evaluator(RegressionModelFn, dir, TaskConfig("evaluator"));
+  std::atomic<bool> first_evaluated{false};
+  auto training = std::async(std::launch::async, [&] {
+    chief.train(Input(), TrainOptions().max_steps(40).hooks({std::make_shared<HoldAfterStep>(20, first_evaluated),
+                                                             std::make_shared<StopAtStepHook>(std::nullopt, 25)}));
+  });
+  while (!checkpoint::LatestCheckpoint(dir)) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const ExporterOptions options([] { return ServingInputReceiver{{{"x", at::kFloat, {-1, 2}}}, nullptr}; });
+  const auto start = std::chrono::steady_clock::now();
+  TrainAndEvaluateResult result = train_and_evaluate(evaluator, TrainSpec(Input()).max_steps(40),
+                                                     EvalSpec(Input())
+                                                         .start_delay_secs(0)
+                                                         .throttle_secs(600)
+                                                         .checkpoint_timeout_secs(600)
+                                                         .hooks({std::make_shared<SetAtEnd>(first_evaluated)})
+                                                         .exporters({FinalExporter("final", options)}));
+  training.get();
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(300));  // not the 600 s throttle
+  CHECK(result.at("global_step") == 25);
+  REQUIRE(result.export_results.size() == 1);
+  CHECK(ReadExport(result.export_results[0]).manifest.global_step == 25);
+  const auto history = ReadEvalMetrics(evaluator.eval_dir());
+  CHECK(history.size() == 2);
+  CHECK(history.count(25) == 1);
+  const std::optional<TrainingEnd> end = ReadTrainingEnd(dir);
+  REQUIRE(end.has_value());
+  CHECK(end->global_step == 25);
+}
+
+TEST_CASE("the evaluator takes no other job's record of a training's end, nor an older one", "[estimator]") {
+  const std::string dir = est::testing::FreshTempDir("evaluator_other_end").string();
+  TrainLocally(dir, 20);
+  Estimator evaluator(RegressionModelFn, dir, TaskConfig("evaluator"));
+  const auto evaluate = [&] {
+    return train_and_evaluate(evaluator, TrainSpec(Input()).max_steps(40),
+                              EvalSpec(Input()).start_delay_secs(0).throttle_secs(0.1).checkpoint_timeout_secs(1));
+  };
+  // The local training's record names its own job, not this evaluator's.
+  REQUIRE(ReadTrainingEnd(dir).has_value());
+  CHECK_THROWS_AS(evaluate(), TimeoutError);
+  WriteTrainingEnd(dir, {10, distribute::DefaultJobId("localhost:1")});  // this job's, but before model.ckpt-20
+  CHECK_THROWS_AS(evaluate(), TimeoutError);
+  WriteTrainingEnd(dir, {20, distribute::DefaultJobId("localhost:1")});
+  CHECK(evaluate().at("global_step") == 20);
+  est::WriteFileAtomic(dir + "/" + kTrainingEndName, "[[[");
+  CHECK_THROWS_MATCHES(evaluate(), CheckpointError,
+                       est::testing::MessageMatches(Catch::StartsWith(dir + "/training_end.json is not a record of a "
+                                                                      "training's end") &&
+                                                    Catch::Contains("syntax error")));
 }
 
 namespace {
@@ -174,6 +267,40 @@ TEST_CASE("a ps task needs ParameterServerStrategy", "[estimator]") {
                        ConfigError,
                        est::testing::MessageMatches(Catch::Contains("has a 'ps' job (1 task), which it would not use") &&
                                                     Catch::Contains("parameter servers need ParameterServerStrategy")));
+}
+
+TEST_CASE("a training task of a cluster without a distributing strategy refuses before its first step",
+          "[estimator]") {
+  // Alone, worker 0 would train a model of its own and write checkpoints into the shared
+  // model_dir, which only the chief may write.
+  const std::filesystem::path dir = est::testing::FreshTempDir("no_strategy") / "model";
+  RunConfig config;
+  config.cluster = distribute::ParseTfConfig(
+      R"({"cluster": {"chief": ["localhost:1"], "worker": ["localhost:2"]}, "task": {"type": "worker", "index": 0}})");
+  Estimator worker(RegressionModelFn, dir.string(), config);
+  CHECK_THROWS_MATCHES(
+      train_and_evaluate(worker, TrainSpec(Input()).max_steps(5), EvalSpec(Input())), ConfigError,
+      est::testing::MessageMatches(Catch::StartsWith(
+          "task worker 0 of a cluster of 2 training tasks (TF_CONFIG) has no distributing strategy: it would train a "
+          "model of its own and write its checkpoints into the shared model_dir. Set RunConfig::train_distribute, "
+          "e.g. to MultiWorkerMirroredStrategy::Create()")));
+  // So is the chief, which would train alone too.
+  config.cluster = distribute::ParseTfConfig(
+      R"({"cluster": {"chief": ["localhost:1"], "worker": ["localhost:2"]}, "task": {"type": "chief", "index": 0}})");
+  Estimator chief(RegressionModelFn, dir.string(), config);
+  CHECK_THROWS_MATCHES(chief.train(Input(), TrainOptions().max_steps(5)), ConfigError,
+                       est::testing::MessageMatches(Catch::StartsWith(
+                           "task chief 0 of a cluster of 2 training tasks (TF_CONFIG) has no distributing strategy")));
+  // A strategy of one process takes every task for the chief.
+  config.cluster = distribute::ParseTfConfig(
+      R"({"cluster": {"chief": ["localhost:1"], "worker": ["localhost:2"]}, "task": {"type": "worker", "index": 0}})");
+  config.train_distribute = distribute::MirroredStrategy::Create({"cpu"});
+  Estimator mirrored(RegressionModelFn, dir.string(), config);
+  CHECK_THROWS_MATCHES(mirrored.train(Input(), TrainOptions().max_steps(5)), ConfigError,
+                       est::testing::MessageMatches(Catch::StartsWith(
+                           "task worker 0 of a cluster of 2 training tasks (TF_CONFIG) is not the cluster's chief, but "
+                           "its strategy MirroredStrategy takes it for the chief: only the chief writes checkpoints")));
+  CHECK_FALSE(std::filesystem::exists(dir));  // nothing written
 }
 
 namespace {

@@ -6,12 +6,14 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <string>
 
 #include "estimator/estimator.h"
 #include "estimator/moving_average.h"
 #include "estimator/predictions.h"
 #include "tests/estimator/test_models.h"
+#include "tests/log_capture.h"
 #include "tests/test_util.h"
 
 // The file's own names, apart from those of the tests compiled with it in one unit.
@@ -100,6 +102,67 @@ TEST_CASE("Evaluation and prediction use the moving averages; without the option
   const at::Tensor weights = estimator.get_variable_value("weights/w");
   CHECK(Estimator(ConstantSlope, dir, plain).evaluate(Input).at("loss") ==
         Approx((weights * Slope()).sum().item<double>()).epsilon(1e-12));
+}
+
+TEST_CASE("Which weights evaluation, prediction and export read is chosen by inference_weights and logged",
+          "[estimator][moving_average]") {
+  const std::string dir = testing::FreshTempDir("ema_choice").string();
+  Estimator trained(ConstantSlope, dir, Config(/*num_updates=*/true));
+  trained.train(Input, TrainOptions().max_steps(12));
+  const double average_loss = (HandAverage(12, true) * Slope()).sum().item<double>();
+  const double weights_loss = (trained.get_variable_value("weights/w") * Slope()).sum().item<double>();
+  REQUIRE(std::abs(average_loss - weights_loss) > 1e-3);
+  const std::string checkpoint = dir + "/model.ckpt-12";
+
+  RunConfig plain = Config(true);
+  plain.moving_average.reset();
+  {
+    // No choice made, averages in the checkpoint: the weights as trained, with a warning.
+    testing::LogCapture log;
+    CHECK(Estimator(ConstantSlope, dir, plain).evaluate(Input).at("loss") == Approx(weights_loss).epsilon(1e-12));
+    CHECK(log.text().find("warning: Restoring parameters from " + checkpoint + ": the weights as trained, not the "
+                          "moving averages it also holds, as RunConfig::moving_average is not set") !=
+          std::string::npos);
+  }
+  {
+    testing::LogCapture log;
+    plain.inference_weights = InferenceWeights::kMovingAverages;
+    Estimator averaged(ConstantSlope, dir, plain);
+    CHECK(averaged.evaluate(Input).at("loss") == Approx(average_loss).epsilon(1e-12));
+    for (const Prediction& prediction : averaged.predict(Input))
+      CHECK(torch::allclose(prediction.at("w"), HandAverage(12, true), 1e-12, 1e-14));
+    CHECK(log.text().find("info: Restoring parameters from " + checkpoint + ": the moving averages of the weights "
+                          "(RunConfig::inference_weights)") != std::string::npos);
+  }
+  {
+    testing::LogCapture log;
+    RunConfig chosen = Config(true);
+    chosen.inference_weights = InferenceWeights::kVariables;  // the moving averages kept, not used
+    CHECK(Estimator(ConstantSlope, dir, chosen).evaluate(Input).at("loss") == Approx(weights_loss).epsilon(1e-12));
+    CHECK(log.text().find("info: Restoring parameters from " + checkpoint + ": the weights as trained "
+                          "(RunConfig::inference_weights)") != std::string::npos);
+    CHECK(log.text().find("warning") == std::string::npos);
+  }
+  // A checkpoint without averages cannot give them when they are asked for by name.
+  const std::string bare = testing::FreshTempDir("ema_choice_bare").string();
+  Estimator(ConstantSlope, bare, plain).train(Input, TrainOptions().max_steps(2));  // trained without averages
+  CHECK_THROWS_MATCHES(Estimator(ConstantSlope, bare, plain).evaluate(Input), CheckpointError,
+                       testing::MessageMatches(Catch::Equals(
+                           "checkpoint " + bare + "/model.ckpt-2 holds no moving averages of the weights, which "
+                           "RunConfig::inference_weights = kMovingAverages reads: it was written without "
+                           "RunConfig::moving_average")));
+}
+
+TEST_CASE("Evaluating a model_dir without a checkpoint warns that the model is untrained, and writes nothing",
+          "[estimator]") {
+  const std::filesystem::path dir = testing::FreshTempDir("eval_untrained") / "model";
+  testing::LogCapture log;
+  const EvalResult result = Estimator(ConstantSlope, dir.string(), Config(false)).evaluate(Input);
+  CHECK(result.at("global_step") == 0);
+  CHECK(result.at("loss") == Approx((torch::tensor({0.5, -0.25, 2.0}, torch::kDouble) * Slope()).sum().item<double>()));
+  CHECK(log.text().find("warning: Could not find trained model in model_dir: " + dir.string() +
+                        ": evaluating the model as model_fn initializes it (untrained)") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir));
 }
 
 TEST_CASE("A restored job continues the moving averages exactly", "[estimator][moving_average]") {
