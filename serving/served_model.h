@@ -2,8 +2,8 @@
 /// ServedModel: the model est-serve answers with. It serves the newest version under an export
 /// base directory, through a DynamicBatcher or one request at a time, and watches the base for
 /// newer versions: a new one is loaded beside the current, then requests go to it while the
-/// requests the old one has drain; a version that fails to load is logged and the current one
-/// kept (the version is tried again when its files change).
+/// requests the old one has drain; a version that fails to load, at start or later, is logged and
+/// an older one served (the version is tried again when its files change).
 
 #include <torch/arg.h>
 
@@ -28,6 +28,10 @@ struct ServedModelOptions {
   /// Batch concurrent requests (DynamicBatcher); otherwise each runs alone.
   TORCH_ARG(bool, batching) = true;
   TORCH_ARG(BatchingOptions, batching_options);
+  /// The most examples (rows along dimension 0) a request may carry; RequestError beyond. A
+  /// request of more than batching_options().max_batch_size examples runs in parts of that size,
+  /// with or without batching, so that no model call computes more than a batch.
+  TORCH_ARG(int64_t, max_request_examples) = 65536;
   /// How often the base directory is looked at for a new version; 0: never.
   TORCH_ARG(std::chrono::milliseconds, reload_interval) = std::chrono::milliseconds(1000);
 };
@@ -41,8 +45,10 @@ struct ServedModelStats {
 /// A model served from an export base directory.
 class ServedModel {
  public:
-  /// Loads the newest version under `export_base` (CheckpointError as Predictor's when there is
-  /// none or it does not load) and starts watching.
+  /// Loads the newest version under `export_base` that loads, warning of each newer one that
+  /// does not (those are tried again when their files change), and starts watching.
+  /// CheckpointError when there is no version, or none loads (naming each version's error);
+  /// `export_base` may also be one export, served as it is.
   ServedModel(ModelFn model_fn, std::string export_base, ServedModelOptions options = {});
   /// Stops watching; waits for the batch that runs.
   ~ServedModel();
@@ -51,7 +57,10 @@ class ServedModel {
 
   /// The predictions of the version served now for `request` (errors as
   /// DynamicBatcher::predict, or Predictor::predict without batching); `version`, when given,
-  /// is set to the version that answered (a reload may swap versions during the call).
+  /// is set to the version that answered (a reload may swap versions during the call). A
+  /// request of more than max_batch_size examples runs in parts, one after another, all on the
+  /// version that took it, with other requests' batches between them; TimeoutError when
+  /// `deadline` passes between two parts.
   TensorMap predict(const Features& request, std::chrono::steady_clock::time_point deadline,
                     int64_t* version = nullptr) const;
 
@@ -68,6 +77,9 @@ class ServedModel {
 
  private:
   void watch();
+  std::shared_ptr<const Predictor> load_newest_valid();
+  TensorMap predict_in_parts(const Features& request, int64_t examples, std::chrono::steady_clock::time_point deadline,
+                             int64_t* version) const;
 
   const ModelFn model_fn_;
   const std::string export_base_;

@@ -34,6 +34,7 @@ struct Flags {
   int64_t instances = 1;
   int64_t reload_interval_ms = 1000;
   int64_t max_request_mib = 64;
+  int64_t max_request_examples = 65536;
   std::string token_file;
   std::string tls_ca_file;
   std::string tls_cert_file;
@@ -59,7 +60,9 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--batching", flags.batching, "Batch concurrent requests along dimension 0")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
-  app.add_option("--max-batch-size", flags.max_batch_size, "The most examples in one batch")
+  app.add_option("--max-batch-size", flags.max_batch_size,
+                 "The most examples in one batch, and in one model call: a larger request runs in parts of this size, "
+                 "with other requests' batches between them")
       ->check(est_apps::IntegerIn<int64_t>(1, 1 << 20))
       ->capture_default_str();
   app.add_option("--max-queue-delay-us", flags.max_queue_delay_us,
@@ -81,6 +84,11 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->capture_default_str();
   app.add_option("--max-request-mib", flags.max_request_mib, "The largest request, MiB")
       ->check(est_apps::IntegerIn<int64_t>(1, 2047))
+      ->capture_default_str();
+  app.add_option("--max-request-examples", flags.max_request_examples,
+                 "The most examples (rows along dimension 0) a request may carry; more are refused with "
+                 "INVALID_ARGUMENT")
+      ->check(est_apps::IntegerIn<int64_t>(1, int64_t{1} << 30))
       ->capture_default_str();
   app.add_option("--token-file", flags.token_file,
                  "A file holding a secret each call must carry as 'authorization: Bearer <secret>'")
@@ -130,6 +138,7 @@ int Run(const Flags& flags) {
                             .max_batch_size(flags.max_batch_size)
                             .max_queue_delay(std::chrono::microseconds(flags.max_queue_delay_us))
                             .max_queue_size(flags.max_queue_size))
+      .max_request_examples(flags.max_request_examples)
       .reload_interval(std::chrono::milliseconds(flags.reload_interval_ms));
   est::distribute::GrpcStoreTls tls{flags.tls_ca_file, flags.tls_cert_file, flags.tls_key_file,
                                     flags.tls_require_client_cert};

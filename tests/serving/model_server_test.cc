@@ -17,9 +17,12 @@
 #include <future>
 #include <thread>
 
+#include "common/file_util.h"
+#include "estimator/export/export_directory.h"
 #include "serving/model_server.h"
 #include "serving/proto/grpc_inference_service.grpc.pb.h"
 #include "serving/proto/prediction_service.grpc.pb.h"
+#include "tests/log_capture.h"
 #include "tests/serving/serving_models.h"
 #include "tests/tls_certificates.h"
 
@@ -574,6 +577,85 @@ TEST_CASE("a new version is served once it appears, and a corrupt one only once 
   CHECK(torch::allclose(Output(response, "y"), expected.predict({{"x", testing::Rows(0, 2)}}).at("y"), 1e-6, 1e-6));
   CHECK(server.model().stats().reloads == 2);
   CHECK(server.model().stats().failed_reloads == 1);
+}
+
+TEST_CASE("a server whose newest versions are corrupt serves the newest that loads, and says why the others do not",
+          "[serving][server][reload]") {
+  Trained trained("server_corrupt_newest");
+  const int64_t good = ExportVersions(trained.base()).back();
+  const fs::path base = trained.base();
+  const std::string manifest = est::ReadFile((base / std::to_string(good) / "export.json").string());
+  // Version good + 1: params nested 200 000 deep (which a recursive copy of the value would
+  // overflow the stack on); good + 2: a manifest that is not JSON.
+  const size_t params = manifest.find("\"params\": {}");
+  REQUIRE(params != std::string::npos);
+  const std::string deep = manifest.substr(0, params) + "\"params\": " + std::string(200000, '[') +
+                           std::string(200000, ']') + manifest.substr(params + 12);
+  for (const auto& [version, text] : {std::pair<int64_t, std::string>{good + 1, deep}, {good + 2, "{ not json"}}) {
+    fs::create_directories(base / std::to_string(version));
+    fs::copy_file(base / std::to_string(good) / "variables.pt", base / std::to_string(version) / "variables.pt");
+    std::ofstream(base / std::to_string(version) / "export.json") << text;
+  }
+  est::testing::LogCapture log;
+  ModelServerOptions options = Options();
+  options.model().reload_interval(std::chrono::milliseconds(50));
+  ModelServer server(testing::ServedRegression, trained.base(), options);
+  CHECK(server.model().current()->version() == good);
+  const std::string text = log.text();
+  CHECK(text.find("est-serve: version " + std::to_string(good + 2) + " at '" + (base / std::to_string(good + 2)).string() +
+                  "' does not load, so an older one is served") != std::string::npos);
+  CHECK(text.find("est-serve: version " + std::to_string(good + 1)) != std::string::npos);
+  CHECK(text.find("nested deeper than 100 arrays and objects") != std::string::npos);
+  CHECK(text.find("serving version " + std::to_string(good) + " (global step 20), the newest that loads") !=
+        std::string::npos);
+  // Neither is tried again as it is; once mended, the newest is served.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(server.model().stats().failed_reloads == 0);
+  CHECK(server.model().current()->version() == good);
+  est::WriteFileAtomic((base / std::to_string(good + 2) / "export.json").string(), manifest);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (server.model().current()->version() != good + 2 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(server.model().current()->version() == good + 2);
+
+  // No version loads: one error naming each.
+  fs::remove_all(base / std::to_string(good));
+  std::ofstream(base / std::to_string(good + 2) / "export.json") << "[";
+  CHECK_THROWS_MATCHES(ModelServer(testing::ServedRegression, trained.base(), Options()), CheckpointError,
+                       est::testing::MessageMatches(
+                           Catch::StartsWith("no version under '" + trained.base() + "' loads (version " +
+                                             std::to_string(good + 2) + ": ") &&
+                           Catch::Contains("; version " + std::to_string(good + 1) + ": ") &&
+                           Catch::Contains("nested deeper than 100")));
+}
+
+TEST_CASE("a request of more examples than a batch runs in parts on one version; one beyond the bound is refused",
+          "[serving][server]") {
+  Trained trained("server_parts");
+  const Predictor whole(testing::ServedRegression, trained.base());
+  for (const bool batching : {true, false}) {
+    ServedModelOptions options = Served(batching);
+    options.batching_options(BatchingOptions().max_batch_size(4)).max_request_examples(10);
+    const ServedModel model(testing::ServedRegression, trained.base(), options);
+    int64_t version = -1;
+    // 9 examples: parts of 4, 4 and 1, answered as the whole request is at once.
+    const TensorMap parts = model.predict({{"x", testing::Rows(0, 9)}}, std::chrono::steady_clock::time_point::max(),
+                                          &version);
+    const TensorMap expected = whole.predict({{"x", testing::Rows(0, 9)}});
+    CHECK(version == whole.version());
+    REQUIRE(parts.size() == expected.size());
+    for (const auto& [name, tensor] : expected) CHECK(torch::allclose(parts.at(name), tensor, 1e-6, 1e-6));
+    CHECK(model.batching_stats().batches == 0);  // the parts ran on the model, not in the batcher's batches
+    CHECK_THROWS_MATCHES(model.predict({{"x", testing::Rows(0, 11)}}, std::chrono::steady_clock::time_point::max()),
+                         RequestError,
+                         est::testing::MessageMatches(Catch::Equals(
+                             "the request carries 11 examples; the most a request may carry is 10 (max_request_examples, "
+                             "est-serve --max-request-examples): send them in several requests")));
+    // A deadline passed between the parts.
+    CHECK_THROWS_MATCHES(model.predict({{"x", testing::Rows(0, 9)}}, std::chrono::steady_clock::now()), TimeoutError,
+                         est::testing::MessageMatches(Catch::StartsWith("the request's deadline passed after 0 of its 9 "
+                                                                        "examples")));
+  }
 }
 
 }  // namespace model_server_test
