@@ -131,7 +131,7 @@ class SimulatedHosts:
         for signum in (signal.SIGTERM, signal.SIGINT):
             self.previous_handlers[signum] = signal.signal(signum, self._on_signal)
         try:
-            self._set_up()
+            self.set_up()
         except BaseException:
             self._tear_down()
             raise
@@ -164,7 +164,10 @@ class SimulatedHosts:
         burst = max(64 * 1024, int(self.rate_mbit * 1e6 / 8 / 1000))
         _run(tc + parent + ["tbf", "rate", f"{self.rate_mbit:g}mbit", "burst", str(burst), "latency", "50ms"])
 
-    def _set_up(self):
+    def set_up(self):
+        """Makes the switch and the hosts, and leaves them standing: for a program that keeps them
+        beyond its own life (tests/slurm/slurm_hosts.py), which then removes them itself; others
+        use the object as a context manager."""
         switch = f"{self.tag}sw"
         self._add_namespace(switch)
         _run(["ip", "-n", switch, "link", "add", "br0", "type", "bridge"])
