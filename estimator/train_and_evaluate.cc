@@ -200,6 +200,7 @@ TrainAndEvaluateResult RunEvaluator(Estimator& estimator, const TrainSpec& train
     Log().info("{}", message);
     waiting_logged = Clock::now();
   };
+  std::optional<Clock::time_point> last_evaluation_start;
   while (true) {
     const auto pass_start = Clock::now();
     const std::optional<int64_t> ended_at = training_ended_at();
@@ -219,6 +220,7 @@ TrainAndEvaluateResult RunEvaluator(Estimator& estimator, const TrainSpec& train
     } else {
       waiting_logged.reset();
       last_new_checkpoint = Clock::now();
+      last_evaluation_start = pass_start;
       try {
         last_result = estimator.evaluate(eval_spec.input_fn(), OptionsOf(eval_spec).checkpoint_path(*latest));
         last_evaluated = latest;
@@ -246,9 +248,12 @@ TrainAndEvaluateResult RunEvaluator(Estimator& estimator, const TrainSpec& train
               std::filesystem::is_directory(estimator.model_dir()) ? "" : " (which does not exist)", " for ",
               eval_spec.checkpoint_timeout_secs(), " s (EvalSpec.checkpoint_timeout_secs); the last evaluated was ",
               last_evaluated.value_or("none"));
-    // The chief's record of the training's end ends the wait at once, throttle or not.
-    SleepUnlessStopped(std::max(eval_spec.throttle_secs() - seconds_since(pass_start), 0.05), last_evaluated,
-                       [&] { return !ended_at && training_ended_at(); });
+    // The next pass comes throttle_secs after the last evaluation began; until a new checkpoint
+    // appears, and before the first, model_dir is looked at every second (or throttle_secs, when
+    // shorter). The chief's record of the training's end ends the wait at once, throttle or not.
+    const double poll = std::clamp(eval_spec.throttle_secs(), 0.05, 1.0);
+    const double throttled = last_evaluation_start ? eval_spec.throttle_secs() - seconds_since(*last_evaluation_start) : 0;
+    SleepUnlessStopped(std::max(throttled, poll), last_evaluated, [&] { return !ended_at && training_ended_at(); });
   }
 }
 

@@ -60,6 +60,10 @@ struct Task {
   int restarts = 0;
   /// When it is due to start again, while it waits to.
   std::optional<Clock::time_point> restart_at;
+  /// When it got SIGTERM for outliving the job's training (Supervisor::StopStragglers).
+  std::optional<Clock::time_point> straggler_since;
+  /// Whether it got SIGKILL after that.
+  bool straggler_killed = false;
 };
 
 class Supervisor {
@@ -127,7 +131,9 @@ class Supervisor {
               {-1, LinePrefixer(prefix, [this](std::string_view s) { stdout_.write(s); }), &stdout_},
               {-1, LinePrefixer(prefix, [this](std::string_view s) { stderr_.write(s); }), &stderr_},
               /*restarts=*/0,
-              /*restart_at=*/std::nullopt};
+              /*restart_at=*/std::nullopt,
+              /*straggler_since=*/std::nullopt,
+              /*straggler_killed=*/false};
     try {
       std::map<std::string, std::string> overrides{{"TF_CONFIG", cluster_.tf_config(id)},
                                                    {"EST_JOB_ID", options_.job_id},
@@ -198,6 +204,7 @@ class Supervisor {
       Reap();
       StartDueRestarts();
       if (ps_stop_signal_ != 0 && TrainingTasksExited()) StopPsTasks();
+      StopStragglers();
       if (phase_ == Phase::kRunning && AllExited()) BeginStop(SIGTERM, /*leftovers_only=*/true);
       if (Finished()) return;
       if (phase_ != Phase::kRunning && Clock::now() >= deadline_) {
@@ -244,7 +251,12 @@ class Supervisor {
   void OnTaskExit(Task& task, int status) {
     task.exited = true;
     if (phase_ == Phase::kRunning) {
+      if (Succeeded(status) && !IsLosableWorker(task.id) && IsTrainingTask(task.id)) training_ended_at_ = Clock::now();
       if (Succeeded(status)) return;
+      if (task.straggler_since) {  // the job ended without it: not a failure of the job
+        Log(task.id.label() + " " + DescribeWaitStatus(status) + " once stopped");
+        return;
+      }
       if (options_.min_workers > 0 && IsLosableWorker(task.id) && peers_ != nullptr) {
         LoseAcrossHosts(task, status);
         return;
@@ -330,6 +342,45 @@ class Supervisor {
   }
 
   static bool IsPs(const Task& task) { return task.id.type == "ps"; }
+  static bool IsTrainingTask(const TaskId& id) { return id.type == "chief" || id.type == "worker"; }
+
+  // Once the chief of training has finished (exited with status 0), every other task is due to
+  // exit: the workers end their training with the chief's, the ps tasks with the job. One that
+  // has not exited grace_secs later (stopped by SIGSTOP, or cut off from a group that trained
+  // on without it) gets SIGTERM (with SIGCONT), and SIGKILL grace_secs after that, so that
+  // est-launch ends with the job. The evaluator, which evaluates the last checkpoint after the
+  // chief's end, is left to finish unless it is stopped.
+  void StopStragglers() {
+    if (phase_ != Phase::kRunning || !training_ended_at_) return;
+    const auto grace = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.grace_secs));
+    const Clock::time_point now = Clock::now();
+    if (now < *training_ended_at_ + grace) return;
+    for (Task& task : tasks_) {
+      if (task.exited || task.restart_at || task.pid < 0) continue;
+      if (task.straggler_since) {
+        if (!task.straggler_killed && now >= *task.straggler_since + grace && GroupAlive(task)) {
+          Log(task.id.label() + " did not stop within " + SecondsText(options_.grace_secs) + "; sending SIGKILL");
+          ::killpg(task.pid, SIGKILL);
+          task.straggler_killed = true;
+        }
+        continue;
+      }
+      if (task.id.type == "evaluator" && !IsStopped(task.pid)) continue;
+      Log(task.id.label() + " has not exited " + SecondsText(options_.grace_secs) + " after the chief finished the " +
+          "training" + (IsStopped(task.pid) ? " (it is stopped)" : "") +
+          ": stopping it (SIGTERM, then SIGKILL after " + SecondsText(options_.grace_secs) + ")");
+      SignalGroup(task, SIGTERM);
+      task.straggler_since = now;
+    }
+  }
+
+  // When StopStragglers next has something to do, if ever.
+  std::optional<Clock::time_point> NextStragglerCheck() const {
+    if (phase_ != Phase::kRunning || !training_ended_at_) return std::nullopt;
+    for (const Task& task : tasks_)
+      if (!task.exited && task.pid >= 0) return Clock::now() + kStopPollInterval * 5;
+    return std::nullopt;
+  }
 
   // Whether `id` is a worker the others can train on without (--min-workers): any but the
   // chief of training, which is worker 0 in a cluster without a "chief" job.
@@ -489,7 +540,9 @@ class Supervisor {
   }
 
   int PollTimeoutMs(bool held_back) const {
-    const std::optional<Clock::time_point> restart = phase_ == Phase::kRunning ? NextRestart() : std::nullopt;
+    std::optional<Clock::time_point> restart = phase_ == Phase::kRunning ? NextRestart() : std::nullopt;
+    if (const std::optional<Clock::time_point> check = NextStragglerCheck(); check && (!restart || *check < *restart))
+      restart = check;
     if (phase_ == Phase::kRunning && !held_back && !restart) return -1;
     Clock::duration wait = held_back ? kBackpressurePollInterval : kStopPollInterval;
     if (phase_ != Phase::kRunning) wait = std::min(wait, deadline_ - Clock::now());
@@ -582,6 +635,7 @@ class Supervisor {
   bool gave_up_ = false;
   bool task_failed_ = false;  // a running task exited with a failure (not a failure to start one)
   int single_restarts_ = 0;   // tasks started again alone (ps tasks, or workers with --min-workers)
+  std::optional<Clock::time_point> training_ended_at_;  // when the chief of training exited with status 0
 };
 
 }  // namespace

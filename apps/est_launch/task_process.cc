@@ -165,6 +165,15 @@ bool CatchesSignal(pid_t pid, int signal_number) {
   return false;
 }
 
+bool IsStopped(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(stat, text);
+  // "pid (comm) S ...": the state follows the last ')', as comm may hold any byte.
+  const size_t close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'T';
+}
+
 std::string DescribeWaitStatus(int wait_status) {
   if (WIFEXITED(wait_status)) return "exited with status " + std::to_string(WEXITSTATUS(wait_status));
   if (WIFSIGNALED(wait_status))

@@ -57,6 +57,10 @@ using est::SignalName;
 /// SigCgt): a signal it does not catch would end it. False when the process is gone.
 bool CatchesSignal(pid_t pid, int signal_number);
 
+/// Whether process `pid` is stopped by a signal (SIGSTOP, SIGTSTP: state T in /proc), which
+/// only SIGCONT or SIGKILL moves on.
+bool IsStopped(pid_t pid);
+
 /// A waitpid() status in words: "exited with status 3", "was killed by SIGKILL".
 std::string DescribeWaitStatus(int wait_status);
 

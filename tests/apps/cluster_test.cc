@@ -1,6 +1,7 @@
 // Clusters of processes on loopback: est-launch starting est-train with TF_CONFIG.
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <optional>
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <sstream>
 
 #include "checkpoint/checkpoint_state.h"
+#include "common/file_util.h"
 #include "estimator/summary/event_reader.h"
 #include "tests/apps/run_command.h"
 #include "tests/test_util.h"
@@ -65,6 +67,42 @@ TEST_CASE("two workers and an evaluator: the tutorial's cluster trains, evaluate
   CHECK(Contains(LinesStartingWith(second.output, "[worker 0] "), "Restoring parameters from " + dir + "/model.ckpt-40"));
   CHECK(Contains(LinesStartingWith(second.output, "[worker 1] "), "Restoring parameters from " + dir + "/model.ckpt-40"));
   CHECK(est::checkpoint::LatestCheckpoint(dir) == dir + "/model.ckpt-60");
+}
+
+TEST_CASE("two workers and an evaluator with early stopping: the evaluator exports the last checkpoint and all exit 0",
+          "[apps][cluster]") {
+  // --early-stopping loss:min:0 stops the training at the first check (every 10 steps) after
+  // the evaluator's first result, long before max_steps. The chief records the end; the
+  // evaluator, throttled to one evaluation a minute, evaluates and exports the last
+  // checkpoint as the final export at once, and every task exits 0.
+  const std::string dir = est::testing::FreshTempDir("cluster_early_stop").string();
+  const std::string train = EstTrain() + " --model linear --strategy multi_worker --model-dir " + dir +
+                            " --save-checkpoints-steps 10 --log-step-count-steps 10 --timeout-secs 60 --max-steps "
+                            "1000000 --early-stopping loss:min:0 --throttle-secs 60 --export final";
+  const auto start = std::chrono::steady_clock::now();
+  RunResult run = RunCommand(std::string(EST_LAUNCH_PATH) + " --workers 2 --evaluator -- " + train);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  std::smatch stopped;
+  REQUIRE(std::regex_search(run.output, stopped,
+                            std::regex(R"(\[worker 0\] .*Stopping at global step (\d+): a hook requested it)")));
+  const std::string step = stopped[1];
+  CHECK(std::stoll(step) < 1000000);
+  const std::string evaluator = LinesStartingWith(run.output, "[evaluator 0] ");
+  CHECK(Contains(evaluator, "Saving dict for global step " + step + ":"));
+  CHECK(Contains(evaluator, "Exiting evaluation: the training ended at global step " + step));
+  CHECK(est::ReadEvalMetrics(dir + "/eval").count(std::stoll(step)) == 1);
+  CHECK(est::checkpoint::LatestCheckpoint(dir) == dir + "/model.ckpt-" + step);
+  // The final export holds the last checkpoint; the whole job took far less than the throttle.
+  REQUIRE(std::filesystem::is_directory(dir + "/export/final"));
+  size_t exports = 0;
+  for (const auto& version : std::filesystem::directory_iterator(dir + "/export/final")) {
+    ++exports;
+    CHECK(Contains(est::ReadFile((version.path() / "export.json").string()), "\"global_step\": " + step + ","));
+  }
+  CHECK(exports == 1);
+  CHECK(seconds < 60);
 }
 
 TEST_CASE("two workers and an evaluator train the Transformer language model on Debian's fortunes",

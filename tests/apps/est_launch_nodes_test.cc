@@ -3,7 +3,11 @@
 // host's est-launch killed and started again, and the rendezvous' errors. (With est-train on
 // simulated hosts: tests/apps/est_launch_hosts_test.py.)
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -545,6 +549,38 @@ TEST_CASE("The rendezvous names the node that never joins, and refuses one that 
     CHECK(Lines(run0.err).back() == "est-launch: error: " + why);
     CHECK(Lines(run1.err).back() == "est-launch: error: node 0 refused to start the job: " + why);
   }
+}
+
+TEST_CASE("A line of JSON nested 60 000 deep at the rendezvous is dropped, and the job starts", "[launch]") {
+  // Anyone who reaches node 0's rendezvous port may send it anything before a token is asked.
+  ScopedEnv no_token("EST_JOB_TOKEN", nullptr);
+  const Ports ports = FreePorts(2, 1);
+  const std::vector<std::string> rest{"--workers", "1", "--rendezvous-timeout-secs", "60", "--", "sh", "-c", "echo ran"};
+  const Launch node0 = StartNode(ports, 2, 0, rest, "nodes_deep_json");
+  REQUIRE(WaitForOutput(node0, "waiting at"));
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(ports.rendezvous));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0);
+  const std::string line = std::string(60000, '[') + std::string(60000, ']') + "\n";
+  size_t sent = 0;
+  while (sent < line.size()) {
+    const ssize_t n = ::send(fd, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;  // node 0 closed it once it read the line
+    sent += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  const Launch node1 = StartNode(ports, 2, 1, rest, "nodes_deep_json");
+  const LaunchRun run0 = Finish(node0);
+  const LaunchRun run1 = Finish(node1);
+  INFO(run0.err << run1.err);
+  CHECK(run0.exit_code == 0);
+  CHECK(run1.exit_code == 0);
+  CHECK(Contains(run0.out, "ran"));
+  CHECK(Contains(run1.out, "ran"));
 }
 
 TEST_CASE("est-launch's flags across hosts are checked before anything starts", "[launch]") {

@@ -595,6 +595,31 @@ TEST_CASE("--min-workers: a stopped worker is named by the flight recorder, left
   CheckLikeOneWorker(dir, step, "faults_stopped_reference");
 }
 
+TEST_CASE("--min-workers: a worker stopped and cut off is stopped by est-launch once the job ends, which exits 0",
+          "[apps][faults]") {
+  // A chief and 2 workers, --min-workers 2. Worker 1 is stopped (SIGSTOP) while the job trains:
+  // the chief cuts it off after the beat lease and the 2 left train on to max_steps. The stopped
+  // worker would never exit: 3 s (--grace-secs) after the chief's end est-launch stops it, and
+  // ends with the job's status, 0.
+  const std::string dir = est::testing::FreshTempDir("faults_straggler").string();
+  const std::string log = (est::testing::FreshTempDir("faults_straggler_log") / "output").string();
+  const std::string launch = std::string(EST_LAUNCH_PATH) + " --chief --workers 2 --min-workers 2 --grace-secs 3 -- " +
+                             ElasticTrain(dir, "300", "100") + " --log-step-count-steps 2 --beat-lease-secs 2";
+  RunResult run = RunCommand("(" + launch + " > " + log + " 2>&1 & pid=$!; " +
+                             WaitForLine("chief 0.*global_step/sec", log) + FindTaskPid("worker-1", "w") +
+                             "kill -STOP $w; ended=0; for i in $(seq 1200); do kill -0 $pid 2>/dev/null || { ended=1; "
+                             "break; }; sleep 0.1; done; [ $ended = 1 ] || { kill -KILL $pid $w; echo 'est-launch did "
+                             "not exit within 120 s'; }; wait $pid; status=$?; cat " + log + "; exit $status)");
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  CHECK(std::regex_search(run.output, std::regex(R"(\[chief 0\] .*rank 2 \('worker 2, pid \d+ on [^']+'\) of )"
+                                                 R"(generation 1 has not beaten for 2\.\d+ s)")));
+  CHECK(run.output.find("est-launch: worker 1 has not exited 3 s after the chief finished the training (it is "
+                        "stopped): stopping it (SIGTERM, then SIGKILL after 3 s)") != std::string::npos);
+  CHECK(run.output.find("est-launch: error") == std::string::npos);
+  CHECK(LatestStep(dir) == 300);
+}
+
 TEST_CASE("--min-workers across hosts: a worker killed on node 1, the tasks of both hosts train on like 1 worker",
           "[apps][faults]") {
   // Two est-launch on loopback as two hosts: node 0 runs the chief and worker 0, node 1 worker

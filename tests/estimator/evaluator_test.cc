@@ -145,6 +145,24 @@ TEST_CASE("a training stopped early by a hook: the evaluator evaluates and expor
   CHECK(end->global_step == 25);
 }
 
+TEST_CASE("the evaluator looks for a first checkpoint every second, not every throttle_secs", "[estimator]") {
+  // TensorFlow's evaluator waits throttle_secs (600 s here) after a pass that found no
+  // checkpoint; this one evaluates the first checkpoint within a second or so of its saving.
+  const std::string dir = est::testing::FreshTempDir("evaluator_first").string();
+  Estimator evaluator(RegressionModelFn, dir, TaskConfig("evaluator"));
+  auto training = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    TrainLocally(dir, 20);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const EvalResult result =
+      train_and_evaluate(evaluator, TrainSpec(Input()).max_steps(20),
+                         EvalSpec(Input()).start_delay_secs(0).throttle_secs(600).checkpoint_timeout_secs(600));
+  training.get();
+  CHECK(result.at("global_step") == 20);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(300));
+}
+
 TEST_CASE("the evaluator takes no other job's record of a training's end, nor an older one", "[estimator]") {
   const std::string dir = est::testing::FreshTempDir("evaluator_other_end").string();
   TrainLocally(dir, 20);

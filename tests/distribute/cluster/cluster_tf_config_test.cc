@@ -126,6 +126,10 @@ TEST_CASE("ParseTfConfig rejects every malformed TF_CONFIG, quoting the offendin
       // Found by tf_config_fuzzer: a number beyond double's range escaped as nlohmann's out_of_range.
       {R"({"cluster": {"worker": ["w:1"]}, "task": {"type": "worker", "index": 1e400}})",
        {"not valid JSON", "number overflow", "1e400"}},
+      // Nested past any copy's stack (65 400 deep; 20 000 under ulimit -s 1024): refused at the parse.
+      {R"({"cluster": {"worker": ["w:1"]}, "task": {"type": "worker", "index": 0}, "x": )" +
+           std::string(65400, '[') + std::string(65400, ']') + "}",
+       {"not valid JSON", "nested deeper than 100 arrays and objects"}},
       // Addresses.
       {R"({"cluster": {"worker": ["localhost"]}, )" + task + "}", {"job \"worker\" task 0", "\"localhost\""}},
       {R"({"cluster": {"worker": ["w:1", "w:http"]}, )" + task + "}", {"job \"worker\" task 1", "\"w:http\""}},
