@@ -62,6 +62,10 @@ at::Tensor ClipByGlobalNorm(const NamedTensors& variables, double clip_norm) {
 
 }  // namespace
 
+at::Tensor ClippedGlobalNorm(const at::Tensor& norm, double clip_norm) {
+  return at::where(at::isfinite(norm), norm.clamp_max(clip_norm), norm);
+}
+
 bool ProcessesGradients(const EstimatorSpec& spec) {
   return spec.clip_norm || spec.clip_value || spec.gradient_transform;
 }

@@ -15,6 +15,13 @@ class ModelContext;
 
 /// The summary tag of the global norm before clipping (TensorFlow's optimize_loss's).
 inline constexpr const char* kGradientNormSummary = "global_norm/gradient_norm";
+/// The summary tag of the global norm after clipping: below the norm before it at the steps
+/// where the clip acted.
+inline constexpr const char* kClippedGradientNormSummary = "global_norm/clipped_gradient_norm";
+
+/// The global norm after clipping to `clip_norm` of gradients whose norm was `norm`: the
+/// smaller of the two (`norm` itself when it is not finite, as the clip then leaves them).
+at::Tensor ClippedGlobalNorm(const at::Tensor& norm, double clip_norm);
 
 /// True when `spec` asks for any change to the gradients: then every gradient must be final
 /// (averaged over the replicas) before any variable is updated.

@@ -716,13 +716,17 @@ class TrainingSession : public Session {
     }
   }
 
-  // The learning rates `first`'s schedules set for this step, as summaries of `first`.
+  // The learning rates `first`'s schedules set for this step, as summaries of `first`: one
+  // optimizer's under "learning_rate/<its name>"; "learning_rate" itself is the rate of a
+  // schedule of every optimizer, else of the first one-optimizer schedule model_fn gave.
   void add_learning_rate_summaries(EstimatorSpec& first) {
     for (const auto& [optimizer, schedule] : first.learning_rate_schedules) {
-      const std::string tag = optimizer == nullptr ? std::string(kLearningRateSummary)
-                                                   : std::string(kLearningRateSummary) + "/" +
-                                                         OptimizerName(optimizer, replicas_.replica(0));
-      first.summaries[tag] = at::scalar_tensor(schedule(global_step_), at::kDouble);
+      const at::Tensor rate = at::scalar_tensor(schedule(global_step_), at::kDouble);
+      if (optimizer != nullptr)
+        first.summaries[std::string(kLearningRateSummary) + "/" + OptimizerName(optimizer, replicas_.replica(0))] =
+            rate;
+      if (optimizer == nullptr || first.summaries.count(kLearningRateSummary) == 0)
+        first.summaries[kLearningRateSummary] = rate;
     }
   }
 
@@ -789,13 +793,20 @@ class TrainingSession : public Session {
       TransformGradients(spec, replicas_.replica(r), global_step_);
       if (store_clips) continue;
       const at::Tensor norm = ClipGradients(spec, replicas_.replica(r));
-      if (r == 0 && norm.defined()) first.summaries[kGradientNormSummary] = norm;
+      if (r == 0 && norm.defined()) add_norm_summaries(first, norm);
     }
     if (!store_clips) return;
     update.clipping = {first.clip_value, first.clip_norm};
     update.clipped_norm = [&first](double norm) {
-      first.summaries[kGradientNormSummary] = at::scalar_tensor(norm, at::kDouble);
+      add_norm_summaries(first, at::scalar_tensor(norm, at::kDouble));
     };
+  }
+
+  // The global norm of the gradients before clipping by `first`'s clip_norm, and after it, as
+  // summaries of `first`: where the two differ, the clip acted.
+  static void add_norm_summaries(EstimatorSpec& first, const at::Tensor& norm) {
+    first.summaries[kGradientNormSummary] = norm;
+    first.summaries[kClippedGradientNormSummary] = ClippedGlobalNorm(norm, *first.clip_norm);
   }
 
   // Forward and backward on every local replica, then the strategy's StepSync makes the

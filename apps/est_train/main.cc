@@ -491,15 +491,27 @@ est_train::FashionMnistInput FashionMnistInputOf(const Flags& flags, bool reads_
   return input;
 }
 
-// The schedule and clipping of --lr-schedule, --warmup-steps and --clip-norm.
+// The schedule and clipping of --lr-schedule, --warmup-steps and --clip-norm. The schedule is
+// read at its first and last steps, and at 1000 between, before training starts: a rate that is
+// not a learning rate there (NaN, infinite, overflowing) is a ConfigError now, not at that step.
 est_train::TrainingOptions TrainingOptionsOf(const Flags& flags, const est_train::ModelRecipe& recipe) {
   est_train::TrainingOptions options;
   const double initial = flags.learning_rate > 0 ? flags.learning_rate : recipe.default_learning_rate;
-  if (!flags.lr_schedule.empty())
+  if (!flags.lr_schedule.empty()) {
+    EST_CHECK(flags.learning_rate == 0 || est::schedules::ScheduleTakesInitialRate(flags.lr_schedule),
+              est::ConfigError, "--learning-rate ", flags.learning_rate, " would not be used: --lr-schedule '",
+              flags.lr_schedule, "' gives its own starting rate; give the rate in one of the two");
     options.learning_rate = est::schedules::ParseLearningRateSchedule(flags.lr_schedule, initial);
+  }
   if (flags.warmup_steps > 0)
     options.learning_rate = est::schedules::LinearWarmup(
         options.learning_rate.value_or(est::schedules::Constant(initial)), flags.warmup_steps);
+  if (options.learning_rate) {
+    constexpr int64_t kSamples = 1000;
+    for (int64_t i = 0; i < kSamples; ++i)
+      (*options.learning_rate)(static_cast<int64_t>(static_cast<double>(flags.max_steps) * i / kSamples));
+    (*options.learning_rate)(flags.max_steps);
+  }
   if (flags.clip_norm > 0) options.clip_norm = flags.clip_norm;
   return options;
 }

@@ -17,8 +17,9 @@ double LearningRateSchedule::operator()(int64_t step) const {
   EST_CHECK(step >= 0, ConfigError, "learning-rate schedule ", description_, " asked for step ", step,
             "; steps are >= 0");
   const double rate = rate_(step);
-  EST_CHECK(std::isfinite(rate) && rate >= 0, ConfigError, "learning-rate schedule ", description_, " gave ", rate,
-            " at step ", step, "; a learning rate must be finite and >= 0");
+  EST_CHECK(std::isfinite(rate) && rate >= 0 && rate <= kMaxLearningRate, ConfigError, "learning-rate schedule ",
+            description_, " gave ", rate, " at step ", step, "; a learning rate must be finite and >= 0, at most ",
+            kMaxLearningRate, " (the largest float)");
   return rate;
 }
 

@@ -7,8 +7,8 @@
 namespace est::schedules {
 
 void CheckRate(const char* schedule, const char* parameter, double value) {
-  EST_CHECK(std::isfinite(value) && value >= 0, ConfigError, schedule, ": ", parameter, " is ", value,
-            "; expected a finite learning rate >= 0");
+  EST_CHECK(std::isfinite(value) && value >= 0 && value <= kMaxLearningRate, ConfigError, schedule, ": ", parameter,
+            " is ", value, "; expected a finite learning rate >= 0, at most ", kMaxLearningRate, " (the largest float)");
 }
 
 void CheckSteps(const char* schedule, const char* parameter, int64_t value) {

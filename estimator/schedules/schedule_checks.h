@@ -6,7 +6,10 @@
 
 namespace est::schedules {
 
-/// A learning rate: finite and >= 0.
+/// The largest learning rate: a float's largest, as summaries and float optimizers hold it.
+inline constexpr double kMaxLearningRate = 3.4028234663852886e38;
+
+/// A learning rate: finite, >= 0 and at most kMaxLearningRate.
 void CheckRate(const char* schedule, const char* parameter, double value);
 /// A number of steps: > 0.
 void CheckSteps(const char* schedule, const char* parameter, int64_t value);

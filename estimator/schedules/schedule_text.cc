@@ -36,17 +36,32 @@ class ScheduleParser {
     return text_.substr(start, at_ - start);
   }
 
-  std::map<std::string, Value> arguments() {
+  // The arguments, as Python takes them: positional ones first, each the next of `parameters`,
+  // then keyword ones.
+  std::map<std::string, Value> arguments(const std::string& schedule, const std::vector<std::string>& parameters) {
     std::map<std::string, Value> arguments;
     skip_spaces();
     if (at_ == text_.size()) return arguments;
     expect('(');
     skip_spaces();
     if (!take(')')) {
+      size_t positional = 0;
+      bool keywords = false;
       do {
-        std::string key = word();
-        expect('=');
-        if (!arguments.emplace(key, value()).second) fail_at("'" + key + "' given once", start_of_word_);
+        skip_spaces();
+        const size_t start = at_;
+        std::string key;
+        if (starts_keyword()) {
+          key = word();
+          expect('=');
+          keywords = true;
+        } else {
+          if (keywords) fail_at("a keyword argument (name=value): a positional argument follows a keyword one", start);
+          if (positional == parameters.size())
+            fail_at(schedule + "'s " + std::to_string(parameters.size()) + " parameters at most", start);
+          key = parameters[positional++];
+        }
+        if (!arguments.emplace(key, value()).second) fail_at("'" + key + "' given once", start);
       } while (take(','));
       expect(')');
     }
@@ -78,6 +93,15 @@ class ScheduleParser {
 
   void expect(char c) {
     if (!take(c)) fail(std::string("'") + c + "'");
+  }
+
+  // Whether a keyword argument ("name =") starts here, rather than a value.
+  bool starts_keyword() const {
+    size_t at = at_;
+    if (at >= text_.size() || !(std::isalpha(static_cast<unsigned char>(text_[at])) || text_[at] == '_')) return false;
+    while (at < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[at])) || text_[at] == '_')) ++at;
+    while (at < text_.size() && std::isspace(static_cast<unsigned char>(text_[at]))) ++at;
+    return at < text_.size() && text_[at] == '=';
   }
 
   std::string word() {
@@ -239,15 +263,29 @@ const std::map<std::string, Known>& KnownSchedules() {
   return known;
 }
 
-}  // namespace
-
-LearningRateSchedule ParseLearningRateSchedule(const std::string& text, double initial_learning_rate) {
+// The schedule `text` names, and its arguments by parameter name.
+std::pair<const Known*, std::map<std::string, Value>> ReadSchedule(const std::string& text, std::string& name) {
   ScheduleParser parser(text);
-  const std::string name = parser.name();
+  name = parser.name();
   const auto known = KnownSchedules().find(name);
   EST_CHECK(known != KnownSchedules().end(), ConfigError, "learning-rate schedule '", text, "': unknown schedule '",
             name, "'; expected one of ", LearningRateScheduleNames());
-  return known->second.make(Arguments(name, parser.arguments(), known->second.parameters), initial_learning_rate);
+  return {&known->second, parser.arguments(name, known->second.parameters)};
+}
+
+}  // namespace
+
+LearningRateSchedule ParseLearningRateSchedule(const std::string& text, double initial_learning_rate) {
+  std::string name;
+  auto [known, arguments] = ReadSchedule(text, name);
+  return known->make(Arguments(name, std::move(arguments), known->parameters), initial_learning_rate);
+}
+
+bool ScheduleTakesInitialRate(const std::string& text) {
+  std::string name;
+  const auto [known, arguments] = ReadSchedule(text, name);
+  const std::string& first = known->parameters.front();
+  return (first == "initial_learning_rate" || first == "learning_rate") && arguments.count(first) == 0;
 }
 
 std::string LearningRateScheduleNames() {

@@ -119,6 +119,10 @@ TEST_CASE("est-train rejects bad flags with one clear line", "[apps]") {
       {"--export latest --exports-to-keep 0", {"--exports-to-keep: expected an integer from 1"}},
       {"--lr-schedule 'Cosine(decay_steps=5)'", {"--lr-schedule", "unknown schedule 'Cosine'", "CosineDecay"}},
       {"--lr-schedule 'CosineDecay(decay_steps=0)'", {"CosineDecay: decay_steps is 0; expected a number of steps > 0"}},
+      {"--lr-schedule 'Constant(learning_rate=1e308)'",
+       {"Constant: learning_rate is 1e+308; expected a finite learning rate >= 0, at most 3.40282e+38"}},
+      {"--early-stopping accuracy:max", {"--early-stopping", "expected METRIC:max:STEPS or METRIC:min:STEPS"}},
+      {"--early-stopping accuracy:up:10", {"--early-stopping", "'accuracy:up:10'"}},
       {"--unknown-flag 1", {"--unknown-flag"}},
   };
   for (const auto& [args, parts] : named) {
@@ -143,6 +147,19 @@ TEST_CASE("est-train rejects bad flags with one clear line", "[apps]") {
   CHECK(communication.exit_code == 1);
   CHECK(communication.output.find("--communication ring chooses the all-reduce between workers: it needs "
                                   "--strategy multi_worker, not mirrored") != std::string::npos);
+  // A schedule that gives its own starting rate beside --learning-rate; one that overflows
+  // before max_steps: both before the first step.
+  RunResult both_rates = RunEstTrain("--model linear --learning-rate 0.5 --lr-schedule 'CosineDecay(0.1, 100)' "
+                                     "--model-dir " + dir);
+  CHECK(both_rates.exit_code == 1);
+  CHECK(both_rates.output.find("--learning-rate 0.5 would not be used: --lr-schedule 'CosineDecay(0.1, 100)' gives its "
+                               "own starting rate; give the rate in one of the two") != std::string::npos);
+  RunResult growing = RunEstTrain("--model linear --max-steps 1000 --lr-schedule 'ExponentialDecay(0.1, 1, 10.0)' "
+                                  "--model-dir " + dir);
+  CHECK(growing.exit_code == 1);
+  CHECK(growing.output.find("learning-rate schedule ExponentialDecay(") != std::string::npos);
+  CHECK(growing.output.find("; a learning rate must be finite and >= 0") != std::string::npos);
+  CHECK(growing.output.find("loss =") == std::string::npos);  // no step was taken
   RunResult rank = RunEstTrain("--powersgd-rank 4 --gradient-compression fp16 --strategy multi_worker --model-dir " + dir);
   CHECK(rank.exit_code == 1);
   CHECK(rank.output.find("--powersgd-rank and --powersgd-warmup-steps apply to --gradient-compression powersgd, "

@@ -81,8 +81,9 @@ TEST_CASE("Clipping by global norm scales the replicas' averaged gradients as tf
     const at::Tensor trained = mirrored.get_variable_value("net/" + item.key()).to(torch::kDouble);
     CHECK((trained - expected).abs().max().item<double>() <= 1e-7);
   }
-  // TensorBoard gets the norm before clipping.
+  // TensorBoard gets the norm before clipping, and after it: the clip acted.
   CHECK(Scalars(dir, "global_norm/gradient_norm").at(1) == Approx(norm).epsilon(1e-6));
+  CHECK(Scalars(dir, "global_norm/clipped_gradient_norm").at(1) == Approx(kClipNorm).epsilon(1e-6));
 }
 
 TEST_CASE("With clipping, 1 replica x 2B trains like 2 replicas x B and 2 workers x B", "[estimator][clipping]") {

@@ -69,13 +69,18 @@ TEST_CASE("Two optimizers each step their variables, under mirrored and multi-wo
   CHECK(torch::allclose((first_step.get_variable_value("wide/0.weight") - wide_start).abs(),
                         torch::full({1, 3}, 0.1), 0, 1e-6));
 
-  // The deep optimizer's schedule is written under its name.
+  // The deep optimizer's schedule is written under its name, and as the plain learning_rate,
+  // the only schedule there is.
   std::map<int64_t, double> rates;
-  for (const auto& event : ReadScalarEvents(ListEventFiles(single.model_dir()).at(0)))
+  std::map<int64_t, double> plain;
+  for (const auto& event : ReadScalarEvents(ListEventFiles(single.model_dir()).at(0))) {
     if (event.tag == "learning_rate/adam") rates[event.step] = event.value;
+    if (event.tag == "learning_rate") plain[event.step] = event.value;
+  }
   REQUIRE(rates.size() == 20);
   CHECK(rates.at(1) == Approx(0.01));
   CHECK(rates.at(20) == Approx(schedules::CosineDecay(0.01, 40, 0.1)(19)));
+  CHECK(plain == rates);
 
   Estimator mirrored(WideAndDeep, testing::FreshTempDir("groups_mirrored").string(),
                      Config(distribute::MirroredStrategy::Create({"cpu", "cpu"})));

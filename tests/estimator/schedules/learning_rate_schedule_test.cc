@@ -119,6 +119,22 @@ TEST_CASE("Schedules written as text are the schedules of the same name and para
        CosineDecayRestarts(0.5, 30, 1.5, 0.8, 0.01));
   same("PiecewiseConstantDecay(boundaries=[1000, 2000], values=[0.1, 0.01, 0.001])",
        PiecewiseConstantDecay({1000, 2000}, {0.1, 0.01, 0.001}));
+  // Positional arguments, in TensorFlow's order, as Python takes them; then keywords.
+  same("CosineDecay(0.1, 100)", CosineDecay(0.1, 100));
+  same("CosineDecay(0.1, 100, 0.2)", CosineDecay(0.1, 100, 0.2));
+  same("ExponentialDecay(0.1, 100, 0.9, True)", ExponentialDecay(0.1, 100, 0.9, true));
+  same("PolynomialDecay(0.1, decay_steps=50, power=2)", PolynomialDecay(0.1, 50, 0.0001, 2.0));
+  same("PiecewiseConstantDecay([10], [0.1, 0.01])", PiecewiseConstantDecay({10}, {0.1, 0.01}));
+  same("Constant(0.25)", Constant(0.25));
+}
+
+TEST_CASE("A schedule written as text says whether it starts from the rate given beside it", "[schedules]") {
+  CHECK(ScheduleTakesInitialRate("CosineDecay(decay_steps=10)"));
+  CHECK(ScheduleTakesInitialRate("Constant"));
+  CHECK_FALSE(ScheduleTakesInitialRate("CosineDecay(0.1, 10)"));
+  CHECK_FALSE(ScheduleTakesInitialRate("CosineDecay(decay_steps=10, initial_learning_rate=0.1)"));
+  CHECK_FALSE(ScheduleTakesInitialRate("Constant(learning_rate=0.1)"));
+  CHECK_FALSE(ScheduleTakesInitialRate("PiecewiseConstantDecay([10], [0.1, 0.01])"));
 }
 
 TEST_CASE("Schedules written as text refuse what they cannot read, saying what was expected", "[schedules]") {
@@ -142,4 +158,14 @@ TEST_CASE("Schedules written as text refuse what they cannot read, saying what w
              Catch::Contains("boundaries must be a list, e.g. [1000, 2000]"));
   CHECK_THAT(message("CosineDecay(decay_steps=nan)"), Catch::Contains("expected a finite number at column 25"));
   CHECK_THAT(message(""), Catch::Contains("expected a schedule's name at column 1"));
+  CHECK_THAT(message("CosineDecay(decay_steps=10, 0.1)"),
+             Catch::Contains("expected a keyword argument (name=value): a positional argument follows a keyword one "
+                             "at column 29"));
+  CHECK_THAT(message("CosineDecay(0.1, 10, 0.0, 4)"),
+             Catch::Contains("expected CosineDecay's 3 parameters at most at column 27"));
+  CHECK_THAT(message("CosineDecay(0.1, 10, decay_steps=20)"), Catch::Contains("expected 'decay_steps' given once"));
+  // A rate beyond a float's range cannot be written to TensorBoard, nor applied as one.
+  CHECK_THAT(message("Constant(learning_rate=1e308)"),
+             Catch::Contains("Constant: learning_rate is 1e+308; expected a finite learning rate >= 0, at most "
+                             "3.40282e+38 (the largest float)"));
 }
