@@ -22,6 +22,13 @@ grpc::Status CheckToken(const grpc::ServerContext& context, const std::string& t
                             "'authorization: Bearer <token>' of its --token-file");
 }
 
+grpc::Status CheckRequestSize(size_t bytes, int64_t max_bytes) {
+  if (static_cast<int64_t>(bytes) <= max_bytes) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                      "the request is " + std::to_string(bytes) + " bytes; the most a request may carry is " +
+                          std::to_string(max_bytes) + " (max_request_bytes, est-serve --max-request-mib)");
+}
+
 std::chrono::steady_clock::time_point CallDeadline(const grpc::ServerContext& context) {
   const auto deadline = context.deadline();
   if (deadline == std::chrono::system_clock::time_point::max()) return std::chrono::steady_clock::time_point::max();

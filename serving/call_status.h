@@ -7,6 +7,8 @@
 #include <grpcpp/support/status.h>
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <string>
 
@@ -15,6 +17,12 @@ namespace est::serving::detail {
 /// OK when the server has no token or the call carries "authorization: Bearer <token>"
 /// (compared in constant time); UNAUTHENTICATED saying what to send otherwise.
 grpc::Status CheckToken(const grpc::ServerContext& context, const std::string& token);
+
+/// OK when a request of `bytes` (its serialized size) is at most `max_bytes`; otherwise
+/// RESOURCE_EXHAUSTED naming the limit and est-serve's --max-request-mib. The server lets gRPC
+/// take messages of up to twice the limit, so that this says why, not gRPC's "Received message
+/// larger than max".
+grpc::Status CheckRequestSize(size_t bytes, int64_t max_bytes);
 
 /// The call's deadline on the steady clock (time_point::max() when the client set none).
 std::chrono::steady_clock::time_point CallDeadline(const grpc::ServerContext& context);

@@ -87,6 +87,8 @@ grpc::Status InferenceService::ModelMetadata(grpc::ServerContext* context, const
 grpc::Status InferenceService::ModelInfer(grpc::ServerContext* context, const v2::ModelInferRequest* request,
                                           v2::ModelInferResponse* response) {
   if (grpc::Status admitted = CheckToken(*context, context_.token); !admitted.ok()) return admitted;
+  if (grpc::Status fits = CheckRequestSize(request->ByteSizeLong(), context_.max_request_bytes); !fits.ok())
+    return fits;
   std::shared_ptr<const Predictor> predictor;
   if (grpc::Status found = find(request->model_name(), request->model_version(), predictor); !found.ok()) return found;
   try {

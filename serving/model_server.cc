@@ -2,6 +2,7 @@
 
 #include <grpcpp/server.h>
 
+#include <algorithm>
 #include <atomic>
 #include <limits>
 #include <mutex>
@@ -43,7 +44,8 @@ ModelServer::ModelServer(ModelFn model_fn, const std::string& export_base, Model
   impl_->prediction = std::make_unique<detail::PredictionService>(context);
   distribute::detail::StartedServer started = distribute::detail::StartGrpcServer(
       std::vector<grpc::Service*>{impl_->inference.get(), impl_->prediction.get()}, options.host(), options.port(),
-      options.tls(), static_cast<int>(max_bytes), "model '" + impl_->model_name + "'");
+      options.tls(), static_cast<int>(std::min<int64_t>(2 * max_bytes, std::numeric_limits<int32_t>::max())),
+      "model '" + impl_->model_name + "'");
   impl_->server = std::move(started.server);
   impl_->port = started.port;
   impl_->ready = true;

@@ -2,12 +2,12 @@
 
 #include <ATen/ATen.h>
 
-#include <filesystem>
 #include <algorithm>
+#include <filesystem>
 #include <iterator>
 #include <map>
-#include <vector>
 #include <utility>
+#include <vector>
 
 #include "common/error.h"
 #include "common/logging.h"
@@ -61,29 +61,32 @@ ServedModel::ServedModel(ModelFn model_fn, std::string export_base, ServedModelO
 std::shared_ptr<const Predictor> ServedModel::load_newest_valid() {
   namespace fs = std::filesystem;
   const std::vector<int64_t> versions = ExportVersions(export_base_);
-  // One export (not a base of versions), or none: served as it is, or refused with Predictor's error.
-  if (versions.empty() || fs::is_regular_file(fs::path(export_base_) / kExportManifestFile))
+  // One export (not a base of versions), a base of one version, or none: served as it is, or
+  // refused with Predictor's error.
+  if (versions.size() <= 1 || fs::is_regular_file(fs::path(export_base_) / kExportManifestFile))
     return std::make_shared<const Predictor>(model_fn_, export_base_, options_.predictor());
-  std::string failures;
+  std::vector<std::pair<int64_t, std::string>> failures;  // newest first
   for (auto version = versions.rbegin(); version != versions.rend(); ++version) {
     const std::string path = ExportVersionPath(export_base_, *version);
     const std::string stamp = FilesStamp(path);
     try {
       auto loaded = std::make_shared<const Predictor>(model_fn_, path, options_.predictor());
+      for (const auto& [failed, error] : failures)
+        Log().warn("est-serve: version {} at '{}' does not load, so an older one is served: {}", failed,
+                   ExportVersionPath(export_base_, failed), error);
       if (!failures.empty())
         Log().info("est-serve: serving version {} (global step {}), the newest that loads", *version,
                    loaded->manifest().global_step);
       return loaded;
     } catch (const std::exception& error) {
-      // Tried again, as a newer version, once its files change.
-      failed_versions_[*version] = stamp;
-      const bool older = std::next(version) != versions.rend();
-      Log().warn("est-serve: version {} at '{}' does not load{}: {}", *version, path,
-                 older ? ", so an older one is served" : "", error.what());
-      failures += (failures.empty() ? "" : "; ") + ("version " + std::to_string(*version) + ": " + error.what());
+      failed_versions_[*version] = stamp;  // tried again, as a newer version, once its files change
+      failures.emplace_back(*version, error.what());
     }
   }
-  EST_THROW(CheckpointError, "no version under '", export_base_, "' loads (", failures, ")");
+  std::string listed;
+  for (const auto& [version, error] : failures)
+    listed += (listed.empty() ? "" : "; ") + ("version " + std::to_string(version) + ": " + error);
+  EST_THROW(CheckpointError, "no version under '", export_base_, "' loads (", listed, ")");
 }
 
 ServedModel::~ServedModel() {

@@ -658,4 +658,20 @@ TEST_CASE("a request of more examples than a batch runs in parts on one version;
   }
 }
 
+TEST_CASE("a request larger than max_request_bytes is refused naming --max-request-mib", "[serving][server]") {
+  Trained trained("server_too_large");
+  ModelServerOptions options = Options();
+  options.max_request_bytes(4096);
+  ModelServer server(testing::ServedRegression, trained.base(), options);
+  const Client client(server.port());
+  v2::ModelInferResponse response;
+  // 6000 bytes of x: beyond the limit, within the twice that gRPC takes.
+  const grpc::Status refused = client.infer(InferRequest(torch::ones({500, 3})), response);
+  CHECK(refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK_THAT(refused.error_message(), Catch::StartsWith("the request is ") &&
+                                          Catch::EndsWith(" bytes; the most a request may carry is 4096 "
+                                                          "(max_request_bytes, est-serve --max-request-mib)"));
+  CHECK(client.infer(InferRequest(testing::Rows(0, 2)), response).ok());
+}
+
 }  // namespace model_server_test
