@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -12,10 +13,29 @@
 
 #include "checkpoint/checkpoint_state.h"
 #include "common/error.h"
+#include "common/file_util.h"
 #include "common/logging.h"
 #include "estimator/summary/event_reader.h"
 
 namespace est {
+namespace {
+
+// The basename of the checkpoint an evaluator task evaluates now, if one does.
+std::optional<std::string> CheckpointInEvaluation(const std::string& eval_dir) {
+  const std::filesystem::path path = std::filesystem::path(eval_dir) / kCheckpointInEvaluationName;
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) return std::nullopt;
+  try {
+    std::string name = ReadFile(path.string());
+    while (!name.empty() && (name.back() == '\n' || name.back() == '\r')) name.pop_back();
+    return name;
+  } catch (const IoError&) {
+    return std::nullopt;  // removed meanwhile: its results are written
+  }
+}
+
+}  // namespace
+
 checkpoint::ChooseKeptCheckpoints BestCheckpoints(std::string eval_dir, KeepBestCheckpoints options) {
   auto warned = std::make_shared<bool>(false);
   return [eval_dir = std::move(eval_dir), options = std::move(options),
@@ -55,6 +75,9 @@ checkpoint::ChooseKeptCheckpoints BestCheckpoints(std::string eval_dir, KeepBest
     std::set<std::string> best;
     for (size_t i = 0; i < scored.size() && i < static_cast<size_t>(options.count()); ++i)
       best.insert(prefix_of.at(scored[i].second));
+    if (const std::optional<std::string> evaluating = CheckpointInEvaluation(eval_dir))
+      for (const std::string& prefix : tracked)
+        if (std::filesystem::path(prefix).filename() == *evaluating) best.insert(prefix);
     return best;
   };
 }

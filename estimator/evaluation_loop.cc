@@ -5,12 +5,16 @@
 
 #include <chrono>
 #include <ctime>
+#include <filesystem>
+#include <optional>
 
 #include "checkpoint/checkpoint_reader.h"
 #include "common/error.h"
+#include "common/file_util.h"
 #include "common/logging.h"
 #include "distribute/replica_group.h"
 #include "distribute/strategy.h"
+#include "estimator/best_checkpoints.h"
 #include "estimator/batch_signature.h"
 #include "estimator/estimator_impl.h"
 #include "estimator/hooks/hook_runner.h"
@@ -51,6 +55,26 @@ void MergeMetrics(const std::map<std::string, metrics::MetricPtr>& batch, std::m
   }
 }
 
+// The record of the checkpoint an evaluator task evaluates (kCheckpointInEvaluationName),
+// from construction until destruction, once its results are written.
+class CheckpointInEvaluation {
+ public:
+  CheckpointInEvaluation(const std::string& results_dir, const std::string& prefix)
+      : path_((std::filesystem::path(results_dir) / kCheckpointInEvaluationName).string()) {
+    CreateDirectories(results_dir);
+    WriteFileAtomic(path_, std::filesystem::path(prefix).filename().string() + "\n");
+  }
+  ~CheckpointInEvaluation() {
+    std::error_code error;
+    std::filesystem::remove(path_, error);
+  }
+  CheckpointInEvaluation(const CheckpointInEvaluation&) = delete;
+  CheckpointInEvaluation& operator=(const CheckpointInEvaluation&) = delete;
+
+ private:
+  std::string path_;
+};
+
 }  // namespace
 
 EvalResult Estimator::Impl::evaluate(const InputFn& input_fn, const EvalOptions& options) {
@@ -78,6 +102,10 @@ EvalResult Estimator::Impl::evaluate(const InputFn& input_fn, const EvalOptions&
       reader != nullptr && (config.eval_distribute ? strategy->worker_index() == 0
                                                    : train_strategy()->is_chief() || config.cluster.is_evaluator());
   FixedStepSession session(Mode::kEval, model_dir, global_step, writes_results);
+  // An evaluator task names the checkpoint it evaluates, which the chief's best-checkpoint
+  // retention keeps until its results are written.
+  std::optional<CheckpointInEvaluation> in_evaluation;
+  if (writes_results && config.cluster.is_evaluator()) in_evaluation.emplace(results_dir, reader->prefix());
   HookRunner hooks(options.hooks(), session);
 
   auto iterator = input_fn(Mode::kEval, strategy->input_context()).make_iterator();

@@ -8,6 +8,7 @@
 #include <map>
 #include <regex>
 #include <sstream>
+#include <tuple>
 
 #include "checkpoint/checkpoint_state.h"
 #include "common/file_util.h"
@@ -103,6 +104,31 @@ TEST_CASE("two workers and an evaluator with early stopping: the evaluator expor
   }
   CHECK(exports == 1);
   CHECK(seconds < 60);
+}
+
+TEST_CASE("with an evaluator task, the best evaluated checkpoint is kept, though it was scored after newer ones came",
+          "[apps][cluster]") {
+  // The CNN saves a checkpoint every 2 steps; the evaluator evaluates the whole test set,
+  // while the chief saves more than keep_checkpoint_max (5) newer ones. The chief keeps the one
+  // being evaluated until it is scored, so the best by --keep-best-by (loss:max: the first
+  // evaluated) is on disk at the end beside the newest five; without that it is gone.
+  const std::string dir = est::testing::FreshTempDir("cluster_keep_best").string();
+  RunResult run = RunCommand(std::string(EST_LAUNCH_PATH) + " --workers 1 --evaluator -- " + EstTrain() +
+                             " --model fashion_mnist_cnn --strategy multi_worker --model-dir " + dir +
+                             " --max-steps 400 --save-checkpoints-steps 2 --eval-steps 0 --log-step-count-steps 100 "
+                             "--timeout-secs 60 --keep-best-by loss:max");
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  const auto evaluated = est::ReadEvalMetrics(dir + "/eval");
+  REQUIRE(evaluated.size() >= 2);
+  int64_t best = -1;
+  double highest = -1;
+  for (const auto& [step, metrics] : evaluated)
+    if (metrics.at("loss") > highest) std::tie(best, highest) = std::make_pair(step, metrics.at("loss"));
+  CHECK(best < 390);  // not among the newest five
+  CHECK(std::filesystem::exists(dir + "/model.ckpt-" + std::to_string(best) + ".index"));
+  CHECK(std::filesystem::exists(dir + "/model.ckpt-400.index"));
+  CHECK_FALSE(std::filesystem::exists(dir + "/eval/checkpoint_in_evaluation"));
 }
 
 TEST_CASE("two workers and an evaluator train the Transformer language model on Debian's fortunes",
