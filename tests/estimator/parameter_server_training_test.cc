@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <atomic>
 #include <future>
 #include <map>
@@ -19,6 +20,7 @@
 #include "distribute/parameter_server_strategy.h"
 #include "estimator/estimator.h"
 #include "estimator/hooks/session_run_hook.h"
+#include "estimator/moving_average.h"
 #include "estimator/summary/event_reader.h"
 #include "tests/estimator/test_models.h"
 #include "tests/estimator/worker_threads.h"
@@ -184,6 +186,27 @@ TEST_CASE("one worker with ps tasks trains exactly as local training", "[estimat
       }
     }
   }
+}
+
+TEST_CASE("one worker with ps tasks keeps the moving averages of local training, and evaluates with them",
+          "[estimator][ps][moving_average]") {
+  const InProcessPs ps(1);
+  const auto averaged = [](std::shared_ptr<distribute::Strategy> strategy) {
+    RunConfig config = SeededConfig(std::move(strategy), 11, 10);
+    config.moving_average = MovingAverageOptions().decay(0.9).num_updates(true);
+    return config;
+  };
+  Estimator remote(MlpModelFn, testing::FreshTempDir("ps_ema_remote").string(), averaged(ps.strategy()));
+  Estimator local(MlpModelFn, testing::FreshTempDir("ps_ema_local").string(), averaged(nullptr));
+  remote.train(testing::SineInput, TrainOptions().max_steps(30));
+  local.train(testing::SineInput, TrainOptions().max_steps(30));
+  const std::vector<std::string> names = remote.get_variable_names();
+  CHECK(std::count_if(names.begin(), names.end(), [](const std::string& name) {
+          return name.find(kMovingAverageSuffix) != std::string::npos;
+        }) == 6);
+  CheckBitEqual(remote, local);
+  CHECK(Estimator(MlpModelFn, remote.model_dir(), averaged(nullptr)).evaluate(testing::SineInput).at("loss") ==
+        local.evaluate(testing::SineInput).at("loss"));
 }
 
 TEST_CASE("ps tasks step Adam as the chief's RunConfig::fused_optimizer_step says", "[estimator][ps]") {
