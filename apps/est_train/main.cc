@@ -262,7 +262,14 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--devices", flags.devices,
                  "Comma-separated devices of this process's replicas, e.g. cuda:0,cuda:1 or cpu,cpu (default: "
                  "mirrored takes every GPU, the others the GPU of the task's local rank; the CPU where there is no "
-                 "GPU)");
+                 "GPU)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            return text.find_first_not_of(", ") == std::string::npos
+                       ? "'" + text + "' names no device; expected e.g. cpu or cuda:0,cuda:1 (or leave the flag out)"
+                       : "";
+          },
+          "DEVICES"));
   app.add_option("--timeout-secs", flags.timeout_secs,
                  "multi_worker, parameter_server: limit on waiting for peers and on every collective operation or "
                  "call to a ps task")
@@ -408,8 +415,6 @@ std::shared_ptr<est::distribute::Strategy> MakeStrategy(const Flags& flags, cons
             "--powersgd-rank and --powersgd-warmup-steps apply to --gradient-compression powersgd, not ",
             flags.gradient_compression);
   const std::vector<std::string> devices = SplitDevices(flags.devices);
-  EST_CHECK(flags.devices.empty() || !devices.empty(), est::ConfigError, "--devices '", flags.devices,
-            "' names no device");
   if (flags.strategy == "parameter_server") {
     auto options = est::distribute::ParameterServerOptions()
                        .mode(est::distribute::ParseParameterServerMode(flags.ps_mode))

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "common/descriptor_limit.h"
 #include "common/error.h"
 #include "common/file_util.h"
 #include "common/memory_limit.h"
@@ -150,12 +151,21 @@ std::unique_ptr<grpc::Server> StartGrpcServerBehind(ConnectionGate& gate, grpc::
   return server;
 }
 
-std::string UnreachableHint(const std::string& server, const std::string& host, const GrpcStoreTls& tls) {
-  std::string hint = " (is the " + server + " running, and is its address right?";
+std::optional<std::string> HostResolutionFailure(const std::string& host) {
   addrinfo* found = nullptr;
   const int error = ::getaddrinfo(host.c_str(), nullptr, nullptr, &found);
   if (found != nullptr) ::freeaddrinfo(found);
-  if (error != 0) hint += " The host '" + host + "' does not resolve: " + ::gai_strerror(error) + ".";
+  if (error == 0) return std::nullopt;
+  return std::string(::gai_strerror(error));
+}
+
+std::string UnreachableHint(const std::string& server, const std::string& host, const GrpcStoreTls& tls) {
+  std::string hint = " (is the " + server + " running, and is its address right?";
+  if (const std::optional<std::string> exhausted = DescriptorsExhausted())
+    return hint + " This process has no file descriptor left for a connection: " + *exhausted +
+           "; raise the limit, e.g. ulimit -n 65536)";
+  if (const std::optional<std::string> unresolved = HostResolutionFailure(host))
+    hint += " The host '" + host + "' does not resolve: " + *unresolved + ".";
   if (tls.ca_file.empty())
     hint += " A " + server + " that serves TLS takes only clients that trust its authority (EST_TLS_CA_FILE, "
             "--tls-ca-file).";

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@ std::string GrpcAddress(const std::string& host, uint16_t port);
 /// " (is the <server> running, and is its address right? …)", with a host that does not
 /// resolve named and what TLS (as `tls` has it on this side) needs.
 std::string UnreachableHint(const std::string& server, const std::string& host, const GrpcStoreTls& tls);
+
+/// Why `host` does not resolve (getaddrinfo's message), or nullopt when it does.
+std::optional<std::string> HostResolutionFailure(const std::string& host);
 
 /// A started gRPC server and the port it listens on.
 struct StartedServer {

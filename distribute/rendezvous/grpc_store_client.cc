@@ -252,6 +252,11 @@ std::shared_ptr<Store> CreateGrpcStore(const GrpcStoreOptions& options) {
   EST_CHECK(options.port > 0, ConfigError, "store client: the port of ", options.host, " must be set");
   EST_CHECK(options.progress_interval.count() > 0, ConfigError, "store client: the progress interval must be "
             "positive, got ", options.progress_interval.count(), " ms");
+  // Said at once, though a name may resolve later (a Kubernetes service's, once its pod runs).
+  if (const std::optional<std::string> unresolved = detail::HostResolutionFailure(options.host))
+    Log().warn("store client: the chief's host '{}' does not resolve ({}): calls wait up to {} for it to resolve and "
+               "for the chief to listen; is its address right?",
+               options.host, *unresolved, DescribeDuration(options.timeout));
   return std::make_shared<GrpcStore>(options);
 }
 

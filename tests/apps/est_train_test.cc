@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <regex>
@@ -20,6 +21,7 @@
 #include "estimator/export/export_directory.h"
 #include "estimator/summary/event_reader.h"
 #include "tests/apps/run_command.h"
+#include "tests/loopback.h"
 #include "tests/test_util.h"
 
 namespace fs = std::filesystem;
@@ -122,6 +124,8 @@ TEST_CASE("est-train rejects bad flags with one clear line", "[apps]") {
       {"--lr-schedule 'Constant(learning_rate=1e308)'",
        {"Constant: learning_rate is 1e+308; expected a finite learning rate >= 0, at most 3.40282e+38"}},
       {"--early-stopping accuracy:max", {"--early-stopping", "expected METRIC:max:STEPS or METRIC:min:STEPS"}},
+      {"--devices ''", {"--devices", "'' names no device"}},
+      {"--devices ,", {"--devices", "',' names no device"}},
       {"--early-stopping accuracy:up:10", {"--early-stopping", "'accuracy:up:10'"}},
       {"--unknown-flag 1", {"--unknown-flag"}},
   };
@@ -202,6 +206,37 @@ TEST_CASE("est-train rejects bad flags with one clear line", "[apps]") {
   RunResult help = RunEstTrain("--help");
   CHECK(help.exit_code == 0);
   CHECK(help.output.find("--save-checkpoints-steps") != std::string::npos);
+}
+
+TEST_CASE("est-train names a chief's host that does not resolve at once, and a descriptor limit for what it is",
+          "[apps]") {
+  const auto dir = est::testing::FreshTempDir("est_train_resources");
+  const std::string train = std::string(EST_TRAIN_PATH) + " --model linear --strategy multi_worker --timeout-secs 3 "
+                            "--model-dir " + (dir / "model").string();
+  RunResult unresolved = RunCommand(
+      "TF_CONFIG='{\"cluster\": {\"worker\": [\"est-no-such-host.invalid:1234\", \"127.0.0.1:1235\"]}, "
+      "\"task\": {\"type\": \"worker\", \"index\": 1}}' " + train);
+  INFO(unresolved.output);
+  CHECK(unresolved.exit_code == 1);
+  const size_t warned = unresolved.output.find(
+      "store client: the chief's host 'est-no-such-host.invalid' does not resolve (");
+  CHECK(warned != std::string::npos);
+  CHECK(warned < unresolved.output.find("est-train: error: "));
+  CHECK(unresolved.output.find("The host 'est-no-such-host.invalid' does not resolve") != std::string::npos);
+
+  // Two workers under ulimit -n 24: the chief runs out of descriptors, and says so.
+  const std::string chief = "127.0.0.1:" + std::to_string(est::testing::FreePort());
+  for (const int index : {0, 1})
+    std::ofstream(dir / ("tf_config_" + std::to_string(index))) << R"({"cluster": {"worker": [")" << chief
+                                                                << R"(", "127.0.0.1:1"]}, "task": {"type": "worker", )"
+                                                                << R"("index": )" << index << "}}";
+  const std::string config = (dir / "tf_config_").string();
+  RunResult limited = RunCommand("sh -c 'ulimit -n 24; TF_CONFIG=$(cat " + config + "0) " + train + " & TF_CONFIG=$(cat " +
+                                 config + "1) " + train + " > /dev/null 2>&1; wait'");
+  INFO(limited.output);
+  CHECK(limited.output.find("no file descriptor left") != std::string::npos);
+  CHECK(limited.output.find("(ulimit -n 24)") != std::string::npos);
+  CHECK(limited.output.find("GlooOptions::hostname must be an address of this machine") == std::string::npos);
 }
 
 TEST_CASE("est-train under a file size limit fails its save as on a full disk, and a batch too big to hold is an "

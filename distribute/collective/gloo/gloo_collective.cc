@@ -24,6 +24,7 @@
 #include <string>
 #include <utility>
 
+#include "common/descriptor_limit.h"
 #include "common/error.h"
 #include "common/thread_scheduling.h"
 #include "distribute/collective/collective_backend.h"
@@ -374,6 +375,9 @@ std::shared_ptr<gloo::rendezvous::Context> Connect(std::shared_ptr<Store> store,
     const ScopedBatchScheduling batch_loop_thread(AllowedCpus() <= at::get_num_threads());
     device = gloo::transport::tcp::CreateDevice(attr);
   } catch (const std::exception& error) {
+    if (const std::optional<std::string> exhausted = DescriptorsExhausted())
+      EST_THROW(CommunicationError, "Gloo collective of rank ", rank, ": cannot open a TCP device: this process has "
+                "no file descriptor left: ", *exhausted, "; raise the limit (e.g. ulimit -n 65536)");
     EST_THROW(CommunicationError, "Gloo collective of rank ", rank, ": cannot open a TCP device on '", hostname,
               "' (GlooOptions::hostname must be an address of this machine): ", error.what());
   }

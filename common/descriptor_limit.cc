@@ -1,0 +1,36 @@
+#include "common/descriptor_limit.h"
+
+#include <dirent.h>
+#include <sys/resource.h>
+
+#include <cerrno>
+#include <cstdint>
+
+namespace est {
+namespace {
+
+// Descriptors left below which a failure is blamed on the limit.
+constexpr uint64_t kFewLeft = 4;
+
+}  // namespace
+
+std::optional<std::string> DescriptorsExhausted() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return std::nullopt;
+  const std::string allowed = std::to_string(limit.rlim_cur) + " file descriptors its limit allows (ulimit -n " +
+                              std::to_string(limit.rlim_cur) + ")";
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) {
+    if (errno == EMFILE || errno == ENFILE) return "it holds all of the " + allowed;
+    return std::nullopt;
+  }
+  uint64_t open = 0;
+  while (const dirent* entry = ::readdir(dir))
+    if (entry->d_name[0] != '.') ++open;
+  ::closedir(dir);
+  if (open > 0) --open;  // the directory's own
+  if (open + kFewLeft < limit.rlim_cur) return std::nullopt;
+  return "it holds " + std::to_string(open) + " of the " + allowed;
+}
+
+}  // namespace est
