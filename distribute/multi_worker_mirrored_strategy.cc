@@ -50,7 +50,7 @@ namespace {
 // cost a short step a fraction of its time.
 constexpr std::chrono::milliseconds kNewcomerCheckInterval(200);
 // The most workers a training group may hold (max_workers).
-constexpr int kMaxWorkers = 1 << 16;
+constexpr int kMaxWorkers = kMaxTrainingTasks;
 // How often a member of the training group beats (beat_lease_secs is how long the chief waits
 // for one).
 constexpr std::chrono::milliseconds kBeatInterval(500);

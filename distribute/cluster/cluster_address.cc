@@ -44,6 +44,10 @@ int ParsePort(const std::string& text, const std::string& what) {
 }
 
 HostPort ParseHostPort(const std::string& address, const std::string& what) {
+  // A host name has at most 253 characters (RFC 1035), an address a port and brackets more.
+  constexpr size_t kMaxAddress = 253 + 2 + 6;
+  EST_CHECK(address.size() <= kMaxAddress, ConfigError, what, ": address \"", address.substr(0, 64), "...\" (",
+            address.size(), " characters) is not \"host:port\": a host name has at most 253 characters");
   auto colon = address.rfind(':');
   EST_CHECK(colon != std::string::npos, ConfigError, what, ": address \"", address,
             "\" is not \"host:port\" (no port)");

@@ -145,6 +145,9 @@ ClusterConfig MakeClusterConfig(const ClusterSpec& cluster, const std::string& t
   ValidateTask(cluster, task_type, task_id);
 
   const int num_chiefs = TaskCount(cluster, "chief");
+  EST_CHECK(num_chiefs + TaskCount(cluster, "worker") <= kMaxTrainingTasks, ConfigError, "the cluster has ",
+            num_chiefs + TaskCount(cluster, "worker"), " training tasks (chief and workers); a job has at most ",
+            kMaxTrainingTasks);
   config.cluster = cluster;
   config.task_type = *ParseTaskType(task_type);
   config.task_id = task_id;
@@ -164,6 +167,8 @@ ClusterConfig MakeRankedClusterConfig(int world_size, int rank, int local_rank, 
                                       const std::string& source) {
   EST_CHECK(world_size >= 1 && rank >= 0 && rank < world_size, ConfigError, "rank ", rank, " is not in [0, world size ",
             world_size, ")");
+  EST_CHECK(world_size <= kMaxTrainingTasks, ConfigError, "world size ", world_size, " (", source,
+            ") exceeds the ", kMaxTrainingTasks, " training tasks a job may have");
   ParseHostPort(chief_address, "the chief");
   std::vector<std::string> workers(world_size);
   workers.front() = chief_address;

@@ -9,6 +9,9 @@
 
 namespace est::distribute {
 
+/// The most training tasks (chief and workers) a job may have, however its cluster is given.
+inline constexpr int kMaxTrainingTasks = 1 << 16;
+
 /// A task's role: the jobs of TensorFlow's TF_CONFIG, or none for a local run.
 enum class TaskType { kLocal, kChief, kWorker, kPs, kEvaluator };
 

@@ -11,6 +11,15 @@ namespace est::distribute {
 namespace {
 
 constexpr size_t kMaxHosts = size_t{1} << 20;
+// The longest host name (RFC 1035: 253 characters in its text form).
+constexpr size_t kMaxHostName = 253;
+
+/// `nodelist` in double quotes as an error quotes it: whole up to 200 characters, else its
+/// first 64 and how long it is.
+std::string Quoted(const std::string& nodelist) {
+  if (nodelist.size() <= 200) return "\"" + nodelist + "\"";
+  return "\"" + nodelist.substr(0, 64) + "...\" (" + std::to_string(nodelist.size()) + " characters)";
+}
 
 /// Splits `text` at the commas outside brackets.
 std::vector<std::string> SplitTopLevel(const std::string& text) {
@@ -51,10 +60,10 @@ std::vector<std::string> ExpandBracket(const std::string& contents, const std::s
     auto dash = range.find('-');
     std::string low = range.substr(0, dash);
     std::string high = dash == std::string::npos ? low : range.substr(dash + 1);
-    EST_CHECK(IsNumber(low) && IsNumber(high) && ToNumber(low) <= ToNumber(high), ConfigError, "Slurm node list \"",
-              nodelist, "\": range \"", range, "\" is not \"N\" or \"N-M\" with N <= M");
-    EST_CHECK(ToNumber(high) - ToNumber(low) < static_cast<int64_t>(kMaxHosts), ConfigError, "Slurm node list \"",
-              nodelist, "\" names more than ", kMaxHosts, " hosts");
+    EST_CHECK(IsNumber(low) && IsNumber(high) && ToNumber(low) <= ToNumber(high), ConfigError, "Slurm node list ",
+              Quoted(nodelist), ": range \"", range, "\" is not \"N\" or \"N-M\" with N <= M");
+    EST_CHECK(ToNumber(high) - ToNumber(low) < static_cast<int64_t>(kMaxHosts), ConfigError, "Slurm node list ",
+              Quoted(nodelist), " names more than ", kMaxHosts, " hosts");
     for (int64_t n = ToNumber(low); n <= ToNumber(high); ++n) values.push_back(Padded(n, low.size()));
   }
   return values;
@@ -62,7 +71,7 @@ std::vector<std::string> ExpandBracket(const std::string& contents, const std::s
 
 /// Appends the hosts of one item ("node[03-05]-ib") to `hosts`.
 void ExpandItem(const std::string& item, const std::string& nodelist, std::vector<std::string>& hosts) {
-  EST_CHECK(!item.empty(), ConfigError, "Slurm node list \"", nodelist, "\" has an empty item");
+  EST_CHECK(!item.empty(), ConfigError, "Slurm node list ", Quoted(nodelist), " has an empty item");
   std::vector<std::string> expanded = {""};
   size_t position = 0;
   while (position < item.size()) {
@@ -71,11 +80,11 @@ void ExpandItem(const std::string& item, const std::string& nodelist, std::vecto
     for (auto& host : expanded) host += literal;
     if (open == std::string::npos) break;
     size_t close = item.find_first_of("[]", open + 1);
-    EST_CHECK(item[open] == '[' && close != std::string::npos && item[close] == ']', ConfigError, "Slurm node list \"",
-              nodelist, "\" has unbalanced or nested brackets in \"", item, "\"");
+    EST_CHECK(item[open] == '[' && close != std::string::npos && item[close] == ']', ConfigError, "Slurm node list ",
+              Quoted(nodelist), " has unbalanced or nested brackets in ", Quoted(item));
     std::vector<std::string> values = ExpandBracket(item.substr(open + 1, close - open - 1), nodelist);
-    EST_CHECK(expanded.size() * values.size() + hosts.size() <= kMaxHosts, ConfigError, "Slurm node list \"", nodelist,
-              "\" names more than ", kMaxHosts, " hosts");
+    EST_CHECK(expanded.size() * values.size() + hosts.size() <= kMaxHosts, ConfigError, "Slurm node list ",
+              Quoted(nodelist), " names more than ", kMaxHosts, " hosts");
     std::vector<std::string> next;
     next.reserve(expanded.size() * values.size());
     for (const auto& prefix : expanded) {
@@ -84,6 +93,9 @@ void ExpandItem(const std::string& item, const std::string& nodelist, std::vecto
     expanded = std::move(next);
     position = close + 1;
   }
+  for (const std::string& host : expanded)
+    EST_CHECK(host.size() <= kMaxHostName, ConfigError, "Slurm node list ", Quoted(nodelist), " names a host of ",
+              host.size(), " characters; a host name has at most ", kMaxHostName);
   hosts.insert(hosts.end(), expanded.begin(), expanded.end());
 }
 

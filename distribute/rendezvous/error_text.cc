@@ -27,8 +27,22 @@ std::string DescribeUtcTime(std::chrono::system_clock::time_point time) {
 }
 
 std::string DescribeRanks(const std::vector<int>& ranks) {
+  // Runs of three or more ranks in a row as "4-9"; at most kMaxListed parts, then how many more.
+  constexpr size_t kMaxListed = 20;
   std::string text = ranks.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < ranks.size(); ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
+  size_t listed = 0;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t end = i + 1;
+    while (end < ranks.size() && ranks[end] == ranks[end - 1] + 1) ++end;
+    if (end - i < 3) end = i + 1;
+    if (listed == kMaxListed) {
+      text += " and " + std::to_string(ranks.size() - i) + " more";
+      break;
+    }
+    text += (listed++ ? ", " : "") + std::to_string(ranks[i]) +
+            (end - i >= 3 ? "-" + std::to_string(ranks[end - 1]) : std::string());
+    i = end;
+  }
   return text;
 }
 

@@ -28,6 +28,13 @@ TEST_CASE("ParseHostPort splits host:port and rejects anything else, quoting it"
           MessageMatches(Catch::Contains("\"" + address + "\"") && Catch::Contains("job \"worker\" task 3")));
     }
   }
+  SECTION("a host name of 70 000 characters, quoted once and shortened") {
+    const std::string address = std::string(70000, 'h') + ":2222";
+    CHECK_THROWS_MATCHES(ParseHostPort(address, "MASTER_ADDR"), ConfigError,
+                         MessageMatches(Catch::Equals("MASTER_ADDR: address \"" + address.substr(0, 64) +
+                                                      "...\" (70005 characters) is not \"host:port\": a host name "
+                                                      "has at most 253 characters")));
+  }
   SECTION("ports alone") {
     CHECK(ParsePort("29500", "MASTER_PORT") == 29500);
     CHECK_THROWS_MATCHES(ParsePort("99999", "MASTER_PORT"), ConfigError,

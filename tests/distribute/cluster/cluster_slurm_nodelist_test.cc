@@ -33,4 +33,10 @@ TEST_CASE("ExpandSlurmNodelist rejects malformed host lists, quoting them", "[di
                          MessageMatches(Catch::Contains("\"" + nodelist + "\"")));
   }
   CHECK_THROWS_MATCHES(ExpandSlurmNodelist(""), ConfigError, MessageMatches(Catch::Contains("empty")));
+  // A host name of 70 000 characters: refused, quoted once and shortened.
+  const std::string long_name(70000, 'n');
+  CHECK_THROWS_MATCHES(ExpandSlurmNodelist("a," + long_name), ConfigError,
+                       MessageMatches(Catch::Equals("Slurm node list \"a," + long_name.substr(0, 62) +
+                                                    "...\" (70002 characters) names a host of 70000 characters; a "
+                                                    "host name has at most 253")));
 }

@@ -89,6 +89,8 @@ TEST_CASE("TorchrunClusterResolver names the malformed variable and its value", 
       {"MASTER_PORT", "99999", {"MASTER_PORT=\"99999\""}},
       {"MASTER_PORT", "http", {"MASTER_PORT=\"http\""}},
       {"MASTER_PORT", "0", {"MASTER_PORT=\"0\""}},
+      // Bounded at once, as est-launch bounds its tasks: not a rendezvous of a million ranks.
+      {"WORLD_SIZE", "1000000", {"world size 1000000 (torchrun) exceeds the 65536 training tasks a job may have"}},
   };
   for (const Case& c : cases) {
     Variables variables = torchrun;
