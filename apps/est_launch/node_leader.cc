@@ -76,11 +76,15 @@ class Leader : public PeerNodes {
         if (rank > 0 && members_[rank]) members_[rank]->channel.Send(Start(plan.node_tasks[rank]));
       }
       const ClusterSpec spec(plan.cluster, plan.node_tasks[0], host, own.first_port);
-      // Under --min-workers, a node that comes while the job runs brings workers to its group.
+      // A node that comes while the job runs is answered: under --min-workers, while this host's
+      // tasks run, it brings workers to the training group; otherwise it is refused at once if
+      // its rank runs, else it waits for the next rendezvous.
+      answering_hellos_ = true;
       accepting_joins_ = options_.min_workers > 0;
       const RoundResult result = RunHostTasks(node_, spec, options_, round, signals_, *this);
       accepting_joins_ = false;
       AwaitEnds(result);
+      answering_hellos_ = false;
       const bool failed = result.result.exit_code != 0 || stop_reason_.has_value();
       const std::string error = stop_reason_.value_or(result.result.error);
       const bool restart = failed && Restartable(result) && round < options_.max_restarts;
@@ -106,7 +110,7 @@ class Leader : public PeerNodes {
     std::vector<int> open;
     for (const auto& member : members_)
       if (member && !member->channel.closed()) open.push_back(member->channel.fd());
-    if (accepting_joins_ && !stop_reason_) {
+    if (answering_hellos_ && !stop_reason_) {
       open.push_back(listener_.fd());
       for (const Unidentified& u : unidentified_) open.push_back(u.channel.fd());
     }
@@ -148,7 +152,7 @@ class Leader : public PeerNodes {
     }
     // After the members' news, so that one in the place of a node whose est-launch is gone
     // finds it gone. Once the job stops, a node that comes waits for the next rendezvous.
-    if (accepting_joins_ && !stop_reason_) AcceptJoiningNodes();
+    if (answering_hellos_ && !stop_reason_) AcceptJoiningNodes();
     return news;
   }
 
@@ -270,6 +274,9 @@ class Leader : public PeerNodes {
     const auto deadline = start + Secs(node_.rendezvous_timeout_secs);
     auto next_report = start + kProgressInterval;
     const std::string of = " of " + DescribeNodeCount(node_.min_nodes, node_.max_nodes);
+    // The nodes that came while the last round ran, in the place of one that was gone.
+    for (auto& [channel, message] : std::exchange(deferred_, {}))
+      if (!channel.closed()) Admit(std::move(channel), message);
     while (!Missing().empty()) {
       const auto now = Clock::now();
       if (now >= deadline) {
@@ -398,9 +405,30 @@ class Leader : public PeerNodes {
     slot = Member{std::move(channel), address, *offer, std::nullopt};
   }
 
-  // While the job runs (--min-workers): takes the nodes that come to join it.
+  // While the job runs: takes the nodes that come to join it (--min-workers), or answers them.
   void AcceptJoiningNodes() {
-    TakeHellos([this](NodeChannel channel, const json& message) { AdmitJoining(std::move(channel), message); });
+    TakeHellos([this](NodeChannel channel, const json& message) {
+      if (accepting_joins_) {
+        AdmitJoining(std::move(channel), message);
+      } else {
+        AnswerWhileRunning(std::move(channel), message);
+      }
+    });
+  }
+
+  // While a job runs and takes no node (without --min-workers, or once this host's tasks have
+  // ended): a node at a rank whose est-launch runs is refused (a --node-rank given twice); one in
+  // the place of a node whose est-launch is gone (the job stops and may restart) joins at the
+  // next rendezvous.
+  void AnswerWhileRunning(NodeChannel channel, const json& message) {
+    const std::optional<NodeOffer> offer = CheckHello(channel, message);
+    if (!offer) return;
+    const std::optional<Member>& slot = members_[static_cast<size_t>(offer->node_rank)];
+    if (slot && !slot->channel.closed()) {
+      RefuseTaken(channel, *slot, offer->node_rank);
+      return;
+    }
+    deferred_.push_back({std::move(channel), message});
   }
 
   // While the job runs (--min-workers): a node whose hello fits, at a rank that is free or
@@ -515,7 +543,9 @@ class Leader : public PeerNodes {
   std::map<int, size_t> running_workers_;       // the node of each worker index not lost (--min-workers)
   nlohmann::json cluster_;                      // this round's TF_CONFIG cluster, with the nodes that joined it
   int round_ = 0;                               // this round's number
-  bool accepting_joins_ = false;                // nodes may join the running job (--min-workers)
+  bool answering_hellos_ = false;               // nodes that come while the job runs are answered
+  bool accepting_joins_ = false;                // and join it (--min-workers, while this host's tasks run)
+  std::vector<std::pair<NodeChannel, json>> deferred_;  // hellos for the next rendezvous (no --min-workers)
   std::vector<Unidentified> unidentified_;      // connections at the rendezvous that have not said hello
 };
 

@@ -520,12 +520,13 @@ TEST_CASE("The rendezvous names the node that never joins, and refuses one that 
     }
     const Launch node1 = StartNode(ports, 2, 1, {"--workers", "1", "--", "sh", "-c", "sleep 1"}, "nodes_refused");
     REQUIRE(WaitForOutput(node1, "starting 1 task(s)"));
-    // While the job runs, a second node 1 waits for the next rendezvous (as a host started
-    // again after its est-launch died would); this job ends without one.
+    // While the job runs, a second node 1 (a --node-rank given twice) is refused at once, while
+    // the first trains on.
     const LaunchRun twice = Finish(StartNode(ports, 2, 1, {"--workers", "1", "--", "true"}, "nodes_refused_twice"));
     INFO(twice.err);
-    CHECK(twice.exit_code == 1);
-    CHECK(Contains(twice.err, "is gone while waiting for the job to start (every node to join)"));
+    CHECK(twice.exit_code == 2);
+    CHECK(Contains(twice.err, "node 0 refused to start the job: node 1 has joined already, from 127.0.0.1:"));
+    CHECK(Contains(twice.err, "give each host its own --node-rank"));
     const LaunchRun run0 = Finish(node0);
     const LaunchRun run1 = Finish(node1);
     INFO(run0.err << run1.err);
