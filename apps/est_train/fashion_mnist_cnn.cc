@@ -56,7 +56,7 @@ ModelRecipe FashionMnistCnn(const FashionMnistInput& data, int64_t batch_size, u
   auto model_fn = [kernels](const est::Features& features, const torch::Tensor& labels, est::Mode mode,
                             est::ModelContext& ctx) { return CnnModelFn(kernels, features, labels, mode, ctx); };
   auto serving_input = [] { return est::ServingInputReceiver{{{"image", torch::kFloat32, {-1, 1, 28, 28}}}, nullptr}; };
-  return ModelRecipe{model_fn, input_fn, kCnnLearningRate, serving_input};
+  return ModelRecipe{model_fn, input_fn, kCnnLearningRate, serving_input, {"accuracy"}};
 }
 
 }  // namespace est_train

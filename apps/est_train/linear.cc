@@ -35,7 +35,7 @@ ModelRecipe Linear(int64_t batch_size) {
     return dataset.batch(input.per_replica_batch_size(batch_size));
   };
   auto serving_input = [] { return est::ServingInputReceiver{{{"x", torch::kFloat32, {-1, 1}}}, nullptr}; };
-  return ModelRecipe{LinearModelFn, input_fn, kLinearLearningRate, serving_input};
+  return ModelRecipe{LinearModelFn, input_fn, kLinearLearningRate, serving_input, {"mean_squared_error"}};
 }
 
 }  // namespace est_train

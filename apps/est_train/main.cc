@@ -23,6 +23,7 @@
 #include "common/error.h"
 #include "common/file_util.h"
 #include "common/logging.h"
+#include "common/memory_limit.h"
 #include "common/quoted_text.h"
 #include "common/stop_signals.h"
 #include "data/list_files.h"
@@ -573,6 +574,19 @@ int Run(const Flags& flags) {
   }
 
   recipe.model_fn = est_train::WithTrainingOptions(std::move(recipe.model_fn), TrainingOptionsOf(flags, recipe));
+  // Before any step: a metric the model's evaluation does not report would be found missing
+  // only at the first checkpoint.
+  for (const auto& [flag, text] : {std::pair<const char*, std::string>{"--keep-best-by", flags.keep_best_by},
+                                   {"--early-stopping", flags.early_stopping}}) {
+    if (text.empty()) continue;
+    const std::string metric =
+        std::string(flag) == "--keep-best-by" ? est::ParseKeepBestBy(text).metric() : ParseEarlyStopping(text).metric.metric();
+    std::string reported = "loss";
+    for (const std::string& name : recipe.metrics) reported += ", " + name;
+    EST_CHECK(metric == "loss" || std::count(recipe.metrics.begin(), recipe.metrics.end(), metric) > 0,
+              est::ConfigError, flag, " names metric '", metric, "', which --model ", flags.model,
+              " does not report; its evaluation reports ", reported);
+  }
   config.train_distribute = MakeStrategy(flags, config.cluster);
   config.tf_random_seed = flags.seed;
   config.save_checkpoints_steps = flags.save_checkpoints_steps;
@@ -604,9 +618,16 @@ int Run(const Flags& flags) {
   return 0;
 }
 
-constexpr const char* kOutOfMemory =
-    "out of memory: the model and its batches need more than this process may use (ulimit -v, the machine's or "
-    "its cgroup's memory); use a smaller --batch-size";
+// What an allocation that failed says: the limit it met, and what takes memory, the batches only
+// one of them.
+std::string OutOfMemory(const Flags& flags) {
+  const std::optional<uint64_t> address_space = est::AddressSpaceLimitBytes();
+  return "out of memory: this process needs more than it may use (" +
+         (address_space ? "ulimit -v " + std::to_string(*address_space / 1024) + " KiB; " : std::string()) +
+         est::DescribeBytes(static_cast<double>(est::MemoryLimitBytes())) +
+         " of memory on this machine or in its cgroup). The model, its input data and the batches of --batch-size " +
+         std::to_string(flags.batch_size) + " all take some: lower what grew, or allow the process more";
+}
 
 constexpr const char* kCannotStartThread =
     "the system refused a new thread (Resource temporarily unavailable): this user's process limit (ulimit -u), "
@@ -647,12 +668,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "est-train: error: %s\n", e.what());
     return 1;
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "est-train: error: %s\n", kOutOfMemory);
+    std::fprintf(stderr, "est-train: error: %s\n", OutOfMemory(flags).c_str());
     return 1;
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
     if (what.find("can't allocate memory") != std::string::npos) {
-      std::fprintf(stderr, "est-train: error: %s (%s)\n", kOutOfMemory, est::OneLine(what).c_str());
+      std::fprintf(stderr, "est-train: error: %s (%s)\n", OutOfMemory(flags).c_str(), est::OneLine(what).c_str());
       return 1;
     }
     std::fprintf(stderr, "est-train: internal error: %s\n", est::OneLine(what).c_str());

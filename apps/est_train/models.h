@@ -26,6 +26,9 @@ struct ModelRecipe {
   double default_learning_rate = 0;
   /// What a serving request holds (--export).
   est::ServingInputFn serving_input;
+  /// The metrics its evaluation reports beside "loss" (what --keep-best-by and
+  /// --early-stopping may name).
+  std::vector<std::string> metrics;
 };
 
 /// Where FashionMnistCnn's examples come from: TFRecord shards when train_files is set,

@@ -162,7 +162,7 @@ ModelRecipe TransformerLanguageModel(const std::string& text_dir, bool reads_dat
     return dataset.batch(input.per_replica_batch_size(batch_size));
   };
   auto serving_input = [] { return est::ServingInputReceiver{{{"tokens", torch::kInt64, {-1, kContext}}}, nullptr}; };
-  return ModelRecipe{model_fn, input_fn, kLmLearningRate, serving_input};
+  return ModelRecipe{model_fn, input_fn, kLmLearningRate, serving_input, {"accuracy"}};
 }
 
 }  // namespace est_train

@@ -158,6 +158,13 @@ TEST_CASE("est-train rejects bad flags with one clear line", "[apps]") {
   CHECK(both_rates.exit_code == 1);
   CHECK(both_rates.output.find("--learning-rate 0.5 would not be used: --lr-schedule 'CosineDecay(0.1, 100)' gives its "
                                "own starting rate; give the rate in one of the two") != std::string::npos);
+  for (const std::string flag : {"--keep-best-by auc:max", "--early-stopping auc:max:100"}) {
+    RunResult metric = RunEstTrain("--model linear " + flag + " --model-dir " + dir);
+    CHECK(metric.exit_code == 1);
+    CHECK(metric.output.find(flag.substr(0, flag.find(' ')) + " names metric 'auc', which --model linear does not "
+                             "report; its evaluation reports loss, mean_squared_error") != std::string::npos);
+    CHECK(metric.output.find("loss =") == std::string::npos);  // no step was taken
+  }
   RunResult growing = RunEstTrain("--model linear --max-steps 1000 --lr-schedule 'ExponentialDecay(0.1, 1, 10.0)' "
                                   "--model-dir " + dir);
   CHECK(growing.exit_code == 1);
