@@ -485,7 +485,16 @@ class TrainingSession : public Session {
         std::optional<bool> first_read;  // a newcomer's first step's batches, read where it starts
         if (replicas_.replica(0).variables().empty()) {
           next = StepInput::LogicalShards(input_fn, logical_shards_, shards, accumulation_steps_);
-          const auto create = [this](const data::Element& first) { create_variables(first); };
+          const auto create = [this](const data::Element& first) {
+            // Before it takes part in the group's state: a newcomer started with another batch
+            // size would weigh its gradients unlike the others'.
+            const int64_t examples = BatchExamples(first);
+            EST_CHECK(group_batch_examples_ == 0 || examples == group_batch_examples_, ConfigError,
+                      "this worker's batches hold ", examples, " examples, the training group's ",
+                      group_batch_examples_, " (the chief's): every worker must batch alike (the same est-train "
+                      "--batch-size, the same input_fn)");
+            create_variables(first);
+          };
           if (input_position_ > 0) {
             reached = next->skip_to(input_position_, global_step_, create);
           } else {
@@ -576,7 +585,8 @@ class TrainingSession : public Session {
   // After the group re-formed: makes the global step, input position, logical shards and
   // loss scale the chief's.
   void take_chief_counters() {
-    std::vector<at::Tensor> counters{at::tensor({global_step_, input_position_, int64_t{logical_shards_}}, at::kLong)};
+    std::vector<at::Tensor> counters{
+        at::tensor({global_step_, input_position_, int64_t{logical_shards_}, batch_examples_}, at::kLong)};
     if (loss_scaler_)
       counters.push_back(
           at::tensor({loss_scaler_->scale(), static_cast<double>(loss_scaler_->good_steps())}, at::kDouble));
@@ -584,6 +594,7 @@ class TrainingSession : public Session {
     global_step_ = counters[0][0].item<int64_t>();
     input_position_ = counters[0][1].item<int64_t>();
     logical_shards_ = static_cast<int>(counters[0][2].item<int64_t>());
+    group_batch_examples_ = counters[0][3].item<int64_t>();
     sync_options_.micro_batches_in_sync = logical_shards_ * accumulation_steps_;
     if (loss_scaler_)
       loss_scaler_->restore(counters[1][0].item<double>(), static_cast<int64_t>(counters[1][1].item<double>()));
@@ -888,6 +899,7 @@ class TrainingSession : public Session {
   int64_t micro_batches_ = 1;      ///< each local replica's micro-batches a step
   int logical_shards_ = 0;         ///< the logical input shards, 0 where each worker reads one pipeline
   int64_t batch_examples_ = 0;  ///< examples per batch of this run (the first batch's), 0 before it
+  int64_t group_batch_examples_ = 0;  ///< the chief's, when the group last re-formed (0: not known)
   /// While create_variables() runs: the variables it creates that no optimizer steps, each
   /// with a copy of its value before model_fn used it.
   std::optional<std::vector<std::pair<at::Tensor, at::Tensor>>> initial_values_;

@@ -770,6 +770,43 @@ TEST_CASE("--min-workers across hosts: a host that stops answering is cut off af
   CheckLikeOneWorker(dir, ChiefStoppedAt(run.output), "faults_host_silent_reference");
 }
 
+TEST_CASE("--max-workers: a worker with another batch size is refused when it joins, and the group trains on",
+          "[apps][faults]") {
+  // As below, but the worker started by hand batches 48 examples a step where the job's batch
+  // 96: it joins generation 2, finds its batches (8 examples a logical shard) unlike the
+  // chief's (16), and exits with one error line before its first step; the others re-form
+  // without it and train on, like 1 worker.
+  const std::string dir = est::testing::FreshTempDir("faults_grow_batch").string();
+  const fs::path logs = est::testing::FreshTempDir("faults_grow_batch_logs");
+  const std::string launch_log = (logs / "launch").string();
+  const std::string added_log = (logs / "added").string();
+  const int port = est_launch::FindFreePortRange("127.0.0.1", 3);
+  const auto address = [&](int offset) { return "\"127.0.0.1:" + std::to_string(port + offset) + "\""; };
+  const std::string tf_config = (logs / "tf_config.json").string();
+  std::ofstream(tf_config) << R"({"cluster": {"chief": [)" << address(0) << R"(], "worker": [)" << address(1) << ", "
+                           << address(2) << R"(]}, "task": {"type": "worker", "index": 1}})";
+  const std::string train = ElasticTrain(dir, "100000000", "100000") + " --log-step-count-steps 2";
+  std::string half_batch = train;
+  half_batch.replace(half_batch.find("--batch-size 96"), 15, "--batch-size 48");
+  RunResult run = RunCommand(
+      "(export EST_JOB_TOKEN=faults-grow-batch-token; " + std::string(EST_LAUNCH_PATH) + " --port " +
+      std::to_string(port) + " --chief --workers 1 --min-workers 2 --max-workers 3 -- " + train + " > " + launch_log +
+      " 2>&1 & pid=$!; " + WaitForLine("chief 0.*global_step/sec", launch_log) +
+      "job=$(sed -n 's/.*EST_JOB_ID=\\([0-9a-f]*\\).*/\\1/p' " + launch_log + " | head -n 1); TF_CONFIG=$(cat " +
+      tf_config + ") EST_JOB_ID=$job EST_MIN_WORKERS=2 EST_MAX_WORKERS=3 " + half_batch + " > " +
+      added_log + " 2>&1; echo \"added worker exit status $?\"; " +
+      WaitForLine("Training goes on from global step .* with 2 worker", launch_log) +
+      "sleep 1; kill -TERM $pid; wait $pid; status=$?; cat " + launch_log + "; sed 's/^/[added] /' " + added_log +
+      "; exit $status)");
+  INFO(run.output);
+  REQUIRE(run.exit_code == 143);
+  CHECK(run.output.find("added worker exit status 1") != std::string::npos);
+  CHECK(run.output.find("[added] est-train: error: this worker's batches hold 8 examples, the training group's 16 "
+                        "(the chief's): every worker must batch alike") != std::string::npos);
+  CHECK_FALSE(std::regex_search(run.output, std::regex(R"(\[added\] .*loss = )")));  // it took no step
+  CheckLikeOneWorker(dir, ChiefStoppedAt(run.output), "faults_grow_batch_reference");
+}
+
 TEST_CASE("--max-workers: a worker started by hand beyond the cluster joins the running group", "[apps][faults]") {
   // est-launch runs a chief and 1 worker with --min-workers 2 --max-workers 3. Once they train,
   // a third est-train is started by hand, with the job's id and token and a TF_CONFIG whose
