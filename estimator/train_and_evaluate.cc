@@ -14,7 +14,6 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "common/stop_signals.h"
-#include "distribute/rendezvous/grpc_store.h"
 #include "distribute/strategy.h"
 #include "estimator/training_end.h"
 
@@ -168,7 +167,7 @@ constexpr std::chrono::seconds kWaitingLogInterval(60);
 TrainAndEvaluateResult RunEvaluator(Estimator& estimator, const TrainSpec& train_spec, const EvalSpec& eval_spec) {
   using Clock = std::chrono::steady_clock;
   auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
-  const std::string job = distribute::DefaultJobId(estimator.config().cluster.chief_address);
+  const std::string job = TrainingEndJob(estimator.config().cluster);
   // The global step at which this job's training ended, once the chief recorded it.
   const auto training_ended_at = [&]() -> std::optional<int64_t> {
     const std::optional<TrainingEnd> end = ReadTrainingEnd(estimator.model_dir());

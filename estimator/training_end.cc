@@ -9,6 +9,8 @@
 #include "common/file_util.h"
 #include "common/json_from_outside.h"
 #include "common/quoted_text.h"
+#include "distribute/cluster/cluster_config.h"
+#include "distribute/rendezvous/grpc_store.h"
 
 namespace est {
 namespace {
@@ -16,6 +18,10 @@ namespace {
 std::string PathIn(const std::string& model_dir) { return (std::filesystem::path(model_dir) / kTrainingEndName).string(); }
 
 }  // namespace
+
+std::string TrainingEndJob(const distribute::ClusterConfig& cluster) {
+  return distribute::DefaultJobId(cluster.chief_address);
+}
 
 void WriteTrainingEnd(const std::string& model_dir, const TrainingEnd& end) {
   const nlohmann::json record = {{"global_step", end.global_step}, {"job", end.job}};

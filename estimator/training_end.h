@@ -9,6 +9,9 @@
 #include <string>
 
 namespace est {
+namespace distribute {
+struct ClusterConfig;
+}
 
 /// The record's name in model_dir.
 inline constexpr char kTrainingEndName[] = "training_end.json";
@@ -22,6 +25,9 @@ struct TrainingEnd {
   /// an earlier job's end for its own.
   std::string job;
 };
+
+/// The job whose training `cluster` places this task in, as TrainingEnd::job names it.
+std::string TrainingEndJob(const distribute::ClusterConfig& cluster);
 
 /// Writes the record atomically into `model_dir` (the chief, after its last checkpoint).
 void WriteTrainingEnd(const std::string& model_dir, const TrainingEnd& end);

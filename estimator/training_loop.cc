@@ -27,7 +27,6 @@
 #include "common/stop_signals.h"
 #include "distribute/flight_recorder_signal.h"
 #include "distribute/optimizer/optimizer_step.h"
-#include "distribute/rendezvous/grpc_store.h"
 #include "distribute/replica_group.h"
 #include "distribute/step_sync.h"
 #include "distribute/strategy.h"
@@ -994,7 +993,7 @@ void Estimator::Impl::train(const InputFn& input_fn, const TrainOptions& options
       session.last_saved_step() ? session.last_saved_step()
                                 : resume_from ? std::optional<int64_t>(start_step) : std::nullopt;
   if (session.is_chief() && signal_number == 0 && last_checkpoint_step)
-    WriteTrainingEnd(model_dir, {*last_checkpoint_step, distribute::DefaultJobId(config.cluster.chief_address)});
+    WriteTrainingEnd(model_dir, {*last_checkpoint_step, TrainingEndJob(config.cluster)});
   if (signal_number != 0)
     throw Interrupted(detail::Concat("training stopped by ", StopSignalName(signal_number), " at global step ",
                                      session.global_step(), "; ", session.is_chief() ? "saved" : "the chief saved",
