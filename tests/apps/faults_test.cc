@@ -492,6 +492,26 @@ void CheckLikeOneWorker(const std::string& dir, const std::string& step, const s
   CHECK(CheckpointRelativeDifference(dir + "/model.ckpt-" + step, ElasticReference(name, step)) <= 1e-5);
 }
 
+// Shell code that starts est-launch with a chief and 1 worker of `train` under --min-workers 2
+// --max-workers 3, its output in `launch_log`, with job token `token`; once the chief trains,
+// starts `added` (an est-train command) by hand as worker 1 of a TF_CONFIG (written into `logs`)
+// that lists one more worker than the cluster, with the job's id, its output in `added_log`.
+// Leaves est-launch's pid in $pid; `added_tail` follows the added command (" &", "; ...").
+std::string LaunchAndAddWorker(const fs::path& logs, const std::string& token, const std::string& train,
+                               const std::string& added, const std::string& launch_log, const std::string& added_log,
+                               const std::string& added_tail) {
+  const int port = est_launch::FindFreePortRange("127.0.0.1", 3);
+  const auto address = [&](int offset) { return "\"127.0.0.1:" + std::to_string(port + offset) + "\""; };
+  const std::string tf_config = (logs / "tf_config.json").string();
+  std::ofstream(tf_config) << R"({"cluster": {"chief": [)" << address(0) << R"(], "worker": [)" << address(1) << ", "
+                           << address(2) << R"(]}, "task": {"type": "worker", "index": 1}})";
+  return "export EST_JOB_TOKEN=" + token + "; " + std::string(EST_LAUNCH_PATH) + " --port " + std::to_string(port) +
+         " --chief --workers 1 --min-workers 2 --max-workers 3 -- " + train + " > " + launch_log + " 2>&1 & pid=$!; " +
+         WaitForLine("chief 0.*global_step/sec", launch_log) + "job=$(sed -n 's/.*EST_JOB_ID=\\([0-9a-f]*\\).*/\\1/p' " +
+         launch_log + " | head -n 1); TF_CONFIG=$(cat " + tf_config +
+         ") EST_JOB_ID=$job EST_MIN_WORKERS=2 EST_MAX_WORKERS=3 " + added + " > " + added_log + " 2>&1" + added_tail;
+}
+
 }  // namespace
 
 TEST_CASE("--min-workers: a worker killed mid-run, the others re-form the group and train on like 1 worker",
@@ -780,21 +800,12 @@ TEST_CASE("--max-workers: a worker with another batch size is refused when it jo
   const fs::path logs = est::testing::FreshTempDir("faults_grow_batch_logs");
   const std::string launch_log = (logs / "launch").string();
   const std::string added_log = (logs / "added").string();
-  const int port = est_launch::FindFreePortRange("127.0.0.1", 3);
-  const auto address = [&](int offset) { return "\"127.0.0.1:" + std::to_string(port + offset) + "\""; };
-  const std::string tf_config = (logs / "tf_config.json").string();
-  std::ofstream(tf_config) << R"({"cluster": {"chief": [)" << address(0) << R"(], "worker": [)" << address(1) << ", "
-                           << address(2) << R"(]}, "task": {"type": "worker", "index": 1}})";
   const std::string train = ElasticTrain(dir, "100000000", "100000") + " --log-step-count-steps 2";
   std::string half_batch = train;
   half_batch.replace(half_batch.find("--batch-size 96"), 15, "--batch-size 48");
   RunResult run = RunCommand(
-      "(export EST_JOB_TOKEN=faults-grow-batch-token; " + std::string(EST_LAUNCH_PATH) + " --port " +
-      std::to_string(port) + " --chief --workers 1 --min-workers 2 --max-workers 3 -- " + train + " > " + launch_log +
-      " 2>&1 & pid=$!; " + WaitForLine("chief 0.*global_step/sec", launch_log) +
-      "job=$(sed -n 's/.*EST_JOB_ID=\\([0-9a-f]*\\).*/\\1/p' " + launch_log + " | head -n 1); TF_CONFIG=$(cat " +
-      tf_config + ") EST_JOB_ID=$job EST_MIN_WORKERS=2 EST_MAX_WORKERS=3 " + half_batch + " > " +
-      added_log + " 2>&1; echo \"added worker exit status $?\"; " +
+      "(" + LaunchAndAddWorker(logs, "faults-grow-batch-token", train, half_batch, launch_log, added_log, "; ") +
+      "echo \"added worker exit status $?\"; " +
       WaitForLine("Training goes on from global step .* with 2 worker", launch_log) +
       "sleep 1; kill -TERM $pid; wait $pid; status=$?; cat " + launch_log + "; sed 's/^/[added] /' " + added_log +
       "; exit $status)");
@@ -817,18 +828,9 @@ TEST_CASE("--max-workers: a worker started by hand beyond the cluster joins the 
   const fs::path logs = est::testing::FreshTempDir("faults_grow_logs");
   const std::string launch_log = (logs / "launch").string();
   const std::string added_log = (logs / "added").string();
-  const int port = est_launch::FindFreePortRange("127.0.0.1", 3);
-  const auto address = [&](int offset) { return "\"127.0.0.1:" + std::to_string(port + offset) + "\""; };
-  const std::string tf_config = (logs / "tf_config.json").string();
-  std::ofstream(tf_config) << R"({"cluster": {"chief": [)" << address(0) << R"(], "worker": [)" << address(1) << ", "
-                           << address(2) << R"(]}, "task": {"type": "worker", "index": 1}})";
   const std::string train = ElasticTrain(dir, "100000000", "100000") + " --log-step-count-steps 2";
   RunResult run = RunCommand(
-      "(export EST_JOB_TOKEN=faults-grow-token; " + std::string(EST_LAUNCH_PATH) + " --port " + std::to_string(port) +
-      " --chief --workers 1 --min-workers 2 --max-workers 3 -- " + train + " > " + launch_log + " 2>&1 & pid=$!; " +
-      WaitForLine("chief 0.*global_step/sec", launch_log) + "job=$(sed -n 's/.*EST_JOB_ID=\\([0-9a-f]*\\).*/\\1/p' " +
-      launch_log + " | head -n 1); TF_CONFIG=$(cat " + tf_config +
-      ") EST_JOB_ID=$job EST_MIN_WORKERS=2 EST_MAX_WORKERS=3 " + train + " > " + added_log + " 2>&1 & added=$!; " +
+      "(" + LaunchAndAddWorker(logs, "faults-grow-token", train, train, launch_log, added_log, " & added=$!; ") +
       WaitForLine("going on with the 0 it read before", added_log) +
       "sleep 0.5; kill -TERM $pid; wait $pid; status=$?; wait $added; echo \"added worker exit status $?\"; cat " +
       launch_log + "; sed 's/^/[added] /' " + added_log + "; exit $status)");
