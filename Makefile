@@ -26,12 +26,15 @@ demo: configure
 test: sanitize fuzz installed-example release-checks
 
 # On the optimized programs: est-train under an address-space limit (ulimit -v) too small to
-# load LibTorch, or to train, which AddressSanitizer's shadow memory cannot run under; est-serve
+# load LibTorch, or to train, which AddressSanitizer's shadow memory cannot run under, and under
+# a descriptor limit (ulimit -n) too small for its sockets, where the sanitizers' own checks
+# fail for want of descriptors; est-serve
 # inside a 3 GiB memory cgroup under the largest requests its flags admit (skipped, saying why,
 # where no memory cgroup can be made); and the benchmarks at a tiny size (the sanitizer tree
 # does not build them).
 release-checks: programs
 	@bash tests/apps/address_space_limit_test.sh $(BUILD_DIR)/bin/est-train
+	@bash tests/apps/descriptor_limit_test.sh $(BUILD_DIR)/bin/est-train
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target serving_load_client
 	@bash tests/apps/serving_memory_limit_test.sh $(BUILD_DIR)/bin/est-serve $(BUILD_DIR)/bin/est-train \
 	  $(BUILD_DIR)/bin/serving_load_client || [ $$? -eq 77 ]
