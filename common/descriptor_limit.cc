@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 
 namespace est {
 namespace {
@@ -14,7 +15,7 @@ constexpr uint64_t kFewLeft = 4;
 
 }  // namespace
 
-std::optional<std::string> DescriptorsExhausted() {
+std::optional<std::string> DescriptorsExhausted(std::string_view error) {
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return std::nullopt;
   const std::string allowed = std::to_string(limit.rlim_cur) + " file descriptors its limit allows (ulimit -n " +
@@ -29,8 +30,20 @@ std::optional<std::string> DescriptorsExhausted() {
     if (entry->d_name[0] != '.') ++open;
   ::closedir(dir);
   if (open > 0) --open;  // the directory's own
-  if (open + kFewLeft < limit.rlim_cur) return std::nullopt;
+  const bool reported = error.find(std::strerror(EMFILE)) != std::string_view::npos;
+  if (!reported && open + kFewLeft < limit.rlim_cur) return std::nullopt;
   return "it holds " + std::to_string(open) + " of the " + allowed;
+}
+
+std::string NoDescriptorLeft(const std::string& exhausted) {
+  return "this process has no file descriptor left: " + exhausted + "; raise the limit (e.g. ulimit -n 65536)";
+}
+
+std::string DescribeOpenError(int err) {
+  std::string text = std::strerror(err);
+  if (err != EMFILE) return text;
+  if (const std::optional<std::string> exhausted = DescriptorsExhausted(text)) text += ": " + NoDescriptorLeft(*exhausted);
+  return text;
 }
 
 }  // namespace est

@@ -12,6 +12,7 @@
 #include <random>
 #include <sstream>
 
+#include "common/descriptor_limit.h"
 #include "common/error.h"
 
 namespace est {
@@ -29,7 +30,7 @@ std::string UniqueSuffix() {
 }
 
 [[noreturn]] void ThrowIo(const std::string& what, const std::string& path, int err) {
-  EST_THROW(IoError, what, " '", path, "': ", std::strerror(err));
+  EST_THROW(IoError, what, " '", path, "': ", DescribeOpenError(err));
 }
 
 // Writes all n bytes, retrying short writes and EINTR.

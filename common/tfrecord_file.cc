@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/descriptor_limit.h"
 #include "common/error.h"
 #include "common/tfrecord.h"
 
@@ -23,13 +24,13 @@ constexpr uint64_t kReadChunk = 1 << 20;
 std::unique_ptr<RecordFileWriter> RecordFileWriter::CreateNew(const std::string& path) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0 && errno == EEXIST) return nullptr;
-  if (fd < 0) EST_THROW(IoError, "cannot create record file '", path, "': ", std::strerror(errno));
+  if (fd < 0) EST_THROW(IoError, "cannot create record file '", path, "': ", DescribeOpenError(errno));
   return std::unique_ptr<RecordFileWriter>(new RecordFileWriter(fd, path));
 }
 
 std::unique_ptr<RecordFileWriter> RecordFileWriter::OpenForAppend(const std::string& path) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) EST_THROW(IoError, "cannot open record file '", path, "' for appending: ", std::strerror(errno));
+  if (fd < 0) EST_THROW(IoError, "cannot open record file '", path, "' for appending: ", DescribeOpenError(errno));
   return std::unique_ptr<RecordFileWriter>(new RecordFileWriter(fd, path));
 }
 
@@ -68,7 +69,7 @@ struct RecordFileReader::Buffer {
 
 RecordFileReader::RecordFileReader(const std::string& path) : path_(path), buffer_(std::make_unique<Buffer>()) {
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) EST_THROW(IoError, "cannot open record file '", path, "': ", std::strerror(errno));
+  if (fd_ < 0) EST_THROW(IoError, "cannot open record file '", path, "': ", DescribeOpenError(errno));
   struct stat info {};
   if (::fstat(fd_, &info) != 0 || !S_ISREG(info.st_mode)) {
     ::close(fd_);

@@ -35,7 +35,7 @@ class Unavailable(Exception):
     """This machine cannot simulate hosts; the message says why."""
 
 
-def _run(argv, check=True):
+def run(argv, check=True):
     """Runs an `ip`/`tc` command; raises RuntimeError quoting it and its stderr on failure."""
     result = subprocess.run(argv, capture_output=True, text=True)
     if check and result.returncode != 0:
@@ -45,7 +45,7 @@ def _run(argv, check=True):
 
 def _namespaces():
     """The network namespaces of this machine, by name."""
-    result = _run(["ip", "netns", "list"], check=False)
+    result = run(["ip", "netns", "list"], check=False)
     return [line.split()[0] for line in result.stdout.splitlines() if line.strip()]
 
 
@@ -56,10 +56,10 @@ def check_available():
     if os.geteuid() != 0:
         raise Unavailable("network namespaces need root (CAP_NET_ADMIN); this process is not root")
     probe = f"est{os.getpid()}probe"
-    result = _run(["ip", "netns", "add", probe], check=False)
+    result = run(["ip", "netns", "add", probe], check=False)
     if result.returncode != 0:
         raise Unavailable(f"`ip netns add` is refused here: {result.stderr.strip()}")
-    _run(["ip", "netns", "del", probe], check=False)
+    run(["ip", "netns", "del", probe], check=False)
 
 
 def program_argument_or_exit(usage):
@@ -83,7 +83,7 @@ def cleanup_leftovers():
     for name in _namespaces():
         match = NAME_PATTERN.match(name)
         if match and not os.path.exists(f"/proc/{match.group(1)}"):
-            _run(["ip", "netns", "del", name], check=False)
+            run(["ip", "netns", "del", name], check=False)
             removed.append(name)
     return removed
 
@@ -124,7 +124,7 @@ class SimulatedHosts:
     def cut(self, index):
         """Takes host `index`'s link down at the switch: from then on its packets are dropped,
         and no connection is reset, as when a cable or a switch port fails."""
-        _run(["ip", "-n", f"{self.tag}sw", "link", "set", f"port{index}", "down"])
+        run(["ip", "-n", f"{self.tag}sw", "link", "set", f"port{index}", "down"])
 
     def __enter__(self):
         check_available()
@@ -146,9 +146,9 @@ class SimulatedHosts:
         raise KeyboardInterrupt(f"signal {signum}")
 
     def _add_namespace(self, name):
-        _run(["ip", "netns", "add", name])
+        run(["ip", "netns", "add", name])
         self.made.append(name)
-        _run(["ip", "-n", name, "link", "set", "lo", "up"])
+        run(["ip", "-n", name, "link", "set", "lo", "up"])
 
     def _shape(self, namespace, device):
         # tbf: the rate, a burst of 1 ms at that rate (at least 64 KiB, enough for TSO), and
@@ -157,12 +157,12 @@ class SimulatedHosts:
         tc = ["ip", "netns", "exec", namespace, "tc", "qdisc", "add", "dev", device]
         parent = ["root"]
         if self.delay_ms:
-            result = _run(tc + ["root", "handle", "1:", "netem", "delay", f"{self.delay_ms / 2:g}ms"], check=False)
+            result = run(tc + ["root", "handle", "1:", "netem", "delay", f"{self.delay_ms / 2:g}ms"], check=False)
             if result.returncode != 0:
                 raise Unavailable(f"a link delay needs the kernel's netem qdisc: {result.stderr.strip()}")
             parent = ["parent", "1:", "handle", "2:"]
         burst = max(64 * 1024, int(self.rate_mbit * 1e6 / 8 / 1000))
-        _run(tc + parent + ["tbf", "rate", f"{self.rate_mbit:g}mbit", "burst", str(burst), "latency", "50ms"])
+        run(tc + parent + ["tbf", "rate", f"{self.rate_mbit:g}mbit", "burst", str(burst), "latency", "50ms"])
 
     def set_up(self):
         """Makes the switch and the hosts, and leaves them standing: for a program that keeps them
@@ -170,26 +170,26 @@ class SimulatedHosts:
         use the object as a context manager."""
         switch = f"{self.tag}sw"
         self._add_namespace(switch)
-        _run(["ip", "-n", switch, "link", "add", "br0", "type", "bridge"])
-        _run(["ip", "-n", switch, "link", "set", "br0", "up"])
+        run(["ip", "-n", switch, "link", "add", "br0", "type", "bridge"])
+        run(["ip", "-n", switch, "link", "set", "br0", "up"])
         prefix = SUBNET.prefixlen
         for index in range(self.count):
             host = self.namespace(index)
             self._add_namespace(host)
             # The veth pair is made inside the host's namespace, so no name ever appears in
             # the machine's own: one end is eth0 there, the other moves to the switch.
-            _run(["ip", "-n", host, "link", "add", "eth0", "type", "veth", "peer", "name", f"port{index}",
+            run(["ip", "-n", host, "link", "add", "eth0", "type", "veth", "peer", "name", f"port{index}",
                   "netns", switch])
-            _run(["ip", "-n", host, "addr", "add", f"{self.address(index)}/{prefix}", "dev", "eth0"])
-            _run(["ip", "-n", host, "link", "set", "eth0", "up"])
-            _run(["ip", "-n", switch, "link", "set", f"port{index}", "master", "br0"])
-            _run(["ip", "-n", switch, "link", "set", f"port{index}", "up"])
+            run(["ip", "-n", host, "addr", "add", f"{self.address(index)}/{prefix}", "dev", "eth0"])
+            run(["ip", "-n", host, "link", "set", "eth0", "up"])
+            run(["ip", "-n", switch, "link", "set", f"port{index}", "master", "br0"])
+            run(["ip", "-n", switch, "link", "set", f"port{index}", "up"])
             self._shape(host, "eth0")               # what the host sends
             self._shape(switch, f"port{index}")     # what the host receives
 
     def _tear_down(self):
         while self.made:
-            _run(["ip", "netns", "del", self.made.pop()], check=False)
+            run(["ip", "netns", "del", self.made.pop()], check=False)
         for signum, handler in self.previous_handlers.items():
             signal.signal(signum, handler)
         self.previous_handlers = {}

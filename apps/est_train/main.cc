@@ -576,11 +576,12 @@ int Run(const Flags& flags) {
   recipe.model_fn = est_train::WithTrainingOptions(std::move(recipe.model_fn), TrainingOptionsOf(flags, recipe));
   // Before any step: a metric the model's evaluation does not report would be found missing
   // only at the first checkpoint.
-  for (const auto& [flag, text] : {std::pair<const char*, std::string>{"--keep-best-by", flags.keep_best_by},
-                                   {"--early-stopping", flags.early_stopping}}) {
-    if (text.empty()) continue;
-    const std::string metric =
-        std::string(flag) == "--keep-best-by" ? est::ParseKeepBestBy(text).metric() : ParseEarlyStopping(text).metric.metric();
+  std::vector<std::pair<const char*, std::string>> named_metrics;
+  if (!flags.keep_best_by.empty())
+    named_metrics.emplace_back("--keep-best-by", est::ParseKeepBestBy(flags.keep_best_by).metric());
+  if (!flags.early_stopping.empty())
+    named_metrics.emplace_back("--early-stopping", ParseEarlyStopping(flags.early_stopping).metric.metric());
+  for (const auto& [flag, metric] : named_metrics) {
     std::string reported = "loss";
     for (const std::string& name : recipe.metrics) reported += ", " + name;
     EST_CHECK(metric == "loss" || std::count(recipe.metrics.begin(), recipe.metrics.end(), metric) > 0,

@@ -162,8 +162,7 @@ std::optional<std::string> HostResolutionFailure(const std::string& host) {
 std::string UnreachableHint(const std::string& server, const std::string& host, const GrpcStoreTls& tls) {
   std::string hint = " (is the " + server + " running, and is its address right?";
   if (const std::optional<std::string> exhausted = DescriptorsExhausted())
-    return hint + " This process has no file descriptor left for a connection: " + *exhausted +
-           "; raise the limit, e.g. ulimit -n 65536)";
+    return hint + " For a connection, " + NoDescriptorLeft(*exhausted) + ")";
   if (const std::optional<std::string> unresolved = HostResolutionFailure(host))
     hint += " The host '" + host + "' does not resolve: " + *unresolved + ".";
   if (tls.ca_file.empty())

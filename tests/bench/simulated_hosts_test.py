@@ -39,7 +39,7 @@ def main():
     # A delay is applied (netem) or refused naming netem; never silently left out.
     try:
         with simulated_hosts.SimulatedHosts(2, 100, delay_ms=4) as hosts:
-            ping = simulated_hosts._run(hosts.command(1, [sys.executable, "-c", PING, hosts.address(0)]))
+            ping = simulated_hosts.run(hosts.command(1, [sys.executable, "-c", PING, hosts.address(0)]))
             print("round trip with a 4 ms delay:", ping.stdout.strip())
             if float(ping.stdout) < 3.5e-3:
                 failures.append(f"a 4 ms delay gave a {float(ping.stdout) * 1e3:.2f} ms round trip")

@@ -16,7 +16,6 @@ usage: slurm_hosts.py up DIR COUNT   prints this machine's address on the switch
 import fcntl
 import ipaddress
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "apps", "bench"))
@@ -43,16 +42,9 @@ class SlurmHosts(simulated_hosts.SimulatedHosts):
         return str(self.subnet.network_address + 254)
 
 
-def run(argv, check=True):
-    result = subprocess.run(argv, capture_output=True, text=True)
-    if check and result.returncode != 0:
-        raise RuntimeError(f"`{' '.join(argv)}` failed: {result.stderr.strip() or result.returncode}")
-    return result
-
-
 def networks_in_use():
     """The networks of this machine's own addresses."""
-    out = run(["ip", "-o", "-4", "addr", "show"]).stdout
+    out = simulated_hosts.run(["ip", "-o", "-4", "addr", "show"]).stdout
     return [ipaddress.ip_interface(line.split()[3]).network for line in out.splitlines() if len(line.split()) > 3]
 
 
@@ -75,11 +67,11 @@ def up(directory, count):
         hosts = SlurmHosts(count, tag, free[0])
         hosts.set_up()
         switch = f"{tag}sw"
-        run(["ip", "link", "add", link, "type", "veth", "peer", "name", "controller", "netns", switch])
-        run(["ip", "-n", switch, "link", "set", "controller", "master", "br0"])
-        run(["ip", "-n", switch, "link", "set", "controller", "up"])
-        run(["ip", "addr", "add", f"{hosts.controller_address()}/24", "dev", link])
-        run(["ip", "link", "set", link, "up"])
+        simulated_hosts.run(["ip", "link", "add", link, "type", "veth", "peer", "name", "controller", "netns", switch])
+        simulated_hosts.run(["ip", "-n", switch, "link", "set", "controller", "master", "br0"])
+        simulated_hosts.run(["ip", "-n", switch, "link", "set", "controller", "up"])
+        simulated_hosts.run(["ip", "addr", "add", f"{hosts.controller_address()}/24", "dev", link])
+        simulated_hosts.run(["ip", "link", "set", link, "up"])
     print(hosts.controller_address())
     for index in range(count):
         print(hosts.namespace(index), hosts.address(index))
@@ -93,10 +85,10 @@ def down(directory):
         return 0
     with open(record) as made:
         tag, link = made.read().split()
-    run(["ip", "link", "del", link], check=False)
+    simulated_hosts.run(["ip", "link", "del", link], check=False)
     for name in simulated_hosts._namespaces():
         if name == f"{tag}sw" or (name.startswith(f"{tag}h") and name[len(tag) + 1:].isdigit()):
-            run(["ip", "netns", "del", name], check=False)
+            simulated_hosts.run(["ip", "netns", "del", name], check=False)
     os.remove(record)
     return 0
 

@@ -375,9 +375,9 @@ std::shared_ptr<gloo::rendezvous::Context> Connect(std::shared_ptr<Store> store,
     const ScopedBatchScheduling batch_loop_thread(AllowedCpus() <= at::get_num_threads());
     device = gloo::transport::tcp::CreateDevice(attr);
   } catch (const std::exception& error) {
-    if (const std::optional<std::string> exhausted = DescriptorsExhausted())
-      EST_THROW(CommunicationError, "Gloo collective of rank ", rank, ": cannot open a TCP device: this process has "
-                "no file descriptor left: ", *exhausted, "; raise the limit (e.g. ulimit -n 65536)");
+    if (const std::optional<std::string> exhausted = DescriptorsExhausted(error.what()))
+      EST_THROW(CommunicationError, "Gloo collective of rank ", rank, ": cannot open a TCP device: ",
+                NoDescriptorLeft(*exhausted));
     EST_THROW(CommunicationError, "Gloo collective of rank ", rank, ": cannot open a TCP device on '", hostname,
               "' (GlooOptions::hostname must be an address of this machine): ", error.what());
   }
@@ -398,6 +398,9 @@ std::shared_ptr<gloo::rendezvous::Context> Connect(std::shared_ptr<Store> store,
     EST_CHECK(!IsTimeout(error.what()), TimeoutError, "Gloo collective of rank ", rank, " of ", world_size,
               ": connecting to the other ranks did not complete within ", DescribeDuration(timeout), ": ",
               error.what());
+    if (const std::optional<std::string> exhausted = DescriptorsExhausted(error.what()))
+      EST_THROW(CommunicationError, "Gloo collective of rank ", rank, " of ", world_size,
+                ": connecting to the other ranks failed: ", NoDescriptorLeft(*exhausted));
     EST_THROW(CommunicationError, "Gloo collective of rank ", rank, " of ", world_size,
               ": connecting to the other ranks failed: ", error.what());
   }
