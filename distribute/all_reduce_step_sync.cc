@@ -140,7 +140,7 @@ class BucketedStepSync final : public StrategyStepSync {
     ReplicaStep& step = replicas.front();
     // Where a lost worker leaves the others training, no variable changes before every
     // bucket arrived: a step that fails part-way is taken again from the same state.
-    if (step.gradients_final && !strategy_.recovers_lost_workers()) {
+    if (step.gradients_final && strategy_.elastic() == nullptr) {
       // Each bucket's variables, as its averages arrive: updated while later buckets travel.
       reducer_->finish([&](const std::vector<size_t>& parameters) {
         std::vector<at::Tensor> variables;

@@ -13,6 +13,7 @@
 
 #include "distribute/cluster/cluster_config.h"
 #include "distribute/collective/collective_backend.h"
+#include "distribute/elastic/elastic_group.h"
 #include "distribute/rendezvous/grpc_store.h"
 #include "distribute/rendezvous/settings_agreement.h"
 #include "distribute/strategy.h"
@@ -75,7 +76,7 @@ struct MultiWorkerOptions {
 /// (the first training step), so creating the strategy never blocks. On an evaluator task
 /// the strategy has only its local replicas. Made without a cluster, it knows its place in
 /// the training group once configure() gives it one; asking before is a ConfigError.
-class MultiWorkerMirroredStrategy : public Strategy {
+class MultiWorkerMirroredStrategy : public Strategy, private GenerationCollectives {
  public:
   /// Throws ConfigError for a malformed cluster or device, or a communication that cannot
   /// run here (ChooseCollectiveBackend).
@@ -97,28 +98,14 @@ class MultiWorkerMirroredStrategy : public Strategy {
   /// made on a collective keeps the collective's ranks.
   void configure(const ClusterConfig& cluster) override;
   Collective* collective() override;
-  /// True with min_workers (or EST_MIN_WORKERS) set, in a cluster of two or more workers.
-  bool recovers_lost_workers() const override;
-  /// Joins the next generation without the ranks the failed collective names (or, after
-  /// timeout_secs, without any that does not arrive) and connects its collectives. False
-  /// where the chief was lost: its store holds the generations.
-  bool regroup() override;
-  /// With in-job recovery, a worker started while the group trains (a replacement) joins it
-  /// as a newcomer at the end of a step: kJoinedRunning.
-  GroupEntry enter_group() override;
-  /// On the chief, at most every 0.2 s: whether a newcomer arrived in the chief's store.
-  bool newcomer_waiting() override;
-  void admit_newcomers() override;
-  bool rejoined_as_newcomer() const override;
-  /// max_workers (or EST_MAX_WORKERS) with in-job recovery; num_workers() otherwise.
-  int max_workers() const override;
-  void end_group() override;
+  /// The training group with in-job recovery (min_workers, or EST_MIN_WORKERS, set in a
+  /// cluster of two or more workers); null otherwise.
+  ElasticGroup* elastic() override { return elastic_.get(); }
   int model_collective_workers() const override { return num_workers(); }
   /// A second connection of the workers, beside the gradients', made on first use.
   Collective& model_collective() override;
-  int num_workers() const override { return place().num_workers; }
-  int worker_index() const override { return place().worker_index; }
-  bool is_chief() const override { return place().is_chief; }
+  /// ConfigError while the strategy has neither a cluster nor a collective.
+  TrainingPlace place() const override { return PlaceOrThrow(place_, name(), "MultiWorkerOptions::cluster"); }
   /// The bucketed all-reduce of options().buckets() over replicas whose buffers follow
   /// options().buffer_sync().
   TrainingSync make_training_sync(const StepSyncOptions& options) override;
@@ -137,27 +124,12 @@ class MultiWorkerMirroredStrategy : public Strategy {
   void adopt(const ClusterConfig& cluster);
   /// Takes `devices` as this worker's, with the collective backend that serves them.
   void use_devices(const std::vector<std::string>& devices);
-  /// This worker's place; ConfigError while the strategy has neither a cluster nor a collective.
-  const TrainingPlace& place() const { return PlaceOrThrow(place_, name(), "MultiWorkerOptions::cluster"); }
   void connect();
-  /// With in-job recovery, after the rendezvous: the first generation, of the cluster's workers.
-  void form_first_generation();
-  /// With in-job recovery: beats, so that the chief tells this worker from a lost one, until
-  /// end_group(); no-op while it beats.
-  void start_heartbeat();
-  /// The heartbeat's work: this worker's beat; on the chief, also cutting off the members of
-  /// the generation being trained in that have not beaten for the lease.
-  void beat();
-  /// Makes the generation this worker trains in, and its collective, the one beat() watches;
-  /// none while the group re-forms.
-  void watch_generation(bool training);
-  /// A worker that finds the group training: joins it as a newcomer, if it still trains.
-  void join_running_group();
-  /// Forms the next generation without the ranks `lost` and with the newcomers waiting, and
-  /// connects its collectives.
-  void form_next_generation(const std::vector<int>& lost);
-  /// Connects the gradients' collective of the generation this worker is in.
-  void connect_generation();
+  // GenerationCollectives: the collectives of the elastic group's generation.
+  void connect_generation(int rank, int world_size, std::shared_ptr<Store> store) override;
+  void close_generation() override;
+  std::shared_ptr<Collective> generation_collective() override { return collective_; }
+  void cut_off_others(const std::vector<int>& ranks) override;
   /// timeout_secs, the limit on the rendezvous and on every collective call.
   std::chrono::milliseconds timeout() const;
   /// beat_lease_secs.
@@ -179,8 +151,7 @@ class MultiWorkerMirroredStrategy : public Strategy {
   std::shared_ptr<Collective> collective_;
   std::mutex model_connect_mutex_;  ///< guards model_collective_, made on first use in each generation
   std::shared_ptr<Collective> model_collective_;
-  struct Group;                   // the membership and this worker's generation (membership.h)
-  std::unique_ptr<Group> group_;  ///< with in-job recovery, once connected
+  std::unique_ptr<ElasticGroup> elastic_;  ///< with in-job recovery; destroyed first, and its heartbeat
 };
 
 }  // namespace est::distribute

@@ -95,7 +95,7 @@ int ParameterServerStrategy::num_replicas_in_sync() const {
 
 TrainingSync ParameterServerStrategy::make_training_sync(const StepSyncOptions& options) {
   const ClusterConfig& cluster = this->cluster();
-  const TrainingPlace& place = this->place();
+  const TrainingPlace place = this->place();
   if (!connection_) {
     PsConnectionOptions connection;
     for (const auto& address : cluster.cluster.at("ps")) {

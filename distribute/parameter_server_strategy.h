@@ -88,9 +88,8 @@ class ParameterServerStrategy : public Strategy {
   std::vector<c10::Device> local_devices() const override { return {device_}; }
   /// Adopts `cluster` when made without one; checks that it agrees otherwise.
   void configure(const ClusterConfig& cluster) override;
-  int num_workers() const override { return place().num_workers; }
-  int worker_index() const override { return place().worker_index; }
-  bool is_chief() const override { return place().is_chief; }
+  /// ConfigError while the strategy has no cluster.
+  TrainingPlace place() const override { return PlaceOrThrow(place_, name(), "ParameterServerOptions::cluster"); }
   /// kSync: replicas_to_aggregate (each worker's batch is a share of the aggregated step's);
   /// otherwise 1 (each worker's step is an update of its own).
   int num_replicas_in_sync() const override;
@@ -109,8 +108,6 @@ class ParameterServerStrategy : public Strategy {
  private:
   /// Takes `cluster` as the one this strategy trains in, and checks the options against it.
   void adopt(const ClusterConfig& cluster);
-  /// This task's place; ConfigError while the strategy has no cluster.
-  const TrainingPlace& place() const { return PlaceOrThrow(place_, name(), "ParameterServerOptions::cluster"); }
 
   ParameterServerOptions options_;
   std::optional<ClusterConfig> cluster_;  ///< unset until given (options or configure())

@@ -65,7 +65,7 @@ struct StepFlags {
   /// A hook of this worker asked to stop (RunContext::request_stop).
   bool stop_requested = false;
   /// A worker waits to join the training group (the chief saw it): every worker admits it
-  /// after this step (Strategy::admit_newcomers).
+  /// after this step (ElasticGroup::reform with Change::kNewcomers).
   bool newcomer_waiting = false;
 };
 

@@ -16,10 +16,12 @@
 #include "distribute/gradient_reducer.h"
 #include "distribute/input_context.h"
 #include "distribute/step_sync.h"
+#include "distribute/training_place.h"
 
 namespace est::distribute {
 
 struct ClusterConfig;
+class ElasticGroup;
 
 /// A set of replicas that train in sync: the local replicas of this process (one per
 /// local device) and, for multi-worker strategies, those of the other workers, reached
@@ -49,46 +51,17 @@ class Strategy {
   /// the gradients' (which backward may be using), made on first use. ConfigError where
   /// model_collective_workers() is 1.
   virtual Collective& model_collective();
-  /// Whether a lost worker leaves the others training (regroup()) rather than ending the
-  /// training.
-  virtual bool recovers_lost_workers() const { return false; }
-  /// After a collective call of the training failed for a lost worker (CommunicationError or
-  /// TimeoutError): re-forms the training group without it (and with any newcomer waiting)
-  /// and returns true, num_workers(), worker_index() and collective() being the new group's,
-  /// whose chief is the same. False where it cannot (recovers_lost_workers() false, the chief
-  /// lost): the failure ends the training.
-  virtual bool regroup() { return false; }
-  /// How this worker entered the training group (enter_group()).
-  enum class GroupEntry {
-    kAtStart,        ///< with the others, when the training started
-    kJoinedRunning,  ///< into a group already training, whose state it takes from the chief
-    kTrainingEnded,  ///< not at all: the group's training ended before it could join
-  };
-  /// Connects this worker to the training group, waiting until the group takes it in, and
-  /// says how it entered; kAtStart where the group does not change while it trains.
-  virtual GroupEntry enter_group() { return GroupEntry::kAtStart; }
-  /// Whether a worker waits to join the training group; asked between steps, true only on
-  /// the chief. The step's flags carry it, and every worker then calls admit_newcomers().
-  virtual bool newcomer_waiting() { return false; }
-  /// After a step whose flags said a newcomer waits: forms the next group, of every worker and
-  /// the newcomers (num_workers(), worker_index() and collective() being its own).
-  virtual void admit_newcomers() {}
-  /// After regroup() or admit_newcomers(): whether the group this worker entered took it as a
-  /// newcomer, holding none of the group's input (the group re-formed without it while it was
-  /// stopped or hung, and it came back later).
-  virtual bool rejoined_as_newcomer() const { return false; }
-  /// On the chief, after the training's last barrier: workers that wait to join, or come
-  /// later, learn that the training ended (enter_group() gives kTrainingEnded).
-  virtual void end_group() {}
+  /// The training group's lifecycle where the group outlives a lost worker and takes in new
+  /// ones (in-job recovery); null where a lost worker ends the training.
+  virtual ElasticGroup* elastic() { return nullptr; }
+  /// This task's place among the workers that train: one worker, the chief, by default.
+  virtual TrainingPlace place() const { return {}; }
   /// Number of worker processes in the training group.
-  virtual int num_workers() const { return 1; }
-  /// The most worker processes the training group may hold: more than num_workers() where
-  /// workers started later may join it (in-job recovery's max_workers).
-  virtual int max_workers() const { return num_workers(); }
+  int num_workers() const { return place().num_workers; }
   /// This worker's index in [0, num_workers).
-  virtual int worker_index() const { return 0; }
+  int worker_index() const { return place().worker_index; }
   /// True on the worker that writes checkpoints and summaries.
-  virtual bool is_chief() const { return worker_index() == 0; }
+  bool is_chief() const { return place().is_chief; }
   /// The step seam of one training run: by default the all-reduce StepSync
   /// (CreateAllReduceStepSync, default buckets) over variables in this process's replicas
   /// whose buffers take the chief's values (CreateReplicaVariables). May connect to the other

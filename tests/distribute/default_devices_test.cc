@@ -15,6 +15,7 @@
 #include "tests/log_capture.h"
 #include "tests/test_util.h"
 #include "tests/torch_cuda_devices.h"
+#include "tests/skip.h"
 
 using namespace est::distribute;
 using est::testing::MessageMatches;
@@ -46,11 +47,8 @@ TEST_CASE("without devices: every GPU, the local rank's GPU, or the CPU (faked d
                        MessageMatches(Catch::Contains("local rank -1 is negative")));
 }
 
-TEST_CASE("without GPUs, the strategies made without devices take the CPU and say so", "[distribute]") {
-  if (CudaDeviceCount() > 0) {
-    WARN("skipped: this host has GPUs (the [cuda] test below covers it)");
-    return;
-  }
+TEST_CASE("without GPUs, the strategies made without devices take the CPU and say so", "[distribute][skippable]") {
+  if (CudaDeviceCount() > 0) EST_SKIP("needs a host without GPUs (the [cuda] case below covers one with GPUs)");
   est::testing::LogCapture log;
   CHECK(Names(MirroredStrategy::Create()->local_devices()) == std::vector<std::string>{"cpu"});
   CHECK_THAT(log.text(), Catch::Contains("info: MirroredStrategy: no devices given: the CPU (LibTorch sees no GPU)"));

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The folders' dependencies point one way (docs/architecture.md): every `#include "..."` of
 a library folder names only itself or a folder it may depend on, the training loop includes
-no collective, reducer or store, the kernels (kernels/, optional) are included only under
-`#if EST_WITH_KERNELS`, and no vector intrinsics live outside kernels/ and the few low-level
-files listed. Usage: layering_test.py <repository root>."""
+no collective, reducer or store and calls no regroup, broadcast or sum across workers (the
+elastic group's), the kernels (kernels/, optional) are included only under `#if
+EST_WITH_KERNELS`, and no vector intrinsics live outside kernels/ and the few low-level files
+listed. Usage: layering_test.py <repository root>."""
 
 import pathlib
 import re
@@ -19,6 +20,7 @@ ALLOWED = [
     ("distribute/rendezvous/", {"distribute/rendezvous/", "common/"}),
     ("distribute/collective/", {"distribute/collective/", "distribute/rendezvous/", "common/"}),
     ("distribute/optimizer/", {"distribute/optimizer/", "kernels/", "common/"}),
+    ("distribute/elastic/", {"distribute/elastic/", "distribute/collective/", "distribute/rendezvous/", "common/"}),
     ("distribute/", {"distribute/", "common/"}),
     ("estimator/", {"estimator/", "distribute/", "checkpoint/", "data/", "common/"}),
     ("serving/", {"serving/", "estimator/", "distribute/", "checkpoint/", "data/", "common/"}),
@@ -28,6 +30,10 @@ FORBIDDEN = {
     "estimator/training_loop.cc": ("distribute/collective/", "distribute/rendezvous/",
                                    "distribute/gradient_reducer.h"),
 }
+# The training loop (estimator/training_*.cc) hands a lost worker to the strategy's elastic group
+# (distribute/elastic/): it re-forms no group and moves no state between workers itself.
+TRAINING_LOOP = re.compile(r"^estimator/training_[a-z_]+\.(cc|h)$")
+GROUP_MECHANICS = re.compile(r"\b(regroup|broadcast\w*|sum_across_workers)\s*\(")
 INCLUDE = re.compile(r'^#include "([^"]+)"', re.M)
 # Vector intrinsics: the kernels' own, and the checksums' and 16-bit conversions' below them.
 INTRINSICS = re.compile(r"<immintrin\.h>|\b_mm(256|512)?_[a-z0-9_]+\(")
@@ -67,6 +73,10 @@ def main() -> int:
         if not name.startswith("kernels/"):
             for included in kernels_includes_outside_guard(text):
                 errors.append(f"{name} includes {included} outside #if EST_WITH_KERNELS: the kernels are optional")
+        if TRAINING_LOOP.match(name):
+            for call in sorted(set(GROUP_MECHANICS.findall(text))):
+                errors.append(f"{name} calls {call}(): the elastic group re-forms the training group "
+                              "(distribute/elastic/elastic_group.h), not the training loop")
         folder = next((entry for entry in ALLOWED if name.startswith(entry[0])), None)
         if folder is None:
             continue

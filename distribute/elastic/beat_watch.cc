@@ -1,4 +1,4 @@
-#include "distribute/rendezvous/beat_watch.h"
+#include "distribute/elastic/beat_watch.h"
 
 #include <algorithm>
 #include <utility>

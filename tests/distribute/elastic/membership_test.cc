@@ -1,7 +1,7 @@
 // Membership: generations of the training group formed in one store by members that are
 // threads; the coordinator (the chief) closes each.
 
-#include "distribute/rendezvous/membership.h"
+#include "distribute/elastic/membership.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "common/error.h"
-#include "distribute/rendezvous/beat_watch.h"
-#include "distribute/rendezvous/member_heartbeat.h"
+#include "distribute/elastic/beat_watch.h"
+#include "distribute/elastic/member_heartbeat.h"
 #include "distribute/rendezvous/store.h"
 #include "tests/distribute/rank_threads.h"
 #include "tests/log_capture.h"

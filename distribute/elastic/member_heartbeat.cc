@@ -1,4 +1,4 @@
-#include "distribute/rendezvous/member_heartbeat.h"
+#include "distribute/elastic/member_heartbeat.h"
 
 #include <utility>
 

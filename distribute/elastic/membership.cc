@@ -1,4 +1,4 @@
-#include "distribute/rendezvous/membership.h"
+#include "distribute/elastic/membership.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -7,7 +7,7 @@
 
 #include "common/error.h"
 #include "common/logging.h"
-#include "distribute/rendezvous/beat_watch.h"
+#include "distribute/elastic/beat_watch.h"
 #include "distribute/rendezvous/error_text.h"
 #include "distribute/rendezvous/store.h"
 
