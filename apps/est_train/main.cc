@@ -88,7 +88,7 @@ struct Flags {
   std::set<std::string> data_flags_given;  ///< the flags of the input (--data-*) on the command line
   std::string mixed_precision = "none";
   std::string channels_last = "auto";
-  std::string kernels = est_apps::kKernelsBuilt ? "on" : "off";
+  std::string kernels = "off";
   bool ignore_invalid_checkpoints = false;
   std::string job_token_file;
   std::string chief_address;
@@ -325,8 +325,9 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   app.add_option("--kernels", flags.kernels,
-                 "Run the CNN's layers and the Adam step on the CPU kernels of kernels/ (the same parameters and "
-                 "checkpoints; Adam's results to the bit), or on LibTorch's own layers and Adam::step (off)")
+                 "Run the CNN's layers and the Adam step on the CPU kernels of kernels/ (on: the same parameters "
+                 "and checkpoints; its layers' results within float32 rounding of LibTorch's, Adam's to the bit), "
+                 "or on LibTorch's own layers and Adam::step (off)")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   app.footer(

@@ -211,6 +211,8 @@ TEST_CASE("est-train rejects bad flags with one clear line", "[apps]") {
   RunResult help = RunEstTrain("--help");
   CHECK(help.exit_code == 0);
   CHECK(help.output.find("--save-checkpoints-steps") != std::string::npos);
+  // The kernels fitted to the demo CNN run only when asked for.
+  CHECK(help.output.find("--kernels TEXT:{on,off}=off ") != std::string::npos);
 }
 
 TEST_CASE("est-train names a chief's host that does not resolve at once", "[apps]") {
