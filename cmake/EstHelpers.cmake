@@ -85,7 +85,8 @@ endfunction()
 # process spends about a second starting LibTorch (two under AddressSanitizer): paid per file,
 # not per test case. The files listed in ISOLATED (also in SOURCES) change what a process
 # holds (resource limits, signal handlers, the allocator, CPU affinity): each of their test
-# cases runs in a process of its own, as a CTest test named after it.
+# cases runs in a process of its own, as a CTest test named after it; so does each case tagged
+# [skippable] or [cuda], which CTest reports as Skipped where it cannot run (tests/skip.h).
 function(est_add_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS;ISOLATED" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
@@ -112,17 +113,36 @@ function(est_add_test name)
     endif()
   endif()
   # "-w NoTests": a test that matches no test case fails instead of passing without running
-  # anything.
+  # anything. A test case that may not run here is tagged [skippable] (or [cuda]) and prints
+  # EST_SKIP_MARKER when it skips (tests/skip.h): it gets a CTest entry of its own, which
+  # CTest reports as Skipped, while the file's other cases run together.
+  set(skipped_properties ${properties} SKIP_REGULAR_EXPRESSION "est-test-skipped: ")
   foreach(source ${ARG_SOURCES})
     get_filename_component(stem ${source} NAME_WE)
+    file(READ ${CMAKE_CURRENT_SOURCE_DIR}/${source} text)
+    string(REGEX MATCHALL "TEST_CASE\\(" cases "${text}")
+    string(REGEX MATCHALL "\"(\\[[^]\"]+\\])*\\[(skippable|cuda)\\](\\[[^]\"]+\\])*\"" skippable "${text}")
+    list(LENGTH cases case_count)
+    list(LENGTH skippable skippable_count)
     if(source IN_LIST ARG_ISOLATED)
       catch_discover_tests(${name}
         TEST_SPEC --filenames-as-tags "[#${stem}]"
         WORKING_DIRECTORY ${PROJECT_BINARY_DIR}
         EXTRA_ARGS -w NoTests
-        PROPERTIES ${properties})
-    else()
-      add_test(NAME ${name}/${stem} COMMAND ${name} --filenames-as-tags "[#${stem}]" -w NoTests
+        PROPERTIES ${skipped_properties})
+      continue()
+    endif()
+    if(skippable_count GREATER 0)
+      # One at a time, as they ran in the file's one process (they may share a fixture, as the
+      # local Slurm cluster of slurm_test.cc).
+      catch_discover_tests(${name}
+        TEST_SPEC --filenames-as-tags "[#${stem}][skippable],[#${stem}][cuda]"
+        WORKING_DIRECTORY ${PROJECT_BINARY_DIR}
+        EXTRA_ARGS -w NoTests
+        PROPERTIES ${skipped_properties} RESOURCE_LOCK ${name}/${stem})
+    endif()
+    if(case_count GREATER skippable_count)
+      add_test(NAME ${name}/${stem} COMMAND ${name} --filenames-as-tags "[#${stem}]~[skippable]~[cuda]" -w NoTests
         WORKING_DIRECTORY ${PROJECT_BINARY_DIR})
       set_tests_properties(${name}/${stem} PROPERTIES ${properties})
     endif()

@@ -14,6 +14,7 @@
 #include "tests/checkpoint_difference.h"
 #include "tests/loopback.h"
 #include "tests/test_util.h"
+#include "tests/skip.h"
 
 namespace mpirun_test {
 namespace {
@@ -43,10 +44,9 @@ std::string RankLines(const std::string& output, int rank) {
 
 }  // namespace
 
-TEST_CASE("mpirun -np 2: est-train's ranks train as est-launch's two workers do, bit for bit", "[apps][cluster][mpi]") {
+TEST_CASE("mpirun -np 2: est-train's ranks train as est-launch's two workers do, bit for bit", "[apps][cluster][mpi][skippable]") {
   if (!HaveMpirun()) {
-    WARN("skipped: needs mpirun (Debian's openmpi-bin)");
-    return;
+    EST_SKIP("needs mpirun (Debian's openmpi-bin)");
   }
   const std::string train = " --model fashion_mnist_cnn --strategy multi_worker --max-steps 20 --batch-size 32 "
                             "--save-checkpoints-steps 10 --log-step-count-steps 10 --seed 7 --timeout-secs 60";
@@ -71,10 +71,9 @@ TEST_CASE("mpirun -np 2: est-train's ranks train as est-launch's two workers do,
   CHECK(est::testing::CheckpointDifference(mpi_dir + "/model.ckpt-20", launch_dir + "/model.ckpt-20") == "");
 }
 
-TEST_CASE("mpirun -np 4: four ranks train to a checkpoint, each in its place", "[apps][cluster][mpi]") {
+TEST_CASE("mpirun -np 4: four ranks train to a checkpoint, each in its place", "[apps][cluster][mpi][skippable]") {
   if (!HaveMpirun()) {
-    WARN("skipped: needs mpirun (Debian's openmpi-bin)");
-    return;
+    EST_SKIP("needs mpirun (Debian's openmpi-bin)");
   }
   const std::string dir = est::testing::FreshTempDir("mpirun_4").string();
   const RunResult mpi = Mpirun(4, "--model linear --strategy multi_worker --model-dir " + dir +
@@ -89,10 +88,9 @@ TEST_CASE("mpirun -np 4: four ranks train to a checkpoint, each in its place", "
   CHECK(est::checkpoint::LatestCheckpoint(dir) == dir + "/model.ckpt-20");
 }
 
-TEST_CASE("mpirun -np 2 with --chief-address: the ranks meet where the flag says", "[apps][cluster][mpi]") {
+TEST_CASE("mpirun -np 2 with --chief-address: the ranks meet where the flag says", "[apps][cluster][mpi][skippable]") {
   if (!HaveMpirun()) {
-    WARN("skipped: needs mpirun (Debian's openmpi-bin)");
-    return;
+    EST_SKIP("needs mpirun (Debian's openmpi-bin)");
   }
   const std::string dir = est::testing::FreshTempDir("mpirun_chief_address").string();
   // MASTER_PORT (Mpirun sets one) is overridden by the flag's port.

@@ -21,6 +21,7 @@
 #include "tests/checkpoint_difference.h"
 #include "tests/loopback.h"
 #include "tests/test_util.h"
+#include "tests/skip.h"
 
 namespace slurm_test {
 namespace {
@@ -155,8 +156,7 @@ int64_t LatestStep(const std::string& model_dir) {
 // the test's Slurm commands at it (SLURM_CONF).
 #define USE_SLURM(slurm)                                  \
   if (!(slurm).skip_reason().empty()) {                   \
-    WARN((slurm).skip_reason());                          \
-    return;                                               \
+    EST_SKIP((slurm).skip_reason());                      \
   }                                                       \
   ::setenv("SLURM_CONF", (slurm).conf().c_str(), 1)
 
@@ -166,7 +166,7 @@ std::string MasterPort() { return "--export=ALL,MASTER_PORT=" + std::to_string(e
 }  // namespace
 
 TEST_CASE("examples/slurm/train.sbatch: two srun tasks train the CNN, the chief alone writes, and an evaluator "
-          "step follows", "[apps][cluster][slurm]") {
+          "step follows", "[apps][cluster][slurm][skippable]") {
   USE_SLURM(LocalSlurm::OneNode());
   const std::string dir = est::testing::FreshTempDir("slurm_cnn").string();
   // The example's own script, on this one node with 3 tasks, its flags from the environment.
@@ -196,7 +196,7 @@ TEST_CASE("examples/slurm/train.sbatch: two srun tasks train the CNN, the chief 
 }
 
 TEST_CASE("sbatch: four srun tasks end with est-launch's four workers' checkpoint, bit for bit, at the job's port",
-          "[apps][cluster][slurm]") {
+          "[apps][cluster][slurm][skippable]") {
   USE_SLURM(LocalSlurm::OneNode());
   const std::string train = " --model linear --strategy multi_worker --max-steps 20 --save-checkpoints-steps 10 "
                             "--timeout-secs 120 --model-dir ";
@@ -224,7 +224,7 @@ TEST_CASE("sbatch: four srun tasks end with est-launch's four workers' checkpoin
 }
 
 TEST_CASE("scancel stops both tasks after one step with the chief's checkpoint, and a resubmitted job resumes from it",
-          "[apps][cluster][slurm]") {
+          "[apps][cluster][slurm][skippable]") {
   USE_SLURM(LocalSlurm::OneNode());
   const std::string dir = est::testing::FreshTempDir("slurm_scancel").string();
   // Each task writes its own file (slurmstepd does, so the lines after scancel are kept: srun
@@ -262,7 +262,7 @@ TEST_CASE("scancel stops both tasks after one step with the chief's checkpoint, 
 }
 
 TEST_CASE("preemption: Slurm's SIGTERM to the steps gives a checkpoint, and the --requeue'd job continues from it",
-          "[apps][cluster][slurm]") {
+          "[apps][cluster][slurm][skippable]") {
   USE_SLURM(LocalSlurm::OneNode());
   const std::string dir = est::testing::FreshTempDir("slurm_requeue").string();
   // The first run trains until the signal and requeues itself, as examples/slurm/train.sbatch
@@ -298,8 +298,9 @@ TEST_CASE("preemption: Slurm's SIGTERM to the steps gives a checkpoint, and the 
   CHECK(LatestStep(dir + "/model") == std::stoll(stopped) + 50);
 }
 
-TEST_CASE("two nodes: sbatch --nodes=2 runs est-train with srun on node1 and node2; the chief, on node1, alone writes",
-          "[apps][cluster][slurm]") {
+TEST_CASE("two nodes: sbatch --nodes=2 runs est-train with srun on node1 and node2, and the chief, on node1, "
+          "alone writes",
+          "[apps][cluster][slurm][skippable]") {
   USE_SLURM(LocalSlurm::TwoNodes());
   const std::string dir = est::testing::FreshTempDir("slurm_two_nodes").string();
   // Each task says where it runs, then becomes est-train. No MASTER_PORT: the chief listens at
@@ -329,7 +330,7 @@ TEST_CASE("two nodes: sbatch --nodes=2 runs est-train with srun on node1 and nod
 }
 
 TEST_CASE("two nodes: Slurm's own --signal=TERM@20 before a one-minute limit gives a checkpoint, and the job, "
-          "requeued by its script, resumes from it", "[apps][cluster][slurm]") {
+          "requeued by its script, resumes from it", "[apps][cluster][slurm][skippable]") {
   USE_SLURM(LocalSlurm::TwoNodes());
   const std::string dir = est::testing::FreshTempDir("slurm_time_limit").string();
   // Nothing here signals the job: slurmctld sends SIGTERM to its steps at its first check of

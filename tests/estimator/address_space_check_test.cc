@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "tests/test_util.h"
+#include "tests/skip.h"
 
 using namespace est;
 
@@ -44,12 +45,12 @@ TEST_CASE("training under an address-space limit needs a BLAS buffer per thread 
                                                                     "1183744 KiB")));
 }
 
-TEST_CASE("this process's training need counts OpenBLAS's threads where OpenBLAS is loaded", "[estimator]") {
+TEST_CASE("this process's training need counts OpenBLAS's threads where OpenBLAS is loaded",
+          "[estimator][skippable]") {
   const AddressSpaceNeed need = TrainingAddressSpaceNeed();
   CHECK(need.margin_bytes == 256 * kMiB);
   if (need.blas_threads == 0) {
-    WARN("skipped: needs OpenBLAS as LibTorch's BLAS");
-    return;
+    EST_SKIP("needs OpenBLAS as LibTorch's BLAS");
   }
   CHECK(need.blas_buffer_bytes == 135266304);
   CHECK(need.blas_threads >= 1);

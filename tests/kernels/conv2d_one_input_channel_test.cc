@@ -71,7 +71,7 @@ TEST_CASE("Conv2dOneInputChannel equals conv2d within float32 rounding, values a
   }
 }
 
-TEST_CASE("Conv2dOneInputChannel gives the same bits at any thread count", "[kernels]") {
+TEST_CASE("Conv2dOneInputChannel gives the same bits at any thread count", "[kernels][skippable]") {
   EST_RUN_WITH_VECTOR_BITS_OR_SKIP(512);
   torch::manual_seed(5);
   const auto input = torch::rand({16, 1, 28, 28});
@@ -103,7 +103,7 @@ TEST_CASE("Conv2dOneInputChannel runs LibTorch's convolution for other inputs an
   CHECK(same_as_native(torch::rand({2, 1, 9, 9}), torch::randn({3, 1, 3, 3}), torch::randn({3})));
 }
 
-TEST_CASE("Conv2dOneInputChannel's gradient cannot be differentiated again", "[kernels]") {
+TEST_CASE("Conv2dOneInputChannel's gradient cannot be differentiated again", "[kernels][skippable]") {
   EST_RUN_WITH_VECTOR_BITS_OR_SKIP(512);  // LibTorch's convolution can be
   auto x = torch::rand({2, 1, 6, 6});
   auto w = torch::randn({2, 1, 3, 3}).requires_grad_();

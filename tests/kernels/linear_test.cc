@@ -73,7 +73,7 @@ TEST_CASE("est::kernels::Linear equals linear within float32 rounding, values an
   }
 }
 
-TEST_CASE("est::kernels::Linear gives the same bits at any thread count", "[kernels]") {
+TEST_CASE("est::kernels::Linear gives the same bits at any thread count", "[kernels][skippable]") {
   EST_RUN_WITH_VECTOR_BITS_OR_SKIP(512);  // OpenBLAS's bits depend on the thread count
   torch::manual_seed(5);
   const auto input = torch::randn({64, 5408});
