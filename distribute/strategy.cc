@@ -2,7 +2,6 @@
 
 #include <ATen/ATen.h>
 
-#include <cstring>
 #include <string>
 
 #include "common/error.h"
@@ -65,19 +64,6 @@ void Strategy::broadcast_from_chief(std::vector<at::Tensor>& tensors) {
     workers->broadcast(staged, 0);
     tensor.detach().copy_(staged);
   }
-}
-
-void Strategy::broadcast_bytes_from_chief(std::string& bytes) {
-  Collective* workers = collective();
-  if (workers == nullptr) return;
-  at::Tensor size = at::scalar_tensor(static_cast<int64_t>(bytes.size()), at::kLong).reshape({1});
-  workers->broadcast(size, 0);
-  // In 64-bit words: every backend carries int64.
-  const auto length = static_cast<size_t>(size.item<int64_t>());
-  at::Tensor words = at::zeros({static_cast<int64_t>((length + 7) / 8)}, at::kLong);
-  if (workers->rank() == 0) std::memcpy(words.data_ptr(), bytes.data(), length);
-  workers->broadcast(words, 0);
-  bytes.assign(static_cast<const char*>(words.data_ptr()), length);
 }
 
 bool Strategy::any_worker(bool flag) {

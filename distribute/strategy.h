@@ -106,8 +106,6 @@ class Strategy {
   void sum_across_workers(std::vector<at::Tensor>& tensors);
   /// Makes `tensors` equal to the chief's values on every worker (no-op with one worker).
   void broadcast_from_chief(std::vector<at::Tensor>& tensors);
-  /// Makes `bytes` the chief's on every worker (no-op with one worker).
-  void broadcast_bytes_from_chief(std::string& bytes);
   /// True on every worker when `flag` is true on any worker (e.g. "my input ended").
   bool any_worker(bool flag);
   /// Returns once every worker has called barrier() (no-op with one worker).
