@@ -897,10 +897,11 @@ TEST_CASE("--min-workers: the chief killed mid-run ends the group; --max-restart
           "[apps][faults]") {
   // The chief's store holds the training group, so its loss cannot be recovered in the job:
   // est-launch stops the workers and restarts every task, which resume from model.ckpt-4 (the
-  // chief was killed after step 6) and end as 1 worker reading all 6 shards would.
+  // chief was killed once that checkpoint was complete: a kill at a step could come before the
+  // background save of an earlier one ended) and end as 1 worker reading all 6 shards would.
   const std::string reference = ElasticReference("faults_chief_lost_reference", "16");
   const fs::path crash_points = est::testing::FreshTempDir("faults_chief_lost_points");
-  std::ofstream(crash_points / "chief-0@after_step@6").put('\n');
+  std::ofstream(crash_points / "chief-0@checkpoint_retention@4").put('\n');
   const std::string dir = est::testing::FreshTempDir("faults_chief_lost").string();
   RunResult run = RunCommand("EST_CRASH_POINTS_DIR=" + crash_points.string() + " " + EST_LAUNCH_PATH +
                              " --chief --workers 2 --min-workers 2 --max-restarts 1 --restart-backoff-secs 0 -- " +
