@@ -41,7 +41,7 @@ bool Near(const torch::Tensor& ours, const torch::Tensor& reference) {
 }  // namespace
 
 TEST_CASE("Conv2dOneInputChannel equals conv2d within float32 rounding, values and gradients", "[kernels]") {
-  const int vector_bits = GENERATE(512, 0);  // its AVX-512 kernels, then LibTorch's convolution
+  const int vector_bits = EST_GENERATE_VECTOR_BITS(512, 0);  // its AVX-512 kernels, then LibTorch's convolution
   CAPTURE(vector_bits);
   EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
   // Output widths below, at and above the 16 lanes of a vector, 3×3 and 5×5 filters, odd

@@ -27,7 +27,7 @@ bool SameAsTwoOps(const torch::Tensor& input, const torch::Tensor& weight, const
 }  // namespace
 
 TEST_CASE("Conv2dReluMaxPool2x2 equals Conv2dOneInputChannel then ReluMaxPool2x2, to the bit", "[kernels]") {
-  const int vector_bits = GENERATE(512, 256);  // its own kernels, then the two ops' fallbacks
+  const int vector_bits = EST_GENERATE_VECTOR_BITS(512, 256);  // its own kernels, then the two ops' fallbacks
   CAPTURE(vector_bits);
   EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
   // Even and odd convolution heights and widths (an odd last row or column is outside every

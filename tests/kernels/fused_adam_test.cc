@@ -117,7 +117,7 @@ struct SquareRootsFromLibTorch {
 }  // namespace
 
 TEST_CASE("FusedAdamStep equals torch::optim::Adam's step bit for bit", "[kernels]") {
-  const int vector_bits = GENERATE(256, 0);  // its AVX2 loops, then its scalar ones
+  const int vector_bits = EST_GENERATE_VECTOR_BITS(256, 0);  // its AVX2 loops, then its scalar ones
   CAPTURE(vector_bits);
   EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
   const double decay = GENERATE(0.0, 0.01);
@@ -142,7 +142,7 @@ TEST_CASE("FusedAdamStep equals torch::optim::Adam's step bit for bit", "[kernel
 }
 
 TEST_CASE("FusedAdamStep equals torch::optim::AdamW's step bit for bit", "[kernels]") {
-  const int vector_bits = GENERATE(256, 0);  // its AVX2 loops, then its scalar ones
+  const int vector_bits = EST_GENERATE_VECTOR_BITS(256, 0);  // its AVX2 loops, then its scalar ones
   CAPTURE(vector_bits);
   EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
   const double decay = GENERATE(0.0, 0.01, 0.3);

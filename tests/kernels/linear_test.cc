@@ -46,7 +46,7 @@ bool Near(const torch::Tensor& ours, const torch::Tensor& reference, int64_t ter
 }  // namespace
 
 TEST_CASE("est::kernels::Linear equals linear within float32 rounding, values and gradients", "[kernels]") {
-  const int vector_bits = GENERATE(512, 0);  // its AVX-512 kernels, then LibTorch's products
+  const int vector_bits = EST_GENERATE_VECTOR_BITS(512, 0);  // its AVX-512 kernels, then LibTorch's products
   CAPTURE(vector_bits);
   EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
   // [M, K] inputs, N outputs: sizes below, at and past the kernels' blocks (8 and 4 rows, 32
@@ -103,7 +103,7 @@ TEST_CASE("est::kernels::Linear runs LibTorch's products, to linear's bits, for 
 
 TEST_CASE("est::kernels::Linear's weight gradient reaches its hooks before the input's gradient exists", "[kernels]") {
   // A gradient all-reduce hooked on the weight can start while the input's product runs.
-  const int vector_bits = GENERATE(512, 0);  // its AVX-512 kernels, then LibTorch's products
+  const int vector_bits = EST_GENERATE_VECTOR_BITS(512, 0);  // its AVX-512 kernels, then LibTorch's products
   CAPTURE(vector_bits);
   EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
   torch::manual_seed(17);
@@ -123,7 +123,7 @@ TEST_CASE("est::kernels::Linear's weight gradient reaches its hooks before the i
 }
 
 TEST_CASE("est::kernels::Linear's output can be changed in place, and runs without autograd", "[kernels]") {
-  const int vector_bits = GENERATE(512, 0);  // its AVX-512 kernels, then LibTorch's products
+  const int vector_bits = EST_GENERATE_VECTOR_BITS(512, 0);  // its AVX-512 kernels, then LibTorch's products
   CAPTURE(vector_bits);
   EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
   torch::manual_seed(19);

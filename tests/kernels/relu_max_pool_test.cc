@@ -52,7 +52,7 @@ torch::Tensor Reference(const torch::Tensor& x) { return torch::max_pool2d(torch
 }  // namespace
 
 TEST_CASE("ReluMaxPool2x2 equals relu then max_pool2d, values and gradients", "[kernels]") {
-  const int vector_bits = GENERATE(512, 256, 0);
+  const int vector_bits = EST_GENERATE_VECTOR_BITS(512, 256, 0);
   CAPTURE(vector_bits);
   EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
   // Widths below, at and above the 8 and 16 windows of a vector step, odd and even sizes.
@@ -74,7 +74,7 @@ TEST_CASE("ReluMaxPool2x2 equals relu then max_pool2d, values and gradients", "[
 
 TEST_CASE("ReluMaxPool2x2 routes each window's gradient to its first maximum and none to non-positive ones",
           "[kernels]") {
-  const int vector_bits = GENERATE(512, 256, 0);
+  const int vector_bits = EST_GENERATE_VECTOR_BITS(512, 256, 0);
   CAPTURE(vector_bits);
   EST_RUN_WITH_VECTOR_BITS_OR_SKIP(vector_bits);
   const float nan = std::numeric_limits<float>::quiet_NaN();

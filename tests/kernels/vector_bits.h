@@ -34,9 +34,15 @@ class VectorBitsCap {
 
 }  // namespace est_test
 
-/// Runs the rest of the test (or of its GENERATE branch) on the kernels of `bits`-wide
-/// vectors, or ends it with EST_SKIP_MARKER "needs …" where the CPU lacks them; a case that
-/// needs the width to run at all is tagged [skippable], and CTest reports it as Skipped.
+/// The vector widths among `bits...` that this CPU has, one GENERATE branch each: a width it
+/// lacks is not run, and vector_bits_test.cc's case of that width says so (CTest: Skipped).
+#define EST_GENERATE_VECTOR_BITS(...)                                                                 \
+  GENERATE(filter([](int bits_) { return est::kernels::detail::CpuVectorBits() >= bits_; },           \
+                  values<int>({__VA_ARGS__})))
+
+/// Runs the rest of the test case on the kernels of `bits`-wide vectors, or ends it with
+/// EST_SKIP_MARKER "needs …" where the CPU lacks them: a case that needs the width to run at all
+/// is tagged [skippable], and CTest reports it as Skipped.
 #define EST_RUN_WITH_VECTOR_BITS_OR_SKIP(bits)        \
   if (!est_test::CpuHasVectorBits(bits)) return;      \
   const est_test::VectorBitsCap vector_bits_cap_ { bits }

@@ -12,6 +12,7 @@
 #include "data/ops/autotune.h"
 #include "tests/cpu_affinity.h"
 #include "tests/data/test_datasets.h"
+#include "tests/skip.h"
 
 // After the ATen headers: c10/util/Logging.h defines a CHECK that Catch2 replaces.
 #include <catch2/catch.hpp>
@@ -68,11 +69,13 @@ TEST_CASE("kAutotune counts the CPUs the intra-op threads leave free, at least o
   // Bound to as many CPUs as its intra-op threads, a kAutotune map calls its function on
   // the consumer's thread only.
   CHECK(OnCpus(intra_op, MapThreads) == 1);
-  if (est::AllowedCpus() < intra_op + 2) {
-    WARN("only " << est::AllowedCpus() << " CPUs for " << intra_op
-                 << " intra-op threads: a kAutotune of more than one thread is not tested");
-    return;
-  }
+}
+
+TEST_CASE("kAutotune takes the CPUs beyond the intra-op threads, two of them two threads", "[data][skippable]") {
+  const int intra_op = at::get_num_threads();
+  if (est::AllowedCpus() < intra_op + 2)
+    EST_SKIP("needs " << intra_op + 2 << " CPUs (" << intra_op << " intra-op threads and 2 more), found "
+                      << est::AllowedCpus());
   CHECK(OnCpus(intra_op + 2, [] { return est::data::AutotunedThreads(); }) == 2);
   CHECK(OnCpus(intra_op + 2, MapThreads) >= 2);
 }

@@ -23,6 +23,7 @@
 #include "distribute/rendezvous/store.h"
 #include "tests/cpu_affinity.h"
 #include "tests/distribute/collective_cases.h"
+#include "tests/skip.h"
 #include "tests/distribute/rank_threads.h"
 #include "tests/test_util.h"
 
@@ -460,13 +461,14 @@ TEST_CASE("Gloo's TCP event loop runs under SCHED_BATCH where the rank has no co
   CHECK(bound.rank_policies == std::vector<int>{SCHED_OTHER, SCHED_OTHER});
   for (const at::Tensor& sum : bound.sums) CHECK(at::equal(sum, at::full({100'000}, 3.0)));
   CHECK(bound.batch_threads_started.size() >= 1);  // the device's loop (one per device, or one shared)
+}
 
+TEST_CASE("Gloo's TCP event loop keeps the default scheduling where the rank has a core to spare",
+          "[distribute][skippable]") {
   // With a CPU to spare the loop answers at once, as Gloo starts it.
-  if (est::AllowedCpus() <= at::get_num_threads()) {
-    WARN("only " << est::AllowedCpus() << " CPUs for " << at::get_num_threads()
-                 << " intra-op threads: the case with a spare CPU is not tested");
-    return;
-  }
+  if (est::AllowedCpus() <= at::get_num_threads())
+    EST_SKIP("needs " << at::get_num_threads() + 1 << " CPUs (" << at::get_num_threads()
+                      << " intra-op threads and one to spare), found " << est::AllowedCpus());
   const LoopPolicies spare = ConnectBoundTo(est::testing::FirstAllowedCpus(at::get_num_threads() + 1));
   CHECK(spare.rank_policies == std::vector<int>{SCHED_OTHER, SCHED_OTHER});
   for (const at::Tensor& sum : spare.sums) CHECK(at::equal(sum, at::full({100'000}, 3.0)));
