@@ -469,7 +469,7 @@ class TrainingSession : public Session {
   std::optional<DynamicLossScaler>& loss_scaler_;  ///< step_'s
   /// On the chief with RunConfig::moving_average: the moving averages of replica 0's variables.
   std::optional<MovingAverages> moving_averages_;
-  distribute::TrainingSync sync_;             ///< the strategy's, made when run() starts and after a regroup
+  distribute::TrainingSync sync_;             ///< the strategy's, made when run() starts and when the group re-forms
   distribute::StepSyncOptions sync_options_;  ///< what sync_ is made with
   const int64_t accumulation_steps_;
   std::optional<TrainingCheckpoints> checkpoints_;  ///< the chief's
