@@ -49,12 +49,12 @@ void KeepInitialValues(const NamedTensors& variables, std::vector<std::pair<at::
     if (!variable.requires_grad()) kept.emplace_back(variable, variable.detach().clone());
 }
 
-// Logs why the training stopped at `global_step`: the flags every worker agreed (`stop`), and
-// whether a hook of this worker asked to stop; `start_step` and `last_step` as TrainingSession::run's.
-void LogWhyTrainingStopped(const distribute::StepFlags& stop, bool hook_requested_stop, int64_t global_step,
-                           int64_t start_step, std::optional<int64_t> last_step) {
+// Logs why the training stopped at `global_step`: the flags every worker agreed (`stop`), the
+// stop signal this process received (0: none, another worker's), and whether a hook of this
+// worker asked to stop; `start_step` and `last_step` as TrainingSession::run's.
+void LogWhyTrainingStopped(const distribute::StepFlags& stop, int local_signal, bool hook_requested_stop,
+                           int64_t global_step, int64_t start_step, std::optional<int64_t> last_step) {
   if (stop.stop_signal) {
-    const int local_signal = StopSignalGuard::pending();
     Log().warn("Stopping at global step {}: {}", global_step,
                local_signal != 0 ? std::string("received ") + StopSignalName(local_signal)
                                  : std::string("another worker received a stop signal"));
@@ -237,11 +237,9 @@ class TrainingSession : public Session {
         prefetcher.start(current);
       }
     }
-    if (stop.stop_signal) {
-      const int local_signal = StopSignalGuard::pending();
-      stopped_by_signal_ = local_signal != 0 ? local_signal : SIGTERM;
-    }
-    LogWhyTrainingStopped(stop, hook_requested_stop, global_step_, start_step, last_step);
+    const int local_signal = stop.stop_signal ? StopSignalGuard::pending() : 0;
+    if (stop.stop_signal) stopped_by_signal_ = local_signal != 0 ? local_signal : SIGTERM;
+    LogWhyTrainingStopped(stop, local_signal, hook_requested_stop, global_step_, start_step, last_step);
     runner.end();
     if (checkpoints_) checkpoints_->wait();
     finish_together();

@@ -74,7 +74,7 @@ bool ElasticGroup::start(std::shared_ptr<Store> store) {
   membership.timeout = options_.timeout;
   state_ = std::make_unique<State>(store, Membership(store, membership));
   if (options_.is_chief) state_->beats.emplace(store, options_.beat_lease, kBeatInterval);
-  state_->heartbeat = std::make_unique<MemberHeartbeat>([this] { beat(); }, kBeatInterval);
+  start_heartbeat();
   // The first generation closed, so the rendezvous did without this worker: it is new.
   if (options_.is_chief || !store->check({"membership/latest"})) return false;
   join_running();
@@ -99,16 +99,13 @@ void ElasticGroup::join_running() {
   }
   state_->entry = Entry::kJoinedRunning;
   state_->generation = std::move(*generation);
-  collectives_.connect_generation(state_->generation.rank, state_->generation.world_size(),
-                                  CreatePrefixStore("generation/" + std::to_string(state_->generation.number),
-                                                    state_->store));
+  connect_generation();
   watch_generation(true);
 }
 
 ElasticGroup::Entry ElasticGroup::enter() {
   connect_();
-  // Again, for a later training in the same group (end() stopped the beats).
-  if (!state_->heartbeat) state_->heartbeat = std::make_unique<MemberHeartbeat>([this] { beat(); }, kBeatInterval);
+  start_heartbeat();  // again, for a later training in the same group (end() stopped the beats)
   const Entry entry = state_->entry;
   if (entry == Entry::kJoinedRunning) state_->entry = Entry::kAtStart;  // a later run starts with it
   return entry;
@@ -198,9 +195,7 @@ void ElasticGroup::form_next_generation(const std::vector<int>& lost) {
   while (true) {
     state_->generation = state_->membership.Rejoin(state_->generation, left_out, lost_later);
     try {
-      collectives_.connect_generation(state_->generation.rank, state_->generation.world_size(),
-                                      CreatePrefixStore("generation/" + std::to_string(state_->generation.number),
-                                                        state_->store));
+      connect_generation();
       break;
     } catch (const Error& failure) {
       // A member of the new generation was lost before it connected: the next one forms
@@ -279,6 +274,16 @@ void ElasticGroup::watch_generation(bool training) {
   const std::lock_guard<std::mutex> lock(state_->watched_mutex);
   state_->watched_generation = training ? state_->generation : Generation{};
   state_->watched = trained_in;
+}
+
+void ElasticGroup::start_heartbeat() {
+  if (!state_->heartbeat) state_->heartbeat = std::make_unique<MemberHeartbeat>([this] { beat(); }, kBeatInterval);
+}
+
+void ElasticGroup::connect_generation() {
+  const Generation& generation = state_->generation;
+  collectives_.connect_generation(generation.rank, generation.world_size(),
+                                  CreatePrefixStore("generation/" + std::to_string(generation.number), state_->store));
 }
 
 std::shared_ptr<Collective> ElasticGroup::collective() { return collectives_.generation_collective(); }

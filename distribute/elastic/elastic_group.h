@@ -141,6 +141,10 @@ class ElasticGroup {
   bool regroup();
   /// Forms the next generation without the ranks `lost` and with the newcomers waiting.
   void form_next_generation(const std::vector<int>& lost);
+  /// Starts beating, unless this worker beats already.
+  void start_heartbeat();
+  /// Connects the strategy's collectives of the generation this worker is in, over its keys.
+  void connect_generation();
   /// The heartbeat's work: this worker's beat; on the chief, the cut-off of silent members.
   void beat();
   /// Makes the generation trained in the one beat() watches; none while the group re-forms.
