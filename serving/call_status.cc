@@ -2,7 +2,7 @@
 
 #include "common/error.h"
 #include "common/logging.h"
-#include "distribute/rendezvous/call_admission.h"
+#include "common/secret_compare.h"
 #include "serving/dynamic_batcher.h"
 #include "serving/predictor.h"
 
@@ -13,7 +13,7 @@ grpc::Status CheckToken(const grpc::ServerContext& context, const std::string& t
   const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");
   const std::string sent = it == metadata.end() ? std::string() : std::string(it->second.data(), it->second.size());
-  if (distribute::detail::ConstantTimeEquals(sent, "Bearer " + token)) return grpc::Status::OK;
+  if (ConstantTimeEquals(sent, "Bearer " + token)) return grpc::Status::OK;
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                       it == metadata.end()
                           ? "the call carries no token: this server takes calls with the metadata "

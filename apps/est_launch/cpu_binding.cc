@@ -7,19 +7,25 @@
 #include "common/error.h"
 
 namespace est_launch {
+namespace {
 
-bool IsTrainingTask(const TaskId& task) { return task.type == "chief" || task.type == "worker"; }
+// The chief and workers among `tasks`: the tasks that may be bound.
+size_t TrainingTasks(const std::vector<TaskId>& tasks) {
+  return static_cast<size_t>(std::count_if(tasks.begin(), tasks.end(), [](const TaskId& t) { return t.trains(); }));
+}
+
+}  // namespace
 
 std::vector<std::vector<int>> PlanCpuBinding(const std::vector<int>& available_cpus,
                                              const std::vector<TaskId>& tasks, CpuBindMode mode) {
   std::vector<std::vector<int>> plan(tasks.size());
-  const auto training = static_cast<size_t>(std::count_if(tasks.begin(), tasks.end(), IsTrainingTask));
+  const size_t training = TrainingTasks(tasks);
   if (mode == CpuBindMode::kNone || training == 0 || available_cpus.size() < training) return plan;
   EST_ASSERT(std::is_sorted(available_cpus.begin(), available_cpus.end()));
   const size_t block = available_cpus.size() / training;
   size_t k = 0;
   for (size_t i = 0; i < tasks.size(); ++i) {
-    if (!IsTrainingTask(tasks[i])) continue;
+    if (!tasks[i].trains()) continue;
     const auto first = available_cpus.begin() + static_cast<std::ptrdiff_t>(k * block);
     plan[i].assign(first, first + static_cast<std::ptrdiff_t>(block));
     ++k;
@@ -57,7 +63,7 @@ std::string DescribeCpuBinding(const std::vector<std::vector<int>>& plan, const 
              CpuListText(plan[i]);
   }
   if (bound.empty()) {
-    const auto training = std::count_if(tasks.begin(), tasks.end(), IsTrainingTask);
+    const size_t training = TrainingTasks(tasks);
     return "not binding tasks to CPUs: " + std::to_string(training) + " training task(s) but only " +
            std::to_string(num_available_cpus) + " CPU(s) available (oversubscribed)";
   }

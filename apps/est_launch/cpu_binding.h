@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/est_launch/cluster_spec.h"
+#include "apps/est_launch/host_tasks.h"
 
 namespace est_launch {
 
@@ -26,9 +26,6 @@ enum class CpuBindMode {
 /// (oversubscribed), or with kNone, no task is bound.
 std::vector<std::vector<int>> PlanCpuBinding(const std::vector<int>& available_cpus,
                                              const std::vector<TaskId>& tasks, CpuBindMode mode);
-
-/// Whether the task trains (job "chief" or "worker") and so may be bound; the evaluator does not.
-bool IsTrainingTask(const TaskId& task);
 
 /// CPUs in the kernel's list format (as in /proc/self/status "Cpus_allowed_list"): "0-3,6".
 std::string CpuListText(const std::vector<int>& cpus);

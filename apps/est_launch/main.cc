@@ -16,7 +16,7 @@
 #include "apps/common/number_checks.h"
 #include "apps/common/parse_flags.h"
 #include "apps/common/tls_flags.h"
-#include "apps/est_launch/cluster_spec.h"
+#include "apps/est_launch/host_tasks.h"
 #include "apps/est_launch/cpu_binding.h"
 #include "apps/est_launch/node_agent.h"
 #include "apps/est_launch/node_plan.h"
@@ -318,7 +318,7 @@ int Run(const Flags& flags, const est_launch::ClusterLayout& layout, bool port_g
     return est_launch::RunNode(node, options);
   }
   const int first_port = port_given ? flags.port : est_launch::FindFreePortRange(layout.host, layout.num_tasks());
-  const est_launch::ClusterSpec cluster(layout, first_port);
+  const est_launch::HostTasks cluster(layout, first_port);
   const std::string ports = cluster.tasks().size() == 1
                                 ? "port " + std::to_string(cluster.first_port())
                                 : "ports " + std::to_string(cluster.first_port()) + "-" + std::to_string(cluster.last_port());

@@ -13,7 +13,7 @@
 
 #include <string>
 
-#include "apps/est_launch/cluster_spec.h"
+#include "apps/est_launch/host_tasks.h"
 #include "apps/est_launch/cpu_binding.h"
 #include "apps/est_launch/supervisor.h"
 

@@ -15,7 +15,7 @@
 #include <thread>
 #include <utility>
 
-#include "apps/est_launch/cluster_spec.h"
+#include "apps/est_launch/host_tasks.h"
 #include "common/error.h"
 #include "common/json_from_outside.h"
 
@@ -144,7 +144,7 @@ std::optional<NodeChannel> NodeChannel::Connect(const std::string& host, int por
   while (Clock::now() < deadline && !(Readable(wake_fd) && interrupted())) {
     const int fd = TryConnect(addresses, std::chrono::milliseconds(2000), &error);
     if (fd >= 0) {
-      channel.emplace(fd, "node 0 (" + HostPort(host, port) + ")");
+      channel.emplace(fd, "node 0 (" + JoinHostPort(host, port) + ")");
       break;
     }
     if (Clock::now() >= next_report) {
@@ -257,7 +257,7 @@ NodeListener::NodeListener(const std::string& host, int port) {
     }
   }
   ::freeaddrinfo(addresses);
-  EST_CHECK(fd_ >= 0, est::ConfigError, "--rendezvous ", HostPort(host, port), ": node 0 cannot listen there (", error,
+  EST_CHECK(fd_ >= 0, est::ConfigError, "--rendezvous ", JoinHostPort(host, port), ": node 0 cannot listen there (", error,
             "); it must be an address of node 0's host and a free port");
 }
 
@@ -270,7 +270,7 @@ std::optional<NodeChannel> NodeListener::Accept() {
   socklen_t length = sizeof(address);
   const int fd = ::accept4(fd_, reinterpret_cast<sockaddr*>(&address), &length, SOCK_CLOEXEC);
   if (fd < 0) return std::nullopt;
-  return NodeChannel(fd, HostPort(HostOf(address), PortOf(address)));
+  return NodeChannel(fd, JoinHostPort(HostOf(address), PortOf(address)));
 }
 
 std::vector<int> WaitReadable(const std::vector<int>& fds, NodeChannel::Clock::time_point deadline) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "apps/est_launch/node_channel.h"
+#include "apps/est_launch/node_messages.h"
 #include "apps/est_launch/node_plan.h"
 #include "apps/est_launch/node_session.h"
 #include "apps/est_launch/signal_pipe.h"
@@ -27,7 +28,7 @@ class Follower : public PeerNodes {
   Follower(const NodeOptions& node, LaunchOptions options) : node_(node), options_(std::move(options)) {}
 
   int Run() {
-    const std::string rendezvous = HostPort(node_.rendezvous_host, node_.rendezvous_port);
+    const std::string rendezvous = JoinHostPort(node_.rendezvous_host, node_.rendezvous_port);
     const std::string me = "node " + std::to_string(node_.node_rank);
     while (true) {
       const auto start = Clock::now();
@@ -51,23 +52,19 @@ class Follower : public PeerNodes {
       stop_heard_ = false;
       const std::string host = node_.layout.host.empty() ? channel_.local_host() : node_.layout.host;
       const NodeOffer offer = MakeOffer(node_, host);
-      channel_.Send({{"hello",
-                      {{"version", kProtocolVersion},
-                       {"min_nodes", node_.min_nodes},
-                       {"max_nodes", node_.max_nodes},
-                       {"token", node_.token_from_environment ? options_.job_token : std::string()},
-                       {"offer", offer.to_json()}}}});
+      SendMessage(channel_, HelloMessage{node_.min_nodes, node_.max_nodes,
+                                         node_.token_from_environment ? options_.job_token : std::string(), offer});
       Say(me + ": joined node 0 at " + rendezvous + "; waiting for the job to start");
       // Node 0 answers by its own rendezvous timeout, which started before this one joined.
-      const std::optional<json> start_message =
+      const std::optional<NodeMessage> start_message =
           AwaitMessage(Clock::now() + Secs(node_.rendezvous_timeout_secs) + kEndReportMargin,
                        "the job to start (every node to join)");
       if (!start_message) return ended_;
-      if (start_message->contains("error")) {
-        Say("error: node 0 refused to start the job: " + start_message->value("error", std::string()));
-        return start_message->value("exit_code", 1);
+      if (const auto* refusal = std::get_if<RefusalMessage>(&*start_message)) {
+        Say("error: node 0 refused to start the job: " + refusal->error);
+        return refusal->exit_code;
       }
-      const NodeStart job = NodeStart::FromJson(start_message->value("start", json()));
+      const NodeStart job = Expect<NodeStart>(*start_message, "the start of the job");
       const int round = job.round;
       options_.job_id = job.job_id;
       options_.job_token = job.job_token;
@@ -79,22 +76,20 @@ class Follower : public PeerNodes {
       options_.workers_die_with_launcher = job.min_workers > 0;
       options_.restart_backoff_secs = job.restart_backoff_secs;
       options_.max_restart_backoff_secs = job.max_restart_backoff_secs;
-      const ClusterSpec spec(job.cluster, job.tasks, host, offer.first_port);
+      const HostTasks spec(job.cluster, job.tasks, host, offer.first_port);
       const RoundResult result = RunHostTasks(node_, spec, options_, round, signals_, *this);
-      channel_.Send({{"ended",
-                      {{"exit_code", result.result.exit_code},
-                       {"error", result.result.error},
-                       {"restartable", result.restartable}}}});
-      const std::optional<json> verdict_message = AwaitMessage(Clock::time_point::max(), "the other hosts to end");
+      SendMessage(channel_, EndedMessage{result.result.exit_code, result.result.error, result.restartable});
+      const std::optional<NodeMessage> verdict_message =
+          AwaitMessage(Clock::time_point::max(), "the other hosts to end");
       if (!verdict_message) return result.result.exit_code != 0 ? result.result.exit_code : ended_;
-      const json verdict = verdict_message->value("verdict", json::object());
-      if (verdict.value("restart", false)) {
-        Say(me + ": node 0 restarts the job (" + verdict.value("error", std::string()) + "); joining again");
+      const VerdictMessage verdict = Expect<VerdictMessage>(*verdict_message, "the verdict on the round");
+      if (verdict.restart) {
+        Say(me + ": node 0 restarts the job (" + verdict.error + "); joining again");
         channel_.Close("restarting");
         continue;
       }
-      const int exit_code = result.result.exit_code != 0 ? result.result.exit_code : verdict.value("exit_code", 1);
-      if (exit_code != 0) Say("error: the job failed: " + verdict.value("error", std::string()));
+      const int exit_code = result.result.exit_code != 0 ? result.result.exit_code : verdict.exit_code;
+      if (exit_code != 0) Say("error: the job failed: " + verdict.error);
       return exit_code;
     }
   }
@@ -107,9 +102,9 @@ class Follower : public PeerNodes {
   News OnReadable() override {
     News news;
     std::optional<std::string> reason;
-    for (const json& message : channel_.Receive()) {
-      if (message.contains("stop") && message["stop"].is_string()) reason = message["stop"].get<std::string>();
-      if (message.contains(kFlightRecorderMessage)) news.flight_recorder_signal = true;
+    for (const NodeMessage& message : ReceiveMessages(channel_)) {
+      if (const auto* stop = std::get_if<StopMessage>(&message)) reason = stop->reason;
+      if (std::holds_alternative<FlightRecorderMessage>(message)) news.flight_recorder_signal = true;
     }
     if (!reason && channel_.closed())
       reason = "node 0's est-launch (" + channel_.peer() + ") is gone: " + channel_.close_reason();
@@ -123,15 +118,15 @@ class Follower : public PeerNodes {
   void OnLocalStop(const std::string& reason) override {
     if (stop_sent_) return;
     stop_sent_ = true;
-    channel_.Send({{"failed", reason}});
+    SendMessage(channel_, FailedMessage{reason});
   }
 
   void OnLocalFlightRecorderSignal() override {
-    if (!channel_.closed()) channel_.Send({{kFlightRecorderMessage, true}});
+    if (!channel_.closed()) SendMessage(channel_, FlightRecorderMessage{});
   }
 
-  std::optional<std::string> OnLocalLoss(const std::string& task, bool restarting) override {
-    if (!channel_.closed()) channel_.Send({{"lost", {{"task", task}, {"restarting", restarting}}}});
+  std::optional<std::string> OnLocalLoss(const TaskId& task, bool restarting) override {
+    if (!channel_.closed()) SendMessage(channel_, LostMessage{task, restarting});
     return std::nullopt;
   }
 
@@ -141,16 +136,36 @@ class Follower : public PeerNodes {
     return 128 + signal_number;
   }
 
-  // Waits for node 0's next message other than "stop" (a stop that comes after this host's
-  // tasks ended), logging every 30 s that it waits for `what`. Returns nothing, with ended_
-  // set to the exit status, when node 0 is gone, the deadline passes or a signal comes.
-  std::optional<json> AwaitMessage(Clock::time_point deadline, const std::string& what) {
+  // `message` as a T, which node 0 sends as `what`; throws est::ConfigError naming the kind
+  // it sent instead.
+  template <typename T>
+  T Expect(const NodeMessage& message, const char* what) const {
+    const T* expected = std::get_if<T>(&message);
+    EST_CHECK(expected != nullptr, est::ConfigError, channel_.peer(), " sent a '", KindOf(message), "' message where ",
+              what, " was due (not est-launch of this version?)");
+    return *expected;
+  }
+
+  // Waits for node 0's next message other than a stop (one that comes after this host's tasks
+  // ended) or a flight-recorder signal, logging every 30 s that it waits for `what`. Returns
+  // nothing, with ended_ set to the exit status, when node 0 is gone, the deadline passes or a
+  // signal comes; throws est::ConfigError for a malformed message.
+  std::optional<NodeMessage> AwaitMessage(Clock::time_point deadline, const std::string& what) {
     const auto start = Clock::now();
     auto next_report = start + kProgressInterval;
     while (true) {
-      std::optional<json> message = channel_.ReceiveOne(std::min(deadline, next_report), signals_.fd());
-      if (message && !message->contains("stop") && !message->contains(kFlightRecorderMessage)) return message;
-      if (message) continue;
+      const std::optional<json> line = channel_.ReceiveOne(std::min(deadline, next_report), signals_.fd());
+      if (line) {
+        NodeMessage message;
+        try {
+          message = ParseNodeMessage(*line);
+        } catch (const est::ConfigError& e) {
+          EST_THROW(est::ConfigError, channel_.peer(), " sent ", e.what());
+        }
+        if (std::holds_alternative<StopMessage>(message) || std::holds_alternative<FlightRecorderMessage>(message))
+          continue;
+        return message;
+      }
       if (const int signal_number = TakeStopSignal(signals_); signal_number != 0) {
         ended_ = Interrupted(signal_number);
         return std::nullopt;

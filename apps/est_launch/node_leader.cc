@@ -11,11 +11,13 @@
 #include <vector>
 
 #include "apps/est_launch/node_channel.h"
+#include "apps/est_launch/node_messages.h"
 #include "apps/est_launch/node_plan.h"
 #include "apps/est_launch/node_session.h"
 #include "apps/est_launch/signal_pipe.h"
 #include "apps/est_launch/task_process.h"
 #include "common/error.h"
+#include "common/secret_compare.h"
 
 namespace est_launch {
 namespace node_session {
@@ -28,14 +30,6 @@ constexpr auto kHelloTimeout = std::chrono::seconds(10);
 // Connections that have not said who they are; the oldest makes room for a new one.
 constexpr size_t kMaxUnidentified = 64;
 
-// Compares two secrets in time that depends on their lengths only.
-bool SameSecret(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char difference = 0;
-  for (size_t i = 0; i < a.size(); ++i) difference |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return difference == 0;
-}
-
 // Node 0: hosts the rendezvous, joins the offers into the job, relays stops between hosts
 // and decides, after each round, whether the job starts again.
 class Leader : public PeerNodes {
@@ -46,7 +40,7 @@ class Leader : public PeerNodes {
   int Run() {
     const std::string host = node_.layout.host.empty() ? node_.rendezvous_host : node_.layout.host;
     Say("node 0 of " + DescribeNodeCount(node_.min_nodes, node_.max_nodes) + ": waiting at " +
-        HostPort(node_.rendezvous_host, node_.rendezvous_port) + " for the other nodes to join");
+        JoinHostPort(node_.rendezvous_host, node_.rendezvous_port) + " for the other nodes to join");
     for (int round = 0;; ++round) {
       members_.clear();
       members_.resize(static_cast<size_t>(node_.max_nodes));
@@ -70,12 +64,12 @@ class Leader : public PeerNodes {
       running_workers_.clear();
       for (size_t rank = 0; rank < plan.node_tasks.size(); ++rank) {
         for (const TaskId& task : plan.node_tasks[rank]) {
-          if (task.type == "worker") running_workers_[task.index] = rank;
-          if (rank > 0 && task.type == "chief") members_[rank]->has_chief = true;
+          if (task.type == TaskType::kWorker) running_workers_[task.index] = rank;
+          if (rank > 0 && task.type == TaskType::kChief) members_[rank]->has_chief = true;
         }
-        if (rank > 0 && members_[rank]) members_[rank]->channel.Send(Start(plan.node_tasks[rank]));
+        if (rank > 0 && members_[rank]) SendMessage(members_[rank]->channel, Start(plan.node_tasks[rank]));
       }
-      const ClusterSpec spec(plan.cluster, plan.node_tasks[0], host, own.first_port);
+      const HostTasks spec(plan.cluster, plan.node_tasks[0], host, own.first_port);
       // A node that comes while the job runs is answered: under --min-workers, while this host's
       // tasks run, it brings workers to the training group; otherwise it is refused at once if
       // its rank runs, else it waits for the next rendezvous.
@@ -93,8 +87,7 @@ class Leader : public PeerNodes {
                             : result.result.exit_code != 0 ? result.result.exit_code
                                                            : 1;
       for (auto& member : members_)
-        if (member)
-          member->channel.Send({{"verdict", {{"restart", restart}, {"exit_code", exit_code}, {"error", error}}}});
+        if (member) SendMessage(member->channel, VerdictMessage{restart, exit_code, error});
       members_.clear();
       if (!restart) {
         if (failed) Say("error: the job failed: " + error);
@@ -123,22 +116,21 @@ class Leader : public PeerNodes {
       if (!members_[rank] || members_[rank]->channel.closed()) continue;
       Member& member = *members_[rank];
       const std::string name = "node " + std::to_string(rank);
-      for (const json& message : member.channel.Receive()) {
-        if (message.contains("failed") && message["failed"].is_string()) {
-          if (Stop(rank, name + ": " + message["failed"].get<std::string>())) news.stop = stop_reason_;
-        } else if (message.contains("ended") && message["ended"].is_object()) {
-          member.ended = message["ended"];
-          if (member.ended->value("exit_code", 1) != 0 &&
-              Stop(rank, name + ": " + member.ended->value("error", std::string("its tasks failed"))))
+      for (const NodeMessage& message : ReceiveMessages(member.channel)) {
+        if (const auto* failed = std::get_if<FailedMessage>(&message)) {
+          if (Stop(rank, name + ": " + failed->reason)) news.stop = stop_reason_;
+        } else if (const auto* ended = std::get_if<EndedMessage>(&message)) {
+          member.ended = *ended;
+          if (ended->exit_code != 0 &&
+              Stop(rank, name + ": " + (ended->error.empty() ? "its tasks failed" : ended->error)))
             news.stop = stop_reason_;
-        } else if (message.contains(kFlightRecorderMessage)) {
+        } else if (std::holds_alternative<FlightRecorderMessage>(message)) {
           RelayFlightRecorderSignal(rank);
           news.flight_recorder_signal = true;
-        } else if (message.contains("lost") && message["lost"].is_object()) {
-          const json& lost = message["lost"];
-          if (std::optional<std::string> stop =
-                  Lose(rank, lost.value("task", std::string("a worker")), lost.value("restarting", false)))
-            news.stop = stop;
+        } else if (const auto* lost = std::get_if<LostMessage>(&message)) {
+          if (std::optional<std::string> stop = Lose(rank, lost->task, lost->restarting)) news.stop = stop;
+        } else {
+          member.channel.Close(std::string("it sent a '") + KindOf(message) + "' message, which only node 0 sends");
         }
       }
       if (!member.channel.closed() || member.ended) continue;
@@ -160,7 +152,7 @@ class Leader : public PeerNodes {
 
   void OnLocalFlightRecorderSignal() override { RelayFlightRecorderSignal(0); }
 
-  std::optional<std::string> OnLocalLoss(const std::string& task, bool restarting) override {
+  std::optional<std::string> OnLocalLoss(const TaskId& task, bool restarting) override {
     return Lose(0, task, restarting);
   }
 
@@ -169,7 +161,7 @@ class Leader : public PeerNodes {
     NodeChannel channel;
     std::string address;
     NodeOffer offer;
-    std::optional<json> ended;  // its report of its round's end
+    std::optional<EndedMessage> ended;  // its report of its round's end
     bool has_chief = false;     // whether it runs the job's chief
   };
   struct Unidentified {
@@ -182,21 +174,22 @@ class Leader : public PeerNodes {
     if (stop_reason_) return false;
     stop_reason_ = reason;
     for (size_t rank = 1; rank < members_.size(); ++rank)
-      if (rank != origin && members_[rank] && !members_[rank]->ended) members_[rank]->channel.Send({{"stop", reason}});
+      if (rank != origin && members_[rank] && !members_[rank]->ended)
+        SendMessage(members_[rank]->channel, StopMessage{reason});
     return true;
   }
 
   // This round's chief and workers not lost (--min-workers): the chief, which the job cannot
   // lose, and the running workers (in a cluster without a chief job, worker 0 is its chief).
   int LiveTrainingTasks() const {
-    return static_cast<int>(running_workers_.size()) + (cluster_.contains("chief") ? 1 : 0);
+    return static_cast<int>(running_workers_.size()) + (cluster_.count(TaskTypeName(TaskType::kChief)) > 0 ? 1 : 0);
   }
 
   // Node `origin`'s worker `task` failed (--min-workers), `restarting` alone on its host or not.
   // Returns why every host's tasks stop when too few training tasks are left without it (every
   // other host is told so already), else nothing: the others train on.
-  std::optional<std::string> Lose(size_t origin, const std::string& task, bool restarting) {
-    const std::string name = "node " + std::to_string(origin) + "'s " + task;
+  std::optional<std::string> Lose(size_t origin, const TaskId& task, bool restarting) {
+    const std::string name = "node " + std::to_string(origin) + "'s " + task.label();
     const std::string min_workers = "--min-workers " + std::to_string(options_.min_workers);
     const int others = LiveTrainingTasks() - 1;
     if (restarting) {
@@ -206,8 +199,7 @@ class Leader : public PeerNodes {
                                           : "wait for it to join them, as they are fewer than " + min_workers));
       return std::nullopt;
     }
-    int index = -1;
-    if (std::sscanf(task.c_str(), "worker %d", &index) == 1) running_workers_.erase(index);
+    running_workers_.erase(task.index);
     if (others >= options_.min_workers) {
       Say(name + " is lost; the job's " + std::to_string(others) + " other training tasks train on without it (" +
           min_workers + ")");
@@ -249,7 +241,7 @@ class Leader : public PeerNodes {
   void RelayFlightRecorderSignal(size_t origin) {
     for (size_t rank = 1; rank < members_.size(); ++rank)
       if (rank != origin && members_[rank] && !members_[rank]->ended)
-        members_[rank]->channel.Send({{kFlightRecorderMessage, true}});
+        SendMessage(members_[rank]->channel, FlightRecorderMessage{});
   }
 
   // The nodes the job cannot start without (ranks 1 .. min_nodes - 1) that have not joined.
@@ -264,7 +256,7 @@ class Leader : public PeerNodes {
   // status to end (2 for a job its flags make impossible).
   void Refuse(const std::string& why, int exit_code) {
     for (auto& member : members_)
-      if (member) member->channel.Send({{"error", why}, {"exit_code", exit_code}});
+      if (member) SendMessage(member->channel, RefusalMessage{why, exit_code});
   }
 
   // Waits until every node the job needs has joined (and takes the others that come meanwhile);
@@ -281,7 +273,7 @@ class Leader : public PeerNodes {
       const auto now = Clock::now();
       if (now >= deadline) {
         const std::string why = DescribeNodes(Missing()) + of + " did not join at " +
-                                HostPort(node_.rendezvous_host, node_.rendezvous_port) + " within " +
+                                JoinHostPort(node_.rendezvous_host, node_.rendezvous_port) + " within " +
                                 SecondsText(node_.rendezvous_timeout_secs) + " (--rendezvous-timeout-secs)" +
                                 (round > 0 ? " after restart " + std::to_string(round) : "");
         Refuse(why, 1);
@@ -289,7 +281,7 @@ class Leader : public PeerNodes {
       }
       if (now >= next_report) {
         Say("waiting for " + DescribeNodes(Missing()) + of + " to join at " +
-            HostPort(node_.rendezvous_host, node_.rendezvous_port) + "; " + Elapsed(start) + " of " +
+            JoinHostPort(node_.rendezvous_host, node_.rendezvous_port) + "; " + Elapsed(start) + " of " +
             SecondsText(node_.rendezvous_timeout_secs) + " passed");
         next_report += kProgressInterval;
       }
@@ -342,7 +334,7 @@ class Leader : public PeerNodes {
 
   // Answers `channel` that it is refused, and why.
   static void RefuseNode(NodeChannel& channel, const std::string& why) {
-    channel.Send({{"error", why}, {"exit_code", 2}});
+    SendMessage(channel, RefusalMessage{why, 2});
     Say("refused " + channel.peer() + ": " + why);
   }
 
@@ -355,32 +347,27 @@ class Leader : public PeerNodes {
   // The offer of a node's first message, when it is a hello that fits this job; otherwise
   // the node is answered with the reason, and nothing is returned.
   std::optional<NodeOffer> CheckHello(NodeChannel& channel, const json& message) {
-    const json hello = message.value("hello", json());
-    if (!hello.is_object() || hello.value("version", 0) != kProtocolVersion) {
-      RefuseNode(channel, "expected the hello of est-launch --node-rank (protocol version " +
-                              std::to_string(kProtocolVersion) + "), got " + message.dump().substr(0, 200));
+    HelloMessage hello;
+    try {
+      hello = ParseHello(message);
+    } catch (const est::ConfigError& e) {
+      RefuseNode(channel, e.what());
       return std::nullopt;
     }
-    const std::string nodes = DescribeNodeCount(hello.value("min_nodes", 0), hello.value("max_nodes", 0));
+    const std::string nodes = DescribeNodeCount(hello.min_nodes, hello.max_nodes);
     const std::string own_nodes = DescribeNodeCount(node_.min_nodes, node_.max_nodes);
     if (nodes != own_nodes) {
       RefuseNode(channel, "it has --nnodes " + nodes + ", node 0 has --nnodes " + own_nodes);
       return std::nullopt;
     }
-    const std::string token = hello.value("token", std::string());
-    if (node_.token_from_environment ? !SameSecret(token, options_.job_token) : !token.empty()) {
+    if (node_.token_from_environment ? !est::ConstantTimeEquals(hello.token, options_.job_token)
+                                     : !hello.token.empty()) {
       RefuseNode(channel, node_.token_from_environment ? "its EST_JOB_TOKEN is missing or differs from node 0's"
                                                        : "it has an EST_JOB_TOKEN and node 0 has none: set the same "
                                                          "EST_JOB_TOKEN on every node, or on none");
       return std::nullopt;
     }
-    NodeOffer offer;
-    try {
-      offer = NodeOffer::FromJson(hello.value("offer", json()));
-    } catch (const est::ConfigError& e) {
-      RefuseNode(channel, e.what());
-      return std::nullopt;
-    }
+    const NodeOffer& offer = hello.offer;
     if (offer.node_rank < 1 || offer.node_rank >= node_.max_nodes) {
       RefuseNode(channel, "--node-rank " + std::to_string(offer.node_rank) + " is not in 1.." +
                               std::to_string(node_.max_nodes - 1) + " (node 0 is the one at --rendezvous)");
@@ -400,7 +387,7 @@ class Leader : public PeerNodes {
     }
     const std::string address = channel.peer();
     Say("node " + std::to_string(offer->node_rank) + " joined from " + address + " (" +
-        std::to_string(offer->layout.num_tasks()) + " task(s) on " + HostPort(offer->layout.host, offer->first_port) +
+        std::to_string(offer->layout.num_tasks()) + " task(s) on " + JoinHostPort(offer->layout.host, offer->first_port) +
         "...)");
     slot = Member{std::move(channel), address, *offer, std::nullopt};
   }
@@ -466,11 +453,11 @@ class Leader : public PeerNodes {
     Say(name + " joined the running job from " + address + ": " + named + " join the training group, which has " +
         std::to_string(LiveTrainingTasks()) + " training tasks with them");
     slot = Member{std::move(channel), address, *offer, std::nullopt, false};
-    slot->channel.Send(Start(tasks));
+    SendMessage(slot->channel, Start(tasks));
   }
 
   // The start of `tasks` of a node in this round of the job.
-  json Start(const std::vector<TaskId>& tasks) const {
+  NodeStart Start(const std::vector<TaskId>& tasks) const {
     NodeStart start;
     start.round = round_;
     start.job_id = options_.job_id;
@@ -482,7 +469,7 @@ class Leader : public PeerNodes {
     start.max_workers = options_.max_workers;
     start.restart_backoff_secs = options_.restart_backoff_secs;
     start.max_restart_backoff_secs = options_.max_restart_backoff_secs;
-    return {{"start", start.to_json()}};
+    return start;
   }
 
   // After this host's round: waits for every other host to report its end. While the job
@@ -526,8 +513,7 @@ class Leader : public PeerNodes {
   bool Restartable(const RoundResult& own) const {
     if (interrupted_ != 0 || (own.result.exit_code != 0 && !own.restartable)) return false;
     for (const auto& member : members_)
-      if (member && member->ended && member->ended->value("exit_code", 1) != 0 &&
-          !member->ended->value("restartable", false))
+      if (member && member->ended && member->ended->exit_code != 0 && !member->ended->restartable)
         return false;
     return true;  // a host whose est-launch is gone may come back: it joins the next round
   }
@@ -541,7 +527,7 @@ class Leader : public PeerNodes {
   int interrupted_ = 0;                         // the stop signal node 0 caught
   int most_training_tasks_ = 0;                 // how many the group may hold (--max-workers, else the plan's)
   std::map<int, size_t> running_workers_;       // the node of each worker index not lost (--min-workers)
-  nlohmann::json cluster_;                      // this round's TF_CONFIG cluster, with the nodes that joined it
+  est::distribute::ClusterSpec cluster_;        // this round's TF_CONFIG cluster, with the nodes that joined it
   int round_ = 0;                               // this round's number
   bool answering_hellos_ = false;               // nodes that come while the job runs are answered
   bool accepting_joins_ = false;                // and join it (--min-workers, while this host's tasks run)

@@ -1,27 +1,8 @@
 #include "apps/est_launch/node_plan.h"
 
-#include <map>
-
 #include "common/error.h"
 
 namespace est_launch {
-namespace {
-
-// Field `name` of `json`, `what` (a message) naming it when it is missing or of another type.
-template <typename T>
-T Field(const nlohmann::json& json, const char* name, const char* what) {
-  EST_CHECK(json.is_object() && json.contains(name), est::ConfigError, what, " has no '", name, "'");
-  try {
-    return json.at(name).get<T>();
-  } catch (const nlohmann::json::exception&) {
-    EST_THROW(est::ConfigError, what, " has a wrong '", name, "': ", json.at(name).dump());
-  }
-}
-
-constexpr const char* kOffer = "the node's offer";
-constexpr const char* kStart = "node 0's start message";
-
-}  // namespace
 
 std::string DescribeNodes(const std::vector<int>& ranks) {
   std::string text = ranks.size() == 1 ? "node " : "nodes ";
@@ -33,62 +14,6 @@ std::string DescribeNodes(const std::vector<int>& ranks) {
 std::string DescribeNodeCount(int min_nodes, int max_nodes) {
   return min_nodes == max_nodes ? std::to_string(max_nodes)
                                 : std::to_string(min_nodes) + ":" + std::to_string(max_nodes);
-}
-
-nlohmann::json NodeOffer::to_json() const {
-  return {{"node_rank", node_rank},    {"host", layout.host}, {"first_port", first_port},     {"chief", layout.chief},
-          {"workers", layout.workers}, {"ps", layout.ps},     {"evaluator", layout.evaluator}};
-}
-
-NodeOffer NodeOffer::FromJson(const nlohmann::json& json) {
-  NodeOffer offer;
-  offer.node_rank = Field<int>(json, "node_rank", kOffer);
-  offer.layout.host = Field<std::string>(json, "host", kOffer);
-  offer.first_port = Field<int>(json, "first_port", kOffer);
-  offer.layout.chief = Field<bool>(json, "chief", kOffer);
-  offer.layout.workers = Field<int>(json, "workers", kOffer);
-  offer.layout.ps = Field<int>(json, "ps", kOffer);
-  offer.layout.evaluator = Field<bool>(json, "evaluator", kOffer);
-  EST_CHECK(offer.layout.workers >= 0 && offer.layout.ps >= 0 && offer.layout.num_tasks() <= 65535 &&
-                !offer.layout.host.empty(),
-            est::ConfigError, "the offer of node ", offer.node_rank, " is not a set of tasks: ", json.dump());
-  ValidatePortRange(offer.first_port, offer.layout.num_tasks());
-  return offer;
-}
-
-nlohmann::json NodeStart::to_json() const {
-  nlohmann::json task_list = nlohmann::json::array();
-  for (const TaskId& task : tasks) task_list.push_back({task.type, task.index});
-  return {{"round", round},
-          {"job_id", job_id},
-          {"job_token", job_token},
-          {"cluster", cluster},
-          {"tasks", task_list},
-          {"max_restarts", max_restarts},
-          {"min_workers", min_workers},
-          {"max_workers", max_workers},
-          {"restart_backoff_secs", restart_backoff_secs},
-          {"max_restart_backoff_secs", max_restart_backoff_secs}};
-}
-
-NodeStart NodeStart::FromJson(const nlohmann::json& json) {
-  NodeStart start;
-  start.round = Field<int>(json, "round", kStart);
-  start.job_id = Field<std::string>(json, "job_id", kStart);
-  start.job_token = Field<std::string>(json, "job_token", kStart);
-  start.cluster = Field<nlohmann::json>(json, "cluster", kStart);
-  for (const auto& task : Field<std::vector<std::pair<std::string, int>>>(json, "tasks", kStart))
-    start.tasks.push_back({task.first, task.second});
-  start.max_restarts = Field<int>(json, "max_restarts", kStart);
-  start.min_workers = Field<int>(json, "min_workers", kStart);
-  start.max_workers = Field<int>(json, "max_workers", kStart);
-  start.restart_backoff_secs = Field<double>(json, "restart_backoff_secs", kStart);
-  start.max_restart_backoff_secs = Field<double>(json, "max_restart_backoff_secs", kStart);
-  EST_CHECK(start.round >= 0 && start.max_restarts >= 0 && start.min_workers >= 0 && start.max_workers >= 0 &&
-                start.restart_backoff_secs >= 0 && start.max_restart_backoff_secs >= 0 && start.cluster.is_object() &&
-                !start.tasks.empty(),
-            est::ConfigError, kStart, " is not a start of this node's tasks: ", json.dump());
-  return start;
 }
 
 JobPlan PlanJob(const std::vector<NodeOffer>& offers, int min_workers, int max_workers) {
@@ -134,29 +59,29 @@ JobPlan PlanJob(const std::vector<NodeOffer>& offers, int min_workers, int max_w
 
   JobPlan plan;
   plan.training_tasks = training_tasks;
-  plan.cluster = nlohmann::json::object();
   plan.node_tasks.resize(offers.empty() ? 0 : static_cast<size_t>(offers.back().node_rank) + 1);
-  std::map<std::string, int> next_index;
   // Each job's tasks in node-rank order, so that node 0's workers come first.
-  for (const char* job : {"chief", "worker", "ps", "evaluator"}) {
+  for (TaskType job : {TaskType::kChief, TaskType::kWorker, TaskType::kPs, TaskType::kEvaluator}) {
+    std::vector<std::string>& addresses = plan.cluster[TaskTypeName(job)];
     for (const NodeOffer& offer : offers) {
       int port = offer.first_port;
       for (const TaskId& task : TasksOf(offer.layout)) {
         if (task.type == job) {
-          const int index = next_index[job]++;
-          plan.cluster[job].push_back(HostPort(offer.layout.host, port));
-          plan.node_tasks[static_cast<size_t>(offer.node_rank)].push_back({job, index});
+          plan.node_tasks[static_cast<size_t>(offer.node_rank)].push_back({job, static_cast<int>(addresses.size())});
+          addresses.push_back(JoinHostPort(offer.layout.host, port));
         }
         ++port;
       }
     }
+    if (addresses.empty()) plan.cluster.erase(TaskTypeName(job));
   }
   // Each node's tasks in the order of its ports (chief, workers, ps, evaluator): already so,
   // since the jobs were taken in that order.
   return plan;
 }
 
-std::vector<TaskId> PlanJoiningNode(const NodeOffer& offer, const std::set<int>& taken, nlohmann::json& cluster) {
+std::vector<TaskId> PlanJoiningNode(const NodeOffer& offer, const std::set<int>& taken,
+                                    est::distribute::ClusterSpec& cluster) {
   std::vector<std::string> beyond;
   if (offer.layout.chief) beyond.push_back("--chief");
   if (offer.layout.ps > 0) beyond.push_back("--ps");
@@ -167,18 +92,17 @@ std::vector<TaskId> PlanJoiningNode(const NodeOffer& offer, const std::set<int>&
             beyond.front());
   EST_CHECK(offer.layout.workers >= 1, est::ConfigError, "node ", offer.node_rank,
             " joins a running job without a worker: give it --workers 1 or more");
-  nlohmann::json& workers = cluster["worker"];
-  if (!workers.is_array()) workers = nlohmann::json::array();
+  std::vector<std::string>& workers = cluster[TaskTypeName(TaskType::kWorker)];
   std::vector<TaskId> tasks;
   int index = 0;
   for (int port = offer.first_port; port < offer.first_port + offer.layout.workers; ++port) {
     while (taken.count(index) > 0) ++index;
-    const std::string address = HostPort(offer.layout.host, port);
+    const std::string address = JoinHostPort(offer.layout.host, port);
     if (static_cast<size_t>(index) < workers.size())
       workers[static_cast<size_t>(index)] = address;
     else
       workers.push_back(address);
-    tasks.push_back({"worker", index++});
+    tasks.push_back({TaskType::kWorker, index++});
   }
   return tasks;
 }

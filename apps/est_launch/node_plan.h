@@ -3,12 +3,11 @@
 /// its tasks and the address they listen on, and node 0 joins the offers into one TF_CONFIG
 /// cluster, numbering each job's tasks in node-rank order.
 
-#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "apps/est_launch/cluster_spec.h"
+#include "apps/est_launch/host_tasks.h"
 
 namespace est_launch {
 
@@ -18,48 +17,18 @@ struct NodeOffer {
   int node_rank = 0;
   ClusterLayout layout;
   int first_port = 0;
-
-  /// The offer as a message field.
-  nlohmann::json to_json() const;
-  /// Reads an offer; throws est::ConfigError naming the field that is missing or wrong.
-  static NodeOffer FromJson(const nlohmann::json& json);
 };
 
 /// The job that node 0 makes of every node's offer.
 struct JobPlan {
   /// TF_CONFIG's "cluster": the chief, the workers of node 0, then node 1's, ..., likewise the
   /// ps tasks, and the evaluator.
-  nlohmann::json cluster;
+  est::distribute::ClusterSpec cluster;
   /// The tasks of each node, by node rank (none for a rank without an offer), with their
   /// indices in the whole job, in the order of that node's ports.
   std::vector<std::vector<TaskId>> node_tasks;
   /// The job's training tasks: its chief and workers.
   int training_tasks = 0;
-};
-
-/// What node 0 sends each node to start a round of the job: the whole cluster, the node's
-/// tasks (with their indices in the job), and the job's id, token and restart policy.
-struct NodeStart {
-  int round = 0;
-  std::string job_id;
-  std::string job_token;
-  /// TF_CONFIG's "cluster" (JobPlan::cluster).
-  nlohmann::json cluster = nlohmann::json::object();
-  std::vector<TaskId> tasks;
-  int max_restarts = 0;
-  /// Node 0's --min-workers: 0, or the fewest training tasks of the whole job that train on
-  /// when a worker is lost.
-  int min_workers = 0;
-  /// Node 0's --max-workers: 0, or the most training tasks the group may grow to.
-  int max_workers = 0;
-  double restart_backoff_secs = 1;
-  double max_restart_backoff_secs = 60;
-
-  /// The start as a message field.
-  nlohmann::json to_json() const;
-  /// Reads a start; throws est::ConfigError naming the field that is missing or wrong (node 0
-  /// of another version, or not an est-launch).
-  static NodeStart FromJson(const nlohmann::json& json);
 };
 
 /// "node 2", "nodes 0 and 1", "nodes 1, 2 and 3".
@@ -73,7 +42,8 @@ std::string DescribeNodeCount(int min_nodes, int max_nodes);
 /// hold, listening on the offer's ports; `cluster` (TF_CONFIG's, the job's so far) gets their
 /// addresses. Throws est::ConfigError naming what the offer holds beyond workers (a running
 /// job has its chief, ps tasks and evaluator), or for an offer of none.
-std::vector<TaskId> PlanJoiningNode(const NodeOffer& offer, const std::set<int>& taken, nlohmann::json& cluster);
+std::vector<TaskId> PlanJoiningNode(const NodeOffer& offer, const std::set<int>& taken,
+                                    est::distribute::ClusterSpec& cluster);
 
 /// Joins `offers` (by ascending node rank, node 0 first); throws est::ConfigError naming the nodes at
 /// fault when more than one node has a chief or an evaluator, or when the job has no worker

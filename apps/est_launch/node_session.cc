@@ -39,7 +39,7 @@ NodeOffer MakeOffer(const NodeOptions& node, const std::string& host) {
   return offer;
 }
 
-RoundResult RunHostTasks(const NodeOptions& node, const ClusterSpec& spec, LaunchOptions& options, int round,
+RoundResult RunHostTasks(const NodeOptions& node, const HostTasks& spec, LaunchOptions& options, int round,
                          SignalPipe& signals, PeerNodes& peers) {
   const std::string ports = spec.tasks().size() == 1
                                 ? "port " + std::to_string(spec.first_port())

@@ -1,14 +1,13 @@
 #pragma once
-/// What node 0 and the other nodes of a launch across hosts (est-launch --nnodes) share: the
-/// version of their protocol and its message names, their log lines, and how a node runs its
-/// tasks in a round of the job.
+/// What node 0 and the other nodes of a launch across hosts (est-launch --nnodes) share: their
+/// log lines, and how a node runs its tasks in a round of the job.
 
 #include <chrono>
 #include <string>
 
-#include "apps/est_launch/cluster_spec.h"
 #include "apps/est_launch/node_agent.h"
 #include "apps/est_launch/node_channel.h"
+#include "apps/est_launch/node_messages.h"
 #include "apps/est_launch/node_plan.h"
 #include "apps/est_launch/supervisor.h"
 
@@ -20,17 +19,11 @@ namespace node_session {
 
 using Clock = NodeChannel::Clock;
 
-/// 3: the hello carries --nnodes as "min_nodes" and "max_nodes" (2: the start carries node 0's
-/// --min-workers and --max-workers, and a node reports its lost workers); a node of another
-/// version is refused at its hello.
-constexpr int kProtocolVersion = 3;
 /// Waits longer than this are logged, once per interval.
 constexpr auto kProgressInterval = std::chrono::seconds(30);
 /// How long past a bound on its side node 0 may take to answer: the other hosts' reports of
 /// their end after a stop (beyond their grace), node 0's answer to a joined node.
 constexpr auto kEndReportMargin = std::chrono::seconds(30);
-/// The message that carries a caught kFlightRecorderSignal to the other hosts (through node 0).
-constexpr const char* kFlightRecorderMessage = "flight_recorder";
 
 /// Writes "est-launch: <message>" to stderr.
 void Say(const std::string& message);
@@ -45,7 +38,7 @@ int TakeStopSignal(SignalPipe& signals);
 NodeOffer MakeOffer(const NodeOptions& node, const std::string& host);
 /// Starts this host's tasks of `spec` for round `round` and supervises them, `peers` being the
 /// other hosts as this one sees them.
-RoundResult RunHostTasks(const NodeOptions& node, const ClusterSpec& spec, LaunchOptions& options, int round,
+RoundResult RunHostTasks(const NodeOptions& node, const HostTasks& spec, LaunchOptions& options, int round,
                          SignalPipe& signals, PeerNodes& peers);
 
 }  // namespace node_session

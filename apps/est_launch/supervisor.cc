@@ -68,7 +68,7 @@ struct Task {
 
 class Supervisor {
  public:
-  Supervisor(const ClusterSpec& cluster, const LaunchOptions& options, int restarts, SignalPipe& signals,
+  Supervisor(const HostTasks& cluster, const LaunchOptions& options, int restarts, SignalPipe& signals,
              PeerNodes* peers)
       : cluster_(cluster),
         options_(options),
@@ -138,7 +138,7 @@ class Supervisor {
       std::map<std::string, std::string> overrides{{"TF_CONFIG", cluster_.tf_config(id)},
                                                    {"EST_JOB_ID", options_.job_id},
                                                    {"EST_JOB_TOKEN", options_.job_token},
-                                                   {"EST_TASK", id.type + "-" + std::to_string(id.index)},
+                                                   {"EST_TASK", std::string(TaskTypeName(id.type)) + "-" + std::to_string(id.index)},
                                                    {"EST_RESTART_COUNT", std::to_string(restart_count)}};
       if (options_.min_workers > 0) overrides.emplace("EST_MIN_WORKERS", std::to_string(options_.min_workers));
       if (options_.max_workers > 0) overrides.emplace("EST_MAX_WORKERS", std::to_string(options_.max_workers));
@@ -251,7 +251,7 @@ class Supervisor {
   void OnTaskExit(Task& task, int status) {
     task.exited = true;
     if (phase_ == Phase::kRunning) {
-      if (Succeeded(status) && !IsLosableWorker(task.id) && IsTrainingTask(task.id)) training_ended_at_ = Clock::now();
+      if (Succeeded(status) && !IsLosableWorker(task.id) && task.id.trains()) training_ended_at_ = Clock::now();
       if (Succeeded(status)) return;
       if (task.straggler_since) {  // the job ended without it: not a failure of the job
         Log(task.id.label() + " " + DescribeWaitStatus(status) + " once stopped");
@@ -312,7 +312,7 @@ class Supervisor {
     else
       Log(task.id.label() + " " + DescribeWaitStatus(status) + "; the job's other training tasks train on without " +
           "it while " + min_workers + " are left (node 0 counts them on every host)");
-    if (std::optional<std::string> stop = peers_->OnLocalLoss(task.id.label(), restart)) {
+    if (std::optional<std::string> stop = peers_->OnLocalLoss(task.id, restart)) {
       failure_ = *stop;
       failure_exit_code_ = 1;
       task_failed_ = true;
@@ -341,8 +341,7 @@ class Supervisor {
     return WIFSIGNALED(status) && WTERMSIG(status) == signal_number;
   }
 
-  static bool IsPs(const Task& task) { return task.id.type == "ps"; }
-  static bool IsTrainingTask(const TaskId& id) { return id.type == "chief" || id.type == "worker"; }
+  static bool IsPs(const Task& task) { return task.id.type == TaskType::kPs; }
 
   // Once the chief of training has finished (exited with status 0), every other task is due to
   // exit: the workers end their training with the chief's, the ps tasks with the job. One that
@@ -365,7 +364,7 @@ class Supervisor {
         }
         continue;
       }
-      if (task.id.type == "evaluator" && !IsStopped(task.pid)) continue;
+      if (task.id.type == TaskType::kEvaluator && !IsStopped(task.pid)) continue;
       Log(task.id.label() + " has not exited " + SecondsText(options_.grace_secs) + " after the chief finished the " +
           "training" + (IsStopped(task.pid) ? " (it is stopped)" : "") +
           ": stopping it (SIGTERM, then SIGKILL after " + SecondsText(options_.grace_secs) + ")");
@@ -385,13 +384,13 @@ class Supervisor {
   // Whether `id` is a worker the others can train on without (--min-workers): any but the
   // chief of training, which is worker 0 in a cluster without a "chief" job.
   bool IsLosableWorker(const TaskId& id) const {
-    return id.type == "worker" && (id.index > 0 || cluster_.cluster_json().contains("chief"));
+    return id.type == TaskType::kWorker && (id.index > 0 || cluster_.has_job(TaskType::kChief));
   }
 
   // Whether the chief of training (the chief, else worker 0) has exited.
   bool TrainingChiefExited() const {
     for (const Task& task : tasks_)
-      if ((task.id.type == "chief" || task.id.type == "worker") && !IsLosableWorker(task.id)) return task.exited;
+      if (task.id.trains() && !IsLosableWorker(task.id)) return task.exited;
     return false;
   }
 
@@ -399,7 +398,7 @@ class Supervisor {
   int RunningTrainingTasks() const {
     int running = 0;
     for (const Task& task : tasks_)
-      if ((task.id.type == "chief" || task.id.type == "worker") && !task.exited) ++running;
+      if (task.id.trains() && !task.exited) ++running;
     return running;
   }
 
@@ -617,7 +616,7 @@ class Supervisor {
 
   void Log(const std::string& message) { stderr_.write("est-launch: " + message + "\n"); }
 
-  const ClusterSpec& cluster_;
+  const HostTasks& cluster_;
   const LaunchOptions& options_;
   const int restarts_;  // restarts made before this run
   SignalPipe& signals_;  // the launch's, caught from the first run to the last
@@ -646,7 +645,7 @@ double RestartBackoffSecs(const LaunchOptions& options, int restart) {
   return std::min(wait, options.max_restart_backoff_secs);
 }
 
-RoundResult RunRound(const ClusterSpec& cluster, const LaunchOptions& options, int restarts, SignalPipe& signals,
+RoundResult RunRound(const HostTasks& cluster, const LaunchOptions& options, int restarts, SignalPipe& signals,
                      PeerNodes* peers) {
   Supervisor supervisor(cluster, options, restarts, signals, peers);
   LaunchResult result = supervisor.Run();
@@ -659,7 +658,7 @@ std::string SecondsText(double secs) {
   return out.str();
 }
 
-LaunchResult RunCluster(const ClusterSpec& cluster, const LaunchOptions& options) {
+LaunchResult RunCluster(const HostTasks& cluster, const LaunchOptions& options) {
   // One set of handlers for every run: a signal that arrives between one run's end and the
   // next one's wait to restart is caught, and ends the launch there, not by its default action.
   SignalPipe signals({SIGCHLD, SIGINT, SIGTERM, SIGHUP, kFlightRecorderSignal});

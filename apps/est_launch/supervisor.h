@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/est_launch/cluster_spec.h"
+#include "apps/est_launch/host_tasks.h"
 
 namespace est_launch {
 
@@ -39,7 +39,7 @@ class PeerNodes {
   /// `restarting` alone or not: node 0 counts the training tasks left on every host. Returns
   /// why every host's tasks stop where node 0 decides so at once (fewer than min_workers left,
   /// on node 0); otherwise node 0's decision comes later as a stop (News::stop), or never.
-  virtual std::optional<std::string> OnLocalLoss(const std::string& task, bool restarting) = 0;
+  virtual std::optional<std::string> OnLocalLoss(const TaskId& task, bool restarting) = 0;
 };
 
 /// How to run the tasks of a cluster.
@@ -54,7 +54,7 @@ struct LaunchOptions {
   std::string job_token;
   /// More variables for every task (the EST_TLS_* of the --tls-* flags).
   std::map<std::string, std::string> environment;
-  /// The CPUs of each task, in the order of ClusterSpec::tasks() (see PlanCpuBinding); an
+  /// The CPUs of each task, in the order of HostTasks::tasks() (see PlanCpuBinding); an
   /// empty list, or no lists at all, leaves a task on est-launch's CPUs. A bound task gets
   /// OMP_NUM_THREADS=<its number of CPUs> unless est-launch's environment sets it.
   std::vector<std::vector<int>> task_cpus;
@@ -116,7 +116,7 @@ struct RoundResult {
 /// then starts every task of `cluster` with EST_RESTART_COUNT `restarts` and supervises them
 /// until all have exited, stopping them when `peers` (may be null) ask it to and telling them
 /// when it stops them. `signals` are the launch's (SIGCHLD, SIGINT, SIGTERM, SIGHUP, kFlightRecorderSignal).
-RoundResult RunRound(const ClusterSpec& cluster, const LaunchOptions& options, int restarts, SignalPipe& signals,
+RoundResult RunRound(const HostTasks& cluster, const LaunchOptions& options, int restarts, SignalPipe& signals,
                      PeerNodes* peers);
 
 /// Starts `options.command` once per task of `cluster`, each in a process group of its
@@ -140,6 +140,6 @@ RoundResult RunRound(const ClusterSpec& cluster, const LaunchOptions& options, i
 /// delays stopping the tasks; a task whose output waits (over 1 MiB queued) is not read
 /// until the reader catches up. Before returning, RunCluster waits for the reader to take
 /// what is queued: without bound on success, for at most 5 s otherwise.
-LaunchResult RunCluster(const ClusterSpec& cluster, const LaunchOptions& options);
+LaunchResult RunCluster(const HostTasks& cluster, const LaunchOptions& options);
 
 }  // namespace est_launch

@@ -399,7 +399,8 @@ std::optional<est::distribute::GrpcStoreTls> TlsOf(const Flags& flags) {
                                        flags.tls.require_client_cert};
 }
 
-// The strategy of --strategy; a cluster in the environment needs multi_worker or parameter_server.
+// The strategy of --strategy; a cluster in the environment needs multi_worker or parameter_server. The
+// strategy takes the cluster from RunConfig (Strategy::configure), as a library user's does.
 std::shared_ptr<est::distribute::Strategy> MakeStrategy(const Flags& flags, const est::distribute::ClusterConfig& cluster) {
   EST_CHECK(cluster.is_local() || flags.strategy == "multi_worker" || flags.strategy == "parameter_server",
             est::ConfigError, cluster.source, " describes a cluster (task ", cluster.job(), " ", cluster.task_id,
@@ -423,7 +424,6 @@ std::shared_ptr<est::distribute::Strategy> MakeStrategy(const Flags& flags, cons
                        .staleness(flags.staleness)
                        .replicas_to_aggregate(flags.replicas_to_aggregate)
                        .device(OneDeviceOf(devices, cluster, flags.strategy))
-                       .cluster(cluster)
                        .timeout_secs(flags.timeout_secs)
                        .job_token(ReadJobToken(flags.job_token_file));
     options.tls(TlsOf(flags));
@@ -437,7 +437,6 @@ std::shared_ptr<est::distribute::Strategy> MakeStrategy(const Flags& flags, cons
       est::distribute::MultiWorkerOptions()
           .communication(flags.communication)
           .devices(devices)
-          .cluster(cluster)
           .timeout_secs(flags.timeout_secs)
           .beat_lease_secs(flags.beat_lease_secs)
           .job_token(ReadJobToken(flags.job_token_file))

@@ -108,6 +108,10 @@ ClusterConfig MakeRankedClusterConfig(int world_size, int rank, int local_rank, 
 /// "host:port", and every error of MakeClusterConfig.
 ClusterConfig ParseTfConfig(const std::string& tf_config_json);
 
+/// The TF_CONFIG that places task `type`:`index` in `cluster`, as TensorFlow writes it and
+/// ParseTfConfig reads it: {"cluster": {...}, "task": {"type": "worker", "index": 1}}.
+std::string TfConfigJson(const ClusterSpec& cluster, TaskType type, int index);
+
 /// Throws ConfigError, quoting both, unless `given` places this task where `own` does: the
 /// same jobs and addresses, task type and index. `what` names the holder of `own` ("the
 /// cluster of MultiWorkerMirroredStrategy's options"); `given` is RunConfig::cluster.

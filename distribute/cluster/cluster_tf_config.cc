@@ -1,4 +1,4 @@
-/// ParseTfConfig: TF_CONFIG's JSON read into a ClusterConfig.
+/// ParseTfConfig: TF_CONFIG's JSON read into a ClusterConfig; TfConfigJson, one written.
 
 #include <algorithm>
 #include <cctype>
@@ -111,6 +111,11 @@ ClusterConfig ParseTfConfig(const std::string& tf_config_json) {
   } catch (const ConfigError& error) {
     EST_THROW(ConfigError, "invalid TF_CONFIG: ", error.what());
   }
+}
+
+std::string TfConfigJson(const ClusterSpec& cluster, TaskType type, int index) {
+  const json config = {{"cluster", cluster}, {"task", {{"type", TaskTypeName(type)}, {"index", index}}}};
+  return config.dump();
 }
 
 }  // namespace est::distribute

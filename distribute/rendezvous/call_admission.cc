@@ -3,6 +3,7 @@
 #include <grpcpp/client_context.h>
 
 #include "common/logging.h"
+#include "common/secret_compare.h"
 #include "distribute/rendezvous/connection_gate.h"
 #include "distribute/rendezvous/grpc_credentials.h"
 
@@ -24,17 +25,6 @@ std::string Printable(const std::string& text) {
 
 }  // namespace
 
-bool ConstantTimeEquals(const std::string& a, const std::string& b) {
-  unsigned char difference = a.size() == b.size() ? 0 : 1;
-  const std::string& longer = a.size() >= b.size() ? a : b;
-  for (size_t i = 0; i < longer.size(); ++i) {
-    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-    difference |= static_cast<unsigned char>(x ^ y);
-  }
-  return difference == 0;
-}
-
 CallAdmission::CallAdmission(std::string service, std::string job_id, std::string token, std::string host)
     : service_(std::move(service)), job_id_(std::move(job_id)), token_(std::move(token)), host_(std::move(host)) {}
 
@@ -45,7 +35,7 @@ grpc::Status CallAdmission::admit(const grpc::ServerContextBase& context) {
     return it == metadata.end() ? std::string() : std::string(it->second.data(), it->second.size());
   };
   const std::string job_id = value_of("est-job-id");
-  if (ConstantTimeEquals(job_id, job_id_) && ConstantTimeEquals(value_of("est-job-token"), token_))
+  if (est::ConstantTimeEquals(job_id, job_id_) && est::ConstantTimeEquals(value_of("est-job-token"), token_))
     return grpc::Status::OK;
   return refuse(context, job_id != job_id_ ? "the call came from job '" + Printable(job_id) + "' (two jobs cannot share a " +
                                                  (service_ == "store" ? "chief's" : "task's") +

@@ -44,9 +44,6 @@ class CallAdmission {
   std::set<std::string> refused_peers_;
 };
 
-/// True when `a` equals `b`, in a time that does not depend on where they differ (secrets).
-bool ConstantTimeEquals(const std::string& a, const std::string& b);
-
 /// Adds the job id and token that CallAdmission checks to a client's call.
 void AddJobMetadata(grpc::ClientContext& context, const std::string& job_id, const std::string& token);
 

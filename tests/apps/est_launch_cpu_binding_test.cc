@@ -9,13 +9,14 @@ using est_launch::CpuBindMode;
 using est_launch::DescribeCpuBinding;
 using est_launch::PlanCpuBinding;
 using est_launch::TaskId;
+using est_launch::TaskType;
 using Plan = std::vector<std::vector<int>>;
 
 namespace {
 
 std::vector<TaskId> Workers(int n) {
   std::vector<TaskId> tasks;
-  for (int i = 0; i < n; ++i) tasks.push_back({"worker", i});
+  for (int i = 0; i < n; ++i) tasks.push_back({TaskType::kWorker, i});
   return tasks;
 }
 
@@ -36,7 +37,7 @@ TEST_CASE("PlanCpuBinding gives training tasks disjoint blocks of the available 
           "--cpu-bind none to disable");
   }
   SECTION("chief, 2 workers and an evaluator on 3 CPUs: the evaluator stays unbound") {
-    const std::vector<TaskId> tasks{{"chief", 0}, {"worker", 0}, {"worker", 1}, {"evaluator", 0}};
+    const std::vector<TaskId> tasks{{TaskType::kChief, 0}, {TaskType::kWorker, 0}, {TaskType::kWorker, 1}, {TaskType::kEvaluator, 0}};
     const Plan plan = PlanCpuBinding({0, 1, 2}, tasks, CpuBindMode::kAuto);
     CHECK(plan == Plan{{0}, {1}, {2}, {}});
     CHECK(DescribeCpuBinding(plan, tasks, 3, CpuBindMode::kAuto, false) ==
@@ -44,7 +45,7 @@ TEST_CASE("PlanCpuBinding gives training tasks disjoint blocks of the available 
           "evaluator 0 on all CPUs; --cpu-bind none to disable");
   }
   SECTION("3 training tasks on 2 CPUs: oversubscribed, nothing bound") {
-    const std::vector<TaskId> tasks{{"chief", 0}, {"worker", 0}, {"worker", 1}};
+    const std::vector<TaskId> tasks{{TaskType::kChief, 0}, {TaskType::kWorker, 0}, {TaskType::kWorker, 1}};
     const Plan plan = PlanCpuBinding({0, 1}, tasks, CpuBindMode::kAuto);
     CHECK(plan == Plan{{}, {}, {}});
     CHECK(DescribeCpuBinding(plan, tasks, 2, CpuBindMode::kAuto, false) ==

@@ -2,6 +2,7 @@
 // --rendezvous address.
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "apps/est_launch/node_plan.h"
 #include "common/error.h"
@@ -10,7 +11,6 @@ namespace est_launch_node_plan_test {
 namespace {
 
 using est_launch::NodeOffer;
-using est_launch::NodeStart;
 using est_launch::TaskId;
 using nlohmann::json;
 
@@ -38,7 +38,7 @@ TEST_CASE("PlanJob numbers each job's tasks in node-rank order, on each host's o
   const auto plan = est_launch::PlanJob({Offer(0, "10.0.0.1", 5000, 2, /*chief=*/true),
                                          Offer(1, "10.0.0.2", 6000, 2, false, 1, /*evaluator=*/true),
                                          Offer(2, "10.0.0.3", 7000, 0, false, 1)});
-  CHECK(plan.cluster == json{{"chief", {"10.0.0.1:5000"}},
+  CHECK(json(plan.cluster) == json{{"chief", {"10.0.0.1:5000"}},
                              {"worker", {"10.0.0.1:5001", "10.0.0.1:5002", "10.0.0.2:6000", "10.0.0.2:6001"}},
                              {"ps", {"10.0.0.2:6002", "10.0.0.3:7000"}},
                              {"evaluator", {"10.0.0.2:6003"}}});
@@ -79,19 +79,19 @@ TEST_CASE("PlanJob keys each node's tasks by its rank: a node of --nnodes MIN:MA
   CHECK(Labels(plan.node_tasks[0]) == std::vector<std::string>{"chief 0", "worker 0"});
   CHECK(plan.node_tasks[1].empty());
   CHECK(Labels(plan.node_tasks[2]) == std::vector<std::string>{"worker 1", "worker 2"});
-  CHECK(plan.cluster["worker"] == json::parse(R"(["a:5001", "c:6000", "c:6001"])"));
+  CHECK(plan.cluster.at("worker") == std::vector<std::string>{"a:5001", "c:6000", "c:6001"});
 }
 
 TEST_CASE("A node joining a running job gets the lowest free worker indices, and brings workers only", "[launch]") {
-  json cluster = json::parse(R"({"chief": ["a:5000"], "worker": ["a:5001", "b:6000", "b:6001"]})");
+  est::distribute::ClusterSpec cluster = {{"chief", {"a:5000"}}, {"worker", {"a:5001", "b:6000", "b:6001"}}};
   // Workers 1 and 2 (node 1's) were lost; a new node 1 with 3 workers takes indices 1, 2 and 3.
   const std::vector<TaskId> tasks = est_launch::PlanJoiningNode(Offer(1, "d", 7000, 3), {0}, cluster);
   CHECK(Labels(tasks) == std::vector<std::string>{"worker 1", "worker 2", "worker 3"});
-  CHECK(cluster == json::parse(R"({"chief": ["a:5000"], "worker": ["a:5001", "d:7000", "d:7001", "d:7002"]})"));
+  CHECK(json(cluster) == json::parse(R"({"chief": ["a:5000"], "worker": ["a:5001", "d:7000", "d:7001", "d:7002"]})"));
   // With workers 0, 1 and 3 running, one more takes index 2.
   CHECK(Labels(est_launch::PlanJoiningNode(Offer(2, "e", 8000, 1), {0, 1, 3}, cluster)) ==
         std::vector<std::string>{"worker 2"});
-  CHECK(cluster["worker"][2] == "e:8000");
+  CHECK(cluster.at("worker")[2] == "e:8000");
   for (const auto& [offer, what] : {std::make_pair(Offer(3, "f", 9000, 1, true), "it has --chief"),
                                     std::make_pair(Offer(3, "f", 9000, 1, false, 1), "it has --ps"),
                                     std::make_pair(Offer(3, "f", 9000, 1, false, 0, true), "it has --evaluator")})
@@ -103,50 +103,6 @@ TEST_CASE("A node joining a running job gets the lowest free worker indices, and
                     Catch::Contains("node 3 joins a running job without a worker"));
   CHECK(est_launch::DescribeNodeCount(2, 2) == "2");
   CHECK(est_launch::DescribeNodeCount(2, 4) == "2:4");
-}
-
-TEST_CASE("A node's offer survives its message, and a malformed one is named", "[launch]") {
-  const NodeOffer offer = Offer(3, "::1", 7000, 2, false, 1, true);
-  const NodeOffer read = NodeOffer::FromJson(offer.to_json());
-  CHECK(read.to_json() == offer.to_json());
-  json bad = offer.to_json();
-  bad["workers"] = "two";
-  CHECK_THROWS_WITH(NodeOffer::FromJson(bad), Catch::Contains("wrong 'workers'"));
-  bad.erase("workers");
-  CHECK_THROWS_WITH(NodeOffer::FromJson(bad), Catch::Contains("has no 'workers'"));
-  bad = offer.to_json();
-  bad["first_port"] = 65535;
-  CHECK_THROWS_WITH(NodeOffer::FromJson(bad), Catch::Contains("every port must lie in 1..65535"));
-}
-
-TEST_CASE("Node 0's start message survives its sending, and a malformed one is named", "[launch]") {
-  NodeStart start;
-  start.round = 2;
-  start.job_id = "job-1";
-  start.job_token = "secret";
-  start.cluster = {{"worker", {"10.0.0.1:7000", "10.0.0.2:7000"}}};
-  start.tasks = {{"worker", 1}};
-  start.max_restarts = 3;
-  start.min_workers = 2;
-  start.max_workers = 5;
-  start.restart_backoff_secs = 0.5;
-  start.max_restart_backoff_secs = 4;
-  const NodeStart read = NodeStart::FromJson(start.to_json());
-  CHECK(read.to_json() == start.to_json());
-  CHECK(Labels(read.tasks) == std::vector<std::string>{"worker 1"});
-  CHECK(read.min_workers == 2);
-  CHECK(read.max_workers == 5);
-  json bad = start.to_json();
-  bad["tasks"] = json::parse(R"([["worker", "one"]])");
-  CHECK_THROWS_WITH(NodeStart::FromJson(bad), Catch::Equals("node 0's start message has a wrong 'tasks': "
-                                                            "[[\"worker\",\"one\"]]"));
-  bad.erase("tasks");
-  CHECK_THROWS_WITH(NodeStart::FromJson(bad), Catch::Equals("node 0's start message has no 'tasks'"));
-  bad = start.to_json();
-  bad["max_restarts"] = -1;
-  CHECK_THROWS_WITH(NodeStart::FromJson(bad), Catch::StartsWith("node 0's start message is not a start of this "
-                                                                "node's tasks: {"));
-  CHECK_THROWS_WITH(NodeStart::FromJson(json()), Catch::Equals("node 0's start message has no 'round'"));
 }
 
 TEST_CASE("--rendezvous is HOST:PORT, an IPv6 address in brackets", "[launch]") {

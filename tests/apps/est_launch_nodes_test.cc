@@ -16,12 +16,15 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "apps/est_launch/node_channel.h"
+#include "apps/est_launch/node_messages.h"
 #include "apps/est_launch/port_finder.h"
 #include "tests/apps/est_launch_runner.h"
 #include "tests/test_util.h"
@@ -582,6 +585,36 @@ TEST_CASE("A line of JSON nested 60 000 deep at the rendezvous is dropped, and t
   CHECK(run1.exit_code == 0);
   CHECK(Contains(run0.out, "ran"));
   CHECK(Contains(run1.out, "ran"));
+}
+
+TEST_CASE("A malformed start from node 0 ends a node with one line naming the field, never an internal error",
+          "[launch]") {
+  // The test is node 0: it takes node 1's hello, then answers with a start whose round is text.
+  ScopedEnv no_token("EST_JOB_TOKEN", nullptr);
+  const Ports ports = FreePorts(2, 1);
+  est_launch::NodeListener listener("127.0.0.1", ports.rendezvous);
+  const Launch node1 =
+      StartNode(ports, 2, 1, {"--workers", "1", "--rendezvous-timeout-secs", "20", "--", "true"}, "nodes_malformed");
+  std::optional<est_launch::NodeChannel> channel;
+  for (auto deadline = Clock::now() + std::chrono::seconds(20); !channel && Clock::now() < deadline;)
+    if (!(channel = listener.Accept())) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  REQUIRE(channel);
+  const std::optional<json> hello = channel->ReceiveOne(Clock::now() + std::chrono::seconds(20), -1);
+  REQUIRE(hello);
+  CHECK(est_launch::ParseHello(*hello).offer.node_rank == 1);
+  est_launch::NodeStart start;
+  start.cluster = {{"worker", {"127.0.0.1:" + ports.node(0), "127.0.0.1:" + ports.node(1)}}};
+  start.tasks = {{est_launch::TaskType::kWorker, 1}};
+  json message = est_launch::ToJson(start);
+  message["start"]["round"] = "x";
+  REQUIRE(channel->Send(message));
+  const LaunchRun run = Finish(node1);
+  INFO(run.err);
+  CHECK(run.exit_code == 2);
+  CHECK(Lines(run.err).back() == "est-launch: error: node 0 (" + ports.rendezvous_address() +
+                                     ") sent a malformed 'start' message: 'round' is \"x\", not an integer in "
+                                     "0..2147483647");
+  CHECK(run.out.empty());
 }
 
 TEST_CASE("est-launch's flags across hosts are checked before anything starts", "[launch]") {

@@ -1,4 +1,4 @@
-#include "apps/est_launch/cluster_spec.h"
+#include "apps/est_launch/host_tasks.h"
 
 #include <utility>
 
@@ -19,10 +19,10 @@ void ValidateLayout(const ClusterLayout& layout, bool part_of_job) {
 
 std::vector<TaskId> TasksOf(const ClusterLayout& layout) {
   std::vector<TaskId> tasks;
-  if (layout.chief) tasks.push_back({"chief", 0});
-  for (int i = 0; i < layout.workers; ++i) tasks.push_back({"worker", i});
-  for (int i = 0; i < layout.ps; ++i) tasks.push_back({"ps", i});
-  if (layout.evaluator) tasks.push_back({"evaluator", 0});
+  if (layout.chief) tasks.push_back({TaskType::kChief, 0});
+  for (int i = 0; i < layout.workers; ++i) tasks.push_back({TaskType::kWorker, i});
+  for (int i = 0; i < layout.ps; ++i) tasks.push_back({TaskType::kPs, i});
+  if (layout.evaluator) tasks.push_back({TaskType::kEvaluator, 0});
   return tasks;
 }
 
@@ -30,11 +30,6 @@ void ValidatePortRange(int first_port, int count) {
   const long last = static_cast<long>(first_port) + count - 1;
   EST_CHECK(first_port >= 1 && last <= 65535, est::ConfigError, "--port ", first_port, " gives ports ", first_port,
             "-", last, " for ", count, " task(s); every port must lie in 1..65535");
-}
-
-std::string HostPort(const std::string& host, int port) {
-  const bool ipv6 = host.find(':') != std::string::npos;
-  return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 std::pair<std::string, int> SplitHostPort(const std::string& text, const std::string& flag) {
@@ -52,20 +47,19 @@ std::pair<std::string, int> SplitHostPort(const std::string& text, const std::st
   return {host, port};
 }
 
-ClusterSpec::ClusterSpec(const ClusterLayout& layout, int first_port)
-    : cluster_(nlohmann::json::object()), tasks_(TasksOf(layout)), host_(layout.host), first_port_(first_port) {
+HostTasks::HostTasks(const ClusterLayout& layout, int first_port)
+    : tasks_(TasksOf(layout)), host_(layout.host), first_port_(first_port) {
   ValidateLayout(layout);
   ValidatePortRange(first_port_, layout.num_tasks());
   int port = first_port_;
-  for (const TaskId& task : tasks_) cluster_[task.type].push_back(HostPort(host_, port++));
+  for (const TaskId& task : tasks_) cluster_[TaskTypeName(task.type)].push_back(JoinHostPort(host_, port++));
 }
 
-ClusterSpec::ClusterSpec(nlohmann::json cluster, std::vector<TaskId> tasks, std::string host, int first_port)
+HostTasks::HostTasks(est::distribute::ClusterSpec cluster, std::vector<TaskId> tasks, std::string host, int first_port)
     : cluster_(std::move(cluster)), tasks_(std::move(tasks)), host_(std::move(host)), first_port_(first_port) {}
 
-std::string ClusterSpec::tf_config(const TaskId& task) const {
-  nlohmann::json config = {{"cluster", cluster_}, {"task", {{"type", task.type}, {"index", task.index}}}};
-  return config.dump();
+std::string HostTasks::tf_config(const TaskId& task) const {
+  return est::distribute::TfConfigJson(cluster_, task.type, task.index);
 }
 
 }  // namespace est_launch

@@ -1,22 +1,22 @@
-// ClusterSpec: task order, consecutive ports, TF_CONFIG exactly in TensorFlow's format.
+// HostTasks: task order, consecutive ports, TF_CONFIG exactly in TensorFlow's format.
 
-#include "apps/est_launch/cluster_spec.h"
+#include "apps/est_launch/host_tasks.h"
 
 #include <catch2/catch.hpp>
 
 #include "common/error.h"
 
 using est_launch::ClusterLayout;
-using est_launch::ClusterSpec;
+using est_launch::HostTasks;
 using nlohmann::json;
 
-TEST_CASE("ClusterSpec lays out chief, workers and evaluator on consecutive ports", "[launch]") {
+TEST_CASE("HostTasks lays out chief, workers and evaluator on consecutive ports", "[launch]") {
   SECTION("chief, two workers and an evaluator") {
     ClusterLayout layout;
     layout.workers = 2;
     layout.chief = true;
     layout.evaluator = true;
-    ClusterSpec cluster(layout, 5000);
+    HostTasks cluster(layout, 5000);
     REQUIRE(cluster.tasks().size() == 4);
     CHECK(cluster.tasks()[0].label() == "chief 0");
     CHECK(cluster.tasks()[1].label() == "worker 0");
@@ -26,9 +26,15 @@ TEST_CASE("ClusterSpec lays out chief, workers and evaluator on consecutive port
     const json expected_cluster = {{"chief", {"127.0.0.1:5000"}},
                                    {"worker", {"127.0.0.1:5001", "127.0.0.1:5002"}},
                                    {"evaluator", {"127.0.0.1:5003"}}};
-    CHECK(cluster.cluster_json() == expected_cluster);
+    CHECK(json(cluster.cluster()) == expected_cluster);
     CHECK(json::parse(cluster.tf_config(cluster.tasks()[2])) ==
           json{{"cluster", expected_cluster}, {"task", {{"type", "worker"}, {"index", 1}}}});
+    // The library's TF_CONFIG reader places the task where est-launch meant it.
+    const est::distribute::ClusterConfig read = est::distribute::ParseTfConfig(cluster.tf_config(cluster.tasks()[2]));
+    CHECK(read.task_type == est::distribute::TaskType::kWorker);
+    CHECK(read.task_id == 1);
+    CHECK(read.rank == 2);
+    CHECK(read.task_address == "127.0.0.1:5002");
   }
   SECTION("a chief, a worker, two ps tasks and an evaluator: ps after the workers, evaluator last") {
     ClusterLayout layout;
@@ -36,12 +42,12 @@ TEST_CASE("ClusterSpec lays out chief, workers and evaluator on consecutive port
     layout.chief = true;
     layout.ps = 2;
     layout.evaluator = true;
-    ClusterSpec cluster(layout, 6000);
+    HostTasks cluster(layout, 6000);
     REQUIRE(cluster.tasks().size() == 5);
     CHECK(cluster.tasks()[2].label() == "ps 0");
     CHECK(cluster.tasks()[3].label() == "ps 1");
     CHECK(cluster.has_ps());
-    CHECK(cluster.cluster_json() == json{{"chief", {"127.0.0.1:6000"}},
+    CHECK(json(cluster.cluster()) == json{{"chief", {"127.0.0.1:6000"}},
                                          {"worker", {"127.0.0.1:6001"}},
                                          {"ps", {"127.0.0.1:6002", "127.0.0.1:6003"}},
                                          {"evaluator", {"127.0.0.1:6004"}}});
@@ -51,26 +57,26 @@ TEST_CASE("ClusterSpec lays out chief, workers and evaluator on consecutive port
     ClusterLayout layout;
     layout.workers = 2;
     layout.host = "::1";
-    ClusterSpec cluster(layout, 7000);
-    CHECK(cluster.cluster_json() == json{{"worker", {"[::1]:7000", "[::1]:7001"}}});
+    HostTasks cluster(layout, 7000);
+    CHECK(json(cluster.cluster()) == json{{"worker", {"[::1]:7000", "[::1]:7001"}}});
     CHECK(json::parse(cluster.tf_config(cluster.tasks()[0]))["task"] == json{{"type", "worker"}, {"index", 0}});
   }
   SECTION("a chief alone") {
     ClusterLayout layout;
     layout.workers = 0;
     layout.chief = true;
-    CHECK(ClusterSpec(layout, 9000).cluster_json() == json{{"chief", {"127.0.0.1:9000"}}});
+    CHECK(json(HostTasks(layout, 9000).cluster()) == json{{"chief", {"127.0.0.1:9000"}}});
   }
   SECTION("invalid sizes and port ranges are rejected") {
     ClusterLayout layout;
     layout.workers = 0;
-    CHECK_THROWS_AS(ClusterSpec(layout, 5000), est::ConfigError);
+    CHECK_THROWS_AS(HostTasks(layout, 5000), est::ConfigError);
     layout.workers = -1;
     layout.chief = true;
-    CHECK_THROWS_AS(ClusterSpec(layout, 5000), est::ConfigError);
+    CHECK_THROWS_AS(HostTasks(layout, 5000), est::ConfigError);
     layout.workers = 1;
-    CHECK_THROWS_AS(ClusterSpec(layout, 65535), est::ConfigError);
-    CHECK_THROWS_AS(ClusterSpec(layout, 0), est::ConfigError);
-    CHECK(ClusterSpec(layout, 65534).last_port() == 65535);
+    CHECK_THROWS_AS(HostTasks(layout, 65535), est::ConfigError);
+    CHECK_THROWS_AS(HostTasks(layout, 0), est::ConfigError);
+    CHECK(HostTasks(layout, 65534).last_port() == 65535);
   }
 }

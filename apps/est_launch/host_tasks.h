@@ -1,22 +1,29 @@
 #pragma once
-/// The local cluster that est-launch starts: which tasks exist, their addresses, and the
-/// TF_CONFIG each task receives.
+/// The tasks one est-launch starts on its host: which tasks exist, their addresses, the cluster
+/// they belong to, and the TF_CONFIG each task receives.
 
-#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "distribute/cluster/cluster_address.h"
+#include "distribute/cluster/cluster_config.h"
+
 namespace est_launch {
 
-/// One task of the cluster, as TF_CONFIG names it: a job ("chief", "worker", "ps",
-/// "evaluator") and an index within that job.
+using est::distribute::TaskType;
+
+/// One task of the cluster, as TF_CONFIG names it: a job (chief, worker, ps, evaluator) and
+/// an index within that job.
 struct TaskId {
-  std::string type;
+  TaskType type = TaskType::kWorker;
   int index = 0;
 
   /// "worker 1": how est-launch names the task in prefixes and messages.
-  std::string label() const { return type + " " + std::to_string(index); }
+  std::string label() const { return std::string(TaskTypeName(type)) + " " + std::to_string(index); }
+  /// True for the training group's tasks: the chief and the workers.
+  bool trains() const { return type == TaskType::kChief || type == TaskType::kWorker; }
+  bool operator==(const TaskId& other) const { return type == other.type && index == other.index; }
 };
 
 /// What the flags ask for: the jobs, their sizes, and where they listen.
@@ -50,23 +57,23 @@ std::vector<TaskId> TasksOf(const ClusterLayout& layout);
 void ValidatePortRange(int first_port, int count);
 
 /// "host:port", with an IPv6 address in brackets ("[::1]:2222") as TensorFlow writes it.
-std::string HostPort(const std::string& host, int port);
+using est::distribute::JoinHostPort;
 
-/// Splits "host:port" ("[::1]:2222" for IPv6) as written by HostPort; throws
+/// Splits "host:port" ("[::1]:2222" for IPv6) as written by JoinHostPort; throws
 /// est::ConfigError naming `flag` when it is not of that form or the port is not in 1..65535.
 std::pair<std::string, int> SplitHostPort(const std::string& text, const std::string& flag);
 
 /// The tasks this est-launch runs, on consecutive ports of one host, and the cluster they
 /// belong to: the same tasks (one host) or a job across hosts.
-class ClusterSpec {
+class HostTasks {
  public:
   /// Lays the tasks of `layout` out on ports first_port, first_port + 1, ...: chief, then
   /// workers, then ps tasks, then evaluator; throws est::ConfigError for an invalid layout or
   /// port range.
-  ClusterSpec(const ClusterLayout& layout, int first_port);
+  HostTasks(const ClusterLayout& layout, int first_port);
   /// This host's `tasks` (on ports first_port, ... of `host`) of the job whose TF_CONFIG
   /// "cluster" is `cluster` (a launch across hosts).
-  ClusterSpec(nlohmann::json cluster, std::vector<TaskId> tasks, std::string host, int first_port);
+  HostTasks(est::distribute::ClusterSpec cluster, std::vector<TaskId> tasks, std::string host, int first_port);
 
   /// Every task in launch order: chief, workers by index, ps tasks by index, evaluator.
   const std::vector<TaskId>& tasks() const { return tasks_; }
@@ -77,15 +84,17 @@ class ClusterSpec {
   /// The host every task listens on.
   const std::string& host() const { return host_; }
   /// True for a parameter-server job (with ps tasks).
-  bool has_ps() const { return cluster_.contains("ps"); }
+  bool has_ps() const { return has_job(TaskType::kPs); }
+  /// True when the cluster has job `type` (a cluster without a chief job has worker 0 for chief).
+  bool has_job(TaskType type) const { return cluster_.count(TaskTypeName(type)) > 0; }
 
-  /// The "cluster" object of TF_CONFIG: {"chief": ["h:p"], "worker": [...], "ps": [...], "evaluator": [...]}.
-  const nlohmann::json& cluster_json() const { return cluster_; }
+  /// TF_CONFIG's "cluster": job name -> "host:port" of each task, by index.
+  const est::distribute::ClusterSpec& cluster() const { return cluster_; }
   /// The TF_CONFIG value of one task: {"cluster": {...}, "task": {"type": t, "index": i}}.
   std::string tf_config(const TaskId& task) const;
 
  private:
-  nlohmann::json cluster_;
+  est::distribute::ClusterSpec cluster_;
   std::vector<TaskId> tasks_;
   std::string host_;
   int first_port_;
