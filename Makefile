@@ -2,11 +2,12 @@
 # missing, configures (Ninja, ccache when present), builds and runs.
 BUILD_DIR := build
 SANITIZE_DIR := build-sanitize
+CHECKS_DIR := build-checks
 DEMO_DIR  ?= $(BUILD_DIR)/demo-model
 JOBS      ?= $(shell nproc)
 
 .PHONY: demo test sanitize fuzz installed-example release-checks bench deps configure build programs tensorboard \
-  tensorflow serving-clients sanitize-build gpu-pack clean
+  tensorflow serving-clients sanitize-build checks-build gpu-pack clean
 
 # Builds only est-train and the libraries it links, after installing only the packages that
 # takes, so the first step comes soonest.
@@ -18,38 +19,38 @@ demo: configure
 	$(BUILD_DIR)/bin/est-train --model fashion_mnist_cnn --model-dir $(DEMO_DIR) \
 	  --max-steps 3000 --batch-size 64 --save-checkpoints-steps 1000 --kernels on
 
-# Every test runs once, in the sanitizer build (clang, ASan + UBSan), then the fuzzers
-# run; the programs of the optimized gcc build (what `make demo` and `make bench` run) are
-# compiled too, the benchmarks run there once at a tiny size, the build is installed into a
-# temporary prefix, and the standalone quick start project (examples/quickstart/) is built
-# and run against that install alone.
+# Every test runs once, in the sanitizer build (clang, ASan + UBSan, the kernels built), then
+# the fuzzers run; then the optimized gcc build without the kernels (EST_WITH_KERNELS=OFF, the
+# `checks` preset, in build-checks/) compiles the programs, runs the test cases whose outcome
+# depends on the kernels being built ([kernels_build]) and the checks below, runs the
+# benchmarks once at a tiny size, and is installed into a temporary prefix, against which the
+# standalone quick start project (examples/quickstart/) is built and run.
 # `make build && cd build && ctest` runs the same tests on the gcc build. It ends with the list
 # of the tests that did not run here, and why (cmake/skip_report.py).
 test: sanitize fuzz installed-example release-checks
 	@python3 cmake/skip_report.py $(SANITIZE_DIR)/results-sanitize.xml $(SANITIZE_DIR)/results-fuzz.xml \
-	  $(BUILD_DIR)/results-release.xml
+	  $(CHECKS_DIR)/results-release.xml
 
-# On the optimized programs: est-train under an address-space limit (ulimit -v) too small to
-# load LibTorch, or to train, which AddressSanitizer's shadow memory cannot run under, and under
-# a descriptor limit (ulimit -n) too small for its sockets, where the sanitizers' own checks
-# fail for want of descriptors; glibc's malloc thresholds, which AddressSanitizer replaces;
-# est-serve
+# In the optimized build without the kernels: the test cases whose assertions depend on the
+# kernels being built; est-train under an address-space limit (ulimit -v) too small to load
+# LibTorch, or to train, which AddressSanitizer's shadow memory cannot run under, and under a
+# descriptor limit (ulimit -n) too small for its sockets, where the sanitizers' own checks fail
+# for want of descriptors; glibc's malloc thresholds, which AddressSanitizer replaces; est-serve
 # inside a 3 GiB memory cgroup under the largest requests its flags admit (skipped, saying why,
 # where no memory cgroup can be made); and the benchmarks at a tiny size (the sanitizer tree
 # does not build them).
-release-checks: programs
-	@bash tests/apps/address_space_limit_test.sh $(BUILD_DIR)/bin/est-train
-	@bash tests/apps/descriptor_limit_test.sh $(BUILD_DIR)/bin/est-train
-	@cmake --build $(BUILD_DIR) -j $(JOBS) --target common_tests
-	$(BUILD_DIR)/bin/common_tests "[malloc]"
-	@cmake --build $(BUILD_DIR) -j $(JOBS) --target serving_load_client
-	@bash tests/apps/serving_memory_limit_test.sh $(BUILD_DIR)/bin/est-serve $(BUILD_DIR)/bin/est-train \
-	  $(BUILD_DIR)/bin/serving_load_client || [ $$? -eq 77 ]
-	cd $(BUILD_DIR) && ctest --output-on-failure --no-tests=error -L bench -R _quick$$ --output-junit results-release.xml
+release-checks: checks-build
+	cd $(CHECKS_DIR) && bin/apps_tests "[kernels_build]" -w NoTests && bin/optimizer_step_tests -w NoTests
+	@bash tests/apps/address_space_limit_test.sh $(CHECKS_DIR)/bin/est-train
+	@bash tests/apps/descriptor_limit_test.sh $(CHECKS_DIR)/bin/est-train
+	$(CHECKS_DIR)/bin/common_tests "[malloc]"
+	@bash tests/apps/serving_memory_limit_test.sh $(CHECKS_DIR)/bin/est-serve $(CHECKS_DIR)/bin/est-train \
+	  $(CHECKS_DIR)/bin/serving_load_client || [ $$? -eq 77 ]
+	cd $(CHECKS_DIR) && ctest --output-on-failure --no-tests=error -L bench -R _quick$$ --output-junit results-release.xml
 
 # The user's view: examples/quickstart/ against an installed copy (public headers only).
-installed-example: programs
-	@bash tests/install/example_against_install.sh $(BUILD_DIR)
+installed-example: checks-build
+	@bash tests/install/example_against_install.sh $(CHECKS_DIR)
 
 # The whole test suite again, built with clang under AddressSanitizer and
 # UndefinedBehaviorSanitizer (the `sanitize` preset, in build-sanitize/), each libFuzzer
@@ -86,6 +87,13 @@ sanitize-build: deps
 	@cmake --preset sanitize >/dev/null
 	@cmake --build $(SANITIZE_DIR) -j $(JOBS)
 
+# make test's optimized tree, without the kernels: the programs (as `programs`) and the tests
+# release-checks runs there.
+checks-build: deps
+	@cmake --preset checks >/dev/null
+	@cmake --build $(CHECKS_DIR) -j $(JOBS) --target programs apps_tests optimizer_step_tests common_tests \
+	  serving_load_client
+
 # A virtual environment with TensorBoard, whose own event reader checks our event files.
 tensorboard: deps
 	@bash cmake/install_venv.sh $(BUILD_DIR)/tb-venv tensorboard tensorboard
@@ -109,4 +117,4 @@ gpu-pack:
 	@bash cmake/gpu_check.sh pack .gpu-deps
 
 clean:
-	rm -rf $(BUILD_DIR) $(SANITIZE_DIR)
+	rm -rf $(BUILD_DIR) $(SANITIZE_DIR) $(CHECKS_DIR)

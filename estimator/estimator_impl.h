@@ -8,6 +8,7 @@
 #include <string>
 
 #include "estimator/estimator.h"
+#include "estimator/model_call.h"
 #include "estimator/model_checkpoint.h"
 #include "estimator/model_context.h"
 
@@ -58,11 +59,6 @@ struct Estimator::Impl {
   RestoreMode inference_restore_mode(const checkpoint::CheckpointReader& reader) const;
 };
 
-/// Calls model_fn with the context prepared for `mode`, under autocast in `precision` on
-/// the context's device, and validates the spec.
-EstimatorSpec CallModelFn(const ModelFn& model_fn, const data::Element& element, Mode mode, ModelContext& ctx,
-                          int64_t global_step, MixedPrecision precision);
-
 /// Checks, before a training task of a cluster trains, that `strategy` trains it in the
 /// cluster's group: ConfigError naming the fix when no strategy is set (the task would train a
 /// model of its own and write checkpoints into the shared model_dir) or when the strategy takes
@@ -72,13 +68,5 @@ void CheckStrategyFitsCluster(const RunConfig& config, const distribute::Strateg
 /// Checks that every worker of `strategy` is at the chief's global step (each worker
 /// reads model_dir itself); CheckpointError naming both steps otherwise.
 void CheckSameGlobalStep(distribute::Strategy& strategy, int64_t global_step, const char* what);
-
-/// Moves every tensor of `element` to `device` (no copy when already there) and, with
-/// `channels_last`, lays out its 4-D floating tensors channels-last there. Host tensors
-/// bound for a CUDA device are pinned and copied without blocking the host, on the
-/// device's current stream.
-data::Element ToDevice(data::Element element, c10::Device device, bool channels_last);
-/// ToDevice onto the device of the replica `ctx`, in its layout.
-data::Element ToDevice(data::Element element, const ModelContext& ctx);
 
 }  // namespace est

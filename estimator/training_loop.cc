@@ -560,18 +560,16 @@ void Estimator::Impl::train(const InputFn& input_fn, const TrainOptions& options
                           /*complete_saves=*/!options.saving_listeners().empty());
   std::vector<HookPtr> hooks = options.hooks();
   for (auto& hook : DefaultTrainingHooks(config, model_dir, options, session.is_chief())) hooks.push_back(hook);
-  const std::optional<int64_t> last_step =
-      options.max_steps() ? options.max_steps()
-                          : options.steps() ? std::optional<int64_t>(start_step + *options.steps()) : std::nullopt;
+  std::optional<int64_t> last_step = options.max_steps();
+  if (!last_step && options.steps()) last_step = start_step + *options.steps();
   session.run(input_fn, std::move(hooks), start_step, last_step, skip_batches, saved_batch_examples,
               LogicalInputShards(config, strategy, resume_from.get()), joins_running_group);
   if (session.last_loss().defined())
     Log().info("Loss for final step: {}.", FormatTensorValue(session.last_loss()));
   const int signal_number = session.stopped_by_signal();
   // An evaluator task following the checkpoints learns that none comes after this one.
-  const std::optional<int64_t> last_checkpoint_step =
-      session.last_saved_step() ? session.last_saved_step()
-                                : resume_from ? std::optional<int64_t>(start_step) : std::nullopt;
+  std::optional<int64_t> last_checkpoint_step = session.last_saved_step();
+  if (!last_checkpoint_step && resume_from) last_checkpoint_step = start_step;
   if (session.is_chief() && signal_number == 0 && last_checkpoint_step)
     WriteTrainingEnd(model_dir, {*last_checkpoint_step, TrainingEndJob(config.cluster)});
   if (signal_number != 0)

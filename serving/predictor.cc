@@ -11,7 +11,7 @@
 #include <set>
 
 #include "common/logging.h"
-#include "estimator/estimator_impl.h"
+#include "estimator/model_call.h"
 #include "estimator/export/export_directory.h"
 #include "estimator/export/serving_signature.h"
 #include "estimator/model_context.h"

@@ -1,7 +1,7 @@
 """make bench: runs TorchEstimator's benchmarks and their peers side by side, several
 repetitions interleaved, and prints a table of medians plus one JSON line per figure.
 
-usage: run_benchmarks.py --build BUILD_DIR [--repetitions 5] [--quick] [--only GROUP,...]
+usage: run_benchmarks.py --build BUILD_DIR [--repetitions 5] [--quick] [--only GROUP,...] [--tf-venv DIR]
 
 Groups (for --only): overhead (overhead*, vs_glibc_malloc, memory, fused_adam_*), estimator
 (estimator_vs_tf*: the TensorFlow peer in BUILD_DIR/tf-venv, as the input group's), scaling (scaling_*, allreduce*),
@@ -205,8 +205,9 @@ def task_pid(launcher, task):
 
 
 class Runner:
-    def __init__(self, build, quick):
+    def __init__(self, build, quick, tf_venv=None):
         self.build = build
+        self.tf_venv = tf_venv or os.path.join(build, "tf-venv")
         self.bin = os.path.join(build, "bin")
         self.quick = quick
         # Whether the build has the kernels of kernels/ (EST_WITH_KERNELS), from its config header.
@@ -586,8 +587,8 @@ class Runner:
         return dirs
 
     def tensorflow_python(self):
-        """The Python of BUILD_DIR/tf-venv, where TensorFlow is (installed once), or None and why not."""
-        venv = os.path.join(self.build, "tf-venv")
+        """The Python of --tf-venv (BUILD_DIR/tf-venv), where TensorFlow is (installed once), or None and why not."""
+        venv = self.tf_venv
         if self.quick and not os.path.exists(os.path.join(venv, "bin", "python")):
             return None, f"no TensorFlow in {venv} (--quick installs nothing; make bench installs it)"
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "cmake", "install_venv.sh")
@@ -687,7 +688,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default="build")
     parser.add_argument("--repetitions", type=int, default=5)
-    parser.add_argument("--quick", action="store_true", help="tiny sizes, one repetition (CI keeps the benchmarks working)")
+    parser.add_argument("--tf-venv", help="the virtual environment with TensorFlow (default: BUILD_DIR/tf-venv)")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, one repetition, the MLP alone across workers and hosts "
+                        "(CI keeps the benchmarks working)")
     parser.add_argument("--only", default=",".join(GROUPS),
                         help=f"comma-separated groups to run, of {', '.join(GROUPS)} (default: all)")
     args = parser.parse_args()
@@ -695,7 +698,7 @@ def main():
     if not only <= set(GROUPS):
         parser.error(f"--only: unknown group(s) {', '.join(sorted(only - set(GROUPS)))}; expected some of {', '.join(GROUPS)}")
     repetitions = 1 if args.quick else args.repetitions
-    runner = Runner(args.build, args.quick)
+    runner = Runner(args.build, args.quick, args.tf_venv)
 
     samples = {}
     gpu_name, no_gpu = runner.gpu() if "gpu" in only else (None, None)
@@ -710,6 +713,9 @@ def main():
         except simulated_hosts.Unavailable as why:
             no_hosts = str(why)
 
+    # The models of the figures across workers and hosts. --quick runs the MLP alone: both run
+    # the same programs and collectives, and the MLP's buckets give the all-reduce figures.
+    distributed_models = ("mlp",) if args.quick else ("cnn", "mlp")
     trace = {}  # MLP bucket bytes -> (waited, all-reduce inside training, alone) in ms, per repetition
     serve_latency = {}  # serve figure -> (p50, p99) in ms, per repetition
 
@@ -750,7 +756,7 @@ def main():
             if runner.kernels_built:
                 record("estimator_vs_tf_kernels", runner.est_train_steps_per_sec("idx", {}, runner.single_thread),
                        peer, "steps/s")
-        for model in ("cnn", "mlp") if "scaling" in only else ():
+        for model in distributed_models if "scaling" in only else ():
             ours = runner.ours_workers(model, 2)
             peer = runner.ddp(model, 2)
             record(f"scaling_{model}", ours["examples_per_sec"], peer["examples_per_sec"], "examples/s")
@@ -869,7 +875,7 @@ def main():
         link_rates = HOST_LINK_RATES[-1:] if args.quick else HOST_LINK_RATES
         for rate in link_rates if "hosts" in only and not no_hosts else ():
             with simulated_hosts.SimulatedHosts(2, rate) as net:
-                for model in ("cnn", "mlp"):
+                for model in distributed_models:
                     figure = f"hosts_{model}_{rate // 1000}g"
                     uncompressed = runner.on_hosts(net, model, "ours")
                     ours = uncompressed["examples_per_sec"]

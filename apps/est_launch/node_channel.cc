@@ -257,8 +257,8 @@ NodeListener::NodeListener(const std::string& host, int port) {
     }
   }
   ::freeaddrinfo(addresses);
-  EST_CHECK(fd_ >= 0, est::ConfigError, "--rendezvous ", JoinHostPort(host, port), ": node 0 cannot listen there (", error,
-            "); it must be an address of node 0's host and a free port");
+  EST_CHECK(fd_ >= 0, est::ConfigError, "--rendezvous ", JoinHostPort(host, port), ": node 0 cannot listen there (",
+            error, "); it must be an address of node 0's host and a free port");
 }
 
 NodeListener::~NodeListener() {

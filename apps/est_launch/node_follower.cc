@@ -66,16 +66,7 @@ class Follower : public PeerNodes {
       }
       const NodeStart job = Expect<NodeStart>(*start_message, "the start of the job");
       const int round = job.round;
-      options_.job_id = job.job_id;
-      options_.job_token = job.job_token;
-      // Node 0's restart policy is the job's (a ps task restarts alone on its host).
-      options_.max_restarts = job.max_restarts;
-      options_.min_workers = job.min_workers;
-      options_.max_workers = job.max_workers;
-      // Node 0 counts this host's workers lost when this est-launch is gone.
-      options_.workers_die_with_launcher = job.min_workers > 0;
-      options_.restart_backoff_secs = job.restart_backoff_secs;
-      options_.max_restart_backoff_secs = job.max_restart_backoff_secs;
+      TakeJobSettings(job, options_);
       const HostTasks spec(job.cluster, job.tasks, host, offer.first_port);
       const RoundResult result = RunHostTasks(node_, spec, options_, round, signals_, *this);
       SendMessage(channel_, EndedMessage{result.result.exit_code, result.result.error, result.restartable});

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
-#include <cstdio>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -13,11 +13,11 @@
 #include "apps/est_launch/node_channel.h"
 #include "apps/est_launch/node_messages.h"
 #include "apps/est_launch/node_plan.h"
+#include "apps/est_launch/node_rendezvous.h"
 #include "apps/est_launch/node_session.h"
 #include "apps/est_launch/signal_pipe.h"
 #include "apps/est_launch/task_process.h"
 #include "common/error.h"
-#include "common/secret_compare.h"
 
 namespace est_launch {
 namespace node_session {
@@ -25,22 +25,19 @@ namespace {
 
 using nlohmann::json;
 
-// A connection to node 0 must say who it is within this time.
-constexpr auto kHelloTimeout = std::chrono::seconds(10);
-// Connections that have not said who they are; the oldest makes room for a new one.
-constexpr size_t kMaxUnidentified = 64;
-
 // Node 0: hosts the rendezvous, joins the offers into the job, relays stops between hosts
 // and decides, after each round, whether the job starts again.
 class Leader : public PeerNodes {
  public:
   Leader(const NodeOptions& node, LaunchOptions options)
-      : node_(node), options_(std::move(options)), listener_(node.rendezvous_host, node.rendezvous_port) {}
+      : node_(node), options_(std::move(options)),
+        rendezvous_(JoinHostPort(node.rendezvous_host, node.rendezvous_port)),
+        door_(node.rendezvous_host, node.rendezvous_port) {}
 
   int Run() {
     const std::string host = node_.layout.host.empty() ? node_.rendezvous_host : node_.layout.host;
-    Say("node 0 of " + DescribeNodeCount(node_.min_nodes, node_.max_nodes) + ": waiting at " +
-        JoinHostPort(node_.rendezvous_host, node_.rendezvous_port) + " for the other nodes to join");
+    Say("node 0 of " + DescribeNodeCount(node_.min_nodes, node_.max_nodes) + ": waiting at " + rendezvous_ +
+        " for the other nodes to join");
     for (int round = 0;; ++round) {
       members_.clear();
       members_.resize(static_cast<size_t>(node_.max_nodes));
@@ -54,7 +51,7 @@ class Leader : public PeerNodes {
       try {
         plan = PlanJob(offers, options_.min_workers, options_.max_workers);
       } catch (const est::ConfigError& e) {
-        Refuse(e.what(), 2);
+        SendToRunning(RefusalMessage{e.what(), 2}, 0);  // the job will not start
         Say(std::string("error: ") + e.what());
         return 2;
       }
@@ -67,7 +64,8 @@ class Leader : public PeerNodes {
           if (task.type == TaskType::kWorker) running_workers_[task.index] = rank;
           if (rank > 0 && task.type == TaskType::kChief) members_[rank]->has_chief = true;
         }
-        if (rank > 0 && members_[rank]) SendMessage(members_[rank]->channel, Start(plan.node_tasks[rank]));
+        if (rank > 0 && members_[rank])
+          SendMessage(members_[rank]->channel, MakeStart(options_, round, cluster_, plan.node_tasks[rank]));
       }
       const HostTasks spec(plan.cluster, plan.node_tasks[0], host, own.first_port);
       // A node that comes while the job runs is answered: under --min-workers, while this host's
@@ -104,8 +102,7 @@ class Leader : public PeerNodes {
     for (const auto& member : members_)
       if (member && !member->channel.closed()) open.push_back(member->channel.fd());
     if (answering_hellos_ && !stop_reason_) {
-      open.push_back(listener_.fd());
-      for (const Unidentified& u : unidentified_) open.push_back(u.channel.fd());
+      for (int fd : door_.fds()) open.push_back(fd);
     }
     return open;
   }
@@ -125,7 +122,7 @@ class Leader : public PeerNodes {
               Stop(rank, name + ": " + (ended->error.empty() ? "its tasks failed" : ended->error)))
             news.stop = stop_reason_;
         } else if (std::holds_alternative<FlightRecorderMessage>(message)) {
-          RelayFlightRecorderSignal(rank);
+          SendToRunning(FlightRecorderMessage{}, rank);
           news.flight_recorder_signal = true;
         } else if (const auto* lost = std::get_if<LostMessage>(&message)) {
           if (std::optional<std::string> stop = Lose(rank, lost->task, lost->restarting)) news.stop = stop;
@@ -150,7 +147,7 @@ class Leader : public PeerNodes {
 
   void OnLocalStop(const std::string& reason) override { Stop(0, "node 0: " + reason); }
 
-  void OnLocalFlightRecorderSignal() override { RelayFlightRecorderSignal(0); }
+  void OnLocalFlightRecorderSignal() override { SendToRunning(FlightRecorderMessage{}, 0); }
 
   std::optional<std::string> OnLocalLoss(const TaskId& task, bool restarting) override {
     return Lose(0, task, restarting);
@@ -164,18 +161,12 @@ class Leader : public PeerNodes {
     std::optional<EndedMessage> ended;  // its report of its round's end
     bool has_chief = false;     // whether it runs the job's chief
   };
-  struct Unidentified {
-    NodeChannel channel;
-    Clock::time_point deadline;
-  };
 
   // Records the job's stop, first reason only, and tells every host but `origin` to stop.
   bool Stop(size_t origin, const std::string& reason) {
     if (stop_reason_) return false;
     stop_reason_ = reason;
-    for (size_t rank = 1; rank < members_.size(); ++rank)
-      if (rank != origin && members_[rank] && !members_[rank]->ended)
-        SendMessage(members_[rank]->channel, StopMessage{reason});
+    SendToRunning(StopMessage{reason}, origin);
     return true;
   }
 
@@ -216,14 +207,8 @@ class Leader : public PeerNodes {
   // without them (every other host is told so already), else nothing: the others train on.
   std::optional<std::string> LoseHost(size_t rank, const std::string& gone) {
     int lost = 0;
-    for (auto worker = running_workers_.begin(); worker != running_workers_.end();) {
-      if (worker->second != rank) {
-        ++worker;
-        continue;
-      }
-      worker = running_workers_.erase(worker);
-      ++lost;
-    }
+    for (auto worker = running_workers_.begin(); worker != running_workers_.end();)
+      worker = worker->second == rank ? (++lost, running_workers_.erase(worker)) : std::next(worker);
     const int left = LiveTrainingTasks();
     const std::string min_workers = "--min-workers " + std::to_string(options_.min_workers);
     if (left >= options_.min_workers) {
@@ -237,11 +222,10 @@ class Leader : public PeerNodes {
     return reason;
   }
 
-  // Tells every host but `origin` whose tasks run to forward kFlightRecorderSignal to them.
-  void RelayFlightRecorderSignal(size_t origin) {
+  // Sends `message` to every other host but `origin` whose tasks have not ended.
+  void SendToRunning(const NodeMessage& message, size_t origin) {
     for (size_t rank = 1; rank < members_.size(); ++rank)
-      if (rank != origin && members_[rank] && !members_[rank]->ended)
-        SendMessage(members_[rank]->channel, FlightRecorderMessage{});
+      if (rank != origin && members_[rank] && !members_[rank]->ended) SendMessage(members_[rank]->channel, message);
   }
 
   // The nodes the job cannot start without (ranks 1 .. min_nodes - 1) that have not joined.
@@ -250,13 +234,6 @@ class Leader : public PeerNodes {
     for (size_t rank = 1; rank < static_cast<size_t>(node_.min_nodes); ++rank)
       if (!members_[rank]) missing.push_back(static_cast<int>(rank));
     return missing;
-  }
-
-  // Tells every node that has joined that the job will not start, why, and with which exit
-  // status to end (2 for a job its flags make impossible).
-  void Refuse(const std::string& why, int exit_code) {
-    for (auto& member : members_)
-      if (member) SendMessage(member->channel, RefusalMessage{why, exit_code});
   }
 
   // Waits until every node the job needs has joined (and takes the others that come meanwhile);
@@ -272,38 +249,31 @@ class Leader : public PeerNodes {
     while (!Missing().empty()) {
       const auto now = Clock::now();
       if (now >= deadline) {
-        const std::string why = DescribeNodes(Missing()) + of + " did not join at " +
-                                JoinHostPort(node_.rendezvous_host, node_.rendezvous_port) + " within " +
+        const std::string why = DescribeNodes(Missing()) + of + " did not join at " + rendezvous_ + " within " +
                                 SecondsText(node_.rendezvous_timeout_secs) + " (--rendezvous-timeout-secs)" +
                                 (round > 0 ? " after restart " + std::to_string(round) : "");
-        Refuse(why, 1);
+        SendToRunning(RefusalMessage{why, 1}, 0);
         EST_THROW(est::TimeoutError, why);
       }
       if (now >= next_report) {
-        Say("waiting for " + DescribeNodes(Missing()) + of + " to join at " +
-            JoinHostPort(node_.rendezvous_host, node_.rendezvous_port) + "; " + Elapsed(start) + " of " +
-            SecondsText(node_.rendezvous_timeout_secs) + " passed");
+        Say("waiting for " + DescribeNodes(Missing()) + of + " to join at " + rendezvous_ + "; " + Elapsed(start) +
+            " of " + SecondsText(node_.rendezvous_timeout_secs) + " passed");
         next_report += kProgressInterval;
       }
-      std::vector<int> fds{listener_.fd(), signals_.fd()};
-      auto wake = std::min(deadline, next_report);
-      for (const Unidentified& u : unidentified_) {
-        fds.push_back(u.channel.fd());
-        wake = std::min(wake, u.deadline);
-      }
+      std::vector<int> fds = door_.fds();
+      fds.push_back(signals_.fd());
+      const auto wake = std::min({deadline, next_report, door_.next_deadline().value_or(deadline)});
       for (int fd : this->fds()) fds.push_back(fd);
       WaitReadable(fds, wake);
       if ((interrupted_ = TakeStopSignal(signals_)) != 0) {
-        Refuse("node 0's est-launch caught " + SignalName(interrupted_) + " before the job started",
-               128 + interrupted_);
+        const std::string why = "node 0's est-launch caught " + SignalName(interrupted_) + " before the job started";
+        SendToRunning(RefusalMessage{why, 128 + interrupted_}, 0);
         Say("caught " + SignalName(interrupted_) + " while waiting for the other nodes; not starting the job");
         return false;
       }
-      TakeHellos([this](NodeChannel channel, const json& message) { Admit(std::move(channel), message); });
+      door_.Take([this](NodeChannel channel, const json& message) { Admit(std::move(channel), message); });
       for (size_t rank = 1; rank < members_.size(); ++rank) {
-        if (!members_[rank]) continue;
-        members_[rank]->channel.Receive();
-        if (!members_[rank]->channel.closed()) continue;
+        if (!members_[rank] || (members_[rank]->channel.Receive(), !members_[rank]->channel.closed())) continue;
         Say("node " + std::to_string(rank) + " (" + members_[rank]->address + ") left before the job started (" +
             members_[rank]->channel.close_reason() + "); waiting for it to join again");
         members_[rank].reset();
@@ -312,89 +282,26 @@ class Leader : public PeerNodes {
     return true;
   }
 
-  // Accepts the connections waiting at the rendezvous, and passes the first message of each
-  // one that has sent it to `admit`; one silent for kHelloTimeout is closed.
-  template <typename Admit>
-  void TakeHellos(Admit&& admit) {
-    while (std::optional<NodeChannel> channel = listener_.Accept()) {
-      if (unidentified_.size() >= kMaxUnidentified) unidentified_.erase(unidentified_.begin());
-      unidentified_.push_back({std::move(*channel), Clock::now() + kHelloTimeout});
-    }
-    for (auto u = unidentified_.begin(); u != unidentified_.end();) {
-      std::vector<json> messages = u->channel.Receive();
-      if (!messages.empty()) {
-        admit(std::move(u->channel), messages.front());
-      } else if (!u->channel.closed() && Clock::now() < u->deadline) {
-        ++u;
-        continue;
-      }
-      u = unidentified_.erase(u);
-    }
-  }
-
-  // Answers `channel` that it is refused, and why.
-  static void RefuseNode(NodeChannel& channel, const std::string& why) {
-    SendMessage(channel, RefusalMessage{why, 2});
-    Say("refused " + channel.peer() + ": " + why);
-  }
-
-  // Answers `channel` that node `rank` is `member` already.
-  static void RefuseTaken(NodeChannel& channel, const Member& member, int rank) {
-    RefuseNode(channel, "node " + std::to_string(rank) + " has joined already, from " + member.address +
-                            ": give each host its own --node-rank");
-  }
-
-  // The offer of a node's first message, when it is a hello that fits this job; otherwise
-  // the node is answered with the reason, and nothing is returned.
-  std::optional<NodeOffer> CheckHello(NodeChannel& channel, const json& message) {
-    HelloMessage hello;
-    try {
-      hello = ParseHello(message);
-    } catch (const est::ConfigError& e) {
-      RefuseNode(channel, e.what());
-      return std::nullopt;
-    }
-    const std::string nodes = DescribeNodeCount(hello.min_nodes, hello.max_nodes);
-    const std::string own_nodes = DescribeNodeCount(node_.min_nodes, node_.max_nodes);
-    if (nodes != own_nodes) {
-      RefuseNode(channel, "it has --nnodes " + nodes + ", node 0 has --nnodes " + own_nodes);
-      return std::nullopt;
-    }
-    if (node_.token_from_environment ? !est::ConstantTimeEquals(hello.token, options_.job_token)
-                                     : !hello.token.empty()) {
-      RefuseNode(channel, node_.token_from_environment ? "its EST_JOB_TOKEN is missing or differs from node 0's"
-                                                       : "it has an EST_JOB_TOKEN and node 0 has none: set the same "
-                                                         "EST_JOB_TOKEN on every node, or on none");
-      return std::nullopt;
-    }
-    const NodeOffer& offer = hello.offer;
-    if (offer.node_rank < 1 || offer.node_rank >= node_.max_nodes) {
-      RefuseNode(channel, "--node-rank " + std::to_string(offer.node_rank) + " is not in 1.." +
-                              std::to_string(node_.max_nodes - 1) + " (node 0 is the one at --rendezvous)");
-      return std::nullopt;
-    }
-    return offer;
-  }
-
   // Before the job starts: a node whose hello fits, at a rank not taken, becomes a member.
   void Admit(NodeChannel channel, const json& message) {
-    const std::optional<NodeOffer> offer = CheckHello(channel, message);
+    const std::optional<NodeOffer> offer = CheckHello(channel, message, node_, options_.job_token);
     if (!offer) return;
     std::optional<Member>& slot = members_[static_cast<size_t>(offer->node_rank)];
     if (slot) {
-      RefuseTaken(channel, *slot, offer->node_rank);
+      RefuseTakenRank(channel, offer->node_rank, slot->address);
       return;
     }
     const std::string address = channel.peer();
     Say("node " + std::to_string(offer->node_rank) + " joined from " + address + " (" +
-        std::to_string(offer->layout.num_tasks()) + " task(s) on " + JoinHostPort(offer->layout.host, offer->first_port) +
+        std::to_string(offer->layout.num_tasks()) + " task(s) on " +
+        JoinHostPort(offer->layout.host, offer->first_port) +
         "...)");
     slot = Member{std::move(channel), address, *offer, std::nullopt};
   }
 
   // While the job runs: takes the nodes that come to join it (--min-workers), or answers them.
   void AcceptJoiningNodes() {
-    TakeHellos([this](NodeChannel channel, const json& message) {
+    door_.Take([this](NodeChannel channel, const json& message) {
       if (accepting_joins_) {
         AdmitJoining(std::move(channel), message);
       } else {
@@ -408,11 +315,11 @@ class Leader : public PeerNodes {
   // the place of a node whose est-launch is gone (the job stops and may restart) joins at the
   // next rendezvous.
   void AnswerWhileRunning(NodeChannel channel, const json& message) {
-    const std::optional<NodeOffer> offer = CheckHello(channel, message);
+    const std::optional<NodeOffer> offer = CheckHello(channel, message, node_, options_.job_token);
     if (!offer) return;
     const std::optional<Member>& slot = members_[static_cast<size_t>(offer->node_rank)];
     if (slot && !slot->channel.closed()) {
-      RefuseTaken(channel, *slot, offer->node_rank);
+      RefuseTakenRank(channel, offer->node_rank, slot->address);
       return;
     }
     deferred_.push_back({std::move(channel), message});
@@ -421,12 +328,12 @@ class Leader : public PeerNodes {
   // While the job runs (--min-workers): a node whose hello fits, at a rank that is free or
   // whose est-launch is gone, brings its workers to the training group while it has room.
   void AdmitJoining(NodeChannel channel, const json& message) {
-    const std::optional<NodeOffer> offer = CheckHello(channel, message);
+    const std::optional<NodeOffer> offer = CheckHello(channel, message, node_, options_.job_token);
     if (!offer) return;
     const std::string name = "node " + std::to_string(offer->node_rank);
     std::optional<Member>& slot = members_[static_cast<size_t>(offer->node_rank)];
     if (slot && (!slot->channel.closed() || slot->ended)) {
-      RefuseTaken(channel, *slot, offer->node_rank);
+      RefuseTakenRank(channel, offer->node_rank, slot->address);
       return;
     }
     if (LiveTrainingTasks() + offer->layout.workers > most_training_tasks_) {
@@ -453,23 +360,7 @@ class Leader : public PeerNodes {
     Say(name + " joined the running job from " + address + ": " + named + " join the training group, which has " +
         std::to_string(LiveTrainingTasks()) + " training tasks with them");
     slot = Member{std::move(channel), address, *offer, std::nullopt, false};
-    SendMessage(slot->channel, Start(tasks));
-  }
-
-  // The start of `tasks` of a node in this round of the job.
-  NodeStart Start(const std::vector<TaskId>& tasks) const {
-    NodeStart start;
-    start.round = round_;
-    start.job_id = options_.job_id;
-    start.job_token = options_.job_token;
-    start.cluster = cluster_;
-    start.tasks = tasks;
-    start.max_restarts = options_.max_restarts;
-    start.min_workers = options_.min_workers;
-    start.max_workers = options_.max_workers;
-    start.restart_backoff_secs = options_.restart_backoff_secs;
-    start.max_restart_backoff_secs = options_.max_restart_backoff_secs;
-    return start;
+    SendMessage(slot->channel, MakeStart(options_, round_, cluster_, tasks));
   }
 
   // After this host's round: waits for every other host to report its end. While the job
@@ -520,8 +411,9 @@ class Leader : public PeerNodes {
 
   const NodeOptions& node_;
   LaunchOptions options_;
+  const std::string rendezvous_;  // --rendezvous, as "host:port"
   SignalPipe signals_{SIGCHLD, SIGINT, SIGTERM, SIGHUP, kFlightRecorderSignal};
-  NodeListener listener_;
+  RendezvousDoor door_;                         // the rendezvous' listener and the connections not yet heard
   std::vector<std::optional<Member>> members_;  // by node rank; 0 is this host
   std::optional<std::string> stop_reason_;      // why this round's tasks stop on every host
   int interrupted_ = 0;                         // the stop signal node 0 caught
@@ -532,7 +424,6 @@ class Leader : public PeerNodes {
   bool answering_hellos_ = false;               // nodes that come while the job runs are answered
   bool accepting_joins_ = false;                // and join it (--min-workers, while this host's tasks run)
   std::vector<std::pair<NodeChannel, json>> deferred_;  // hellos for the next rendezvous (no --min-workers)
-  std::vector<Unidentified> unidentified_;      // connections at the rendezvous that have not said hello
 };
 
 }  // namespace

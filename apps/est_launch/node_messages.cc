@@ -135,7 +135,8 @@ NodeStart ReadStart(const json& body) {
   try {
     start.cluster = Member(body, "cluster", kStart).get<est::distribute::ClusterSpec>();
   } catch (const json::exception&) {
-    Malformed(kStart, "'cluster' is " + Shown(body.at("cluster")) + ", not TF_CONFIG's {\"worker\": [\"host:port\", ...]}");
+    Malformed(kStart,
+              "'cluster' is " + Shown(body.at("cluster")) + ", not TF_CONFIG's {\"worker\": [\"host:port\", ...]}");
   }
   const json& tasks = Member(body, "tasks", kStart);
   if (!tasks.is_array() || tasks.empty()) Malformed(kStart, "'tasks' is " + Shown(tasks) + ", not a list of tasks");

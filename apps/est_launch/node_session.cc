@@ -39,6 +39,35 @@ NodeOffer MakeOffer(const NodeOptions& node, const std::string& host) {
   return offer;
 }
 
+NodeStart MakeStart(const LaunchOptions& options, int round, const est::distribute::ClusterSpec& cluster,
+                    const std::vector<TaskId>& tasks) {
+  NodeStart start;
+  start.round = round;
+  start.job_id = options.job_id;
+  start.job_token = options.job_token;
+  start.cluster = cluster;
+  start.tasks = tasks;
+  start.max_restarts = options.max_restarts;
+  start.min_workers = options.min_workers;
+  start.max_workers = options.max_workers;
+  start.restart_backoff_secs = options.restart_backoff_secs;
+  start.max_restart_backoff_secs = options.max_restart_backoff_secs;
+  return start;
+}
+
+void TakeJobSettings(const NodeStart& start, LaunchOptions& options) {
+  options.job_id = start.job_id;
+  options.job_token = start.job_token;
+  // Node 0's restart policy is the job's (a ps task restarts alone on its host).
+  options.max_restarts = start.max_restarts;
+  options.min_workers = start.min_workers;
+  options.max_workers = start.max_workers;
+  // Node 0 counts this host's workers lost when this est-launch is gone.
+  options.workers_die_with_launcher = start.min_workers > 0;
+  options.restart_backoff_secs = start.restart_backoff_secs;
+  options.max_restart_backoff_secs = start.max_restart_backoff_secs;
+}
+
 RoundResult RunHostTasks(const NodeOptions& node, const HostTasks& spec, LaunchOptions& options, int round,
                          SignalPipe& signals, PeerNodes& peers) {
   const std::string ports = spec.tasks().size() == 1

@@ -36,6 +36,12 @@ std::string Elapsed(Clock::time_point since);
 int TakeStopSignal(SignalPipe& signals);
 /// This host's offer: its tasks, on its own --port or a free run of ports of `host`.
 NodeOffer MakeOffer(const NodeOptions& node, const std::string& host);
+/// Node 0's start of `tasks` in round `round` of the job whose TF_CONFIG cluster is `cluster`,
+/// with the job id, token and restart policy of node 0's `options`.
+NodeStart MakeStart(const LaunchOptions& options, int round, const est::distribute::ClusterSpec& cluster,
+                    const std::vector<TaskId>& tasks);
+/// Takes the job id, token and restart policy of node 0's `start` into this node's `options`.
+void TakeJobSettings(const NodeStart& start, LaunchOptions& options);
 /// Starts this host's tasks of `spec` for round `round` and supervises them, `peers` being the
 /// other hosts as this one sees them.
 RoundResult RunHostTasks(const NodeOptions& node, const HostTasks& spec, LaunchOptions& options, int round,

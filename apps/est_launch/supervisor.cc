@@ -135,10 +135,11 @@ class Supervisor {
               /*straggler_since=*/std::nullopt,
               /*straggler_killed=*/false};
     try {
+      const std::string task_name = TaskTypeName(id.type) + ("-" + std::to_string(id.index));  // "worker-1"
       std::map<std::string, std::string> overrides{{"TF_CONFIG", cluster_.tf_config(id)},
                                                    {"EST_JOB_ID", options_.job_id},
                                                    {"EST_JOB_TOKEN", options_.job_token},
-                                                   {"EST_TASK", std::string(TaskTypeName(id.type)) + "-" + std::to_string(id.index)},
+                                                   {"EST_TASK", task_name},
                                                    {"EST_RESTART_COUNT", std::to_string(restart_count)}};
       if (options_.min_workers > 0) overrides.emplace("EST_MIN_WORKERS", std::to_string(options_.min_workers));
       if (options_.max_workers > 0) overrides.emplace("EST_MAX_WORKERS", std::to_string(options_.max_workers));

@@ -20,7 +20,8 @@
 namespace est::distribute {
 namespace {
 
-using Clock = std::chrono::system_clock;
+// gRPC takes its deadlines on the system clock.
+using GrpcClock = std::chrono::system_clock;
 
 constexpr std::chrono::milliseconds kFirstRetry(5);
 constexpr std::chrono::milliseconds kLongestRetry(200);
@@ -49,7 +50,7 @@ struct VariableClient::Impl {
   void call(const std::string& what, Attempt&& attempt, std::optional<std::chrono::milliseconds> limit = std::nullopt,
             Waits waits = Waits::kNo) {
     const std::chrono::milliseconds timeout = limit ? std::min(*limit, options.timeout) : options.timeout;
-    const auto deadline = Clock::now() + timeout;
+    const auto deadline = GrpcClock::now() + timeout;
     std::chrono::milliseconds retry = kFirstRetry;
     for (;;) {
       grpc::ClientContext context;
@@ -83,7 +84,7 @@ struct VariableClient::Impl {
           EST_THROW(CommunicationError, describe(), ": ", what, ": the task was unreachable within ",
                     DescribeDuration(timeout), detail::UnreachableHint("ps task", options.host, options.tls));
         case grpc::StatusCode::UNAVAILABLE:
-          if (Clock::now() + retry < deadline) {
+          if (GrpcClock::now() + retry < deadline) {
             std::this_thread::sleep_for(retry);
             retry = std::min(retry * 2, kLongestRetry);
             continue;

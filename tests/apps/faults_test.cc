@@ -456,12 +456,16 @@ RunResult RunUntilThenStop(const std::string& command, const std::string& log, c
 
 // est-train in the in-job recovery tests: Fashion-MNIST's CNN on 6 logical input shards, a
 // global batch of 96, checkpoints every `save_steps`, collectives that time out after
-// `timeout_secs`.
+// `timeout_secs`. Adam at 1e-4, not the CNN's 1e-3: workers sum the shards' gradients in another
+// order than 1 worker, and Adam turns that float32 rounding into steps of up to the learning
+// rate where a gradient is near 0, so the difference to 1 worker grows with it and with the
+// steps run (at 1e-3 it reached 1e-5 after some 50 steps). A shard's batch missed or read twice
+// changes a step's gradient by a sixth, which no learning rate brings near rounding.
 std::string ElasticTrain(const std::string& dir, const std::string& max_steps, const std::string& save_steps,
                          const std::string& timeout_secs = "60") {
   return std::string(EST_TRAIN_PATH) + " --model fashion_mnist_cnn --strategy multi_worker --model-dir " + dir +
          " --max-steps " + max_steps + " --batch-size 96 --logical-input-shards 6 --save-checkpoints-steps " +
-         save_steps + " --seed 7 --timeout-secs " + timeout_secs;
+         save_steps + " --seed 7 --learning-rate 1e-4 --timeout-secs " + timeout_secs;
 }
 
 // The checkpoint at `max_steps` of 1 worker reading all 6 shards (ElasticTrain), in a new

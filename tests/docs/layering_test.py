@@ -4,7 +4,8 @@ a library folder names only itself or a folder it may depend on, the training lo
 no collective, reducer or store and calls no regroup, broadcast or sum across workers (the
 elastic group's), the kernels (kernels/, optional) are included only under `#if
 EST_WITH_KERNELS`, and no vector intrinsics live outside kernels/ and the few low-level files
-listed. Usage: layering_test.py <repository root>."""
+listed, and no folder includes another's private `*_impl.h`. Usage: layering_test.py <repository
+root>."""
 
 import pathlib
 import re
@@ -82,6 +83,8 @@ def main() -> int:
             continue
         for included in INCLUDE.findall(text):
             checked += 1
+            if included.endswith("_impl.h") and not included.startswith(folder[0]):
+                errors.append(f"{name} includes {included}: a folder's *_impl.h is private to it")
             if not any(included.startswith(allowed) for allowed in folder[1]):
                 errors.append(f"{name} includes {included}: {folder[0]} may include only "
                               + ", ".join(sorted(folder[1])))

@@ -78,7 +78,13 @@ if [ "$nodes" -gt 1 ]; then
   command -v unshare >/dev/null || skip "needs unshare (util-linux) for the nodes' host names"
 fi
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# Two distinct free ports (both held while they are chosen). Another process may bind one before
+# the daemons do: the start then tries again with others (below).
+free_ports() {
+  python3 -c 'import socket; s = [socket.socket() for _ in range(2)]; [x.bind(("127.0.0.1", 0)) for x in s]
+print(*(x.getsockname()[1] for x in s))'
+}
+read -r controller_port slurmd_port < <(free_ports)
 
 stop
 mkdir -p "$dir"/{state,spool,munge}
@@ -118,8 +124,8 @@ munged --force --key-file="$dir/munge/munge.key" --socket="$dir/munge/socket" \
 cat > "$dir/slurm.conf" <<CONF
 ClusterName=est-test
 SlurmctldHost=$controller($controller_address)
-SlurmctldPort=$(free_port)
-SlurmdPort=$(free_port)
+SlurmctldPort=$controller_port
+SlurmdPort=$slurmd_port
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -169,9 +175,17 @@ while [ $SECONDS -lt $deadline ]; do
     echo "$SLURM_CONF"
     exit 0
   fi
+  grep -qs "Address already in use" "$dir"/slurmctld.log "$dir"/slurmd-*.log && break
   sleep 0.2
 done
 trap - ERR
+attempt=${EST_SLURM_START_ATTEMPT:-1}
+if grep -qs "Address already in use" "$dir"/slurmctld.log "$dir"/slurmd-*.log && [ "$attempt" -lt 3 ]; then
+  echo "local_slurm.sh: a port was taken between its choice and the daemons' bind; starting again" >&2
+  stop
+  rm -f "$dir"/slurmctld.log "$dir"/slurmd-*.log
+  EST_SLURM_START_ATTEMPT=$((attempt + 1)) exec bash "$0" start "$dir" "$nodes"
+fi
 echo "Slurm did not bring its $nodes node(s) up within 30 s; its logs:" >&2
 tail -n 20 "$dir"/slurmctld.log "$dir"/slurmd-*.log "$dir"/munged.log >&2 || true
 stop
