@@ -87,6 +87,11 @@ class HostTasks {
   bool has_ps() const { return has_job(TaskType::kPs); }
   /// True when the cluster has job `type` (a cluster without a chief job has worker 0 for chief).
   bool has_job(TaskType type) const { return cluster_.count(TaskTypeName(type)) > 0; }
+  /// True for a worker the others can train on without (--min-workers): any but the chief of
+  /// training, which is worker 0 in a cluster without a "chief" job.
+  bool losable_worker(const TaskId& task) const {
+    return task.type == TaskType::kWorker && (task.index > 0 || has_job(TaskType::kChief));
+  }
 
   /// TF_CONFIG's "cluster": job name -> "host:port" of each task, by index.
   const est::distribute::ClusterSpec& cluster() const { return cluster_; }
