@@ -75,31 +75,29 @@ class InternalError : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
-namespace detail {
-/// Streams every argument into one string.
+/// Every argument streamed into one string, as the EST_CHECK family builds its messages.
 template <typename... Args>
 std::string Concat(Args&&... args) {
   std::ostringstream out;
   (out << ... << std::forward<Args>(args));
   return out.str();
 }
-}  // namespace detail
 
 }  // namespace est
 
 /// Throws ErrorType(message parts...) when cond is false. For user input.
 #define EST_CHECK(cond, ErrorType, ...)                                   \
   do {                                                                    \
-    if (!(cond)) throw ErrorType(::est::detail::Concat(__VA_ARGS__));     \
+    if (!(cond)) throw ErrorType(::est::Concat(__VA_ARGS__));     \
   } while (false)
 
 /// Throws ErrorType(message parts...) unconditionally.
-#define EST_THROW(ErrorType, ...) throw ErrorType(::est::detail::Concat(__VA_ARGS__))
+#define EST_THROW(ErrorType, ...) throw ErrorType(::est::Concat(__VA_ARGS__))
 
 /// Checks an internal invariant; a failure is a bug and names the source line.
 #define EST_ASSERT(cond, ...)                                                        \
   do {                                                                               \
     if (!(cond))                                                                     \
-      throw ::est::InternalError(::est::detail::Concat(                              \
+      throw ::est::InternalError(::est::Concat(                              \
           __FILE__, ":", __LINE__, ": internal error: ", #cond, " ", ##__VA_ARGS__)); \
   } while (false)

@@ -61,8 +61,8 @@ void CompressedAllreduce::allreduce(Collective& collective, at::Tensor& bucket, 
   // that overflowed float16 leaves no residual (an infinite one would stay forever).
   const float scale = 1.0f / static_cast<float>(divisor);
   if (bucket.device().is_cpu() && bucket.is_contiguous()) {  // one pass
-    const auto round = wire_.scalar_type() == at::kHalf ? detail::RoundToFloat16WithResidual
-                                                        : detail::RoundToBFloat16WithResidual;
+    const auto round = wire_.scalar_type() == at::kHalf ? RoundToFloat16WithResidual
+                                                        : RoundToBFloat16WithResidual;
     round(bucket.data_ptr<float>(), scale, residual_.data_ptr<float>(), static_cast<uint16_t*>(wire_.data_ptr()),
           static_cast<size_t>(bucket.numel()));
   } else {

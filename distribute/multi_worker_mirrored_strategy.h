@@ -18,6 +18,7 @@
 #include "distribute/rendezvous/settings_agreement.h"
 #include "distribute/strategy.h"
 #include "distribute/training_place.h"
+#include "net/tls_options.h"
 
 namespace est::distribute {
 
@@ -43,7 +44,7 @@ struct MultiWorkerOptions {
   /// TLS for the connections to the chief's store (PEM files); from EST_TLS_CA_FILE,
   /// EST_TLS_CERT_FILE, EST_TLS_KEY_FILE and EST_TLS_REQUIRE_CLIENT_CERT when unset. The chief
   /// serves with cert_file and key_file; every task trusts ca_file.
-  TORCH_ARG(std::optional<GrpcStoreTls>, tls);
+  TORCH_ARG(std::optional<net::TlsOptions>, tls);
   /// Limit on the rendezvous and on every collective call, in seconds.
   TORCH_ARG(double, timeout_secs) = 300;
   /// In-job recovery: when a worker other than the chief is lost, the others re-form the

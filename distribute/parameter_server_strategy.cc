@@ -142,7 +142,7 @@ void ParameterServerStrategy::serve() {
   const auto started = std::chrono::steady_clock::now();
   while (!server->wait_finished(std::chrono::milliseconds(100))) {
     if (const int signal_number = StopSignalGuard::pending())
-      throw Interrupted(est::detail::Concat("ps task ", cluster.task_id, " stopped by ", StopSignalName(signal_number)),
+      throw Interrupted(est::Concat("ps task ", cluster.task_id, " stopped by ", StopSignalName(signal_number)),
                         signal_number);
     // Variables come from the chief as soon as it starts: a ps task that never gets them
     // would otherwise wait for ever.

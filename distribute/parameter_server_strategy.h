@@ -16,6 +16,7 @@
 #include "distribute/parameter_server/placement.h"
 #include "distribute/rendezvous/grpc_store.h"
 #include "distribute/strategy.h"
+#include "net/tls_options.h"
 
 namespace est::distribute {
 
@@ -60,7 +61,7 @@ struct ParameterServerOptions {
   /// The job's shared secret; EST_JOB_TOKEN when empty.
   TORCH_ARG(std::string, job_token);
   /// TLS for the ps tasks' services; from the EST_TLS_* variables when unset.
-  TORCH_ARG(std::optional<GrpcStoreTls>, tls);
+  TORCH_ARG(std::optional<net::TlsOptions>, tls);
   /// Limit on every call to a ps task (reconnecting included) and on waiting for the chief to
   /// initialize the variables, in seconds. Bounded and sync updates stop waiting for a worker
   /// not heard from for half of it.

@@ -81,7 +81,7 @@ struct ReplicaGroup::Turns {
     if (turn < 0 && arrived > 0) {
       const int waiting = first_in(State::kWaiting);
       const int finished = first_in(State::kDone);
-      release(std::make_exception_ptr(ModelError(::est::detail::Concat(
+      release(std::make_exception_ptr(ModelError(::est::Concat(
           "model_fn's ", what, " (collective ", collectives + 1, " of this step) was called by replica ", waiting,
           " but replica ", finished, " finished its model code without calling it: every replica must call the "
           "replica context's collectives, in the same order"))));
@@ -179,11 +179,11 @@ at::Tensor ReplicaGroup::exchange(int local, const char* what, const at::Tensor&
     const int first = turns.first_in(Turns::State::kWaiting);
     const at::Tensor& theirs = turns.values[static_cast<size_t>(first)];
     if (std::string(turns.what) != what)
-      mismatch = std::make_exception_ptr(ModelError(::est::detail::Concat(
+      mismatch = std::make_exception_ptr(ModelError(::est::Concat(
           "replica ", local, " called model_fn's ", what, " where replica ", first, " called ", turns.what,
           ": every replica must call the replica context's collectives, in the same order")));
     else if (theirs.sizes() != value.sizes() || theirs.scalar_type() != value.scalar_type())
-      mismatch = std::make_exception_ptr(ModelError(::est::detail::Concat(
+      mismatch = std::make_exception_ptr(ModelError(::est::Concat(
           "model_fn's ", what, ": replica ", local, " gave a tensor of shape ", value.sizes(), " and dtype ",
           value.scalar_type(), " where replica ", first, " gave shape ", theirs.sizes(), " and dtype ",
           theirs.scalar_type(), ": every replica must give the same shape and dtype")));

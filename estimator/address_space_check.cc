@@ -38,7 +38,7 @@ void CheckAddressSpaceRoom(std::optional<uint64_t> limit, uint64_t in_use, const
   const std::string blas =
       need.blas_threads == 0
           ? std::string()
-          : est::detail::Concat(": OpenBLAS, LibTorch's BLAS, takes a ", DescribeBytes(double(need.blas_buffer_bytes)),
+          : est::Concat(": OpenBLAS, LibTorch's BLAS, takes a ", DescribeBytes(double(need.blas_buffer_bytes)),
                                 " buffer for each of its ", need.blas_threads,
                                 " threads' matrix products and retries for ever when it cannot; threads, batches "
                                 "and checkpoints take the rest");

@@ -10,7 +10,7 @@ constexpr char kLabelsName[] = "labels";
 /// "Float [64, 28, 28]", or "undefined" for a missing tensor.
 std::string Describe(bool defined, at::ScalarType dtype, at::IntArrayRef sizes) {
   if (!defined) return "undefined";
-  return detail::Concat(dtype, " ", sizes);
+  return Concat(dtype, " ", sizes);
 }
 
 /// True when `tensor` matches `expected` in dtype, rank and every dimension but the first.

@@ -189,7 +189,7 @@ void CheckStrategyFitsCluster(const RunConfig& config, const distribute::Strateg
   const bool training_task =
       cluster.task_type == distribute::TaskType::kChief || cluster.task_type == distribute::TaskType::kWorker;
   if (!training_task || cluster.num_worker_replicas <= 1) return;
-  const std::string task = detail::Concat("task ", cluster.job(), " ", cluster.task_id, " of a cluster of ",
+  const std::string task = Concat("task ", cluster.job(), " ", cluster.task_id, " of a cluster of ",
                                           cluster.num_worker_replicas, " training tasks (", cluster.source, ")");
   EST_CHECK(config.train_distribute != nullptr, ConfigError, task,
             " has no distributing strategy: it would train a model of its own and write its checkpoints into the "

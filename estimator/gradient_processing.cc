@@ -32,7 +32,7 @@ void RunTransform(const GradientTransform& transform, const NamedTensors& variab
     EST_CHECK(gradient.defined() && gradient.sizes() == variable.sizes() &&
                   gradient.scalar_type() == variable.scalar_type() && gradient.device() == variable.device(),
               ModelError, "the gradient transform gave variable '", name, "' a gradient of ",
-              gradient.defined() ? detail::Concat(gradient.scalar_type(), " ", gradient.sizes(), " on ",
+              gradient.defined() ? Concat(gradient.scalar_type(), " ", gradient.sizes(), " on ",
                                                   gradient.device())
                                  : std::string("nothing (undefined)"),
               "; expected ", variable.scalar_type(), " ", variable.sizes(), " on ", variable.device());

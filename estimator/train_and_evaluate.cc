@@ -109,7 +109,7 @@ class EvaluateOnCheckpointListener : public CheckpointSaverListener {
 // Why a task of a cluster other than the evaluator has no metrics.
 std::string NotEvaluatedBecause(const Estimator& estimator, const EvalSpec& eval_spec) {
   const auto& cluster = estimator.config().cluster;
-  return detail::Concat("task ", cluster.job(), " ", cluster.task_id,
+  return Concat("task ", cluster.job(), " ", cluster.task_id,
                         " of a cluster does not evaluate; a task of type 'evaluator' does, and writes its results to ",
                         estimator.eval_dir(eval_spec.name()));
 }
@@ -145,7 +145,7 @@ void SleepUnlessStopped(double seconds, const std::optional<std::string>& last_e
   Clock::time_point next_wake_check = Clock::now() + std::chrono::milliseconds(500);
   while (true) {
     if (const int signal_number = StopSignalGuard::pending())
-      throw Interrupted(detail::Concat("evaluator stopped by ", StopSignalName(signal_number),
+      throw Interrupted(Concat("evaluator stopped by ", StopSignalName(signal_number),
                                        "; the last evaluated checkpoint was ", last_evaluated.value_or("none")),
                         signal_number);
     const Clock::time_point now = Clock::now();

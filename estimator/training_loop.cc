@@ -573,7 +573,7 @@ void Estimator::Impl::train(const InputFn& input_fn, const TrainOptions& options
   if (session.is_chief() && signal_number == 0 && last_checkpoint_step)
     WriteTrainingEnd(model_dir, {*last_checkpoint_step, TrainingEndJob(config.cluster)});
   if (signal_number != 0)
-    throw Interrupted(detail::Concat("training stopped by ", StopSignalName(signal_number), " at global step ",
+    throw Interrupted(Concat("training stopped by ", StopSignalName(signal_number), " at global step ",
                                      session.global_step(), "; ", session.is_chief() ? "saved" : "the chief saved",
                                      " a checkpoint in ", model_dir),
                       signal_number);

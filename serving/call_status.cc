@@ -2,25 +2,10 @@
 
 #include "common/error.h"
 #include "common/logging.h"
-#include "common/secret_compare.h"
 #include "serving/dynamic_batcher.h"
 #include "serving/predictor.h"
 
 namespace est::serving::detail {
-
-grpc::Status CheckToken(const grpc::ServerContext& context, const std::string& token) {
-  if (token.empty()) return grpc::Status::OK;
-  const auto& metadata = context.client_metadata();
-  auto it = metadata.find("authorization");
-  const std::string sent = it == metadata.end() ? std::string() : std::string(it->second.data(), it->second.size());
-  if (ConstantTimeEquals(sent, "Bearer " + token)) return grpc::Status::OK;
-  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                      it == metadata.end()
-                          ? "the call carries no token: this server takes calls with the metadata "
-                            "'authorization: Bearer <token>' (est-serve --token-file)"
-                          : "the call's token is wrong: this server takes calls with the metadata "
-                            "'authorization: Bearer <token>' of its --token-file");
-}
 
 grpc::Status CheckRequestSize(size_t bytes, int64_t max_bytes) {
   if (static_cast<int64_t>(bytes) <= max_bytes) return grpc::Status::OK;

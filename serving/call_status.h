@@ -1,6 +1,6 @@
 #pragma once
-/// What every est-serve call does around the model: the token check, the call's deadline,
-/// and the gRPC status of an error (a bad request INVALID_ARGUMENT, a full queue
+/// What every est-serve call does around the model: the token check (net/bearer_token.h), the
+/// call's deadline, and the gRPC status of an error (a bad request INVALID_ARGUMENT, a full queue
 /// RESOURCE_EXHAUSTED, a deadline passed DEADLINE_EXCEEDED, a model's own failure INTERNAL).
 
 #include <grpcpp/server_context.h>
@@ -12,11 +12,12 @@
 #include <exception>
 #include <string>
 
+#include "net/bearer_token.h"
+
 namespace est::serving::detail {
 
-/// OK when the server has no token or the call carries "authorization: Bearer <token>"
-/// (compared in constant time); UNAUTHENTICATED saying what to send otherwise.
-grpc::Status CheckToken(const grpc::ServerContext& context, const std::string& token);
+/// Where est-serve's bearer token comes from, as a refused call is told (net::CheckBearerToken).
+inline constexpr const char* kTokenSource = "est-serve --token-file";
 
 /// OK when a request of `bytes` (its serialized size) is at most `max_bytes`; otherwise
 /// RESOURCE_EXHAUSTED naming the limit and est-serve's --max-request-mib. The server lets gRPC

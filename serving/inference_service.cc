@@ -34,21 +34,21 @@ grpc::Status InferenceService::find(const std::string& name, const std::string& 
 
 grpc::Status InferenceService::ServerLive(grpc::ServerContext* context, const v2::ServerLiveRequest*,
                                           v2::ServerLiveResponse* response) {
-  if (grpc::Status admitted = CheckToken(*context, context_.token); !admitted.ok()) return admitted;
+  if (grpc::Status admitted = net::CheckBearerToken(*context, context_.token, kTokenSource); !admitted.ok()) return admitted;
   response->set_live(true);
   return grpc::Status::OK;
 }
 
 grpc::Status InferenceService::ServerReady(grpc::ServerContext* context, const v2::ServerReadyRequest*,
                                            v2::ServerReadyResponse* response) {
-  if (grpc::Status admitted = CheckToken(*context, context_.token); !admitted.ok()) return admitted;
+  if (grpc::Status admitted = net::CheckBearerToken(*context, context_.token, kTokenSource); !admitted.ok()) return admitted;
   response->set_ready(context_.ready->load());
   return grpc::Status::OK;
 }
 
 grpc::Status InferenceService::ModelReady(grpc::ServerContext* context, const v2::ModelReadyRequest* request,
                                           v2::ModelReadyResponse* response) {
-  if (grpc::Status admitted = CheckToken(*context, context_.token); !admitted.ok()) return admitted;
+  if (grpc::Status admitted = net::CheckBearerToken(*context, context_.token, kTokenSource); !admitted.ok()) return admitted;
   // An unknown model or version is not ready, not an error (as Triton answers).
   std::shared_ptr<const Predictor> predictor;
   response->set_ready(context_.ready->load() && find(request->name(), request->version(), predictor).ok());
@@ -57,7 +57,7 @@ grpc::Status InferenceService::ModelReady(grpc::ServerContext* context, const v2
 
 grpc::Status InferenceService::ServerMetadata(grpc::ServerContext* context, const v2::ServerMetadataRequest*,
                                               v2::ServerMetadataResponse* response) {
-  if (grpc::Status admitted = CheckToken(*context, context_.token); !admitted.ok()) return admitted;
+  if (grpc::Status admitted = net::CheckBearerToken(*context, context_.token, kTokenSource); !admitted.ok()) return admitted;
   response->set_name(kServerName);
   response->set_version(kServerVersion);
   return grpc::Status::OK;
@@ -65,7 +65,7 @@ grpc::Status InferenceService::ServerMetadata(grpc::ServerContext* context, cons
 
 grpc::Status InferenceService::ModelMetadata(grpc::ServerContext* context, const v2::ModelMetadataRequest* request,
                                              v2::ModelMetadataResponse* response) {
-  if (grpc::Status admitted = CheckToken(*context, context_.token); !admitted.ok()) return admitted;
+  if (grpc::Status admitted = net::CheckBearerToken(*context, context_.token, kTokenSource); !admitted.ok()) return admitted;
   std::shared_ptr<const Predictor> predictor;
   if (grpc::Status found = find(request->name(), request->version(), predictor); !found.ok()) return found;
   const ExportManifest& manifest = predictor->manifest();
@@ -86,7 +86,7 @@ grpc::Status InferenceService::ModelMetadata(grpc::ServerContext* context, const
 
 grpc::Status InferenceService::ModelInfer(grpc::ServerContext* context, const v2::ModelInferRequest* request,
                                           v2::ModelInferResponse* response) {
-  if (grpc::Status admitted = CheckToken(*context, context_.token); !admitted.ok()) return admitted;
+  if (grpc::Status admitted = net::CheckBearerToken(*context, context_.token, kTokenSource); !admitted.ok()) return admitted;
   if (grpc::Status fits = CheckRequestSize(request->ByteSizeLong(), context_.max_request_bytes); !fits.ok())
     return fits;
   std::shared_ptr<const Predictor> predictor;

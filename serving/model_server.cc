@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "common/logging.h"
-#include "distribute/rendezvous/grpc_credentials.h"
+#include "net/grpc_transport.h"
 #include "serving/inference_service.h"
 #include "serving/prediction_service.h"
 
@@ -42,7 +42,7 @@ ModelServer::ModelServer(ModelFn model_fn, const std::string& export_base, Model
   context.ready = &impl_->ready;
   impl_->inference = std::make_unique<detail::InferenceService>(context);
   impl_->prediction = std::make_unique<detail::PredictionService>(context);
-  distribute::detail::StartedServer started = distribute::detail::StartGrpcServer(
+  net::StartedServer started = net::StartGrpcServer(
       std::vector<grpc::Service*>{impl_->inference.get(), impl_->prediction.get()}, options.host(), options.port(),
       options.tls(), static_cast<int>(std::min<int64_t>(2 * max_bytes, std::numeric_limits<int32_t>::max())),
       "model '" + impl_->model_name + "'");
@@ -51,7 +51,7 @@ ModelServer::ModelServer(ModelFn model_fn, const std::string& export_base, Model
   impl_->ready = true;
   Log().info("est-serve: serving model '{}' version {} from '{}' at {} ({}, {})", impl_->model_name,
              impl_->model->current()->version(), export_base,
-             distribute::detail::GrpcAddress(options.host(), impl_->port),
+             net::GrpcAddress(options.host(), impl_->port),
              options.tls().cert_file.empty() ? "plain TCP" : "TLS", options.token().empty() ? "no token" : "token");
 }
 

@@ -13,7 +13,7 @@
 #include <memory>
 #include <string>
 
-#include "distribute/rendezvous/grpc_store.h"
+#include "net/tls_options.h"
 #include "serving/served_model.h"
 
 namespace est::serving {
@@ -27,7 +27,7 @@ struct ModelServerOptions {
   TORCH_ARG(uint16_t, port) = 8500;
   /// TLS with this server's certificate (and clients' certificates under mutual TLS), as the
   /// control plane takes it; plain TCP when no certificate is given.
-  TORCH_ARG(distribute::GrpcStoreTls, tls);
+  TORCH_ARG(net::TlsOptions, tls);
   /// A secret each call must carry as the metadata "authorization: Bearer <token>"; none when empty.
   TORCH_ARG(std::string, token);
   /// How the model is loaded, batched and reloaded.

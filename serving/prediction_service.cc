@@ -54,7 +54,7 @@ grpc::Status PredictionService::find(const tf::ModelSpec& spec, std::shared_ptr<
 
 grpc::Status PredictionService::Predict(grpc::ServerContext* context, const tf::PredictRequest* request,
                                         tf::PredictResponse* response) {
-  if (grpc::Status admitted = CheckToken(*context, context_.token); !admitted.ok()) return admitted;
+  if (grpc::Status admitted = net::CheckBearerToken(*context, context_.token, kTokenSource); !admitted.ok()) return admitted;
   if (grpc::Status fits = CheckRequestSize(request->ByteSizeLong(), context_.max_request_bytes); !fits.ok())
     return fits;
   if (!request->has_model_spec()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Missing ModelSpec");
@@ -80,7 +80,7 @@ grpc::Status PredictionService::Predict(grpc::ServerContext* context, const tf::
 grpc::Status PredictionService::GetModelMetadata(grpc::ServerContext* context,
                                                  const tf::GetModelMetadataRequest* request,
                                                  tf::GetModelMetadataResponse* response) {
-  if (grpc::Status admitted = CheckToken(*context, context_.token); !admitted.ok()) return admitted;
+  if (grpc::Status admitted = net::CheckBearerToken(*context, context_.token, kTokenSource); !admitted.ok()) return admitted;
   if (!request->has_model_spec()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Missing ModelSpec");
   std::shared_ptr<const Predictor> predictor;
   if (grpc::Status found = find(request->model_spec(), predictor); !found.ok()) return found;

@@ -6,7 +6,7 @@
 #include "apps/est_launch/node_messages.h"
 #include "apps/est_launch/node_session.h"
 #include "common/error.h"
-#include "common/secret_compare.h"
+#include "net/secret_compare.h"
 
 namespace est_launch {
 namespace {
@@ -75,7 +75,7 @@ std::optional<NodeOffer> CheckHello(NodeChannel& channel, const nlohmann::json& 
     RefuseNode(channel, "it has --nnodes " + nodes + ", node 0 has --nnodes " + own_nodes);
     return std::nullopt;
   }
-  if (node.token_from_environment ? !est::ConstantTimeEquals(hello.token, job_token) : !hello.token.empty()) {
+  if (node.token_from_environment ? !est::net::ConstantTimeEquals(hello.token, job_token) : !hello.token.empty()) {
     RefuseNode(channel, node.token_from_environment ? "its EST_JOB_TOKEN is missing or differs from node 0's"
                                                     : "it has an EST_JOB_TOKEN and node 0 has none: set the same "
                                                       "EST_JOB_TOKEN on every node, or on none");

@@ -140,7 +140,7 @@ int Run(const Flags& flags) {
                             .max_queue_size(flags.max_queue_size))
       .max_request_examples(flags.max_request_examples)
       .reload_interval(std::chrono::milliseconds(flags.reload_interval_ms));
-  est::distribute::GrpcStoreTls tls{flags.tls_ca_file, flags.tls_cert_file, flags.tls_key_file,
+  est::net::TlsOptions tls{flags.tls_ca_file, flags.tls_cert_file, flags.tls_key_file,
                                     flags.tls_require_client_cert};
   EST_CHECK(flags.tls_cert_file.empty() == flags.tls_key_file.empty(), est::ConfigError,
             "--tls-cert-file and --tls-key-file go together: give both for TLS, or neither");

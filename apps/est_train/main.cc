@@ -393,9 +393,9 @@ std::string OneDeviceOf(const std::vector<std::string>& devices, const est::dist
 }
 
 // TLS of the --tls-* flags, when any is given.
-std::optional<est::distribute::GrpcStoreTls> TlsOf(const Flags& flags) {
+std::optional<est::net::TlsOptions> TlsOf(const Flags& flags) {
   if (!flags.tls.any()) return std::nullopt;
-  return est::distribute::GrpcStoreTls{flags.tls.ca_file, flags.tls.cert_file, flags.tls.key_file,
+  return est::net::TlsOptions{flags.tls.ca_file, flags.tls.cert_file, flags.tls.key_file,
                                        flags.tls.require_client_cert};
 }
 

@@ -32,7 +32,7 @@ bool IsLineEnd(char c) { return c == '\n' || c == '\r'; }
 }  // namespace
 
 std::string CsvPlace(const std::string& path, int64_t line, size_t column, const std::vector<std::string>& names) {
-  std::string place = detail::Concat("file '", path, "', line ", line, ", column ", column + 1);
+  std::string place = Concat("file '", path, "', line ", line, ", column ", column + 1);
   if (column < names.size()) place += " (" + QuotedText(names[column]) + ")";
   return place;
 }
@@ -128,13 +128,13 @@ struct CsvReader::Impl {
   [[noreturn]] void syntax_error(char at) {
     const std::string place = CsvPlace(path, line, field_count, column_names);
     const int status = csv_error(&parser);
-    if (status != CSV_EPARSE) fail(detail::Concat("CsvDataset: ", place, ": ", csv_strerror(status)));
+    if (status != CSV_EPARSE) fail(Concat("CsvDataset: ", place, ": ", csv_strerror(status)));
     if (at == '"') {
-      fail(detail::Concat("CsvDataset: ", place,
+      fail(Concat("CsvDataset: ", place,
                           ": a quote inside an unquoted field; a field holding quotes must be quoted as a whole, "
                           "each of its quotes doubled (RFC 4180)"));
     }
-    fail(detail::Concat("CsvDataset: ", place, ": ", QuotedText(std::string_view(&at, 1)),
+    fail(Concat("CsvDataset: ", place, ": ", QuotedText(std::string_view(&at, 1)),
                         " after the closing quote of a quoted field; expected a delimiter or the end of the row "
                         "(a quote inside a quoted field is doubled)"));
   }
@@ -143,7 +143,7 @@ struct CsvReader::Impl {
   void finish() {
     finished = true;
     if (csv_fini(&parser, OnField, OnRowEnd, this) != 0) {
-      fail(detail::Concat("CsvDataset: ", CsvPlace(path, field_line, field_count, column_names),
+      fail(Concat("CsvDataset: ", CsvPlace(path, field_line, field_count, column_names),
                           ": a quoted field is still open at the end of the file; expected its closing quote"));
     }
   }

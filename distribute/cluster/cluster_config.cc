@@ -192,7 +192,7 @@ std::string DescribeTask(const ClusterConfig& config) {
   if (config.is_local()) return "a local run";
   std::string jobs;
   for (const auto& [job, addresses] : config.cluster) jobs += (jobs.empty() ? "" : ", ") + QuoteJob(job, addresses);
-  return detail::Concat("task ", config.job(), " ", config.task_id, " of {", jobs, "} (", config.source, ")");
+  return Concat("task ", config.job(), " ", config.task_id, " of {", jobs, "} (", config.source, ")");
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include <immintrin.h>
 #endif
 
-namespace est::distribute::detail {
+namespace est::distribute {
 namespace {
 
 float HalfToFloat(uint16_t bits) { return static_cast<float>(c10::Half(bits, c10::Half::from_bits())); }
@@ -119,4 +119,4 @@ void SumBFloat16(uint16_t* out, const uint16_t* a, const uint16_t* b, size_t n) 
   for (size_t i = 0; i < n; ++i) out[i] = FloatToBFloat16(BFloat16ToFloat(a[i]) + BFloat16ToFloat(b[i]));
 }
 
-}  // namespace est::distribute::detail
+}  // namespace est::distribute

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace est::distribute::detail {
+namespace est::distribute {
 
 /// out[i] = a[i] + b[i] for `n` IEEE float16 values (bit patterns): added in float32 and
 /// rounded to nearest even, as c10::Half(float(a) + float(b)). `out` may alias `a` or `b`.
@@ -22,4 +22,4 @@ void RoundToFloat16WithResidual(const float* values, float scale, float* residua
 /// The same with bfloat16 on the wire, rounded as c10::BFloat16(r).
 void RoundToBFloat16WithResidual(const float* values, float scale, float* residual, uint16_t* wire, size_t n);
 
-}  // namespace est::distribute::detail
+}  // namespace est::distribute

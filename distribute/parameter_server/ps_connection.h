@@ -18,6 +18,7 @@
 #include "distribute/parameter_server/shard_optimizer.h"
 #include "distribute/parameter_server/tensor_pool.h"
 #include "distribute/parameter_server/variable_server.h"
+#include "net/tls_options.h"
 
 namespace est::distribute {
 
@@ -27,7 +28,7 @@ struct PsConnectionOptions {
   std::vector<std::pair<std::string, uint16_t>> tasks;
   std::string job_id = "default";
   std::string token;
-  GrpcStoreTls tls;
+  net::TlsOptions tls;
   /// Limit on each call, reconnecting included, and on waiting for the chief to initialize.
   std::chrono::milliseconds timeout = std::chrono::minutes(5);
   /// How the tasks combine pushes (the chief's is the job's; others must match it).

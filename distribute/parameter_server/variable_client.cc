@@ -11,11 +11,11 @@
 #include "common/error.h"
 #include "distribute/parameter_server/variable_server.h"
 #include "distribute/parameter_server/variable_service_rpc.h"
-#include "distribute/rendezvous/call_admission.h"
+#include "net/call_admission.h"
 #include "distribute/rendezvous/error_text.h"
-#include "distribute/rendezvous/grpc_credentials.h"
-#include "distribute/rendezvous/grpc_logging.h"
-#include "distribute/rendezvous/stop_signal_canceller.h"
+#include "net/grpc_transport.h"
+#include "net/grpc_logging.h"
+#include "net/stop_signal_canceller.h"
 
 namespace est::distribute {
 namespace {
@@ -37,10 +37,10 @@ struct VariableClient::Impl {
   VariableServiceOptions options;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<VariableServiceStub> stub;
-  detail::StopSignalCanceller canceller;
+  net::StopSignalCanceller canceller;
 
   std::string describe() const {
-    return "ps " + std::to_string(options.task) + " at " + detail::GrpcAddress(options.host, options.port);
+    return "ps " + std::to_string(options.task) + " at " + net::GrpcAddress(options.host, options.port);
   }
 
   /// Runs `attempt` (with a fresh context) until it reaches the task or the timeout passes;
@@ -56,8 +56,8 @@ struct VariableClient::Impl {
       grpc::ClientContext context;
       context.set_deadline(deadline);
       context.set_wait_for_ready(true);
-      detail::AddJobMetadata(context, options.job_id, options.token);
-      std::optional<detail::CancelOnStopSignal> cancellable;
+      net::AddJobMetadata(context, options.job_id, options.token);
+      std::optional<net::CancelOnStopSignal> cancellable;
       if (waits == Waits::kForWorkers) cancellable.emplace(canceller, context);
       const grpc::Status status = attempt(context);
       cancellable.reset();
@@ -65,7 +65,7 @@ struct VariableClient::Impl {
         case grpc::StatusCode::OK:
           return;
         case grpc::StatusCode::CANCELLED:
-          detail::ThrowIfStopSignalled(describe() + ": " + what);
+          net::ThrowIfStopSignalled(describe() + ": " + what);
           EST_THROW(CommunicationError, describe(), ": ", what, " was cancelled: ", status.error_message());
         case grpc::StatusCode::ABORTED:
           EST_THROW(PsJobFinished, describe(), ": ", what, ": ", status.error_message());
@@ -82,7 +82,7 @@ struct VariableClient::Impl {
           if (channel->GetState(false) == GRPC_CHANNEL_READY)
             EST_THROW(CommunicationError, describe(), ": ", what, ": no answer within ", DescribeDuration(timeout));
           EST_THROW(CommunicationError, describe(), ": ", what, ": the task was unreachable within ",
-                    DescribeDuration(timeout), detail::UnreachableHint("ps task", options.host, options.tls));
+                    DescribeDuration(timeout), net::UnreachableHint("ps task", options.host, options.tls));
         case grpc::StatusCode::UNAVAILABLE:
           if (GrpcClock::now() + retry < deadline) {
             std::this_thread::sleep_for(retry);
@@ -90,7 +90,7 @@ struct VariableClient::Impl {
             continue;
           }
           EST_THROW(CommunicationError, describe(), ": ", what, ": unreachable for ", DescribeDuration(timeout),
-                    ": ", status.error_message(), detail::UnreachableHint("ps task", options.host, options.tls));
+                    ": ", status.error_message(), net::UnreachableHint("ps task", options.host, options.tls));
         default:
           EST_THROW(CommunicationError, describe(), ": ", what, " failed: ", status.error_message());
       }
@@ -99,7 +99,7 @@ struct VariableClient::Impl {
 };
 
 VariableClient::VariableClient(VariableServiceOptions options) : impl_(std::make_unique<Impl>()) {
-  detail::RouteGrpcLogs();
+  net::RouteGrpcLogs();
   impl_->options = std::move(options);
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(kMaxVariableMessageBytes);
@@ -108,8 +108,8 @@ VariableClient::VariableClient(VariableServiceOptions options) : impl_(std::make
   arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(kConnectTimeout.count()));
   arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(kLongestRetry.count()));
   arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  impl_->channel = grpc::CreateCustomChannel(detail::GrpcAddress(impl_->options.host, impl_->options.port),
-                                             detail::ClientCredentials(impl_->options.tls), arguments);
+  impl_->channel = grpc::CreateCustomChannel(net::GrpcAddress(impl_->options.host, impl_->options.port),
+                                             net::ClientCredentials(impl_->options.tls), arguments);
   impl_->stub = std::make_unique<VariableServiceStub>(impl_->channel);
 }
 

@@ -17,8 +17,8 @@
 #include "distribute/parameter_server/tensor_pool.h"
 #include "distribute/parameter_server/variable_service_rpc.h"
 #include "distribute/parameter_server/variable_shards.h"
-#include "distribute/rendezvous/call_admission.h"
-#include "distribute/rendezvous/grpc_credentials.h"
+#include "net/call_admission.h"
+#include "net/grpc_transport.h"
 
 namespace est::distribute {
 namespace {
@@ -265,7 +265,7 @@ class VariableServiceImpl final : public VariableServiceBase {
   VariableShards shards_;
   const int task_;
   const uint64_t incarnation_;
-  detail::CallAdmission admission_;
+  net::CallAdmission admission_;
   std::mutex finish_mutex_;
   std::condition_variable finished_cv_;
   bool finished_ = false;
@@ -278,7 +278,7 @@ class VariableServiceImpl final : public VariableServiceBase {
 class VariableServerImpl final : public VariableServer {
  public:
   explicit VariableServerImpl(const VariableServiceOptions& options) : service_(options), handler_(service_) {
-    detail::StartedServer started = detail::StartGrpcServer(handler_, options.host, options.port, options.tls,
+    net::StartedServer started = net::StartGrpcServer(handler_, options.host, options.port, options.tls,
                                                             kMaxVariableMessageBytes, "ps " + std::to_string(options.task));
     server_ = std::move(started.server);
     port_ = started.port;

@@ -17,6 +17,7 @@
 #include "distribute/parameter_server/tensor_chunks.h"
 #include "distribute/parameter_server/variable_service.pb.h"
 #include "distribute/rendezvous/grpc_store.h"
+#include "net/tls_options.h"
 
 namespace est::distribute {
 
@@ -32,7 +33,7 @@ struct VariableServiceOptions {
   std::string job_id = "default";
   std::string token;
   /// TLS, as the chief's store's.
-  GrpcStoreTls tls;
+  net::TlsOptions tls;
   /// Limit on a client's calls, reconnecting included.
   std::chrono::milliseconds timeout = std::chrono::minutes(5);
 };

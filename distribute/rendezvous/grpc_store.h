@@ -10,20 +10,9 @@
 #include <string>
 
 #include "distribute/rendezvous/store.h"
+#include "net/tls_options.h"
 
 namespace est::distribute {
-
-/// TLS for the store's connections, from PEM files. Off when every path is empty.
-struct GrpcStoreTls {
-  /// The certificate authority that signed the server's certificate (a client's trust), and
-  /// under mutual TLS the clients' certificates (the server's trust).
-  std::string ca_file;
-  /// This side's certificate and private key: the server's, or under mutual TLS a client's.
-  std::string cert_file;
-  std::string key_file;
-  /// On the server: refuse clients that present no certificate signed by ca_file.
-  bool require_client_certificate = false;
-};
 
 /// Where the chief's store is and what a call must carry.
 struct GrpcStoreOptions {
@@ -45,7 +34,7 @@ struct GrpcStoreOptions {
   /// Largest key.
   int max_key_bytes = 8 << 10;
   /// TLS: a server with cert_file serves TLS only; a client with ca_file connects with TLS only.
-  GrpcStoreTls tls;
+  net::TlsOptions tls;
 };
 
 /// EST_JOB_ID when set, else "cluster@<chief_address>": the job id every task of a job
@@ -58,7 +47,7 @@ std::string JobTokenFromEnvironment();
 /// TLS from EST_TLS_CA_FILE, EST_TLS_CERT_FILE, EST_TLS_KEY_FILE and
 /// EST_TLS_REQUIRE_CLIENT_CERT ("1" or "0"); off when none is set. ConfigError quoting a
 /// malformed EST_TLS_REQUIRE_CLIENT_CERT.
-GrpcStoreTls StoreTlsFromEnvironment();
+net::TlsOptions StoreTlsFromEnvironment();
 
 /// The chief's store server. Stops, refusing new calls and ending those in flight, when
 /// destroyed.

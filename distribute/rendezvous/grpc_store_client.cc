@@ -10,12 +10,12 @@
 
 #include "common/error.h"
 #include "common/logging.h"
-#include "distribute/rendezvous/call_admission.h"
+#include "net/call_admission.h"
 #include "distribute/rendezvous/error_text.h"
-#include "distribute/rendezvous/grpc_credentials.h"
-#include "distribute/rendezvous/grpc_logging.h"
+#include "net/grpc_transport.h"
+#include "net/grpc_logging.h"
 #include "distribute/rendezvous/grpc_store.h"
-#include "distribute/rendezvous/stop_signal_canceller.h"
+#include "net/stop_signal_canceller.h"
 #include "distribute/rendezvous/store_service.grpc.pb.h"
 
 namespace est::distribute {
@@ -46,7 +46,7 @@ constexpr std::chrono::milliseconds kKeepaliveTimeout(10000);
 class GrpcStore final : public Store {
  public:
   explicit GrpcStore(GrpcStoreOptions options) : options_(std::move(options)) {
-    detail::RouteGrpcLogs();
+    net::RouteGrpcLogs();
     grpc::ChannelArguments arguments;
     arguments.SetMaxReceiveMessageSize(options_.max_value_bytes + options_.max_key_bytes + 1024);
     arguments.SetMaxSendMessageSize(options_.max_value_bytes + options_.max_key_bytes + 1024);
@@ -60,7 +60,7 @@ class GrpcStore final : public Store {
     arguments.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, static_cast<int>(kKeepaliveTimeout.count()));
     arguments.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
     arguments.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);  // a wait for a key sends no data
-    channel_ = grpc::CreateCustomChannel(address(), detail::ClientCredentials(options_.tls), arguments);
+    channel_ = grpc::CreateCustomChannel(address(), net::ClientCredentials(options_.tls), arguments);
     stub_ = pb::StoreService::NewStub(channel_);
   }
 
@@ -143,7 +143,7 @@ class GrpcStore final : public Store {
   std::string describe() const override { return "store " + address(); }
 
  private:
-  std::string address() const { return detail::GrpcAddress(options_.host, options_.port); }
+  std::string address() const { return net::GrpcAddress(options_.host, options_.port); }
 
   static std::chrono::milliseconds left(Clock::time_point deadline) {
     return std::max(std::chrono::milliseconds(0),
@@ -176,8 +176,8 @@ class GrpcStore final : public Store {
       // Until the server first answers, a call waits for it to listen; after that, a call
       // fails at once when the server is gone, and is retried below for kLostServerPatience.
       context.set_wait_for_ready(!reached);
-      detail::AddJobMetadata(context, options_.job_id, options_.token);
-      std::optional<detail::CancelOnStopSignal> cancellable;
+      net::AddJobMetadata(context, options_.job_id, options_.token);
+      std::optional<net::CancelOnStopSignal> cancellable;
       if (waits || !reached) cancellable.emplace(canceller_, context);
       const grpc::Status status = attempt(&context);
       cancellable.reset();
@@ -187,7 +187,7 @@ class GrpcStore final : public Store {
         case grpc::StatusCode::OK:
           return status;
         case grpc::StatusCode::CANCELLED:
-          detail::ThrowIfStopSignalled(describe() + ": " + what);
+          net::ThrowIfStopSignalled(describe() + ": " + what);
           EST_THROW(CommunicationError, describe(), ": ", what, " was cancelled: ", status.error_message());
         case grpc::StatusCode::DEADLINE_EXCEEDED:
           if (lost_since) ThrowLost(what, *lost_since, status);
@@ -211,7 +211,7 @@ class GrpcStore final : public Store {
         case grpc::StatusCode::UNAVAILABLE: {
           if (reached && !lost_since) lost_since = Clock::now();
           if (Clock::now() + retry < give_up()) {
-            detail::ThrowIfStopSignalled(describe() + ": " + what);
+            net::ThrowIfStopSignalled(describe() + ": " + what);
             std::this_thread::sleep_for(retry);
             retry = std::min(retry * 2, kLongestRetry);
             continue;
@@ -235,13 +235,13 @@ class GrpcStore final : public Store {
   }
 
   /// What to check when the chief's store cannot be reached at all.
-  std::string Hint() const { return detail::UnreachableHint("chief", options_.host, options_.tls); }
+  std::string Hint() const { return net::UnreachableHint("chief", options_.host, options_.tls); }
 
   GrpcStoreOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<pb::StoreService::Stub> stub_;
   std::atomic<bool> reached_{false};  ///< the server has answered a call
-  detail::StopSignalCanceller canceller_;
+  net::StopSignalCanceller canceller_;
 };
 
 }  // namespace
@@ -253,7 +253,7 @@ std::shared_ptr<Store> CreateGrpcStore(const GrpcStoreOptions& options) {
   EST_CHECK(options.progress_interval.count() > 0, ConfigError, "store client: the progress interval must be "
             "positive, got ", options.progress_interval.count(), " ms");
   // Said at once, though a name may resolve later (a Kubernetes service's, once its pod runs).
-  if (const std::optional<std::string> unresolved = detail::HostResolutionFailure(options.host))
+  if (const std::optional<std::string> unresolved = net::HostResolutionFailure(options.host))
     Log().warn("store client: the chief's host '{}' does not resolve ({}): calls wait up to {} for it to resolve and "
                "for the chief to listen; is its address right?",
                options.host, *unresolved, DescribeDuration(options.timeout));

@@ -22,8 +22,8 @@ std::string DefaultJobId(const std::string& chief_address) {
 
 std::string JobTokenFromEnvironment() { return Variable("EST_JOB_TOKEN"); }
 
-GrpcStoreTls StoreTlsFromEnvironment() {
-  GrpcStoreTls tls;
+net::TlsOptions StoreTlsFromEnvironment() {
+  net::TlsOptions tls;
   tls.ca_file = Variable("EST_TLS_CA_FILE");
   tls.cert_file = Variable("EST_TLS_CERT_FILE");
   tls.key_file = Variable("EST_TLS_KEY_FILE");

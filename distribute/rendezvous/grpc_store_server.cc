@@ -6,8 +6,8 @@
 #include <algorithm>
 
 #include "common/error.h"
-#include "distribute/rendezvous/call_admission.h"
-#include "distribute/rendezvous/grpc_credentials.h"
+#include "net/call_admission.h"
+#include "net/grpc_transport.h"
 #include "distribute/rendezvous/grpc_store.h"
 #include "distribute/rendezvous/key_table.h"
 #include "distribute/rendezvous/store_service.grpc.pb.h"
@@ -23,7 +23,7 @@ class StoreServiceImpl final : public pb::StoreService::Service {
       : options_(std::move(options)), admission_("store", options_.job_id, options_.token, options_.host) {}
   /// The gate in front of the server: its port, for the log (the options may say 0), and
   /// the peers of calls.
-  void set_gate(const detail::ConnectionGate& gate) {
+  void set_gate(const net::ConnectionGate& gate) {
     admission_.set_port(gate.port());
     admission_.set_gate(&gate);
   }
@@ -97,7 +97,7 @@ class StoreServiceImpl final : public pb::StoreService::Service {
   }
 
   GrpcStoreOptions options_;
-  detail::CallAdmission admission_;
+  net::CallAdmission admission_;
   detail::KeyTable table_;
 };
 
@@ -105,10 +105,10 @@ class GrpcStoreServerImpl final : public GrpcStoreServer {
  public:
   explicit GrpcStoreServerImpl(const GrpcStoreOptions& options)
       : service_(options),
-        gate_(detail::ConnectionGate::Listen(options.host, options.port, "the job's store",
-                                             detail::ConnectionGateOptions().with_tls(!options.tls.cert_file.empty()))) {
+        gate_(net::ConnectionGate::Listen(options.host, options.port, "the job's store",
+                                             net::ConnectionGateOptions().with_tls(!options.tls.cert_file.empty()))) {
     service_.set_gate(*gate_);
-    server_ = detail::StartGrpcServerBehind(*gate_, service_, options.tls,
+    server_ = net::StartGrpcServerBehind(*gate_, service_, options.tls,
                                             options.max_value_bytes + options.max_key_bytes + 1024, "the job's store");
   }
   ~GrpcStoreServerImpl() override {
@@ -118,7 +118,7 @@ class GrpcStoreServerImpl final : public GrpcStoreServer {
 
  private:
   StoreServiceImpl service_;
-  std::unique_ptr<detail::ConnectionGate> gate_;  ///< outlives the server, which it feeds
+  std::unique_ptr<net::ConnectionGate> gate_;  ///< outlives the server, which it feeds
   std::unique_ptr<grpc::Server> server_;
 };
 

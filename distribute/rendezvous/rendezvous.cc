@@ -53,7 +53,7 @@ std::chrono::milliseconds Remaining(std::chrono::steady_clock::time_point deadli
 // the job, Ctrl-C): a rank never waits out its timeout after it was asked to stop.
 void StopIfSignalled(const RendezvousOptions& options) {
   if (const int signal_number = StopSignalGuard::pending())
-    throw Interrupted(est::detail::Concat("rendezvous of job '", options.job_id, "' (rank ", options.rank,
+    throw Interrupted(est::Concat("rendezvous of job '", options.job_id, "' (rank ", options.rank,
                                      ") stopped by ", StopSignalName(signal_number), " before every rank arrived"),
                       signal_number);
 }

@@ -18,7 +18,7 @@ constexpr double kUnbounded = std::numeric_limits<double>::max();
 template <typename Values>
 std::string JoinValues(const Values& values) {
   std::string text;
-  for (const auto& value : values) text += (text.empty() ? "" : ", ") + detail::Concat(value);
+  for (const auto& value : values) text += (text.empty() ? "" : ", ") + Concat(value);
   return "[" + text + "]";
 }
 
@@ -41,7 +41,7 @@ std::string CheckRateDecay(const char* schedule, double initial_learning_rate, i
   CheckRate(schedule, "initial_learning_rate", initial_learning_rate);
   CheckSteps(schedule, "decay_steps", decay_steps);
   CheckWithin(schedule, "decay_rate", decay_rate, 0.0, kUnbounded);
-  return detail::Concat(schedule, "(initial_learning_rate=", initial_learning_rate, ", decay_steps=", decay_steps,
+  return Concat(schedule, "(initial_learning_rate=", initial_learning_rate, ", decay_steps=", decay_steps,
                         ", decay_rate=", decay_rate, ", staircase=", staircase ? "true" : "false", ")");
 }
 
@@ -80,7 +80,7 @@ LearningRateSchedule PolynomialDecay(double initial_learning_rate, int64_t decay
   CheckSteps("PolynomialDecay", "decay_steps", decay_steps);
   CheckRate("PolynomialDecay", "end_learning_rate", end_learning_rate);
   CheckWithin("PolynomialDecay", "power", power, 0.0, kUnbounded);
-  std::string description = detail::Concat("PolynomialDecay(initial_learning_rate=", initial_learning_rate,
+  std::string description = Concat("PolynomialDecay(initial_learning_rate=", initial_learning_rate,
                                            ", decay_steps=", decay_steps, ", end_learning_rate=", end_learning_rate,
                                            ", power=", power, ", cycle=", cycle ? "true" : "false", ")");
   return LearningRateSchedule(std::move(description), [=](int64_t step) {
@@ -108,7 +108,7 @@ LearningRateSchedule CosineDecay(double initial_learning_rate, int64_t decay_ste
   CheckRate("CosineDecay", "initial_learning_rate", initial_learning_rate);
   CheckSteps("CosineDecay", "decay_steps", decay_steps);
   CheckWithin("CosineDecay", "alpha", alpha, 0.0, 1.0);
-  std::string description = detail::Concat("CosineDecay(initial_learning_rate=", initial_learning_rate,
+  std::string description = Concat("CosineDecay(initial_learning_rate=", initial_learning_rate,
                                            ", decay_steps=", decay_steps, ", alpha=", alpha, ")");
   return LearningRateSchedule(std::move(description), [=](int64_t step) {
     const double steps = static_cast<double>(decay_steps);
@@ -125,7 +125,7 @@ LearningRateSchedule CosineDecayRestarts(double initial_learning_rate, int64_t f
   CheckWithin("CosineDecayRestarts", "t_mul", t_mul, 1.0, kUnbounded);
   CheckWithin("CosineDecayRestarts", "m_mul", m_mul, 0.0, kUnbounded);
   CheckWithin("CosineDecayRestarts", "alpha", alpha, 0.0, 1.0);
-  std::string description = detail::Concat("CosineDecayRestarts(initial_learning_rate=", initial_learning_rate,
+  std::string description = Concat("CosineDecayRestarts(initial_learning_rate=", initial_learning_rate,
                                            ", first_decay_steps=", first_decay_steps, ", t_mul=", t_mul,
                                            ", m_mul=", m_mul, ", alpha=", alpha, ")");
   return LearningRateSchedule(std::move(description), [=](int64_t step) {

@@ -25,7 +25,7 @@ double LearningRateSchedule::operator()(int64_t step) const {
 
 LearningRateSchedule Constant(double learning_rate) {
   CheckRate("Constant", "learning_rate", learning_rate);
-  return LearningRateSchedule(detail::Concat("Constant(", learning_rate, ")"),
+  return LearningRateSchedule(Concat("Constant(", learning_rate, ")"),
                               [learning_rate](int64_t) { return learning_rate; });
 }
 
@@ -34,7 +34,7 @@ LearningRateSchedule LinearWarmup(LearningRateSchedule after_warmup, int64_t war
   CheckSteps("LinearWarmup", "warmup_steps", warmup_steps);
   CheckRate("LinearWarmup", "warmup_learning_rate", warmup_learning_rate);
   const double target = after_warmup(0);
-  std::string description = detail::Concat("LinearWarmup(", after_warmup.description(), ", warmup_steps=",
+  std::string description = Concat("LinearWarmup(", after_warmup.description(), ", warmup_steps=",
                                            warmup_steps, ", warmup_learning_rate=", warmup_learning_rate, ")");
   return LearningRateSchedule(std::move(description), [=](int64_t step) {
     if (step >= warmup_steps) return after_warmup(step - warmup_steps);

@@ -4,8 +4,10 @@ a library folder names only itself or a folder it may depend on, the training lo
 no collective, reducer or store and calls no regroup, broadcast or sum across workers (the
 elastic group's), the kernels (kernels/, optional) are included only under `#if
 EST_WITH_KERNELS`, and no vector intrinsics live outside kernels/ and the few low-level files
-listed, and no folder includes another's private `*_impl.h`. Usage: layering_test.py <repository
-root>."""
+listed, no folder includes another's private `*_impl.h`, and no `detail::` symbol crosses a
+folder: a header whose declarations are all in a detail namespace is included by its own folder
+only, and a `detail::Name` names something of the folder that uses it. Usage: layering_test.py
+<repository root>."""
 
 import pathlib
 import re
@@ -14,17 +16,18 @@ import sys
 # Each folder (most specific first) and the folders its sources may include.
 ALLOWED = [
     ("common/", {"common/"}),
+    ("net/", {"net/", "common/"}),
     ("kernels/", {"kernels/", "common/"}),
     ("data/", {"data/", "common/"}),
     ("checkpoint/", {"checkpoint/", "common/"}),
     ("distribute/cluster/", {"distribute/cluster/", "common/"}),
-    ("distribute/rendezvous/", {"distribute/rendezvous/", "common/"}),
-    ("distribute/collective/", {"distribute/collective/", "distribute/rendezvous/", "common/"}),
+    ("distribute/rendezvous/", {"distribute/rendezvous/", "net/", "common/"}),
+    ("distribute/collective/", {"distribute/collective/", "distribute/rendezvous/", "net/", "common/"}),
     ("distribute/optimizer/", {"distribute/optimizer/", "kernels/", "common/"}),
     ("distribute/elastic/", {"distribute/elastic/", "distribute/collective/", "distribute/rendezvous/", "common/"}),
-    ("distribute/", {"distribute/", "common/"}),
+    ("distribute/", {"distribute/", "net/", "common/"}),
     ("estimator/", {"estimator/", "distribute/", "checkpoint/", "data/", "common/"}),
-    ("serving/", {"serving/", "estimator/", "distribute/", "checkpoint/", "data/", "common/"}),
+    ("serving/", {"serving/", "estimator/", "checkpoint/", "data/", "net/", "common/"}),
 ]
 # Files that must stay free of what the strategy owns.
 FORBIDDEN = {
@@ -40,6 +43,12 @@ INCLUDE = re.compile(r'^#include "([^"]+)"', re.M)
 INTRINSICS = re.compile(r"<immintrin\.h>|\b_mm(256|512)?_[a-z0-9_]+\(")
 INTRINSICS_ALLOWED = ("kernels/", "common/crc32c.cc", "distribute/collective/kernels_16_bit.cc")
 KERNELS_GUARD = "#if EST_WITH_KERNELS"
+# A detail namespace's block (the project closes each namespace with a comment naming it), the
+# names declared in it, and a qualified use of one.
+DETAIL_BLOCK = re.compile(r"^namespace ([\w:]*\bdetail) \{\n(.*?)^\}  // namespace \1\b", re.M | re.S)
+DETAIL_TYPE = re.compile(r"\b(?:class|struct|enum class|enum|using)\s+(\w+)")
+DETAIL_FUNCTION = re.compile(r"^[A-Za-z][\w:<>,*& ]*?[\s*&](\w+)\(", re.M)
+DETAIL_USE = re.compile(r"(?<![\w:])(?:(?:est|distribute|serving|net|data|checkpoint)::)*detail::(\w+)")
 
 
 def kernels_includes_outside_guard(text: str) -> list:
@@ -58,17 +67,61 @@ def kernels_includes_outside_guard(text: str) -> list:
     return outside
 
 
+def folder_of(name: str):
+    """The most specific folder of ALLOWED that holds `name`, or the first two parts of its path."""
+    entry = next((entry for entry in ALLOWED if name.startswith(entry[0])), None)
+    return entry[0] if entry else "/".join(name.split("/")[:2]) + "/"
+
+
+def detail_declarations(sources: dict) -> tuple:
+    """The names each folder declares in detail namespaces, and the headers that declare
+    nothing outside one (a folder's private headers)."""
+    names, private = {}, set()
+    for name, text in sources.items():
+        if not name.endswith(".h"):
+            continue
+        blocks = DETAIL_BLOCK.findall(text)
+        for _, body in blocks:
+            declared = set(DETAIL_TYPE.findall(body)) | set(DETAIL_FUNCTION.findall(body))
+            names.setdefault(folder_of(name), set()).update(declared)
+        outside = DETAIL_BLOCK.sub("", text)
+        if blocks and not re.search(r"^namespace [\w:]+ \{", outside, re.M):
+            private.add(name)
+    return names, private
+
+
+def detail_crossings(name: str, text: str, names: dict, private: set) -> list:
+    """The detail symbols of other folders that `name` includes or names."""
+    errors, own = [], folder_of(name)
+    for included in INCLUDE.findall(text):
+        if included in private and folder_of(included) != own:
+            errors.append(f"{name} includes {included}, whose declarations are all {folder_of(included)}'s "
+                          "detail: move what crosses the folder out of its detail namespace")
+    theirs = set().union(*(declared for folder, declared in names.items() if folder != own))
+    for used in sorted(set(DETAIL_USE.findall(text))):
+        if used in theirs and used not in names.get(own, set()):
+            errors.append(f"{name} uses detail::{used} of another folder: a detail symbol stays in its folder")
+    return errors
+
+
 def main() -> int:
     root = pathlib.Path(sys.argv[1]).resolve()
     errors = []
     checked = 0
+    sources = {}
     for path in sorted(root.glob("*/**/*")):
         if path.suffix not in (".h", ".cc", ".cu") or not path.is_file():
             continue
         name = path.relative_to(root).as_posix()
         if name.startswith(("build", "tests/", "examples/")):
             continue
-        text = path.read_text(encoding="utf-8")
+        sources[name] = path.read_text(encoding="utf-8")
+    detail_names, private_headers = detail_declarations(sources)
+    if len(private_headers) < 10:
+        errors.append(f"only {len(private_headers)} private detail headers found; is the detail rule reading them?")
+        print(errors[-1])
+    for name, text in sources.items():
+        errors.extend(detail_crossings(name, text, detail_names, private_headers))
         if not name.startswith(INTRINSICS_ALLOWED) and INTRINSICS.search(text):
             errors.append(f"{name} uses vector intrinsics: they belong in kernels/ (optional, EST_WITH_KERNELS)")
         if not name.startswith("kernels/"):

@@ -516,7 +516,7 @@ TEST_CASE("a server over TLS answers clients that trust its authority only", "[s
   const fs::path dir = testing::FreshTempDir("server_tls_certificates");
   testing::MakeCertificate(dir, "ca");
   testing::MakeCertificate(dir, "server", "ca");
-  distribute::GrpcStoreTls tls;
+  net::TlsOptions tls;
   tls.cert_file = (dir / "server.pem").string();
   tls.key_file = (dir / "server.key").string();
   ModelServer server(testing::ServedRegression, trained.base(), Options().tls(tls));

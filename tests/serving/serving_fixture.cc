@@ -77,14 +77,14 @@ bool ParseArguments(int argc, char** argv, Arguments& arguments) {
 
 /// The server's TLS files in `dir`: a certificate authority (ca.pem, ca.key) and a certificate
 /// it signs for 127.0.0.1 and localhost (server.pem, server.key). IoError when openssl fails.
-distribute::GrpcStoreTls MakeServerCertificates(const fs::path& dir) {
+net::TlsOptions MakeServerCertificates(const fs::path& dir) {
   fs::create_directories(dir);
   for (const auto& [name, ca] : {std::pair<std::string, std::string>{"ca", ""}, {"server", "ca"}}) {
     const std::string command = testing::CertificateCommand(dir, name, ca);
     if (std::system(command.c_str()) != 0) throw IoError("openssl could not make " + name + ".pem: " + command);
   }
   const std::string d = dir.string() + "/";
-  distribute::GrpcStoreTls tls;
+  net::TlsOptions tls;
   tls.ca_file = d + "ca.pem";
   tls.cert_file = d + "server.pem";
   tls.key_file = d + "server.key";

@@ -229,8 +229,8 @@ class GlooCollective final : public Collective {
         case at::kFloat: SetSum<float>(options, buffer); break;
         case at::kDouble: SetSum<double>(options, buffer); break;
         case at::kInt: SetSum<int32_t>(options, buffer); break;
-        case at::kHalf: Set16BitSum<&detail::SumFloat16>(options, buffer); break;
-        case at::kBFloat16: Set16BitSum<&detail::SumBFloat16>(options, buffer); break;
+        case at::kHalf: Set16BitSum<&SumFloat16>(options, buffer); break;
+        case at::kBFloat16: Set16BitSum<&SumBFloat16>(options, buffer); break;
         default: SetSum<int64_t>(options, buffer); break;
       }
       gloo::allreduce(options);

@@ -39,11 +39,11 @@ std::string MissingRanks(Store& store, const std::string& prefix, int world_size
   std::string missing;
   try {
     for (int rank = 0; rank < world_size; ++rank) {
-      if (store.check({detail::Concat(prefix, "arrived/", rank)})) continue;
+      if (store.check({Concat(prefix, "arrived/", rank)})) continue;
       missing += (missing.empty() ? "" : ", ") + std::to_string(rank);
     }
   } catch (const std::exception& error) {
-    return detail::Concat("unknown (", error.what(), ")");
+    return Concat("unknown (", error.what(), ")");
   }
   return "[" + missing + "]";
 }
@@ -53,7 +53,7 @@ std::string MissingRanks(Store& store, const std::string& prefix, int world_size
 NcclCommunicator::NcclCommunicator(std::shared_ptr<Store> store, int rank, int world_size, int device,
                                    const NcclOptions& options)
     : rank_(rank), world_size_(world_size), device_(device), options_(options) {
-  const std::string name = detail::Concat("NCCL rank ", rank, " of ", world_size, " (cuda:", device, ")");
+  const std::string name = Concat("NCCL rank ", rank, " of ", world_size, " (cuda:", device, ")");
   EST_CHECK(world_size >= 1, ConfigError, "NCCL communicator: world_size is ", world_size, "; expected at least 1");
   EST_CHECK(rank >= 0 && rank < world_size, ConfigError, "NCCL communicator: rank is ", rank,
             "; expected 0 to ", world_size - 1, " in a world of ", world_size);
@@ -81,9 +81,9 @@ NcclCommunicator::NcclCommunicator(std::shared_ptr<Store> store, int rank, int w
     result = ncclGetUniqueId(&id);
     EST_CHECK(result == ncclSuccess, CommunicationError, name, ": ncclGetUniqueId failed: ", NcclErrorText(result));
   } else {
-    int64_t round = store->add(detail::Concat("nccl/rank", rank, "/communicators"), 1);
-    prefix = detail::Concat("nccl/", round, "/");
-    store->set(detail::Concat(prefix, "arrived/", rank), "1");
+    int64_t round = store->add(Concat("nccl/rank", rank, "/communicators"), 1);
+    prefix = Concat("nccl/", round, "/");
+    store->set(Concat(prefix, "arrived/", rank), "1");
     const std::string key = prefix + "unique_id";
     if (rank == 0) {
       result = ncclGetUniqueId(&id);
@@ -188,14 +188,14 @@ void NcclCommunicator::issue(const std::string& operation, cudaStream_t stream, 
         watchdog_->track(comm_, event, operation, options_.timeout);
         return;
       }
-      error = std::make_exception_ptr(CommunicationError(detail::Concat(
+      error = std::make_exception_ptr(CommunicationError(Concat(
           comm_->name, ": cannot record a CUDA event after ", operation, ": ", CudaErrorText(cuda))));
     } else if (result == ncclInProgress) {
-      error = std::make_exception_ptr(TimeoutError(detail::Concat(
+      error = std::make_exception_ptr(TimeoutError(Concat(
           comm_->name, ": ", operation, " was not issued within ", options_.timeout.count(), " ms")));
     } else {
       error = std::make_exception_ptr(
-          CommunicationError(detail::Concat(comm_->name, ": ", operation, " failed: ", NcclErrorText(result))));
+          CommunicationError(Concat(comm_->name, ": ", operation, " failed: ", NcclErrorText(result))));
     }
   }
   // The ranks are out of step now: abort every communicator of the watchdog.
@@ -211,7 +211,7 @@ void NcclCommunicator::allreduce(void* buffer, size_t count, NcclDataType type, 
   EST_CHECK(buffer != nullptr, ConfigError, comm_->name, ": allreduce of ", count, " elements on a null buffer");
   const ncclDataType_t nccl_type = ToNcclDataType(type);
   const ncclRedOp_t nccl_op = ToNcclRedOp(op);
-  issue(detail::Concat("allreduce (", NcclOpName(op), ", ", NcclTypeName(type), " x ", count, ")"), stream,
+  issue(Concat("allreduce (", NcclOpName(op), ", ", NcclTypeName(type), " x ", count, ")"), stream,
         [&](ncclComm_t comm) { return ncclAllReduce(buffer, buffer, count, nccl_type, nccl_op, comm, stream); });
 }
 
@@ -222,7 +222,7 @@ void NcclCommunicator::broadcast(void* buffer, size_t count, NcclDataType type, 
   if (count == 0) return;
   EST_CHECK(buffer != nullptr, ConfigError, comm_->name, ": broadcast of ", count, " elements on a null buffer");
   const ncclDataType_t nccl_type = ToNcclDataType(type);
-  issue(detail::Concat("broadcast (root ", root, ", ", NcclTypeName(type), " x ", count, ")"), stream,
+  issue(Concat("broadcast (root ", root, ", ", NcclTypeName(type), " x ", count, ")"), stream,
         [&](ncclComm_t comm) { return ncclBroadcast(buffer, buffer, count, nccl_type, root, comm, stream); });
 }
 
@@ -233,7 +233,7 @@ void NcclCommunicator::allgather(const void* input, void* output, size_t count, 
   EST_CHECK(input != nullptr && output != nullptr, ConfigError, comm_->name, ": allgather of ", count,
             " elements with a null ", input == nullptr ? "input" : "output", " buffer");
   const ncclDataType_t nccl_type = ToNcclDataType(type);
-  issue(detail::Concat("allgather (", NcclTypeName(type), " x ", count, " per rank)"), stream,
+  issue(Concat("allgather (", NcclTypeName(type), " x ", count, " per rank)"), stream,
         [&](ncclComm_t comm) { return ncclAllGather(input, output, count, nccl_type, comm, stream); });
 }
 

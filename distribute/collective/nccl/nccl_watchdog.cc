@@ -126,11 +126,11 @@ std::exception_ptr NcclWatchdog::poll() {
         continue;
       }
       if (state != cudaErrorNotReady) {
-        error = std::make_exception_ptr(CommunicationError(detail::Concat(
+        error = std::make_exception_ptr(CommunicationError(Concat(
             it->comm->name, ": ", it->name, " failed on the GPU: ", CudaErrorText(state),
             "; every NCCL communicator of this process was aborted")));
       } else if (now >= it->deadline) {
-        error = std::make_exception_ptr(TimeoutError(detail::Concat(
+        error = std::make_exception_ptr(TimeoutError(Concat(
             it->comm->name, ": ", it->name, " did not complete within ", it->timeout.count(), " ms (a rank never joined it, ",
             "or a GPU is stuck); every NCCL communicator of this process was aborted")));
       }
@@ -146,7 +146,7 @@ std::exception_ptr NcclWatchdog::poll() {
     ncclResult_t result = ncclCommGetAsyncError(comm->handle, &state);
     if (result != ncclSuccess) state = result;
     if (state != ncclSuccess && state != ncclInProgress) {
-      return std::make_exception_ptr(CommunicationError(detail::Concat(
+      return std::make_exception_ptr(CommunicationError(Concat(
           comm->name, ": NCCL reported an asynchronous error: ", NcclErrorText(state),
           "; every NCCL communicator of this process was aborted")));
     }

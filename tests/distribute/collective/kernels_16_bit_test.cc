@@ -10,8 +10,8 @@
 
 #include <catch2/catch.hpp>
 
-using est::distribute::detail::SumBFloat16;
-using est::distribute::detail::SumFloat16;
+using est::distribute::SumBFloat16;
+using est::distribute::SumFloat16;
 
 namespace {
 
@@ -124,8 +124,8 @@ void CheckRoundingAgainstC10(void (*round)(const float*, float, float*, uint16_t
 }  // namespace
 
 TEST_CASE("rounding to 16 bits with error feedback keeps what the rounding dropped, as c10 rounds", "[distribute]") {
-  SECTION("float16") { CheckRoundingAgainstC10<c10::Half>(&est::distribute::detail::RoundToFloat16WithResidual); }
+  SECTION("float16") { CheckRoundingAgainstC10<c10::Half>(&est::distribute::RoundToFloat16WithResidual); }
   SECTION("bfloat16") {
-    CheckRoundingAgainstC10<c10::BFloat16>(&est::distribute::detail::RoundToBFloat16WithResidual);
+    CheckRoundingAgainstC10<c10::BFloat16>(&est::distribute::RoundToBFloat16WithResidual);
   }
 }

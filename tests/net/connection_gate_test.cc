@@ -3,7 +3,7 @@
 // address and what makes room under it, and refusing instead of queueing when the process has
 // no file descriptor left.
 
-#include "distribute/rendezvous/connection_gate.h"
+#include "net/connection_gate.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -24,7 +24,7 @@
 #include "tests/log_capture.h"
 #include "tests/loopback.h"
 
-using namespace est::distribute::detail;
+using namespace est::net;
 using namespace std::chrono_literals;
 
 namespace {

@@ -1,4 +1,4 @@
-#include "distribute/rendezvous/grpc_credentials.h"
+#include "net/grpc_transport.h"
 
 #include <grpcpp/server_builder.h>
 #include <netdb.h>
@@ -15,11 +15,11 @@
 #include "common/error.h"
 #include "common/file_util.h"
 #include "common/memory_limit.h"
-#include "distribute/rendezvous/grpc_logging.h"
-#include "distribute/rendezvous/listen_socket.h"
-#include "distribute/rendezvous/tls_files.h"
+#include "net/grpc_logging.h"
+#include "net/listen_socket.h"
+#include "net/tls_files.h"
 
-namespace est::distribute::detail {
+namespace est::net {
 namespace {
 
 std::string ReadPem(const std::string& path, const char* what) {
@@ -31,7 +31,7 @@ std::string ReadPem(const std::string& path, const char* what) {
 }
 
 // Checks the files of `tls` that are set (tls_files.h).
-void CheckFiles(const GrpcStoreTls& tls) {
+void CheckFiles(const TlsOptions& tls) {
   if (!tls.ca_file.empty()) CheckCertificateFile(tls.ca_file, "certificate authority");
   if (!tls.cert_file.empty()) CheckCertificateFile(tls.cert_file, "certificate");
   if (!tls.cert_file.empty() && !tls.key_file.empty()) CheckKeyOfCertificate(tls.key_file, tls.cert_file);
@@ -41,7 +41,7 @@ void CheckFiles(const GrpcStoreTls& tls) {
 // `address` (gRPC's form); `picked` receives the port gRPC bound.
 /// `add_service` registers the service with the builder.
 std::unique_ptr<grpc::Server> BuildServer(const std::function<void(grpc::ServerBuilder&)>& add_service,
-                                          const std::string& address, const GrpcStoreTls& tls, int max_message_bytes,
+                                          const std::string& address, const TlsOptions& tls, int max_message_bytes,
                                           int* picked) {
   RouteGrpcLogs();
   grpc::ServerBuilder builder;
@@ -58,7 +58,7 @@ std::unique_ptr<grpc::Server> BuildServer(const std::function<void(grpc::ServerB
 
 }  // namespace
 
-std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const GrpcStoreTls& tls) {
+std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const TlsOptions& tls) {
   if (tls.cert_file.empty()) {
     EST_CHECK(!tls.require_client_certificate && tls.key_file.empty(), ConfigError,
               "store TLS: the server needs a certificate (cert_file) for TLS");
@@ -82,7 +82,7 @@ std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const GrpcStoreTls& t
   return grpc::SslServerCredentials(options);
 }
 
-std::shared_ptr<grpc::ChannelCredentials> ClientCredentials(const GrpcStoreTls& tls) {
+std::shared_ptr<grpc::ChannelCredentials> ClientCredentials(const TlsOptions& tls) {
   if (tls.ca_file.empty()) {
     EST_CHECK(tls.cert_file.empty(), ConfigError,
               "store TLS: a client certificate needs the authority of the server's (ca_file)");
@@ -106,7 +106,7 @@ namespace {
 
 /// Serves what `add_service` registers at host:port.
 StartedServer StartServer(const std::function<void(grpc::ServerBuilder&)>& add_service, const std::string& host,
-                          uint16_t port, const GrpcStoreTls& tls, int max_message_bytes, const std::string& what) {
+                          uint16_t port, const TlsOptions& tls, int max_message_bytes, const std::string& what) {
   const std::string address = GrpcAddress(host, port);
   int picked = 0;
   StartedServer started;
@@ -119,13 +119,13 @@ StartedServer StartServer(const std::function<void(grpc::ServerBuilder&)>& add_s
 
 }  // namespace
 
-StartedServer StartGrpcServer(grpc::Service& service, const std::string& host, uint16_t port, const GrpcStoreTls& tls,
+StartedServer StartGrpcServer(grpc::Service& service, const std::string& host, uint16_t port, const TlsOptions& tls,
                               int max_message_bytes, const std::string& what) {
   return StartGrpcServer(std::vector<grpc::Service*>{&service}, host, port, tls, max_message_bytes, what);
 }
 
 StartedServer StartGrpcServer(const std::vector<grpc::Service*>& services, const std::string& host, uint16_t port,
-                              const GrpcStoreTls& tls, int max_message_bytes, const std::string& what) {
+                              const TlsOptions& tls, int max_message_bytes, const std::string& what) {
   return StartServer(
       [&](grpc::ServerBuilder& builder) {
         for (grpc::Service* service : services) builder.RegisterService(service);
@@ -134,12 +134,12 @@ StartedServer StartGrpcServer(const std::vector<grpc::Service*>& services, const
 }
 
 StartedServer StartGrpcServer(grpc::CallbackGenericService& service, const std::string& host, uint16_t port,
-                              const GrpcStoreTls& tls, int max_message_bytes, const std::string& what) {
+                              const TlsOptions& tls, int max_message_bytes, const std::string& what) {
   return StartServer([&](grpc::ServerBuilder& builder) { builder.RegisterCallbackGenericService(&service); }, host,
                      port, tls, max_message_bytes, what);
 }
 
-std::unique_ptr<grpc::Server> StartGrpcServerBehind(ConnectionGate& gate, grpc::Service& service, const GrpcStoreTls& tls,
+std::unique_ptr<grpc::Server> StartGrpcServerBehind(ConnectionGate& gate, grpc::Service& service, const TlsOptions& tls,
                                                     int max_message_bytes, const std::string& what) {
   int picked = 0;
   std::unique_ptr<grpc::Server> server =
@@ -159,7 +159,7 @@ std::optional<std::string> HostResolutionFailure(const std::string& host) {
   return std::string(::gai_strerror(error));
 }
 
-std::string UnreachableHint(const std::string& server, const std::string& host, const GrpcStoreTls& tls) {
+std::string UnreachableHint(const std::string& server, const std::string& host, const TlsOptions& tls) {
   std::string hint = " (is the " + server + " running, and is its address right?";
   if (const std::optional<std::string> exhausted = DescriptorsExhausted())
     return hint + " For a connection, " + NoDescriptorLeft(*exhausted) + ")";
@@ -177,4 +177,4 @@ std::string UnreachableHint(const std::string& server, const std::string& host, 
   return hint + ")";
 }
 
-}  // namespace est::distribute::detail
+}  // namespace est::net

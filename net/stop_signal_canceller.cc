@@ -1,11 +1,11 @@
-#include "distribute/rendezvous/stop_signal_canceller.h"
+#include "net/stop_signal_canceller.h"
 
 #include <chrono>
 
 #include "common/error.h"
 #include "common/stop_signals.h"
 
-namespace est::distribute::detail {
+namespace est::net {
 namespace {
 
 /// How often the registered calls look for a pending stop signal.
@@ -52,4 +52,4 @@ void StopSignalCanceller::run() {
   }
 }
 
-}  // namespace est::distribute::detail
+}  // namespace est::net

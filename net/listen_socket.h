@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace est::distribute::detail {
+namespace est::net {
 
 /// Non-blocking listening sockets at host:port, one per address `host` resolves to (an IPv6
 /// literal may come in brackets), all on the port the first one picks when `port` is 0.
@@ -31,4 +31,4 @@ std::string BareHost(const std::string& host);
 /// "host:port", an IPv6 literal in brackets ("[::1]:29500"): the form logs and gRPC take.
 std::string HostPort(const std::string& host, uint16_t port);
 
-}  // namespace est::distribute::detail
+}  // namespace est::net

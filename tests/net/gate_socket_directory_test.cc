@@ -1,7 +1,7 @@
 // The directory of a gate's Unix socket: private, and those a killed gate left behind are
 // removed, while a live gate's, a recent one and anything else are kept.
 
-#include "distribute/rendezvous/gate_socket_directory.h"
+#include "net/gate_socket_directory.h"
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -18,7 +18,7 @@
 
 #include "tests/test_util.h"
 
-using namespace est::distribute::detail;
+using namespace est::net;
 namespace fs = std::filesystem;
 
 namespace {

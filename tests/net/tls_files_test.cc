@@ -2,7 +2,7 @@
 // certificate, an expired certificate and one not valid yet are each a ConfigError naming
 // the file and what is wrong, not a handshake that fails later.
 
-#include "distribute/rendezvous/tls_files.h"
+#include "net/tls_files.h"
 
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -18,14 +18,14 @@
 #include <string>
 
 #include "common/error.h"
-#include "distribute/rendezvous/grpc_credentials.h"
+#include "net/grpc_transport.h"
 #include "tests/test_util.h"
 #include "tests/tls_certificates.h"
 
 using est::ConfigError;
 using est::testing::MessageMatches;
 namespace fs = std::filesystem;
-namespace tls = est::distribute::detail;
+namespace tls = est::net;
 
 namespace {
 
@@ -107,7 +107,7 @@ TEST_CASE("the credentials check their files, and a server with an authority but
   est::testing::MakeCertificate(dir, "ca");
   est::testing::MakeCertificate(dir, "server", "ca");
   est::testing::MakeCertificate(dir, "other", "ca");
-  est::distribute::GrpcStoreTls files;
+  est::net::TlsOptions files;
   files.ca_file = (dir / "ca.pem").string();
   CHECK_THROWS_MATCHES(tls::ServerCredentials(files), ConfigError,
                        MessageMatches(Catch::Contains("an authority (ca_file '" + files.ca_file +

@@ -1,4 +1,4 @@
-#include "distribute/rendezvous/gate_socket_directory.h"
+#include "net/gate_socket_directory.h"
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -14,7 +14,7 @@
 
 #include "common/error.h"
 
-namespace est::distribute::detail {
+namespace est::net {
 namespace {
 
 constexpr const char* kPrefix = "est-gate-";
@@ -76,4 +76,4 @@ std::string MakeGateSocketDirectory(const std::string& base, std::chrono::second
   return path;
 }
 
-}  // namespace est::distribute::detail
+}  // namespace est::net

@@ -1,8 +1,6 @@
-#include "distribute/rendezvous/connection_gate.h"
+#include "net/connection_gate.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -25,23 +23,15 @@
 
 #include "common/error.h"
 #include "common/logging.h"
-#include "distribute/rendezvous/gate_socket_directory.h"
-#include "distribute/rendezvous/listen_socket.h"
+#include "net/gate_connection.h"
+#include "net/gate_socket_directory.h"
+#include "net/listen_socket.h"
 
-namespace est::distribute::detail {
+namespace est::net {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// What a gRPC client sends first over plain TCP.
-constexpr char kHttp2Preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-constexpr size_t kHttp2PrefaceBytes = sizeof(kHttp2Preface) - 1;
-/// A TLS record's header: type, version (2 bytes), length (2 bytes).
-constexpr size_t kTlsRecordHeaderBytes = 5;
-/// The longest TLS record a client may send: 2^14 bytes of plaintext and 2048 of expansion.
-constexpr size_t kLongestTlsRecord = (1 << 14) + 2048;
-/// Bytes read from one side of a connection and not yet written to the other, at most.
-constexpr size_t kBufferBytes = 256 << 10;
 /// Connections accepted per wake-up before the others' bytes are relayed.
 constexpr int kAcceptsPerWakeup = 256;
 /// How long the port is left unwatched when no descriptor is left even to refuse with.
@@ -55,85 +45,12 @@ constexpr uint64_t kFirstConnectionId = 1 << 16;
 /// How gRPC names a peer at an abstract Unix address.
 constexpr char kAbstractPeerPrefix[] = "unix-abstract:";
 
-enum class Opening { kIncomplete, kGrpc, kGarbage };
-
-/// Whether `bytes`, the first a connection sent, open as a gRPC client's would.
-Opening CheckOpening(const std::string& bytes, bool tls) {
-  if (tls) {
-    const auto byte = [&](size_t i) { return static_cast<uint8_t>(bytes[i]); };
-    if (!bytes.empty() && byte(0) != 0x16) return Opening::kGarbage;  // a handshake record
-    if (bytes.size() >= 2 && byte(1) != 0x03) return Opening::kGarbage;  // of TLS (version 3.x)
-    if (bytes.size() < kTlsRecordHeaderBytes) return Opening::kIncomplete;
-    const size_t length = (static_cast<size_t>(byte(3)) << 8) | byte(4);
-    return length > 0 && length <= kLongestTlsRecord ? Opening::kGrpc : Opening::kGarbage;
-  }
-  const size_t compared = std::min(bytes.size(), kHttp2PrefaceBytes);
-  if (bytes.compare(0, compared, kHttp2Preface, compared) != 0) return Opening::kGarbage;
-  return bytes.size() >= kHttp2PrefaceBytes ? Opening::kGrpc : Opening::kIncomplete;
-}
-
-/// Bytes read from one side of a connection and not yet written to the other.
-class Pending {
- public:
-  size_t size() const { return data_.size() - offset_; }
-  const char* data() const { return data_.data() + offset_; }
-  void append(const char* bytes, size_t count) {
-    if (offset_ > 0 && offset_ >= data_.size() / 2) {
-      data_.erase(0, offset_);
-      offset_ = 0;
-    }
-    data_.append(bytes, count);
-  }
-  void consume(size_t count) {
-    offset_ += count;
-    if (offset_ == data_.size()) {
-      data_.clear();
-      offset_ = 0;
-    }
-  }
-
- private:
-  std::string data_;
-  size_t offset_ = 0;
-};
-
-/// "ipv4:10.0.0.2:41234" as gRPC names a peer, and the address alone in `host`.
-std::string PeerText(const sockaddr_storage& address, std::string* host) {
-  char text[INET6_ADDRSTRLEN] = {};
-  if (address.ss_family == AF_INET) {
-    const auto& v4 = reinterpret_cast<const sockaddr_in&>(address);
-    ::inet_ntop(AF_INET, &v4.sin_addr, text, sizeof(text));
-    *host = text;
-    return "ipv4:" + *host + ":" + std::to_string(ntohs(v4.sin_port));
-  }
-  const auto& v6 = reinterpret_cast<const sockaddr_in6&>(address);
-  ::inet_ntop(AF_INET6, &v6.sin6_addr, text, sizeof(text));
-  *host = text;
-  return "ipv6:[" + *host + "]:" + std::to_string(ntohs(v6.sin6_port));
-}
-
 /// A quarter of the process's file limit: the most connections a gate holds.
 size_t ConnectionsTheFileLimitAllows() {
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return SIZE_MAX;
   return std::max<size_t>(16, static_cast<size_t>(limit.rlim_cur) / 4);
 }
-
-/// One connection: the peer's socket, and once it opened as gRPC does, the server's.
-struct Connection {
-  std::string peer;  ///< "ipv4:10.0.0.2:41234"
-  std::string host;  ///< the peer's address alone: what the per-peer limit counts
-  Clock::time_point deadline;  ///< when it must have opened by
-  int client = -1;
-  int server = -1;
-  std::string name;  ///< the abstract Unix address of its socket to the server
-  std::string opening;  ///< what it sent before it was forwarded
-  Pending to_server;
-  Pending to_client;
-  uint32_t client_events = 0;  ///< registered with epoll
-  uint32_t server_events = 0;
-  bool forwarded() const { return server >= 0; }
-};
 
 /// The connections of one peer address.
 struct PeerConnections {
@@ -232,8 +149,9 @@ class ConnectionGateImpl final : public ConnectionGate {
       const uint64_t id = tag / 2;
       auto found = connections_.find(id);
       if (found == connections_.end()) return;  // closed earlier in this batch
-      Connection& connection = found->second;
-      const bool alive = tag % 2 == 1 ? ServeServerSide(id, connection, events) : ServeClientSide(id, connection, events);
+      GateConnection& connection = found->second;
+      const bool alive =
+          tag % 2 == 1 ? connection.relay(Side::kServer, events) : ServeClientSide(id, connection, events);
       if (alive) Rearm(id, connection);
       else Close(id);
     }
@@ -310,7 +228,7 @@ class ConnectionGateImpl final : public ConnectionGate {
 
   void Admit(int fd, const sockaddr_storage& address) {
     ++accepted_;
-    Connection connection;
+    GateConnection connection;
     connection.peer = PeerText(address, &connection.host);
     connection.client = fd;
     connection.deadline = Clock::now() + options_.opening_timeout;
@@ -324,7 +242,7 @@ class ConnectionGateImpl final : public ConnectionGate {
     ++peer.count;
     peer.unopened.insert(id);
     unopened_.insert(id);
-    Connection& held = connections_.emplace(id, std::move(connection)).first->second;
+    GateConnection& held = connections_.emplace(id, std::move(connection)).first->second;
     held.client_events = EPOLLIN;
     ++open_;
     if (!Watch(fd, id * 2, held.client_events)) Close(id);
@@ -362,53 +280,13 @@ class ConnectionGateImpl final : public ConnectionGate {
 
   // ---- relaying ----
 
-  bool ServeClientSide(uint64_t id, Connection& connection, uint32_t events) {
+  bool ServeClientSide(uint64_t id, GateConnection& connection, uint32_t events) {
+    if (connection.forwarded()) return connection.relay(Side::kClient, events);
     if (events & EPOLLERR) return false;
-    if ((events & EPOLLOUT) && !Flush(connection.client, connection.to_client)) return false;
-    if (!(events & (EPOLLIN | EPOLLHUP))) return true;
-    if (!connection.forwarded()) return ReadOpening(id, connection);
-    const bool open = ReadInto(connection.client, connection.to_server, events);
-    return Flush(connection.server, connection.to_server) && open;
+    return !(events & (EPOLLIN | EPOLLHUP)) || ReadOpening(id, connection);
   }
 
-  bool ServeServerSide(uint64_t, Connection& connection, uint32_t events) {
-    if (events & EPOLLERR) return false;
-    if ((events & EPOLLOUT) && !Flush(connection.server, connection.to_server)) return false;
-    if (!(events & (EPOLLIN | EPOLLHUP))) return true;
-    const bool open = ReadInto(connection.server, connection.to_client, events);
-    return Flush(connection.client, connection.to_client) && open;
-  }
-
-  // Reads what `fd` has into `pending`, up to the buffer's bound. False at its end or error.
-  static bool ReadInto(int fd, Pending& pending, uint32_t events) {
-    char buffer[64 << 10];
-    while (pending.size() < kBufferBytes) {
-      const ssize_t count = ::recv(fd, buffer, std::min(sizeof(buffer), kBufferBytes - pending.size()), 0);
-      if (count > 0) {
-        pending.append(buffer, static_cast<size_t>(count));
-        continue;
-      }
-      if (count < 0 && errno == EINTR) continue;
-      return count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-    }
-    return !(events & EPOLLHUP);  // full, and the peer hung up: nothing more will be read
-  }
-
-  // Writes what `pending` holds to `fd` until it would block. False on an error.
-  static bool Flush(int fd, Pending& pending) {
-    while (pending.size() > 0) {
-      const ssize_t count = ::send(fd, pending.data(), pending.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (count > 0) {
-        pending.consume(static_cast<size_t>(count));
-        continue;
-      }
-      if (count < 0 && errno == EINTR) continue;
-      return count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-    }
-    return true;
-  }
-
-  bool ReadOpening(uint64_t id, Connection& connection) {
+  bool ReadOpening(uint64_t id, GateConnection& connection) {
     char buffer[512];
     const ssize_t count = ::recv(connection.client, buffer, sizeof(buffer), 0);
     if (count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return true;
@@ -431,7 +309,7 @@ class ConnectionGateImpl final : public ConnectionGate {
 
   // Connects the connection to the server from an abstract Unix address that names it, so that
   // peer_of() can tell the server which peer a call came from.
-  bool Forward(uint64_t id, Connection& connection) {
+  bool Forward(uint64_t id, GateConnection& connection) {
     const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) return false;
     const std::string name = "est-gate-" + std::to_string(::getpid()) + "-" + std::to_string(id);
@@ -461,22 +339,14 @@ class ConnectionGateImpl final : public ConnectionGate {
     }
     ++forwarded_;
     connection.server_events = EPOLLIN;
-    return Watch(fd, id * 2 + 1, connection.server_events) && Flush(fd, connection.to_server);
+    return Watch(fd, id * 2 + 1, connection.server_events) && connection.relay(Side::kServer, EPOLLOUT);
   }
 
-  // Watches what each side can do now: read while the other side's buffer has room, write
-  // while it has bytes for this side.
-  void Rearm(uint64_t id, Connection& connection) {
-    const auto wanted = [](bool read, bool write) {
-      return (read ? static_cast<uint32_t>(EPOLLIN) : 0u) | (write ? static_cast<uint32_t>(EPOLLOUT) : 0u);
-    };
-    const uint32_t client = wanted(!connection.forwarded() || connection.to_server.size() < kBufferBytes,
-                                   connection.to_client.size() > 0);
-    Change(connection.client, id * 2, connection.client_events, client);
-    if (connection.forwarded()) {
-      const uint32_t server = wanted(connection.to_client.size() < kBufferBytes, connection.to_server.size() > 0);
-      Change(connection.server, id * 2 + 1, connection.server_events, server);
-    }
+  // Watches what each side can do now (GateConnection::interest).
+  void Rearm(uint64_t id, GateConnection& connection) {
+    Change(connection.client, id * 2, connection.client_events, connection.interest(Side::kClient));
+    if (connection.forwarded())
+      Change(connection.server, id * 2 + 1, connection.server_events, connection.interest(Side::kServer));
   }
 
   void Change(int fd, uint64_t tag, uint32_t& registered, uint32_t wanted) {
@@ -509,7 +379,7 @@ class ConnectionGateImpl final : public ConnectionGate {
   }
 
   // Takes a connection off the lists of those that have not opened.
-  void Unlist(uint64_t id, const Connection& connection) {
+  void Unlist(uint64_t id, const GateConnection& connection) {
     unopened_.erase(id);
     if (auto peer = peers_.find(connection.host); peer != peers_.end()) peer->second.unopened.erase(id);
   }
@@ -517,7 +387,7 @@ class ConnectionGateImpl final : public ConnectionGate {
   void Close(uint64_t id) {
     auto found = connections_.find(id);
     if (found == connections_.end()) return;
-    Connection& connection = found->second;
+    GateConnection& connection = found->second;
     Unlist(id, connection);
     if (auto peer = peers_.find(connection.host); peer != peers_.end() && --peer->second.count == 0) peers_.erase(peer);
     if (!connection.name.empty()) {
@@ -572,7 +442,7 @@ class ConnectionGateImpl final : public ConnectionGate {
   std::atomic<bool> stopping_{false};
 
   // The loop's own state, touched by its thread alone.
-  std::map<uint64_t, Connection> connections_;
+  std::map<uint64_t, GateConnection> connections_;
   std::set<uint64_t> unopened_;  ///< ids of connections not yet forwarded, oldest first
   std::unordered_map<std::string, PeerConnections> peers_;
   std::set<std::string> warned_peers_;
@@ -596,4 +466,4 @@ std::unique_ptr<ConnectionGate> ConnectionGate::Listen(const std::string& host, 
   return std::make_unique<ConnectionGateImpl>(host, port, what, options);
 }
 
-}  // namespace est::distribute::detail
+}  // namespace est::net

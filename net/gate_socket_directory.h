@@ -5,7 +5,7 @@
 #include <chrono>
 #include <string>
 
-namespace est::distribute::detail {
+namespace est::net {
 
 /// Where gates make their directories: TMPDIR when its path leaves room for a socket's name
 /// (108 bytes in all), else /tmp.
@@ -17,4 +17,4 @@ std::string GateDirectoryBase();
 std::string MakeGateSocketDirectory(const std::string& base,
                                     std::chrono::seconds abandoned_after = std::chrono::seconds(60));
 
-}  // namespace est::distribute::detail
+}  // namespace est::net

@@ -1,4 +1,4 @@
-#include "distribute/rendezvous/grpc_logging.h"
+#include "net/grpc_logging.h"
 
 #include <grpc/support/log.h>
 
@@ -7,7 +7,7 @@
 
 #include "common/logging.h"
 
-namespace est::distribute::detail {
+namespace est::net {
 namespace {
 
 void LogGrpcLine(gpr_log_func_args* line) {
@@ -25,4 +25,4 @@ void RouteGrpcLogs() {
   });
 }
 
-}  // namespace est::distribute::detail
+}  // namespace est::net

@@ -1,6 +1,6 @@
-#include "common/secret_compare.h"
+#include "net/secret_compare.h"
 
-namespace est {
+namespace est::net {
 
 bool ConstantTimeEquals(const std::string& a, const std::string& b) {
   unsigned char difference = a.size() == b.size() ? 0 : 1;
@@ -13,4 +13,4 @@ bool ConstantTimeEquals(const std::string& a, const std::string& b) {
   return difference == 0;
 }
 
-}  // namespace est
+}  // namespace est::net

@@ -1,13 +1,13 @@
-#include "distribute/rendezvous/call_admission.h"
+#include "net/call_admission.h"
 
 #include <grpcpp/client_context.h>
 
 #include "common/logging.h"
-#include "common/secret_compare.h"
-#include "distribute/rendezvous/connection_gate.h"
-#include "distribute/rendezvous/grpc_credentials.h"
+#include "net/secret_compare.h"
+#include "net/connection_gate.h"
+#include "net/grpc_transport.h"
 
-namespace est::distribute::detail {
+namespace est::net {
 namespace {
 
 /// How many refused peers are remembered (and warned of): a bound on what refusals cost.
@@ -35,7 +35,7 @@ grpc::Status CallAdmission::admit(const grpc::ServerContextBase& context) {
     return it == metadata.end() ? std::string() : std::string(it->second.data(), it->second.size());
   };
   const std::string job_id = value_of("est-job-id");
-  if (est::ConstantTimeEquals(job_id, job_id_) && est::ConstantTimeEquals(value_of("est-job-token"), token_))
+  if (est::net::ConstantTimeEquals(job_id, job_id_) && est::net::ConstantTimeEquals(value_of("est-job-token"), token_))
     return grpc::Status::OK;
   return refuse(context, job_id != job_id_ ? "the call came from job '" + Printable(job_id) + "' (two jobs cannot share a " +
                                                  (service_ == "store" ? "chief's" : "task's") +
@@ -63,4 +63,4 @@ void AddJobMetadata(grpc::ClientContext& context, const std::string& job_id, con
   context.AddMetadata("est-job-token", token);
 }
 
-}  // namespace est::distribute::detail
+}  // namespace est::net

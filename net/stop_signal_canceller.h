@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-namespace est::distribute::detail {
+namespace est::net {
 
 /// Cancels registered calls on a pending stop signal.
 class StopSignalCanceller {
@@ -56,4 +56,4 @@ class CancelOnStopSignal {
   grpc::ClientContext& context_;
 };
 
-}  // namespace est::distribute::detail
+}  // namespace est::net

@@ -4,9 +4,9 @@
 
 #include <string>
 
-namespace est {
+namespace est::net {
 
 /// True when `a` equals `b`, in a time that depends on the longer one's length only.
 bool ConstantTimeEquals(const std::string& a, const std::string& b);
 
-}  // namespace est
+}  // namespace est::net

@@ -1,4 +1,4 @@
-#include "distribute/rendezvous/listen_socket.h"
+#include "net/listen_socket.h"
 
 #include <netdb.h>
 #include <netinet/in.h>
@@ -10,7 +10,7 @@
 
 #include "common/error.h"
 
-namespace est::distribute::detail {
+namespace est::net {
 namespace {
 
 /// Closes every socket of `fds`.
@@ -111,4 +111,4 @@ std::string WhyCannotListen(const std::string& host, uint16_t port) {
   return listening.fds.empty() ? listening.why : "gRPC could not listen there";
 }
 
-}  // namespace est::distribute::detail
+}  // namespace est::net

@@ -1,4 +1,4 @@
-#include "distribute/rendezvous/tls_files.h"
+#include "net/tls_files.h"
 
 #include <openssl/asn1.h>
 #include <openssl/bio.h>
@@ -12,7 +12,7 @@
 #include "common/error.h"
 #include "common/file_util.h"
 
-namespace est::distribute::detail {
+namespace est::net {
 namespace {
 
 using Bio = std::unique_ptr<BIO, decltype(&BIO_free)>;
@@ -88,4 +88,4 @@ void CheckKeyOfCertificate(const std::string& key_path, const std::string& cert_
             cert_path, "': give the key the certificate was issued for");
 }
 
-}  // namespace est::distribute::detail
+}  // namespace est::net

@@ -16,7 +16,7 @@
 #include <memory>
 #include <string>
 
-namespace est::distribute::detail {
+namespace est::net {
 
 /// The limits of a ConnectionGate, and what its connections must open with.
 struct ConnectionGateOptions {
@@ -84,4 +84,4 @@ class ConnectionGate {
   virtual ConnectionGateCounts counts() const = 0;
 };
 
-}  // namespace est::distribute::detail
+}  // namespace est::net

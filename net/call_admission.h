@@ -13,7 +13,7 @@
 #include <set>
 #include <string>
 
-namespace est::distribute::detail {
+namespace est::net {
 
 class ConnectionGate;
 
@@ -47,4 +47,4 @@ class CallAdmission {
 /// Adds the job id and token that CallAdmission checks to a client's call.
 void AddJobMetadata(grpc::ClientContext& context, const std::string& job_id, const std::string& token);
 
-}  // namespace est::distribute::detail
+}  // namespace est::net
