@@ -66,6 +66,18 @@ void Strategy::broadcast_from_chief(std::vector<at::Tensor>& tensors) {
   }
 }
 
+void Strategy::reduce_across_workers(ReduceOp op, std::vector<at::Tensor>& totals) {
+  sum_across_workers(totals);
+  if (op == ReduceOp::kMean && num_workers() > 1)
+    for (auto& total : totals) total.div_(num_workers());
+}
+
+int64_t Strategy::chief_value(int64_t value) {
+  std::vector<at::Tensor> chief = {at::scalar_tensor(value, at::kLong).reshape({1})};
+  broadcast_from_chief(chief);
+  return chief[0].item<int64_t>();
+}
+
 bool Strategy::any_worker(bool flag) {
   Collective* workers = collective();
   if (workers == nullptr) return flag;

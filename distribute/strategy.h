@@ -104,6 +104,14 @@ class Strategy {
   void average_across_replicas(std::vector<std::vector<at::Tensor>>& per_replica);
   /// Sums `tensors` in place across workers (no-op with one worker).
   void sum_across_workers(std::vector<at::Tensor>& tensors);
+  /// Reduces each worker's totals (already reduced over its own replicas: an evaluation's loss
+  /// sum and metric states) in place across workers: kSum adds them, kMean averages them over
+  /// the workers. The estimator's reductions go through this and reduce(), never through the
+  /// raw collectives.
+  void reduce_across_workers(ReduceOp op, std::vector<at::Tensor>& totals);
+  /// The chief's `value` on every worker (`value` itself with one worker): how a worker checks
+  /// that it agrees with the chief, e.g. on the global step it restored.
+  int64_t chief_value(int64_t value);
   /// Makes `tensors` equal to the chief's values on every worker (no-op with one worker).
   void broadcast_from_chief(std::vector<at::Tensor>& tensors);
   /// True on every worker when `flag` is true on any worker (e.g. "my input ended").

@@ -203,9 +203,7 @@ void CheckStrategyFitsCluster(const RunConfig& config, const distribute::Strateg
 }
 
 void CheckSameGlobalStep(distribute::Strategy& strategy, int64_t global_step, const char* what) {
-  std::vector<at::Tensor> chief_step = {at::scalar_tensor(global_step, at::kLong).reshape({1})};
-  strategy.broadcast_from_chief(chief_step);
-  const int64_t chief = chief_step[0].item<int64_t>();
+  const int64_t chief = strategy.chief_value(global_step);
   EST_CHECK(chief == global_step, CheckpointError, "worker ", strategy.worker_index(), " ", what,
             " global step ", global_step, " but the chief ", what, " ", chief,
             ": every worker must see the chief's model_dir");

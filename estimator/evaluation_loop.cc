@@ -153,7 +153,7 @@ EvalResult Estimator::Impl::evaluate(const InputFn& input_fn, const EvalOptions&
   // Metrics and the loss over every replica of every worker.
   std::vector<at::Tensor> sums = {at::tensor({loss_sum, static_cast<double>(batches)}, at::kDouble)};
   for (auto& [name, metric] : totals) sums.push_back(metric->mutable_state());
-  strategy->sum_across_workers(sums);
+  strategy->reduce_across_workers(distribute::ReduceOp::kSum, sums);
   EvalResult results;
   for (const auto& [name, metric] : totals) results.insert_or_assign(name, metric->result());
   results.insert_or_assign("loss", sums[0][0].item<double>() / sums[0][1].item<double>());

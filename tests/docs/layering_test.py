@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The folders' dependencies point one way (docs/architecture.md): every `#include "..."` of
 a library folder names only itself or a folder it may depend on, the training loop includes
-no collective, reducer or store and calls no regroup, broadcast or sum across workers (the
-elastic group's), the kernels (kernels/, optional) are included only under `#if
+no collective, reducer or store, the estimator calls no regroup, broadcast or sum across
+workers (the elastic group's and the strategy's), the kernels (kernels/, optional) are included only under `#if
 EST_WITH_KERNELS`, and no vector intrinsics live outside kernels/ and the few low-level files
 listed, no folder includes another's private `*_impl.h`, and no `detail::` symbol crosses a
 folder: a header whose declarations are all in a detail namespace is included by its own folder
@@ -34,9 +34,10 @@ FORBIDDEN = {
     "estimator/training_loop.cc": ("distribute/collective/", "distribute/rendezvous/",
                                    "distribute/gradient_reducer.h"),
 }
-# The training loop (estimator/training_*.cc) hands a lost worker to the strategy's elastic group
-# (distribute/elastic/): it re-forms no group and moves no state between workers itself.
-TRAINING_LOOP = re.compile(r"^estimator/training_[a-z_]+\.(cc|h)$")
+# The estimator (the training loop above all) hands a lost worker to the strategy's elastic group
+# (distribute/elastic/) and reduces through the strategy's reduce(), reduce_across_workers() and
+# chief_value(): it re-forms no group and moves no state between workers itself.
+ESTIMATOR = re.compile(r"^estimator/.+\.(cc|h)$")
 GROUP_MECHANICS = re.compile(r"\b(regroup|broadcast\w*|sum_across_workers)\s*\(")
 INCLUDE = re.compile(r'^#include "([^"]+)"', re.M)
 # Vector intrinsics: the kernels' own, and the checksums' and 16-bit conversions' below them.
@@ -127,10 +128,11 @@ def main() -> int:
         if not name.startswith("kernels/"):
             for included in kernels_includes_outside_guard(text):
                 errors.append(f"{name} includes {included} outside #if EST_WITH_KERNELS: the kernels are optional")
-        if TRAINING_LOOP.match(name):
+        if ESTIMATOR.match(name):
             for call in sorted(set(GROUP_MECHANICS.findall(text))):
                 errors.append(f"{name} calls {call}(): the elastic group re-forms the training group "
-                              "(distribute/elastic/elastic_group.h), not the training loop")
+                              "(distribute/elastic/elastic_group.h) and the strategy reduces "
+                              "(reduce_across_workers, chief_value), not the estimator")
         folder = next((entry for entry in ALLOWED if name.startswith(entry[0])), None)
         if folder is None:
             continue

@@ -40,6 +40,20 @@ RunConfig Config(std::shared_ptr<distribute::Strategy> strategy) {
 
 }  // namespace
 
+TEST_CASE("3 workers reduce an evaluation's totals and read the chief's value through the strategy",
+          "[distribute][estimator][multiprocess]") {
+  est::testing::RunMultiWorkerThreads(3, [](int rank, std::shared_ptr<distribute::MultiWorkerMirroredStrategy> strategy) {
+    std::vector<at::Tensor> sums = {at::tensor({1.5 * (rank + 1), 2.0}, at::kDouble), at::scalar_tensor(rank, at::kLong)};
+    strategy->reduce_across_workers(distribute::ReduceOp::kSum, sums);
+    CHECK(at::equal(sums[0], at::tensor({9.0, 6.0}, at::kDouble)));  // 1.5 + 3 + 4.5, and 3 x 2
+    CHECK(sums[1].item<int64_t>() == 3);
+    std::vector<at::Tensor> means = {at::tensor({3.0 * rank, 1.0}, at::kDouble)};
+    strategy->reduce_across_workers(distribute::ReduceOp::kMean, means);
+    CHECK(at::equal(means[0], at::tensor({3.0, 1.0}, at::kDouble)));
+    CHECK(strategy->chief_value(100 + rank) == 100);
+  });
+}
+
 TEST_CASE("2 workers x batch B train like 1 worker x batch 2B, only the chief writes", "[distribute][estimator][multiprocess]") {
   const std::string single_dir = est::testing::FreshTempDir("mwms_single").string();
   Estimator single(SgdRegression, single_dir, Config(nullptr));
