@@ -6,8 +6,8 @@ CHECKS_DIR := build-checks
 DEMO_DIR  ?= $(BUILD_DIR)/demo-model
 JOBS      ?= $(shell nproc)
 
-.PHONY: demo test sanitize fuzz installed-example release-checks bench deps configure build programs tensorboard \
-  tensorflow serving-clients sanitize-build checks-build gpu-pack clean
+.PHONY: demo test sanitize fuzz installed-example release-checks limit-checks quick-benchmarks bench deps configure build \
+  programs tensorboard tensorflow serving-clients sanitize-build checks-first-build checks-build gpu-pack clean
 
 # Builds only est-train and the libraries it links, after installing only the packages that
 # takes, so the first step comes soonest.
@@ -25,8 +25,8 @@ demo: configure
 # depends on the kernels being built ([kernels_build]) and the checks below, runs the
 # benchmarks once at a tiny size, and is installed into a temporary prefix, against which the
 # standalone quick start project (examples/quickstart/) is built and run. The optimized tree
-# and the installed example build from the start at the idle scheduling class, on the CPU time
-# the sanitizer build and suite leave unused (cmake/make_test.sh says the order).
+# builds from the start at the idle scheduling class, on the CPU time the sanitizer build and
+# suite leave unused (cmake/make_test.sh says the order).
 # `make build && cd build && ctest` runs the same tests on the gcc build. It ends with the list
 # of the tests that did not run here, and why (cmake/skip_report.py).
 test: deps
@@ -42,17 +42,23 @@ test: deps
 # inside a 3 GiB memory cgroup under the largest requests its flags admit (skipped, saying why,
 # where no memory cgroup can be made); and the benchmarks at a tiny size (the sanitizer tree
 # does not build them).
-release-checks: checks-build
+release-checks: limit-checks quick-benchmarks
+
+# CHECKS_BUILT=1: the checks tree is built, or being built, by the make that runs this one
+# (cmake/make_test.sh); these then start no build of it.
+limit-checks: $(if $(CHECKS_BUILT),,checks-first-build)
 	cd $(CHECKS_DIR) && bin/apps_tests "[kernels_build]" -w NoTests && bin/optimizer_step_tests -w NoTests
 	@bash tests/apps/address_space_limit_test.sh $(CHECKS_DIR)/bin/est-train
 	@bash tests/apps/descriptor_limit_test.sh $(CHECKS_DIR)/bin/est-train
 	$(CHECKS_DIR)/bin/common_tests "[malloc]"
 	@bash tests/apps/serving_memory_limit_test.sh $(CHECKS_DIR)/bin/est-serve $(CHECKS_DIR)/bin/est-train \
 	  $(CHECKS_DIR)/bin/serving_load_client || [ $$? -eq 77 ]
+
+quick-benchmarks: $(if $(CHECKS_BUILT),,checks-build)
 	cd $(CHECKS_DIR) && ctest --output-on-failure --no-tests=error -L bench -R _quick$$ --output-junit results-release.xml
 
 # The user's view: examples/quickstart/ against an installed copy (public headers only).
-installed-example: checks-build
+installed-example: $(if $(CHECKS_BUILT),,checks-build)
 	@bash tests/install/example_against_install.sh $(CHECKS_DIR)
 
 # The whole test suite again, built with clang under AddressSanitizer and
@@ -91,12 +97,15 @@ sanitize-build: deps
 	@cmake --preset sanitize >/dev/null
 	@cmake --build $(SANITIZE_DIR) -j $(JOBS)
 
-# make test's optimized tree, without the kernels: the programs (as `programs`) and the tests
-# release-checks runs there.
-checks-build: deps
+# make test's optimized tree, without the kernels: first what limit-checks runs, then the
+# programs (as `programs`: the benchmarks too) and the rest.
+CHECKS_FIRST := est-train est-serve serving_load_client apps_tests optimizer_step_tests common_tests
+checks-first-build: deps
 	@cmake --preset checks >/dev/null
-	@cmake --build $(CHECKS_DIR) -j $(JOBS) --target programs apps_tests optimizer_step_tests common_tests \
-	  serving_load_client
+	@cmake --build $(CHECKS_DIR) -j $(JOBS) --target $(CHECKS_FIRST)
+
+checks-build: checks-first-build
+	@cmake --build $(CHECKS_DIR) -j $(JOBS) --target programs
 
 # A virtual environment with TensorBoard, whose own event reader checks our event files.
 tensorboard: deps

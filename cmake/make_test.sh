@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # make test, in the order that keeps both CPUs of a small machine busy (docs/testing.md, "How
 # long make test takes"). The packages are installed already (make test's deps).
-#  - The optimized tree without the kernels (build-checks/) configures now and then builds, with
-#    the installed example after it, at the idle scheduling class (SCHED_IDLE): it runs on
-#    what CPU time the sanitizer build and suite leave unused (their links, their tests' waits),
-#    never on theirs, so it slows neither nor changes their timing; once they are done it has
-#    every CPU. Its output goes to build-checks/background.log, shown when it fails.
+#  - The optimized tree without the kernels (build-checks/) configures now and then builds at
+#    the idle scheduling class (SCHED_IDLE): it runs on what CPU time the sanitizer build and
+#    suite leave unused (their links, their tests' waits), never on theirs, so it slows neither
+#    nor changes their timing; once they are done it has every CPU. It builds first what the
+#    limit checks run (make checks-first-build), then the rest. It only compiles: what runs
+#    there waits for the foreground, where no timeout of theirs can expire for want of CPU. Its
+#    output goes to build-checks/background.log, shown when it fails.
 #  - The Python environments install beside the sanitizer build (mostly downloads).
-#  - Then the sanitizer suite, the fuzzers, and, with the optimized tree built, the release
-#    checks and the quick benchmarks.
+#  - Then the sanitizer suite and the fuzzers; the limit checks, once what they run is built,
+#    while the rest of the optimized tree builds on their unused CPU time (they wait on
+#    est-serve's requests for half of theirs); and with the optimized tree built, the installed
+#    example and the quick benchmarks.
 # Usage: make_test.sh MAKE SANITIZE_DIR CHECKS_DIR
 set -euo pipefail
 make_cmd=${1:?usage: make_test.sh MAKE SANITIZE_DIR CHECKS_DIR}
@@ -29,14 +33,17 @@ quiet_unless_failing() {
 
 mkdir -p "$checks_dir"
 background_log=$checks_dir/background.log
-# The idle class where this kernel and user may set it (chrt --idle); else nice 19. In a
-# process group of its own (set -m), which a failure of the rest stops whole, but in this
+# In a process group of its own (set -m), which a failure of the rest stops whole, but in this
 # session: a new session (setsid) is a scheduling group of its own (autogroup), which the
-# kernel would give half the CPU whatever its class.
-idle=(chrt --idle 0)
-chrt --idle 0 true 2>/dev/null || idle=(nice -n 19)
+# kernel would give half the CPU whatever its class. The idle class where this kernel and user
+# may set it (chrt --idle); else nice 19.
+first_built=$checks_dir/.first-built
+rm -f "$first_built"
 set -m
-"${idle[@]}" "$make_cmd" --no-print-directory DEPS_DONE=1 checks-build installed-example >"$background_log" 2>&1 &
+(
+  chrt --idle -p 0 "$BASHPID" 2>/dev/null || renice -n 19 -p "$BASHPID" >/dev/null
+  make_ checks-first-build && touch "$first_built" && make_ checks-build
+) >"$background_log" 2>&1 &
 background=$!
 set +m
 trap 'kill -- "-$background" 2>/dev/null || true' EXIT
@@ -47,12 +54,20 @@ make_ sanitize-build
 wait "$venvs" || exit 1
 make_ sanitize
 make_ fuzz
-echo "make test: waiting for the optimized tree (build-checks/) and the installed example"
-if ! wait "$background"; then
-  echo "make test: building the optimized tree or the installed example failed; its output ($background_log):" >&2
+# Shows the background build's log and fails.
+background_failed() {
+  echo "make test: building the optimized tree failed; its output ($background_log):" >&2
   tail -n 80 "$background_log" >&2
   exit 1
-fi
+}
+echo "make test: waiting for what the limit checks run (build-checks/)"
+while [ ! -e "$first_built" ]; do
+  kill -0 "$background" 2>/dev/null || [ -e "$first_built" ] || background_failed
+  sleep 1
+done
+make_ CHECKS_BUILT=1 limit-checks
+echo "make test: waiting for the rest of the optimized tree (build-checks/)"
+wait "$background" || background_failed
 trap - EXIT
 tail -n 3 "$background_log"
-make_ release-checks
+make_ CHECKS_BUILT=1 installed-example quick-benchmarks

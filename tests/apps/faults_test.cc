@@ -680,7 +680,7 @@ TEST_CASE("--min-workers across hosts: a worker killed on node 1, the tasks of b
   CHECK(CheckpointRelativeDifference(last, reference) <= 1e-5);
 }
 
-TEST_CASE("--min-workers across hosts: a host lost with its workers, the job trains on, and a new host joins it",
+TEST_CASE("across hosts with --min-workers: a host lost with its workers, the job trains on, and a new host joins it",
           "[apps][faults][skippable]") {
   // Node 1 runs in a mount namespace of its own, so that it is another host to the collectives,
   // which then share no memory with node 0's ranks nor watch their pids: as across hosts, only
