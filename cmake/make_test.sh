@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# make test, in the order that keeps both CPUs of a small machine busy (docs/testing.md, "How
-# long make test takes"). The packages are installed already (make test's deps).
+# make test, in the order that keeps both CPUs of a small machine busy (docs/testing.md, "Build
+# times"). The packages are installed already (make test's deps).
 #  - The optimized tree without the kernels (build-checks/) configures now and then builds at
 #    the idle scheduling class (SCHED_IDLE): it runs on what CPU time the sanitizer build and
 #    suite leave unused (their links, their tests' waits), never on theirs, so it slows neither
@@ -13,11 +13,10 @@
 #    while the rest of the optimized tree builds on their unused CPU time (they wait on
 #    est-serve's requests for half of theirs); and with the optimized tree built, the installed
 #    example and the quick benchmarks.
-# Usage: make_test.sh MAKE SANITIZE_DIR CHECKS_DIR
+# Usage: make_test.sh MAKE CHECKS_DIR
 set -euo pipefail
-make_cmd=${1:?usage: make_test.sh MAKE SANITIZE_DIR CHECKS_DIR}
-sanitize_dir=${2:?usage: make_test.sh MAKE SANITIZE_DIR CHECKS_DIR}
-checks_dir=${3:?usage: make_test.sh MAKE SANITIZE_DIR CHECKS_DIR}
+make_cmd=${1:?usage: make_test.sh MAKE CHECKS_DIR}
+checks_dir=${2:?usage: make_test.sh MAKE CHECKS_DIR}
 make_() { "$make_cmd" --no-print-directory DEPS_DONE=1 "$@"; }
 
 # A command's output, shown only when it fails.

@@ -39,9 +39,9 @@ void CheckAddressSpaceRoom(std::optional<uint64_t> limit, uint64_t in_use, const
       need.blas_threads == 0
           ? std::string()
           : est::Concat(": OpenBLAS, LibTorch's BLAS, takes a ", DescribeBytes(double(need.blas_buffer_bytes)),
-                                " buffer for each of its ", need.blas_threads,
-                                " threads' matrix products and retries for ever when it cannot; threads, batches "
-                                "and checkpoints take the rest");
+                        " buffer for each of its ", need.blas_threads,
+                        " threads' matrix products and retries for ever when it cannot; threads, batches "
+                        "and checkpoints take the rest");
   EST_THROW(ConfigError, "the address-space limit (ulimit -v ", *limit / 1024, ") leaves ", DescribeBytes(double(left)),
             " beyond the ", DescribeBytes(double(in_use)), " this process has mapped, and training needs ",
             DescribeBytes(double(need.total())), blas, ". Allow at least ",

@@ -190,7 +190,7 @@ void CheckStrategyFitsCluster(const RunConfig& config, const distribute::Strateg
       cluster.task_type == distribute::TaskType::kChief || cluster.task_type == distribute::TaskType::kWorker;
   if (!training_task || cluster.num_worker_replicas <= 1) return;
   const std::string task = Concat("task ", cluster.job(), " ", cluster.task_id, " of a cluster of ",
-                                          cluster.num_worker_replicas, " training tasks (", cluster.source, ")");
+                                  cluster.num_worker_replicas, " training tasks (", cluster.source, ")");
   EST_CHECK(config.train_distribute != nullptr, ConfigError, task,
             " has no distributing strategy: it would train a model of its own and write its checkpoints into the "
             "shared model_dir. Set RunConfig::train_distribute, e.g. to MultiWorkerMirroredStrategy::Create() or "

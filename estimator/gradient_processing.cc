@@ -33,7 +33,7 @@ void RunTransform(const GradientTransform& transform, const NamedTensors& variab
                   gradient.scalar_type() == variable.scalar_type() && gradient.device() == variable.device(),
               ModelError, "the gradient transform gave variable '", name, "' a gradient of ",
               gradient.defined() ? Concat(gradient.scalar_type(), " ", gradient.sizes(), " on ",
-                                                  gradient.device())
+                                          gradient.device())
                                  : std::string("nothing (undefined)"),
               "; expected ", variable.scalar_type(), " ", variable.sizes(), " on ", variable.device());
     if (!gradient.is_same(variable.grad())) variable.mutable_grad() = gradient;

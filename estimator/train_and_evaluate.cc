@@ -110,8 +110,8 @@ class EvaluateOnCheckpointListener : public CheckpointSaverListener {
 std::string NotEvaluatedBecause(const Estimator& estimator, const EvalSpec& eval_spec) {
   const auto& cluster = estimator.config().cluster;
   return Concat("task ", cluster.job(), " ", cluster.task_id,
-                        " of a cluster does not evaluate; a task of type 'evaluator' does, and writes its results to ",
-                        estimator.eval_dir(eval_spec.name()));
+                " of a cluster does not evaluate; a task of type 'evaluator' does, and writes its results to ",
+                estimator.eval_dir(eval_spec.name()));
 }
 
 // Trains on the chief or a worker of a cluster.
@@ -146,7 +146,7 @@ void SleepUnlessStopped(double seconds, const std::optional<std::string>& last_e
   while (true) {
     if (const int signal_number = StopSignalGuard::pending())
       throw Interrupted(Concat("evaluator stopped by ", StopSignalName(signal_number),
-                                       "; the last evaluated checkpoint was ", last_evaluated.value_or("none")),
+                               "; the last evaluated checkpoint was ", last_evaluated.value_or("none")),
                         signal_number);
     const Clock::time_point now = Clock::now();
     if (now >= end) return;

@@ -574,8 +574,8 @@ void Estimator::Impl::train(const InputFn& input_fn, const TrainOptions& options
     WriteTrainingEnd(model_dir, {*last_checkpoint_step, TrainingEndJob(config.cluster)});
   if (signal_number != 0)
     throw Interrupted(Concat("training stopped by ", StopSignalName(signal_number), " at global step ",
-                                     session.global_step(), "; ", session.is_chief() ? "saved" : "the chief saved",
-                                     " a checkpoint in ", model_dir),
+                             session.global_step(), "; ", session.is_chief() ? "saved" : "the chief saved",
+                             " a checkpoint in ", model_dir),
                       signal_number);
 }
 

@@ -131,12 +131,12 @@ struct CsvReader::Impl {
     if (status != CSV_EPARSE) fail(Concat("CsvDataset: ", place, ": ", csv_strerror(status)));
     if (at == '"') {
       fail(Concat("CsvDataset: ", place,
-                          ": a quote inside an unquoted field; a field holding quotes must be quoted as a whole, "
-                          "each of its quotes doubled (RFC 4180)"));
+                  ": a quote inside an unquoted field; a field holding quotes must be quoted as a whole, "
+                  "each of its quotes doubled (RFC 4180)"));
     }
     fail(Concat("CsvDataset: ", place, ": ", QuotedText(std::string_view(&at, 1)),
-                        " after the closing quote of a quoted field; expected a delimiter or the end of the row "
-                        "(a quote inside a quoted field is doubled)"));
+                " after the closing quote of a quoted field; expected a delimiter or the end of the row "
+                "(a quote inside a quoted field is doubled)"));
   }
 
   /// Tells the parser the file ended, which ends a last row without a line end.
@@ -144,7 +144,7 @@ struct CsvReader::Impl {
     finished = true;
     if (csv_fini(&parser, OnField, OnRowEnd, this) != 0) {
       fail(Concat("CsvDataset: ", CsvPlace(path, field_line, field_count, column_names),
-                          ": a quoted field is still open at the end of the file; expected its closing quote"));
+                  ": a quoted field is still open at the end of the file; expected its closing quote"));
     }
   }
 

@@ -279,7 +279,7 @@ class VariableServerImpl final : public VariableServer {
  public:
   explicit VariableServerImpl(const VariableServiceOptions& options) : service_(options), handler_(service_) {
     net::StartedServer started = net::StartGrpcServer(handler_, options.host, options.port, options.tls,
-                                                            kMaxVariableMessageBytes, "ps " + std::to_string(options.task));
+                                                      kMaxVariableMessageBytes, "ps " + std::to_string(options.task));
     server_ = std::move(started.server);
     port_ = started.port;
     service_.set_port(port_);

@@ -109,7 +109,7 @@ class GrpcStoreServerImpl final : public GrpcStoreServer {
                                              net::ConnectionGateOptions().with_tls(!options.tls.cert_file.empty()))) {
     service_.set_gate(*gate_);
     server_ = net::StartGrpcServerBehind(*gate_, service_, options.tls,
-                                            options.max_value_bytes + options.max_key_bytes + 1024, "the job's store");
+                                         options.max_value_bytes + options.max_key_bytes + 1024, "the job's store");
   }
   ~GrpcStoreServerImpl() override {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));

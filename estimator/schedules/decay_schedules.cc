@@ -42,7 +42,7 @@ std::string CheckRateDecay(const char* schedule, double initial_learning_rate, i
   CheckSteps(schedule, "decay_steps", decay_steps);
   CheckWithin(schedule, "decay_rate", decay_rate, 0.0, kUnbounded);
   return Concat(schedule, "(initial_learning_rate=", initial_learning_rate, ", decay_steps=", decay_steps,
-                        ", decay_rate=", decay_rate, ", staircase=", staircase ? "true" : "false", ")");
+                ", decay_rate=", decay_rate, ", staircase=", staircase ? "true" : "false", ")");
 }
 
 }  // namespace
@@ -81,8 +81,8 @@ LearningRateSchedule PolynomialDecay(double initial_learning_rate, int64_t decay
   CheckRate("PolynomialDecay", "end_learning_rate", end_learning_rate);
   CheckWithin("PolynomialDecay", "power", power, 0.0, kUnbounded);
   std::string description = Concat("PolynomialDecay(initial_learning_rate=", initial_learning_rate,
-                                           ", decay_steps=", decay_steps, ", end_learning_rate=", end_learning_rate,
-                                           ", power=", power, ", cycle=", cycle ? "true" : "false", ")");
+                                   ", decay_steps=", decay_steps, ", end_learning_rate=", end_learning_rate,
+                                   ", power=", power, ", cycle=", cycle ? "true" : "false", ")");
   return LearningRateSchedule(std::move(description), [=](int64_t step) {
     double at = static_cast<double>(step);
     double steps = static_cast<double>(decay_steps);
@@ -109,7 +109,7 @@ LearningRateSchedule CosineDecay(double initial_learning_rate, int64_t decay_ste
   CheckSteps("CosineDecay", "decay_steps", decay_steps);
   CheckWithin("CosineDecay", "alpha", alpha, 0.0, 1.0);
   std::string description = Concat("CosineDecay(initial_learning_rate=", initial_learning_rate,
-                                           ", decay_steps=", decay_steps, ", alpha=", alpha, ")");
+                                   ", decay_steps=", decay_steps, ", alpha=", alpha, ")");
   return LearningRateSchedule(std::move(description), [=](int64_t step) {
     const double steps = static_cast<double>(decay_steps);
     return initial_learning_rate * CosineFactor(std::min(static_cast<double>(step), steps) / steps, alpha);
@@ -126,8 +126,8 @@ LearningRateSchedule CosineDecayRestarts(double initial_learning_rate, int64_t f
   CheckWithin("CosineDecayRestarts", "m_mul", m_mul, 0.0, kUnbounded);
   CheckWithin("CosineDecayRestarts", "alpha", alpha, 0.0, 1.0);
   std::string description = Concat("CosineDecayRestarts(initial_learning_rate=", initial_learning_rate,
-                                           ", first_decay_steps=", first_decay_steps, ", t_mul=", t_mul,
-                                           ", m_mul=", m_mul, ", alpha=", alpha, ")");
+                                   ", first_decay_steps=", first_decay_steps, ", t_mul=", t_mul,
+                                   ", m_mul=", m_mul, ", alpha=", alpha, ")");
   return LearningRateSchedule(std::move(description), [=](int64_t step) {
     double fraction = static_cast<double>(step) / static_cast<double>(first_decay_steps);
     double restart = 0;

@@ -35,7 +35,7 @@ LearningRateSchedule LinearWarmup(LearningRateSchedule after_warmup, int64_t war
   CheckRate("LinearWarmup", "warmup_learning_rate", warmup_learning_rate);
   const double target = after_warmup(0);
   std::string description = Concat("LinearWarmup(", after_warmup.description(), ", warmup_steps=",
-                                           warmup_steps, ", warmup_learning_rate=", warmup_learning_rate, ")");
+                                   warmup_steps, ", warmup_learning_rate=", warmup_learning_rate, ")");
   return LearningRateSchedule(std::move(description), [=](int64_t step) {
     if (step >= warmup_steps) return after_warmup(step - warmup_steps);
     const double completed = static_cast<double>(step) / static_cast<double>(warmup_steps);

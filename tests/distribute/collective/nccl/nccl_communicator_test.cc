@@ -95,7 +95,7 @@ TEST_CASE("NCCL allreduce sums and averages every dtype across the GPUs", "[dist
           std::vector<char> want = HostBytes({expected[i]}, type);
           if (!std::equal(want.begin(), want.end(), result.begin() + i * want.size()) && mismatch.empty()) {
             mismatch = Concat(NcclTypeName(type), " ", NcclOpName(op), ": element ", i, " on rank ",
-                                      rank, " is not ", expected[i]);
+                              rank, " is not ", expected[i]);
           }
         }
       }
