@@ -19,8 +19,8 @@ demo: configure
 	$(BUILD_DIR)/bin/est-train --model fashion_mnist_cnn --model-dir $(DEMO_DIR) \
 	  --max-steps 3000 --batch-size 64 --save-checkpoints-steps 1000 --kernels on
 
-# Every test runs once, in the sanitizer build (clang, ASan + UBSan, the kernels built), then
-# the fuzzers run; then the optimized gcc build without the kernels (EST_WITH_KERNELS=OFF, the
+# Every test runs once, in the sanitizer build (clang, ASan + UBSan, the kernels built), and
+# the fuzzers run; the optimized gcc build without the kernels (EST_WITH_KERNELS=OFF, the
 # `checks` preset, in build-checks/) compiles the programs, runs the test cases whose outcome
 # depends on the kernels being built ([kernels_build]) and the checks below, runs the
 # benchmarks once at a tiny size, and is installed into a temporary prefix, against which the
@@ -30,7 +30,7 @@ demo: configure
 # `make build && cd build && ctest` runs the same tests on the gcc build. It ends with the list
 # of the tests that did not run here, and why (cmake/skip_report.py).
 test: deps
-	@bash cmake/make_test.sh "$(MAKE)" $(CHECKS_DIR)
+	@bash cmake/make_test.sh "$(MAKE)" $(CHECKS_DIR) $(SANITIZE_DIR)
 	@python3 cmake/skip_report.py $(SANITIZE_DIR)/results-sanitize.xml $(SANITIZE_DIR)/results-fuzz.xml \
 	  $(CHECKS_DIR)/results-release.xml
 

@@ -61,6 +61,7 @@ function(est_protobuf target)
     OUT_VAR generated)
   # Each generated file defines the same file-local names (schemas, file_default_instances).
   set_source_files_properties(${generated} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+  est_uninstrumented_sources(${generated})
   target_link_libraries(${target} PUBLIC protobuf::libprotobuf)
 endfunction()
 
@@ -76,6 +77,7 @@ function(est_grpc target proto)
     PLUGIN "protoc-gen-grpc=$<TARGET_FILE:gRPC::grpc_cpp_plugin>"
     OUT_VAR generated)
   set_source_files_properties(${generated} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+  est_uninstrumented_sources(${generated})
   target_link_libraries(${target} PUBLIC gRPC::grpc++)
 endfunction()
 

@@ -38,6 +38,17 @@ function(est_sanitize target)
   endif()
 endfunction()
 
+# est_uninstrumented_sources(<file>...): in a sanitizer build, compiles these files of a
+# sanitized target without the sanitizers and the fuzzers' coverage: the C++ that protoc and
+# gRPC's plugin generate, whose parsing and serialization protobuf and gRPC fuzz upstream. Our
+# code that calls it stays instrumented (a bad access of ours into a message is still caught),
+# and the generated files compile in about a third of the time.
+function(est_uninstrumented_sources)
+  if(EST_SANITIZE)
+    set_property(SOURCE ${ARGN} APPEND PROPERTY COMPILE_OPTIONS -fno-sanitize=all)
+  endif()
+endfunction()
+
 # est_sanitizer_test_options(<target>): in a sanitizer build, how a test program's own code
 # compiles: at -O0 (it mostly calls the library, instrumented at the build's -O1, and
 # LibTorch; under the sanitizers it compiles in about half the time) and with -pthread (some

@@ -9,14 +9,17 @@
 #    there waits for the foreground, where no timeout of theirs can expire for want of CPU. Its
 #    output goes to build-checks/background.log, shown when it fails.
 #  - The Python environments install beside the sanitizer build (mostly downloads).
-#  - Then the sanitizer suite and the fuzzers; the limit checks, once what they run is built,
-#    while the rest of the optimized tree builds on their unused CPU time (they wait on
-#    est-serve's requests for half of theirs); and with the optimized tree built, the installed
-#    example and the quick benchmarks.
-# Usage: make_test.sh MAKE CHECKS_DIR
+#  - Then the sanitizer suite; the limit checks, once what they run is built, while the rest of
+#    the optimized tree builds on their unused CPU time (they wait on est-serve's requests for
+#    half of theirs); and with the optimized tree built, the installed example and the quick
+#    benchmarks, beside the fuzzers one at a time: the benchmarks wait on their peers, links and
+#    timeouts a third of their time, and their figures at tiny sizes are not measurements.
+# Usage: make_test.sh MAKE CHECKS_DIR SANITIZE_DIR
 set -euo pipefail
-make_cmd=${1:?usage: make_test.sh MAKE CHECKS_DIR}
-checks_dir=${2:?usage: make_test.sh MAKE CHECKS_DIR}
+usage="usage: make_test.sh MAKE CHECKS_DIR SANITIZE_DIR"
+make_cmd=${1:?$usage}
+checks_dir=${2:?$usage}
+sanitize_dir=${3:?$usage}
 make_() { "$make_cmd" --no-print-directory DEPS_DONE=1 "$@"; }
 
 # A command's output, shown only when it fails.
@@ -52,7 +55,6 @@ venvs=$!
 make_ sanitize-build
 wait "$venvs" || exit 1
 make_ sanitize
-make_ fuzz
 # Shows the background build's log and fails.
 background_failed() {
   echo "make test: building the optimized tree failed; its output ($background_log):" >&2
@@ -69,4 +71,16 @@ echo "make test: waiting for the rest of the optimized tree (build-checks/)"
 wait "$background" || background_failed
 trap - EXIT
 tail -n 3 "$background_log"
+fuzz_log=$sanitize_dir/fuzz.log
+make_ JOBS=1 fuzz >"$fuzz_log" 2>&1 &
+fuzz=$!
+trap 'kill "$fuzz" 2>/dev/null || true' EXIT
 make_ CHECKS_BUILT=1 installed-example quick-benchmarks
+echo "make test: waiting for the fuzzers (their output: $fuzz_log)"
+if ! wait "$fuzz"; then
+  echo "make test: make fuzz failed; its output ($fuzz_log):" >&2
+  tail -n 80 "$fuzz_log" >&2
+  exit 1
+fi
+trap - EXIT
+grep -E "tests passed|Total Test time" "$fuzz_log"
