@@ -81,6 +81,41 @@ function(est_grpc target proto)
   target_link_libraries(${target} PUBLIC gRPC::grpc++)
 endfunction()
 
+# est_discover_test_cases(<target> <specs> <isolated stems> <properties>): once <target> links,
+# one run of it lists the test cases of <specs> (Catch2 test specs, OR-ed) and gives each a
+# CTest test of its own (cmake/EstDiscoverTests.cmake); those of files other than the
+# isolated ones run one at a time per file.
+set(EST_DISCOVER_TESTS_SCRIPT ${CMAKE_CURRENT_LIST_DIR}/EstDiscoverTests.cmake)
+function(est_discover_test_cases target specs isolated_stems properties)
+  string(REPLACE ";" "," spec "${specs}")
+  set(tests_file ${CMAKE_CURRENT_BINARY_DIR}/${target}_cases.cmake)
+  set(include_file ${CMAKE_CURRENT_BINARY_DIR}/${target}_cases_include.cmake)
+  # The listing needs no leak check; under the sanitizers, the tests' own runtime options.
+  set(environment)
+  if(EST_SANITIZE)
+    set(environment ${CMAKE_COMMAND} -E env "${EST_SANITIZER_ENVIRONMENT}:detect_leaks=0")
+  endif()
+  add_custom_command(TARGET ${target} POST_BUILD
+    BYPRODUCTS ${tests_file}
+    COMMAND ${environment} ${CMAKE_COMMAND}
+      -D "TEST_TARGET=${target}"
+      -D "TEST_EXECUTABLE=$<TARGET_FILE:${target}>"
+      -D "TEST_WORKING_DIR=${PROJECT_BINARY_DIR}"
+      -D "TEST_SPEC=${spec}"
+      -D "ISOLATED_STEMS=${isolated_stems}"
+      -D "TEST_PROPERTIES=${properties}"
+      -D "CTEST_FILE=${tests_file}"
+      -P ${EST_DISCOVER_TESTS_SCRIPT}
+    VERBATIM)
+  file(WRITE ${include_file}
+    "if(EXISTS \"${tests_file}\")\n"
+    "  include(\"${tests_file}\")\n"
+    "else()\n"
+    "  add_test(${target}_NOT_BUILT ${target}_NOT_BUILT)\n"
+    "endif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${include_file})
+endfunction()
+
 # est_add_test(<name> SOURCES ... DEPS ... [LABELS ...] [ISOLATED ...]): a Catch2 test
 # executable, registered with CTest file by file: <name>/<file stem> runs the test cases of
 # that source file in one process (Catch2's tags of file names, --filenames-as-tags). A test
@@ -119,6 +154,8 @@ function(est_add_test name)
   # EST_SKIP_MARKER when it skips (tests/skip.h): it gets a CTest entry of its own, which
   # CTest reports as Skipped, while the file's other cases run together.
   set(skipped_properties ${properties} SKIP_REGULAR_EXPRESSION "est-test-skipped: ")
+  set(own_cases)  # the Catch2 test specs of the cases that get a CTest test of their own
+  set(isolated_stems)
   foreach(source ${ARG_SOURCES})
     get_filename_component(stem ${source} NAME_WE)
     file(READ ${CMAKE_CURRENT_SOURCE_DIR}/${source} text)
@@ -127,21 +164,12 @@ function(est_add_test name)
     list(LENGTH cases case_count)
     list(LENGTH skippable skippable_count)
     if(source IN_LIST ARG_ISOLATED)
-      catch_discover_tests(${name}
-        TEST_SPEC --filenames-as-tags "[#${stem}]"
-        WORKING_DIRECTORY ${PROJECT_BINARY_DIR}
-        EXTRA_ARGS -w NoTests
-        PROPERTIES ${skipped_properties})
+      list(APPEND own_cases "[#${stem}]")
+      list(APPEND isolated_stems ${stem})
       continue()
     endif()
     if(skippable_count GREATER 0)
-      # One at a time, as they ran in the file's one process (they may share a fixture, as the
-      # local Slurm cluster of slurm_test.cc).
-      catch_discover_tests(${name}
-        TEST_SPEC --filenames-as-tags "[#${stem}][skippable],[#${stem}][cuda]"
-        WORKING_DIRECTORY ${PROJECT_BINARY_DIR}
-        EXTRA_ARGS -w NoTests
-        PROPERTIES ${skipped_properties} RESOURCE_LOCK ${name}/${stem})
+      list(APPEND own_cases "[#${stem}][skippable]" "[#${stem}][cuda]")
     endif()
     if(case_count GREATER skippable_count)
       add_test(NAME ${name}/${stem} COMMAND ${name} --filenames-as-tags "[#${stem}]~[skippable]~[cuda]" -w NoTests
@@ -149,6 +177,9 @@ function(est_add_test name)
       set_tests_properties(${name}/${stem} PROPERTIES ${properties})
     endif()
   endforeach()
+  if(own_cases)
+    est_discover_test_cases(${name} "${own_cases}" "${isolated_stems}" "${skipped_properties}")
+  endif()
   foreach(source ${ARG_ISOLATED})
     if(NOT source IN_LIST ARG_SOURCES)
       message(FATAL_ERROR "est_add_test(${name}): ISOLATED ${source} is not one of its SOURCES")
