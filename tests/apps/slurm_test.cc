@@ -78,7 +78,10 @@ class LocalSlurm {
     }
     INFO(started.output);
     REQUIRE(started.exit_code == 0);
-    conf_ = started.output.substr(0, started.output.find('\n'));
+    // The last line: a start that tried again says so first.
+    std::string output = started.output;
+    while (!output.empty() && output.back() == '\n') output.pop_back();
+    conf_ = output.substr(output.rfind('\n') + 1);
   }
   ~LocalSlurm() {
     if (!skip_reason_.empty()) return;

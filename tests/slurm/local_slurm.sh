@@ -78,11 +78,26 @@ if [ "$nodes" -gt 1 ]; then
   command -v unshare >/dev/null || skip "needs unshare (util-linux) for the nodes' host names"
 fi
 
-# Two distinct free ports (both held while they are chosen). Another process may bind one before
-# the daemons do: the start then tries again with others (below).
+# Two distinct free ports (both held while they are chosen), below the kernel's ephemeral range
+# (ip_local_port_range), which it hands to every connect() and bind() to port 0 of the other
+# tests: ports from that range were taken again before the daemons bound them, three starts in a
+# row beside a busy suite. Another process may still bind one explicitly: the start then tries
+# again with others (below).
 free_ports() {
-  python3 -c 'import socket; s = [socket.socket() for _ in range(2)]; [x.bind(("127.0.0.1", 0)) for x in s]
-print(*(x.getsockname()[1] for x in s))'
+  python3 -c '
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+chosen = []
+while len(chosen) < 2:
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", random.randrange(max(1024, low - 12000), low) if low > 2048 else 0))
+    except OSError:
+        s.close()
+        continue
+    if all(s.getsockname()[1] != c.getsockname()[1] for c in chosen):
+        chosen.append(s)
+print(*(c.getsockname()[1] for c in chosen))'
 }
 read -r controller_port slurmd_port < <(free_ports)
 
