@@ -15,9 +15,8 @@ demo: DEPS_SET = demo
 demo: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target est-train
 	rm -rf $(DEMO_DIR)
-	@echo "demo: the CNN's layers and Adam run on the CPU kernels of kernels/ (--kernels on; est-train's default is LibTorch's)"
 	$(BUILD_DIR)/bin/est-train --model fashion_mnist_cnn --model-dir $(DEMO_DIR) \
-	  --max-steps 3000 --batch-size 64 --save-checkpoints-steps 1000 --kernels on
+	  --max-steps 3000 --batch-size 64 --save-checkpoints-steps 1000
 
 # Every test runs once, in the sanitizer build (clang, ASan + UBSan, the kernels built), and
 # the fuzzers run; the optimized gcc build without the kernels (EST_WITH_KERNELS=OFF, the

@@ -12,12 +12,17 @@
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_state.h"
 #include "checkpoint/latest_valid_checkpoint.h"
+#include "common/config.h"
 #include "common/error.h"
 #include "common/file_util.h"
 #include "common/logging.h"
 #include "distribute/strategy.h"
 #include "estimator/address_space_check.h"
 #include "estimator/estimator_impl.h"
+
+#if EST_WITH_KERNELS
+#include "kernels/cpu_op_replacements.h"
+#endif
 
 namespace est {
 namespace {
@@ -35,6 +40,27 @@ std::string ResolveModelDir(const std::string& argument, const RunConfig& config
   return dir;
 }
 
+// RunConfig::replace_slow_cpu_ops: the kernels' replacements, registered once per process.
+void ReplaceSlowCpuOps() {
+#if EST_WITH_KERNELS
+  static const bool logged = [] {
+    kernels::ReplaceSlowCpuOps();
+    std::string ops;
+    for (const std::string& op : kernels::ReplacedCpuOps()) ops += (ops.empty() ? "" : ", ") + op;
+    Log().info("LibTorch's CPU kernels of {} replaced by est::kernels' (RunConfig::replace_slow_cpu_ops)", ops);
+    return true;
+  }();
+  (void)logged;
+#else
+  static const bool logged = [] {
+    Log().warn("RunConfig::replace_slow_cpu_ops: this build has no kernels of its own (EST_WITH_KERNELS=OFF); "
+               "LibTorch's CPU kernels run");
+    return true;
+  }();
+  (void)logged;
+#endif
+}
+
 }  // namespace
 
 Estimator::Estimator(ModelFn model_fn, std::string model_dir, RunConfig config, const nlohmann::json& params,
@@ -46,6 +72,7 @@ Estimator::Estimator(ModelFn model_fn, std::string model_dir, RunConfig config, 
   for (const auto& strategy : {impl_->config.train_distribute, impl_->config.eval_distribute})
     if (strategy) strategy->configure(impl_->config.cluster);
   CheckAddressSpaceForTraining();
+  if (impl_->config.replace_slow_cpu_ops) ReplaceSlowCpuOps();
   EST_CHECK(params.is_null() || params.is_object(), ConfigError, "Estimator params must be a JSON object, got ",
             params.type_name());
   impl_->model_fn = std::move(model_fn);

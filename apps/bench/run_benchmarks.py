@@ -22,10 +22,12 @@ Figures (see docs/performance.md):
   overhead_kernels  the same, both loops running the CNN's layers on the kernels
   overhead_same_allocator  overhead, the hand-written loop also on the Estimator's CachingCpuAllocator
   fused_adam_{cnn,mlp}  the Estimator with the kernels' fused Adam step (the default) vs with LibTorch's Adam::step
-  estimator_vs_tf  est-train --kernels off (stock layers, LibTorch's Adam; Fashion-MNIST CNN, batch 64, IDX files,
-                 one thread), steps/s, vs TensorFlow 2.15's tf.estimator on the same model, data, batch and threads
-                 (tf_estimator_peer.py)
-  estimator_vs_tf_kernels  the same with est-train --kernels on (its default where the kernels are built)
+  estimator_vs_tf  est-train on the CNN's LibTorch layers with the general, exact replacements of LibTorch's slow
+                 CPU kernels and the fused Adam step (--kernels ops, its default where the kernels are built;
+                 Fashion-MNIST CNN, batch 64, IDX files, one thread), steps/s, vs TensorFlow 2.15's tf.estimator on
+                 the same model, data, batch and threads (tf_estimator_peer.py)
+  estimator_vs_tf_stock  the same with est-train --kernels off: LibTorch's own kernels and Adam::step
+  estimator_vs_tf_kernels  the same with est-train --kernels model: the CNN's layers on kernels fitted to it
   scaling_cnn    2 workers: our MultiWorkerMirroredStrategy (Gloo) vs PyTorch DDP (gloo), examples/s
   scaling_mlp    the same on a 21 M-parameter MLP
   scaling_*_pinned_ddp  the same against DDP workers bound to CPUs as est-launch binds ours
@@ -627,17 +629,16 @@ class Runner:
         return {line["figure"]: line for line in json_lines(run(command))}
 
     def est_train_steps_per_sec(self, data_format, dirs, env=None, kernels=None):
-        """est-train's steps/s (Fashion-MNIST CNN, batch 64, --kernels as given, else on where the
-        build has them) after its first 200 steps, from its global_step/sec lines, fed from the IDX
+        """est-train's steps/s (Fashion-MNIST CNN, batch 64, --kernels as given, else est-train's
+        default) after its first 200 steps, from its global_step/sec lines, fed from the IDX
         files or the plain TFRecord shards."""
-        kernels = kernels or ("on" if self.kernels_built else "off")
         steps = 30 if self.quick else 1200
         log_every = 10 if self.quick else 100
         model_dir = f"/tmp/input_training_{os.getpid()}_{data_format}"
         shutil.rmtree(model_dir, ignore_errors=True)
         command = [os.path.join(self.bin, "est-train"), "--model", "fashion_mnist_cnn", "--model-dir", model_dir,
                    "--max-steps", str(steps), "--save-checkpoints-steps", str(steps), "--log-step-count-steps",
-                   str(log_every), "--eval-steps", "1", "--batch-size", "64", "--kernels", kernels]
+                   str(log_every), "--eval-steps", "1", "--batch-size", "64"] + (["--kernels", kernels] if kernels else [])
         if data_format == "tfrecord":
             command += ["--data-format", "tfrecord", "--data-files", os.path.join(dirs["plain"], "train-*"),
                         "--eval-data-files", os.path.join(dirs["plain"], "t10k-*")]
@@ -751,11 +752,14 @@ def main():
                    runner.train_bench("estimator", "mlp", fused=False)["examples_per_sec"], "examples/s")
         if "estimator" in only and tf_python:
             peer = runner.tf_estimator(tf_python)
-            record("estimator_vs_tf", runner.est_train_steps_per_sec("idx", {}, runner.single_thread, kernels="off"),
-                   peer, "steps/s")
             if runner.kernels_built:
-                record("estimator_vs_tf_kernels", runner.est_train_steps_per_sec("idx", {}, runner.single_thread),
+                record("estimator_vs_tf", runner.est_train_steps_per_sec("idx", {}, runner.single_thread, kernels="ops"),
                        peer, "steps/s")
+            record("estimator_vs_tf_stock",
+                   runner.est_train_steps_per_sec("idx", {}, runner.single_thread, kernels="off"), peer, "steps/s")
+            if runner.kernels_built:
+                record("estimator_vs_tf_kernels",
+                       runner.est_train_steps_per_sec("idx", {}, runner.single_thread, kernels="model"), peer, "steps/s")
         for model in distributed_models if "scaling" in only else ():
             ours = runner.ours_workers(model, 2)
             peer = runner.ddp(model, 2)
@@ -952,9 +956,9 @@ def main():
              "input_memory": "ours after 10% of the stream",
              "input_training": "est-train fed from the IDX files (in memory)",
              "estimator_vs_tf": "TensorFlow 2.15 tf.estimator, same CNN, data and batch, 1 thread (ours: est-train, "
-                                "stock layers)",
-             "estimator_vs_tf_kernels": "TensorFlow 2.15 tf.estimator, same CNN, data and batch, 1 thread (ours: "
-                                        "est-train on the kernels)"}
+                                "LibTorch's layers, --kernels ops)",
+             "estimator_vs_tf_stock": "the same (ours: est-train --kernels off, LibTorch's own kernels)",
+             "estimator_vs_tf_kernels": "the same (ours: est-train --kernels model, the kernels fitted to the CNN)"}
     for rate in HOST_LINK_RATES:
         for model in ("cnn", "mlp"):
             figure, link = f"hosts_{model}_{rate // 1000}g", f"2 hosts x 1 worker, {rate // 1000} Gbit/s links"

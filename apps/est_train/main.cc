@@ -88,7 +88,7 @@ struct Flags {
   std::set<std::string> data_flags_given;  ///< the flags of the input (--data-*) on the command line
   std::string mixed_precision = "none";
   std::string channels_last = "auto";
-  std::string kernels = "off";
+  std::string kernels = est_apps::kKernelsBuilt ? "ops" : "off";
   bool ignore_invalid_checkpoints = false;
   std::string job_token_file;
   std::string chief_address;
@@ -325,10 +325,12 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   app.add_option("--kernels", flags.kernels,
-                 "Run the CNN's layers and the Adam step on the CPU kernels of kernels/ (on: the same parameters "
-                 "and checkpoints; its layers' results within float32 rounding of LibTorch's, Adam's to the bit), "
-                 "or on LibTorch's own layers and Adam::step (off)")
-      ->check(CLI::IsMember({"on", "off"}))
+                 "CPU kernels of kernels/ in LibTorch's place. ops (the default where they are built): for any model, "
+                 "LibTorch's slow CPU kernels replaced (RunConfig::replace_slow_cpu_ops) and Adam stepped in one "
+                 "pass (fused_optimizer_step), LibTorch's results to the bit; model: also the CNN's layers on "
+                 "kernels fitted to it (within float32 rounding of LibTorch's); off: LibTorch's own kernels and "
+                 "Adam::step. The parameters and checkpoints are the same")
+      ->check(CLI::IsMember({"off", "ops", "model"}))
       ->capture_default_str();
   app.footer(
       "SIGTERM, SIGINT or SIGHUP (preemption, Ctrl-C, a launcher that died) during training: every worker stops\n"
@@ -549,8 +551,9 @@ int Run(const Flags& flags) {
   // Before any thread of a strategy or a store starts: under a ulimit -v too small to train,
   // OpenBLAS would spin for ever at the first matrix product.
   est::CheckAddressSpaceForTraining();
-  const bool kernels = flags.kernels == "on";
-  est_apps::CheckKernelsBuilt(kernels, "--kernels on");
+  const bool kernels = flags.kernels != "off";
+  const bool model_kernels = flags.kernels == "model";
+  est_apps::CheckKernelsBuilt(kernels, ("--kernels " + flags.kernels).c_str());
   // TF_CONFIG, or torchrun's, MPI's or Slurm's variables, as --chief-address and --evaluator amend them.
   est::RunConfig config(est_train::ResolveClusterOfFlags(flags.chief_address, flags.evaluator));
   if (config.cluster.is_local() || config.cluster.is_chief) CheckWritableModelDir(flags.model_dir);
@@ -570,7 +573,7 @@ int Run(const Flags& flags) {
                                                  flags.batch_size, flags.seed, flags.max_steps);
   } else {
     recipe = est_train::FashionMnistCnn(FashionMnistInputOf(flags, !config.cluster.is_ps()),
-                                        flags.batch_size, flags.seed, kernels);
+                                        flags.batch_size, flags.seed, model_kernels);
   }
 
   recipe.model_fn = est_train::WithTrainingOptions(std::move(recipe.model_fn), TrainingOptionsOf(flags, recipe));
@@ -598,6 +601,7 @@ int Run(const Flags& flags) {
   config.channels_last = est::ParseChannelsLast(flags.channels_last);
   config.ignore_invalid_checkpoints = flags.ignore_invalid_checkpoints;
   config.fused_optimizer_step = kernels;
+  config.replace_slow_cpu_ops = kernels;
   if (flags.ema_decay > 0) config.moving_average = est::MovingAverageOptions().decay(flags.ema_decay).num_updates(true);
   if (!flags.keep_best_by.empty())
     config.keep_best_checkpoints = est::ParseKeepBestBy(flags.keep_best_by).count(flags.keep_best);

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cctype>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
@@ -211,8 +212,12 @@ TEST_CASE("est-train rejects bad flags with one clear line", "[apps]") {
   RunResult help = RunEstTrain("--help");
   CHECK(help.exit_code == 0);
   CHECK(help.output.find("--save-checkpoints-steps") != std::string::npos);
-  // The kernels fitted to the demo CNN run only when asked for.
-  CHECK(help.output.find("--kernels TEXT:{on,off}=off ") != std::string::npos);
+  // The kernels fitted to the demo CNN run only when asked for; the exact replacements of
+  // LibTorch's slow kernels by default, where they are built.
+  const std::string kernels_default = EST_WITH_KERNELS ? "--kernels TEXT:{off,ops,model}=ops" : "--kernels TEXT:{off,ops,model}=off";
+  const size_t kernels_at = help.output.find(kernels_default);
+  REQUIRE(kernels_at != std::string::npos);
+  CHECK(std::isspace(static_cast<unsigned char>(help.output[kernels_at + kernels_default.size()])));
 }
 
 TEST_CASE("est-train names a chief's host that does not resolve at once", "[apps]") {
@@ -402,7 +407,8 @@ TEST_CASE("est-train reaches 0.80 Fashion-MNIST accuracy in 400 steps", "[apps][
 
 // [kernels_build]: what this case asserts depends on whether the kernels are built; make test runs
 // it in both of its trees, with the kernels (the sanitizer tree) and without (the checks tree).
-TEST_CASE("est-train --kernels off trains the CNN on LibTorch's layers, and --kernels on continues its checkpoint",
+TEST_CASE("est-train --kernels off trains the CNN on LibTorch's layers, and --kernels ops and model continue "
+          "its checkpoint",
           "[apps][slow][kernels_build]") {
   const std::string dir = est::testing::FreshTempDir("est_train_kernels").string();
   const std::string flags = "--model fashion_mnist_cnn --model-dir " + dir + " --save-checkpoints-steps 200 --eval-steps 40";
@@ -411,16 +417,25 @@ TEST_CASE("est-train --kernels off trains the CNN on LibTorch's layers, and --ke
   REQUIRE(stock.exit_code == 0);
   CHECK(FinalMetric(stock.output, "accuracy") >= 0.75);
   if (!EST_WITH_KERNELS) {
-    RunResult refused = RunEstTrain(flags + " --max-steps 400 --kernels on");
-    CHECK(refused.exit_code == 1);
-    CHECK(refused.output.find("est-train: error: --kernels on asks for the kernels of kernels/, but this build left "
-                              "them out (EST_WITH_KERNELS=OFF)") != std::string::npos);
+    for (const std::string kernels : {"ops", "model"}) {
+      RunResult refused = RunEstTrain(flags + " --max-steps 400 --kernels " + kernels);
+      CHECK(refused.exit_code == 1);
+      CHECK(refused.output.find("est-train: error: --kernels " + kernels + " asks for the kernels of kernels/, but "
+                                "this build left them out (EST_WITH_KERNELS=OFF)") != std::string::npos);
+    }
     return;
   }
-  // The same parameters under the same keys: the kernels' run restores the stock run's checkpoint.
-  RunResult kernels = RunEstTrain(flags + " --max-steps 400 --kernels on");
+  CHECK(stock.output.find("replaced by est::kernels'") == std::string::npos);
+  // The same parameters under the same keys: each run restores the one before's checkpoint.
+  RunResult ops = RunEstTrain(flags + " --max-steps 300 --kernels ops");
+  INFO(ops.output);
+  REQUIRE(ops.exit_code == 0);
+  CHECK(ops.output.find("Restoring parameters from " + dir + "/model.ckpt-200") != std::string::npos);
+  CHECK(ops.output.find("LibTorch's CPU kernels of aten::max_pool2d_with_indices replaced by est::kernels' "
+                        "(RunConfig::replace_slow_cpu_ops)") != std::string::npos);
+  RunResult kernels = RunEstTrain(flags + " --max-steps 400 --kernels model");
   INFO(kernels.output);
   REQUIRE(kernels.exit_code == 0);
-  CHECK(kernels.output.find("Restoring parameters from " + dir + "/model.ckpt-200") != std::string::npos);
+  CHECK(kernels.output.find("Restoring parameters from " + dir + "/model.ckpt-300") != std::string::npos);
   CHECK(FinalMetric(kernels.output, "accuracy") >= 0.80);
 }

@@ -26,7 +26,7 @@ ALLOWED = [
     ("distribute/optimizer/", {"distribute/optimizer/", "kernels/", "common/"}),
     ("distribute/elastic/", {"distribute/elastic/", "distribute/collective/", "distribute/rendezvous/", "common/"}),
     ("distribute/", {"distribute/", "net/", "common/"}),
-    ("estimator/", {"estimator/", "distribute/", "checkpoint/", "data/", "common/"}),
+    ("estimator/", {"estimator/", "distribute/", "checkpoint/", "data/", "kernels/", "common/"}),
     ("serving/", {"serving/", "estimator/", "checkpoint/", "data/", "net/", "common/"}),
 ]
 # Files that must stay free of what the strategy owns.

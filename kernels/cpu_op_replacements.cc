@@ -1,0 +1,42 @@
+#include "kernels/cpu_op_replacements.h"
+
+#include "kernels/max_pool2d.h"
+
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <mutex>
+
+namespace est::kernels {
+namespace {
+
+// Passes every warning on but the one LibTorch gives for a kernel registered over its own.
+class WithoutOverrideWarning : public c10::WarningHandler {
+ public:
+  explicit WithoutOverrideWarning(c10::WarningHandler* next) : next_(next) {}
+  void process(const c10::SourceLocation& where, const std::string& message, const bool verbatim) override {
+    if (message.find("Overriding a previously registered kernel") != std::string::npos) return;
+    next_->process(where, message, verbatim);
+  }
+
+ private:
+  c10::WarningHandler* next_;
+};
+
+}  // namespace
+
+void ReplaceSlowCpuOps() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    WithoutOverrideWarning handler(c10::Warning::get_warning_handler());
+    c10::Warning::WarningHandlerGuard guard(&handler);
+    // Kept for the life of the process: destroying it would restore LibTorch's kernels while
+    // other threads may be dispatching to them.
+    static auto* library = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::CPU, __FILE__, __LINE__);
+    library->impl("max_pool2d_with_indices", TORCH_FN(MaxPool2dWithIndices));
+  });
+}
+
+std::vector<std::string> ReplacedCpuOps() { return {"aten::max_pool2d_with_indices"}; }
+
+}  // namespace est::kernels
