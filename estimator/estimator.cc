@@ -40,25 +40,22 @@ std::string ResolveModelDir(const std::string& argument, const RunConfig& config
   return dir;
 }
 
-// RunConfig::replace_slow_cpu_ops: the kernels' replacements, registered once per process.
+// RunConfig::replace_slow_cpu_ops: the kernels' replacements, registered and logged once per
+// process.
 void ReplaceSlowCpuOps() {
+  static const bool once = [] {
 #if EST_WITH_KERNELS
-  static const bool logged = [] {
     kernels::ReplaceSlowCpuOps();
     std::string ops;
     for (const std::string& op : kernels::ReplacedCpuOps()) ops += (ops.empty() ? "" : ", ") + op;
     Log().info("LibTorch's CPU kernels of {} replaced by est::kernels' (RunConfig::replace_slow_cpu_ops)", ops);
-    return true;
-  }();
-  (void)logged;
 #else
-  static const bool logged = [] {
     Log().warn("RunConfig::replace_slow_cpu_ops: this build has no kernels of its own (EST_WITH_KERNELS=OFF); "
                "LibTorch's CPU kernels run");
+#endif
     return true;
   }();
-  (void)logged;
-#endif
+  (void)once;
 }
 
 }  // namespace

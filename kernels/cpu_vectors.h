@@ -77,6 +77,22 @@ inline int64_t ParallelGrain(int64_t work_per_item, int64_t work_per_task) {
 #endif
 
 #if defined(__x86_64__)
+/// Lanes [0, 8) of an 8-lane vector that hold one of the first `count` values, as an AVX2 mask:
+/// none for count ≤ 0, all for count ≥ 8.
+__attribute__((target("avx2"))) inline __m256i FirstLanes8(int64_t count) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::min<int64_t>(std::max<int64_t>(count, 0), 8))),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/// Stores the first `count` lanes of `values` (none when count ≤ 0): a plain store for all
+/// eight, since a masked store is slow on some CPUs (microcoded on AMD's).
+__attribute__((target("avx2"))) inline void StoreFirstLanes8(float* to, int64_t count, __m256 values) {
+  if (count >= 8)
+    _mm256_storeu_ps(to, values);
+  else if (count > 0)
+    _mm256_maskstore_ps(to, FirstLanes8(count), values);
+}
+
 /// The mask of the lanes of a 16-float vector that hold one of `count` values: none for
 /// count ≤ 0, all for count ≥ 16.
 EST_TARGET_AVX512 inline __mmask16 FirstLanes16(int64_t count) {

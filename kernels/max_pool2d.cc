@@ -169,13 +169,12 @@ __attribute__((target("avx2,fma"))) void PoolPlane256(const float* in, float* ou
   const __m256i minus_one = _mm256_set1_epi32(-1);
   const __m256i width = _mm256_set1_epi32(static_cast<int>(g.width));
   const __m256 lowest = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-  alignas(32) float best_out[8];
   alignas(32) int64_t best_index[8];
   for (int64_t oh = 0; oh < g.out_height; ++oh) {
     const int64_t top = oh * g.stride_h - g.pad_h;
     for (int64_t ow = 0; ow < g.out_width; ow += 8) {
       const int64_t count = std::min<int64_t>(8, g.out_width - ow);
-      const __m256i lanes = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)), iota);
+      const __m256i lanes = detail::FirstLanes8(count);
       __m256 best = lowest;
       __m256i best_at = _mm256_setzero_si256();
       __m256i seen = _mm256_setzero_si256();
@@ -208,15 +207,13 @@ __attribute__((target("avx2,fma"))) void PoolPlane256(const float* in, float* ou
       const __m256i high = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(best_at, 1));
       float* out_at = out + oh * g.out_width + ow;
       int64_t* index_at = indices + oh * g.out_width + ow;
+      detail::StoreFirstLanes8(out_at, count, best);
       if (count == 8) {
-        _mm256_storeu_ps(out_at, best);
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(index_at), low);
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(index_at + 4), high);
-      } else {  // a masked store is microcoded on AMD's CPUs: the tail goes through the stack
-        _mm256_store_ps(best_out, best);
+      } else {  // the indices' tail goes through the stack
         _mm256_store_si256(reinterpret_cast<__m256i*>(best_index), low);
         _mm256_store_si256(reinterpret_cast<__m256i*>(best_index + 4), high);
-        std::memcpy(out_at, best_out, sizeof(float) * count);
         std::memcpy(index_at, best_index, sizeof(int64_t) * count);
       }
     }

@@ -63,21 +63,8 @@ void BackwardWindows(const float* grad, const uint8_t* code, float* top, float* 
 }
 
 #if defined(__x86_64__)
-// Lanes [0, 8) of a vector that hold one of the first `count` values (count may exceed 8 or
-// be negative), as an AVX2 mask.
-__attribute__((target("avx2"))) __m256i FirstLanes(int64_t count) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::min<int64_t>(std::max<int64_t>(count, 0), 8))),
-                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-// Stores the first `count` lanes of `values` (none when count <= 0): a plain store for all
-// eight, since a masked store is slow on some CPUs (microcoded on AMD's).
-__attribute__((target("avx2"))) void Store(float* to, int64_t count, __m256 values) {
-  if (count >= 8)
-    _mm256_storeu_ps(to, values);
-  else if (count > 0)
-    _mm256_maskstore_ps(to, FirstLanes(count), values);
-}
+using detail::FirstLanes8;
+using detail::StoreFirstLanes8;
 
 // All windows of one output row, eight at a time; the last (partial) group reads and writes
 // through masks, so no window takes a scalar path with branches on the data. The even/odd
@@ -89,7 +76,7 @@ __attribute__((target("avx2"))) void ForwardAvx2(const float* top, const float* 
   const __m256 flows = _mm256_set1_ps(kFlows);
   for (int64_t j = 0; j < windows; j += 8) {
     const int64_t count = std::min<int64_t>(8, windows - j);
-    const __m256i low = FirstLanes(2 * count), high = FirstLanes(2 * count - 8);
+    const __m256i low = FirstLanes8(2 * count), high = FirstLanes8(2 * count - 8);
     const __m256 t0 = _mm256_maskload_ps(top + 2 * j, low), t1 = _mm256_maskload_ps(top + 2 * j + 8, high);
     const __m256 b0 = _mm256_maskload_ps(bottom + 2 * j, low), b1 = _mm256_maskload_ps(bottom + 2 * j + 8, high);
     const __m256 v[4] = {_mm256_shuffle_ps(t0, t1, 0x88), _mm256_shuffle_ps(t0, t1, 0xdd),
@@ -105,7 +92,7 @@ __attribute__((target("avx2"))) void ForwardAvx2(const float* top, const float* 
     }
     const __m256 flow = _mm256_and_ps(_mm256_cmp_ps(source, zero, _CMP_NLE_UQ), flows);
     const __m256 ordered = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(best), 0xd8));
-    Store(out + j, count, ordered);
+    StoreFirstLanes8(out + j, count, ordered);
     const __m256i codes = _mm256_permute4x64_epi64(_mm256_cvttps_epi32(_mm256_add_ps(at, flow)), 0xd8);
     alignas(32) int32_t lanes[8];
     _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), codes);
@@ -125,17 +112,17 @@ __attribute__((target("avx2"))) void BackwardAvx2(const float* grad, const uint8
     const __m256i position = _mm256_and_si256(c, _mm256_set1_epi32(3));
     const __m256 flows = _mm256_castsi256_ps(
         _mm256_cmpeq_epi32(_mm256_and_si256(c, _mm256_set1_epi32(kFlows)), _mm256_set1_epi32(kFlows)));
-    const __m256 g = _mm256_and_ps(_mm256_maskload_ps(grad + j, FirstLanes(count)), flows);
+    const __m256 g = _mm256_and_ps(_mm256_maskload_ps(grad + j, FirstLanes8(count)), flows);
     __m256 at[4];
     for (int k = 0; k < 4; ++k)
       at[k] = _mm256_and_ps(g, _mm256_castsi256_ps(_mm256_cmpeq_epi32(position, _mm256_set1_epi32(k))));
     // unpack gives windows (0 1 | 4 5) and (2 3 | 6 7); the 128-bit permutes put them in order.
     const __m256 top_low = _mm256_unpacklo_ps(at[0], at[1]), top_high = _mm256_unpackhi_ps(at[0], at[1]);
     const __m256 bottom_low = _mm256_unpacklo_ps(at[2], at[3]), bottom_high = _mm256_unpackhi_ps(at[2], at[3]);
-    Store(top + 2 * j, 2 * count, _mm256_permute2f128_ps(top_low, top_high, 0x20));
-    Store(top + 2 * j + 8, 2 * count - 8, _mm256_permute2f128_ps(top_low, top_high, 0x31));
-    Store(bottom + 2 * j, 2 * count, _mm256_permute2f128_ps(bottom_low, bottom_high, 0x20));
-    Store(bottom + 2 * j + 8, 2 * count - 8, _mm256_permute2f128_ps(bottom_low, bottom_high, 0x31));
+    StoreFirstLanes8(top + 2 * j, 2 * count, _mm256_permute2f128_ps(top_low, top_high, 0x20));
+    StoreFirstLanes8(top + 2 * j + 8, 2 * count - 8, _mm256_permute2f128_ps(top_low, top_high, 0x31));
+    StoreFirstLanes8(bottom + 2 * j, 2 * count, _mm256_permute2f128_ps(bottom_low, bottom_high, 0x20));
+    StoreFirstLanes8(bottom + 2 * j + 8, 2 * count - 8, _mm256_permute2f128_ps(bottom_low, bottom_high, 0x31));
   }
 }
 
