@@ -63,7 +63,7 @@ bool EveryWindowReadsInput(int64_t size, int64_t pooled, int64_t kernel, int64_t
 // The geometry of a pooling these kernels compute, or nullopt for anything else (LibTorch's
 // kernel then computes it, or raises its error).
 std::optional<PoolGeometry> GeometryOf(const at::Tensor& input, at::IntArrayRef kernel_size, at::IntArrayRef stride,
-                                   at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+                                       at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
   if (!detail::IsContiguousFloatCpu(input) || input.suggest_memory_format() != at::MemoryFormat::Contiguous ||
       (input.dim() != 3 && input.dim() != 4) || input.numel() == 0)
     return std::nullopt;
