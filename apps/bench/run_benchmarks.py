@@ -28,6 +28,8 @@ Figures (see docs/performance.md):
                  the same model, data, batch and threads (tf_estimator_peer.py)
   estimator_vs_tf_stock  the same with est-train --kernels off: LibTorch's own kernels and Adam::step
   estimator_vs_tf_kernels  the same with est-train --kernels model: the CNN's layers on kernels fitted to it
+  estimator_vs_tf_all_cores  the same (--kernels ops) on every core: each side's default thread pools
+                 (the group also prints a per-op table of one thread's step, ours beside TensorFlow's)
   scaling_cnn    2 workers: our MultiWorkerMirroredStrategy (Gloo) vs PyTorch DDP (gloo), examples/s
   scaling_mlp    the same on a 21 M-parameter MLP
   scaling_*_pinned_ddp  the same against DDP workers bound to CPUs as est-launch binds ours
@@ -218,6 +220,8 @@ class Runner:
         self.single_thread = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
         self.peer_env = dict(os.environ, **TUNED_MALLOC)
         self.peer_single_thread = dict(self.single_thread, **TUNED_MALLOC)
+        # Each side's own thread pools at their defaults: every core.
+        self.all_cores = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
 
     def sizes(self, model):
         if self.quick:
@@ -672,17 +676,81 @@ class Runner:
         output = run(command, self.single_thread)
         return [line for line in json_lines(output) if line.get("bench") == "serve"]
 
-    def tf_estimator(self, python):
-        """tf_estimator_peer.py's steps/s: tf.estimator training est-train's CNN, one thread."""
+    def tf_estimator(self, python, trace_steps=0, threads=1):
+        """tf_estimator_peer.py's steps/s: tf.estimator training est-train's CNN on `threads` threads
+        (0: TensorFlow's defaults, all cores); with trace_steps, also each op type's microseconds a
+        step over that many traced steps after."""
         steps, warmup = (30, 10) if self.quick else (1200, 200)
         model_dir = f"/tmp/tf_estimator_peer_{os.getpid()}"
         shutil.rmtree(model_dir, ignore_errors=True)
         command = [python, os.path.join(os.path.dirname(__file__), "tf_estimator_peer.py"), "--model-dir", model_dir,
-                   "--steps", str(steps), "--warmup", str(warmup), "--threads", "1"]
+                   "--steps", str(steps), "--warmup", str(warmup), "--threads", str(threads),
+                   "--trace-steps", str(trace_steps)]
         try:
-            return json_lines(run(command, self.single_thread))[-1]["steps_per_sec"]
+            lines = json_lines(run(command, self.single_thread if threads == 1 else self.all_cores))
+            return lines[0]["steps_per_sec"], (lines[1]["op_micros_per_step"] if trace_steps else None)
         finally:
             shutil.rmtree(model_dir, ignore_errors=True)
+
+    def estimator_op_times(self):
+        """train_bench's Estimator loop on the CNN with --kernels ops at one thread: each LibTorch
+        op's own microseconds a step."""
+        result = self.train_bench("estimator", "cnn", env=self.single_thread, extra=["--kernels", "ops", "--op-times"])
+        return result["op_micros_per_step"]
+
+
+# The per-op table of the estimator group: each row's LibTorch ops (ours) and TensorFlow op
+# types (the peer's; oneDNN's "_Mkl" names included), by what they compute in the CNN's step.
+OP_ROWS = (
+    ("dense layers: matrix products (TF: with bias and relu)", ("aten::mm", "aten::addmm"),
+     ("MatMul", "_MklMatMul", "_MklNativeMatMul", "_MklNativeFusedMatMul", "_FusedMatMul")),
+    ("convolution forward (TF: with bias and relu)", ("aten::mkldnn_convolution", "aten::convolution",
+                                                      "aten::_convolution"),
+     ("Conv2D", "_MklNativeConv2D", "_MklNativeFusedConv2D", "_FusedConv2D")),
+    ("convolution backward: filter and bias gradients", ("aten::convolution_backward",),
+     ("Conv2DBackpropFilter", "_MklNativeConv2DBackpropFilter", "BiasAddGrad")),
+    ("max-pool forward", ("aten::max_pool2d_with_indices",), ("MaxPool", "_MklNativeMaxPool")),
+    ("max-pool backward", ("aten::max_pool2d_with_indices_backward",), ("MaxPoolGrad", "_MklNativeMaxPoolGrad")),
+    ("relu forward", ("aten::clamp_min", "aten::relu"), ("Relu",)),
+    ("relu backward", ("aten::threshold_backward",), ("ReluGrad",)),
+    ("zero fills", ("aten::fill_", "aten::zero_", "aten::zeros"), ("Fill",)),
+    ("Adam (ours: fused, outside LibTorch's ops)", ("aten::add_", "aten::addcdiv_", "aten::addcmul_", "aten::mul_",
+                                                    "aten::sqrt", "aten::div", "aten::mul"),
+     ("ResourceApplyAdam",)),
+)
+
+
+def print_op_table(ours, peer):
+    """The estimator group's per-op table: ours and the peer's microseconds a step, row by row."""
+    print("estimator per-op, 1 thread, us a step (ours: est-train's CNN in train_bench's Estimator loop, "
+          "--kernels ops, each op's own time; TF: its step stats):")
+    print(f"  {'op':<58} {'ours':>8} {'TF':>8}")
+    ours_left, peer_left = dict(ours), dict(peer)
+    for label, ours_ops, peer_ops in OP_ROWS:
+        ours_us = sum(ours_left.pop(op, 0.0) for op in ours_ops)
+        peer_us = sum(peer_left.pop(op, 0.0) for op in peer_ops)
+        print(f"  {label:<58} {ours_us:>8.0f} {peer_us:>8.0f}")
+    print(f"  {'everything else':<58} {sum(ours_left.values()):>8.0f} {sum(peer_left.values()):>8.0f}")
+    print(f"  {'total':<58} {sum(ours.values()):>8.0f} {sum(peer.values()):>8.0f}")
+
+
+def cpu_description():
+    """The CPU's model name and the vector ISA the kernels and oneDNN may use."""
+    model, flags = platform.processor() or "unknown CPU", set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name":
+                    model = value.strip()
+                elif key.strip() == "flags":
+                    flags = set(value.split())
+                    break
+    except OSError:
+        pass
+    isa = [name for name, flag in (("AVX-512", "avx512f"), ("AVX-512 BF16", "avx512_bf16"), ("AMX", "amx_tile"),
+                                   ("AVX2", "avx2")) if flag in flags]
+    return f"{model} ({', '.join(isa) or 'no AVX2'})"
 
 
 def main():
@@ -719,6 +787,7 @@ def main():
     distributed_models = ("mlp",) if args.quick else ("cnn", "mlp")
     trace = {}  # MLP bucket bytes -> (waited, all-reduce inside training, alone) in ms, per repetition
     serve_latency = {}  # serve figure -> (p50, p99) in ms, per repetition
+    op_tables = []  # the estimator group's (ours, peer) per-op microseconds, first repetition
 
     def record(figure, ours, peer, unit):
         """A repetition's figure; a peer of None has no peer (only ours is reported)."""
@@ -751,7 +820,10 @@ def main():
             record("fused_adam_mlp", runner.train_bench("estimator", "mlp")["examples_per_sec"],
                    runner.train_bench("estimator", "mlp", fused=False)["examples_per_sec"], "examples/s")
         if "estimator" in only and tf_python:
-            peer = runner.tf_estimator(tf_python)
+            trace_steps = 0 if op_tables else (5 if args.quick else 50)
+            peer, peer_ops = runner.tf_estimator(tf_python, trace_steps)
+            if peer_ops is not None and runner.kernels_built:
+                op_tables.append((runner.estimator_op_times(), peer_ops))
             if runner.kernels_built:
                 record("estimator_vs_tf", runner.est_train_steps_per_sec("idx", {}, runner.single_thread, kernels="ops"),
                        peer, "steps/s")
@@ -760,6 +832,11 @@ def main():
             if runner.kernels_built:
                 record("estimator_vs_tf_kernels",
                        runner.est_train_steps_per_sec("idx", {}, runner.single_thread, kernels="model"), peer, "steps/s")
+            all_cores_peer, _ = runner.tf_estimator(tf_python, threads=0)
+            record("estimator_vs_tf_all_cores",
+                   runner.est_train_steps_per_sec("idx", {}, runner.all_cores,
+                                                  kernels="ops" if runner.kernels_built else "off"),
+                   all_cores_peer, "steps/s")
         for model in distributed_models if "scaling" in only else ():
             ours = runner.ours_workers(model, 2)
             peer = runner.ddp(model, 2)
@@ -958,7 +1035,9 @@ def main():
              "estimator_vs_tf": "TensorFlow 2.15 tf.estimator, same CNN, data and batch, 1 thread (ours: est-train, "
                                 "LibTorch's layers, --kernels ops)",
              "estimator_vs_tf_stock": "the same (ours: est-train --kernels off, LibTorch's own kernels)",
-             "estimator_vs_tf_kernels": "the same (ours: est-train --kernels model, the kernels fitted to the CNN)"}
+             "estimator_vs_tf_kernels": "the same (ours: est-train --kernels model, the kernels fitted to the CNN)",
+             "estimator_vs_tf_all_cores": "the same on every core, each side's default thread pools (ours: est-train "
+                                          "--kernels ops where built)"}
     for rate in HOST_LINK_RATES:
         for model in ("cnn", "mlp"):
             figure, link = f"hosts_{model}_{rate // 1000}g", f"2 hosts x 1 worker, {rate // 1000} Gbit/s links"
@@ -1010,7 +1089,7 @@ def main():
     peers["serve_hot_reload_versions"] = "versions exported (ours: versions served by the reloads under load)"
     for figure in [name for name in peers if name.startswith("serve_")]:  # the same, for the MLP
         peers["serve_mlp_" + figure[len("serve_"):]] = peers[figure] + "; the 21 M-parameter MLP"
-    print(f"TorchEstimator benchmarks on {platform.node()}: {os.cpu_count()} cores, "
+    print(f"TorchEstimator benchmarks on {platform.node()}: {cpu_description()}, {os.cpu_count()} cores, "
           f"{repetitions} repetition(s), medians{' (quick sizes: not a measurement)' if args.quick else ''}; "
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min) at the end")
     if "hosts" in only and no_hosts:
@@ -1043,6 +1122,8 @@ def main():
         waited, inside, alone = (statistics.median(row[k] for row in rows) for k in range(3))
         print(f"allreduce trace, scaling_mlp bucket of {size / 1e6:.1f} MB: waited for the last rank {waited:.1f} ms, "
               f"then the all-reduce {inside:.1f} ms inside training, {alone:.1f} ms alone")
+    for ours_ops, peer_ops in op_tables:
+        print_op_table(ours_ops, peer_ops)
     for figure, latencies in serve_latency.items():
         p50, p99 = (statistics.median(latency[k] for latency in latencies) for k in range(2))
         print(f"serve latency, {figure}: p50 {p50:.3f} ms, p99 {p99:.3f} ms")

@@ -3,9 +3,12 @@ tf.estimator training est-train's model, the TensorFlow tutorial's Fashion-MNIST
 32x3x3 + ReLU, max-pool 2, dense 64 + ReLU, dense 10; Adam 0.001), on the same data (the IDX
 files, scaled to [0, 1], shuffled with a buffer of 10000, batches of 64, prefetch 2), with
 the threads given (inter-op, intra-op and tf.data's), checkpoints at the end only and summaries every
-100 steps as est-train writes them. Prints one JSON line: steps/s after --warmup steps.
+100 steps as est-train writes them. Prints one JSON line: steps/s after --warmup steps. With
+--trace-steps N, the N steps after the timed ones run traced (TensorFlow's step stats), and a
+second line gives the microseconds each op type took per step, summed over its kernels.
 
 usage: tf_estimator_peer.py --model-dir DIR [--steps 1200] [--warmup 200] [--threads 1]
+                            [--trace-steps 0]
 """
 
 import argparse
@@ -52,10 +55,11 @@ def model_fn(features, labels, mode):
 
 
 class StepTimer(tf.estimator.SessionRunHook):
-    """The wall time at the end of step `warmup` and of the last step."""
+    """The wall time at the end of step `warmup` and of step `last`."""
 
-    def __init__(self, warmup):
+    def __init__(self, warmup, last):
         self.warmup = warmup
+        self.last = last
         self.steps = 0
         self.started = self.ended = None
 
@@ -63,7 +67,35 @@ class StepTimer(tf.estimator.SessionRunHook):
         self.steps += 1
         if self.steps == self.warmup:
             self.started = time.perf_counter()
-        self.ended = time.perf_counter()
+        if self.steps <= self.last:
+            self.ended = time.perf_counter()
+
+
+class OpTimes(tf.estimator.SessionRunHook):
+    """Traces the steps after `first` and sums each op type's time (end - start of each kernel's
+    execution, as TensorFlow's step stats record it) over them."""
+
+    def __init__(self, first):
+        self.first = first
+        self.steps = 0
+        self.traced = 0
+        self.micros = {}
+
+    def before_run(self, run_context):
+        self.steps += 1
+        if self.steps <= self.first:
+            return None
+        options = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
+        return tf.estimator.SessionRunArgs(fetches=None, options=options)
+
+    def after_run(self, run_context, run_values):
+        if self.steps <= self.first:
+            return
+        self.traced += 1
+        for device in run_values.run_metadata.step_stats.dev_stats:
+            for node in device.node_stats:
+                op = node.timeline_label.split("= ")[-1].split("(")[0] if node.timeline_label else node.node_name
+                self.micros[op] = self.micros.get(op, 0) + node.op_end_rel_micros - node.op_start_rel_micros
 
 
 def main():
@@ -72,6 +104,7 @@ def main():
     parser.add_argument("--steps", type=int, default=1200)
     parser.add_argument("--warmup", type=int, default=200)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--trace-steps", type=int, default=0)
     args = parser.parse_args()
     if not 0 < args.warmup < args.steps:
         raise SystemExit(f"tf_estimator_peer: need 0 < --warmup ({args.warmup}) < --steps ({args.steps})")
@@ -81,12 +114,18 @@ def main():
     config = tf.estimator.RunConfig(model_dir=args.model_dir, tf_random_seed=42, session_config=session,
                                     save_checkpoints_steps=args.steps, save_summary_steps=100,
                                     log_step_count_steps=100)
-    timer = StepTimer(args.warmup)
-    tf.estimator.Estimator(model_fn, config=config).train(lambda: input_fn(args.threads), max_steps=args.steps,
-                                                          hooks=[timer])
+    timer = StepTimer(args.warmup, args.steps)
+    op_times = OpTimes(args.steps)
+    tf.estimator.Estimator(model_fn, config=config).train(lambda: input_fn(args.threads),
+                                                          max_steps=args.steps + args.trace_steps,
+                                                          hooks=[timer, op_times])
     timed = args.steps - args.warmup
     print(json.dumps({"loop": "tf.estimator", "tensorflow": tf.__version__, "steps": timed,
                       "steps_per_sec": timed / (timer.ended - timer.started)}))
+    if op_times.traced:
+        per_step = {op: micros / op_times.traced for op, micros in op_times.micros.items()}
+        print(json.dumps({"traced_steps": op_times.traced,
+                          "op_micros_per_step": dict(sorted(per_step.items(), key=lambda item: -item[1]))}))
 
 
 if __name__ == "__main__":

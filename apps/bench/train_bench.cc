@@ -5,8 +5,8 @@
 //               --steps N --warmup W [--strategy none|multi_worker] [--device cpu|cuda:N]
 //               [--bytes X] [--transport auto|tcp] [--compression none|fp16|bf16|powersgd]
 //               [--powersgd-rank R] [--bucket-cap-mb X] [--overlap auto|always|never]
-//               [--fused-optimizer-step true|false] [--kernels on|off] [--channels-last auto|on|off]
-//               [--cpu-allocator default|caching]
+//               [--fused-optimizer-step true|false] [--kernels on|ops|off] [--channels-last auto|on|off]
+//               [--cpu-allocator default|caching] [--op-times]
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/bench/bench_models.h"
+#include "apps/bench/op_times.h"
 #include "apps/bench/timing_collective.h"
 #include "apps/common/parse_flags.h"
 #include "common/error.h"
@@ -33,6 +34,11 @@
 #include "estimator/caching_cpu_allocator.h"
 #include "estimator/process_tuning.h"
 #include "estimator/estimator.h"
+
+#if EST_WITH_KERNELS
+#include "kernels/cpu_op_replacements.h"
+#include "kernels/fused_adam.h"
+#endif
 
 namespace {
 
@@ -55,7 +61,10 @@ struct Flags {
   double bucket_cap_mb = 25;  ///< multi_worker: GradientReducerOptions::bucket_cap_bytes, in MiB
   std::string overlap = "auto";  ///< multi_worker: GradientReducerOptions::overlap
   bool fused_optimizer_step = true;  ///< estimator: RunConfig::fused_optimizer_step
-  std::string kernels = "off";  ///< "on": the CNN's and the MLP's layers on est::kernels, in every loop
+  /// "on": the CNN's and the MLP's layers on est::kernels; "ops": LibTorch's slow CPU kernels
+  /// replaced (RunConfig::replace_slow_cpu_ops) and Adam fused, in every loop
+  std::string kernels = "off";
+  bool op_times = false;  ///< each op's own time over the timed steps, in the JSON line
   std::string channels_last = "auto";  ///< estimator: RunConfig::channels_last
   /// handwritten: "caching" installs the CachingCpuAllocator (as est-train and this bench's Estimator loop do)
   std::string cpu_allocator = "default";
@@ -73,23 +82,49 @@ Clock::time_point Now(const torch::Device& device) {
   return Clock::now();
 }
 
-// Records the time of the step after `warmup` steps and of the last step.
+// Records the time of the step after `warmup` steps and of the last step, and with `op_times`
+// each op's own time between them.
 class StepTimer : public est::SessionRunHook {
  public:
-  StepTimer(int64_t warmup, int64_t last, torch::Device device) : warmup_(warmup), last_(last), device_(device) {}
+  StepTimer(int64_t warmup, int64_t last, torch::Device device, bool op_times)
+      : warmup_(warmup), last_(last), device_(device), op_times_(op_times) {}
   void after_run(est::RunContext& context, const est::RunValues&) override {
     const int64_t step = context.session().global_step();
-    if (step == warmup_) start = Now(device_);
-    if (step == last_) end = Now(device_);
+    if (step == warmup_) {
+      start = Now(device_);
+      if (op_times_) est_bench::StartOpTimes();
+    }
+    if (step == last_) {
+      end = Now(device_);
+      if (op_times_) ops = est_bench::StopOpTimes(last_ - warmup_);
+    }
   }
   Clock::time_point start;
   Clock::time_point end;
+  nlohmann::json ops;
 
  private:
   int64_t warmup_;
   int64_t last_;
   torch::Device device_;
+  bool op_times_;
 };
+
+// --kernels ops in the hand-written loop: LibTorch's slow CPU kernels replaced, as
+// RunConfig::replace_slow_cpu_ops does for the Estimator.
+void ReplaceSlowCpuOps(const Flags& flags) {
+#if EST_WITH_KERNELS
+  if (flags.kernels == "ops") est::kernels::ReplaceSlowCpuOps();
+#endif
+}
+
+// Adam's step: fused for --kernels ops, as RunConfig::fused_optimizer_step steps it.
+void StepAdam(torch::optim::Adam& adam, const Flags& flags) {
+#if EST_WITH_KERNELS
+  if (flags.kernels == "ops" && est::kernels::FusedAdamStep(adam)) return;
+#endif
+  adam.step();
+}
 
 // The chief's collective for --strategy multi_worker, timed.
 std::shared_ptr<est_bench::TimingCollective> ConnectWorkers(const est::distribute::ClusterConfig& cluster,
@@ -136,6 +171,7 @@ nlohmann::json RunEstimator(const Flags& flags) {
   config.save_checkpoints_steps = 1'000'000'000;
   config.log_step_count_steps = 1'000'000'000;
   config.fused_optimizer_step = flags.fused_optimizer_step;
+  config.replace_slow_cpu_ops = flags.kernels == "ops";
   config.channels_last = est::ParseChannelsLast(flags.channels_last);
   std::shared_ptr<est_bench::TimingCollective> collective;
   if (flags.strategy == "multi_worker") {
@@ -152,7 +188,8 @@ nlohmann::json RunEstimator(const Flags& flags) {
   }
   const std::string model_dir = "/tmp/train_bench_" + std::to_string(::getpid());
   std::filesystem::remove_all(model_dir);
-  auto timer = std::make_shared<StepTimer>(flags.warmup, flags.warmup + flags.steps, torch::Device(flags.device));
+  auto timer = std::make_shared<StepTimer>(flags.warmup, flags.warmup + flags.steps, torch::Device(flags.device),
+                                           flags.op_times);
   est::TuneProcessForTraining();  // as est-train does
   est::Estimator estimator(model_fn, model_dir, config);
   if (collective) collective->reset();
@@ -160,6 +197,7 @@ nlohmann::json RunEstimator(const Flags& flags) {
   std::filesystem::remove_all(model_dir);
   const double seconds = std::chrono::duration<double>(timer->end - timer->start).count();
   nlohmann::json result = {{"seconds", seconds}, {"steps", flags.steps}};
+  if (flags.op_times) result["op_micros_per_step"] = timer->ops;
   if (collective) {
     result["allreduce"] = collective->stats_json(1 << 16);
     result["collective"] = collective->name();
@@ -173,6 +211,7 @@ nlohmann::json RunHandwritten(const Flags& flags) {
   const int64_t count = flags.warmup + flags.steps;
   const torch::Device device(flags.device);
   if (flags.cpu_allocator == "caching") est::InstallCachingCpuAllocator();
+  ReplaceSlowCpuOps(flags);
   auto [inputs, labels] = est_bench::MakeBatches(flags.model, flags.batch_size, count);
   if (device.is_cuda()) {
     inputs = inputs.pin_memory();
@@ -186,12 +225,16 @@ nlohmann::json RunHandwritten(const Flags& flags) {
     const auto x = inputs.select(0, i % inputs.size(0)).to(device, /*non_blocking=*/true);
     const auto y = labels.select(0, i % labels.size(0)).to(device, /*non_blocking=*/true);
     torch::nn::functional::cross_entropy(net->forward(x), y).backward();
-    adam.step();
+    StepAdam(adam, flags);
   };
   for (int64_t i = 0; i < flags.warmup; ++i) step(i);
   const auto start = Now(device);
+  if (flags.op_times) est_bench::StartOpTimes();
   for (int64_t i = flags.warmup; i < count; ++i) step(i);
-  return {{"seconds", std::chrono::duration<double>(Now(device) - start).count()}, {"steps", flags.steps}};
+  nlohmann::json result = {{"seconds", std::chrono::duration<double>(Now(device) - start).count()},
+                           {"steps", flags.steps}};
+  if (flags.op_times) result["op_micros_per_step"] = est_bench::StopOpTimes(flags.steps);
+  return result;
 }
 
 nlohmann::json RunRawAllreduce(const Flags& flags) {
@@ -227,8 +270,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "always", "never"}));
   app.add_option("--fused-optimizer-step", flags.fused_optimizer_step,
                  "estimator: step Adam fused (RunConfig::fused_optimizer_step)");
-  app.add_option("--kernels", flags.kernels, "the CNN's and the MLP's layers on est::kernels, in every loop")
-      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--kernels", flags.kernels,
+                 "on: the CNN's and the MLP's layers on est::kernels; ops: LibTorch's slow CPU kernels replaced "
+                 "and Adam fused; in every loop")
+      ->check(CLI::IsMember({"on", "ops", "off"}));
+  app.add_flag("--op-times", flags.op_times, "each LibTorch op's own time a step, over the timed steps");
   app.add_option("--channels-last", flags.channels_last, "estimator: RunConfig::channels_last")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   app.add_option("--cpu-allocator", flags.cpu_allocator, "handwritten: LibTorch's CPU allocator, or ours")
@@ -237,6 +283,7 @@ int main(int argc, char** argv) {
   try {
     // A clear error for a device LibTorch does not see.
     est::distribute::CheckDeviceAvailable(est::distribute::ParseDevice(flags.device));
+    est_apps::CheckKernelsBuilt(flags.kernels == "ops", "--kernels ops");
     nlohmann::json result = flags.loop == "estimator"     ? RunEstimator(flags)
                             : flags.loop == "handwritten" ? RunHandwritten(flags)
                                                           : RunRawAllreduce(flags);
