@@ -692,10 +692,10 @@ class Runner:
         finally:
             shutil.rmtree(model_dir, ignore_errors=True)
 
-    def estimator_op_times(self):
-        """train_bench's Estimator loop on the CNN with --kernels ops at one thread: each LibTorch
-        op's own microseconds a step."""
-        result = self.train_bench("estimator", "cnn", env=self.single_thread, extra=["--kernels", "ops", "--op-times"])
+    def estimator_op_times(self, kernels):
+        """train_bench's Estimator loop on the CNN with --kernels `kernels` at one thread: each
+        LibTorch op's own microseconds a step."""
+        result = self.train_bench("estimator", "cnn", env=self.single_thread, extra=["--kernels", kernels, "--op-times"])
         return result["op_micros_per_step"]
 
 
@@ -714,16 +714,17 @@ OP_ROWS = (
     ("relu forward", ("aten::clamp_min", "aten::relu"), ("Relu",)),
     ("relu backward", ("aten::threshold_backward",), ("ReluGrad",)),
     ("zero fills", ("aten::fill_", "aten::zero_", "aten::zeros"), ("Fill",)),
-    ("Adam (ours: fused, outside LibTorch's ops)", ("aten::add_", "aten::addcdiv_", "aten::addcmul_", "aten::mul_",
+    ("Adam (--kernels ops: fused, not a LibTorch op)", ("aten::add_", "aten::addcdiv_", "aten::addcmul_", "aten::mul_",
                                                     "aten::sqrt", "aten::div", "aten::mul"),
      ("ResourceApplyAdam",)),
 )
 
 
-def print_op_table(ours, peer):
-    """The estimator group's per-op table: ours and the peer's microseconds a step, row by row."""
+def print_op_table(kernels, ours, peer):
+    """The estimator group's per-op table: ours (--kernels `kernels`) and the peer's microseconds a
+    step, row by row."""
     print("estimator per-op, 1 thread, us a step (ours: est-train's CNN in train_bench's Estimator loop, "
-          "--kernels ops, each op's own time; TF: its step stats):")
+          f"--kernels {kernels}, each op's own time; TF: its step stats):")
     print(f"  {'op':<58} {'ours':>8} {'TF':>8}")
     ours_left, peer_left = dict(ours), dict(peer)
     for label, ours_ops, peer_ops in OP_ROWS:
@@ -787,7 +788,7 @@ def main():
     distributed_models = ("mlp",) if args.quick else ("cnn", "mlp")
     trace = {}  # MLP bucket bytes -> (waited, all-reduce inside training, alone) in ms, per repetition
     serve_latency = {}  # serve figure -> (p50, p99) in ms, per repetition
-    op_tables = []  # the estimator group's (ours, peer) per-op microseconds, first repetition
+    op_tables = []  # the estimator group's (--kernels, ours, peer) per-op microseconds, first repetition
 
     def record(figure, ours, peer, unit):
         """A repetition's figure; a peer of None has no peer (only ours is reported)."""
@@ -822,8 +823,9 @@ def main():
         if "estimator" in only and tf_python:
             trace_steps = 0 if op_tables else (5 if args.quick else 50)
             peer, peer_ops = runner.tf_estimator(tf_python, trace_steps)
-            if peer_ops is not None and runner.kernels_built:
-                op_tables.append((runner.estimator_op_times(), peer_ops))
+            if peer_ops is not None:
+                kernels = "ops" if runner.kernels_built else "off"
+                op_tables.append((kernels, runner.estimator_op_times(kernels), peer_ops))
             if runner.kernels_built:
                 record("estimator_vs_tf", runner.est_train_steps_per_sec("idx", {}, runner.single_thread, kernels="ops"),
                        peer, "steps/s")
@@ -1122,8 +1124,8 @@ def main():
         waited, inside, alone = (statistics.median(row[k] for row in rows) for k in range(3))
         print(f"allreduce trace, scaling_mlp bucket of {size / 1e6:.1f} MB: waited for the last rank {waited:.1f} ms, "
               f"then the all-reduce {inside:.1f} ms inside training, {alone:.1f} ms alone")
-    for ours_ops, peer_ops in op_tables:
-        print_op_table(ours_ops, peer_ops)
+    for kernels, ours_ops, peer_ops in op_tables:
+        print_op_table(kernels, ours_ops, peer_ops)
     for figure, latencies in serve_latency.items():
         p50, p99 = (statistics.median(latency[k] for latency in latencies) for k in range(2))
         print(f"serve latency, {figure}: p50 {p50:.3f} ms, p99 {p99:.3f} ms")
