@@ -714,8 +714,8 @@ OP_ROWS = (
     ("relu forward", ("aten::clamp_min", "aten::relu"), ("Relu",)),
     ("relu backward", ("aten::threshold_backward",), ("ReluGrad",)),
     ("zero fills", ("aten::fill_", "aten::zero_", "aten::zeros"), ("Fill",)),
-    ("Adam (--kernels ops: fused, not a LibTorch op)", ("aten::add_", "aten::addcdiv_", "aten::addcmul_", "aten::mul_",
-                                                    "aten::sqrt", "aten::div", "aten::mul"),
+    ("Adam (--kernels ops: fused, not a LibTorch op)",
+     ("aten::add_", "aten::addcdiv_", "aten::addcmul_", "aten::mul_", "aten::sqrt", "aten::div", "aten::mul"),
      ("ResourceApplyAdam",)),
 )
 
