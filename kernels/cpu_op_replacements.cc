@@ -1,6 +1,7 @@
 #include "kernels/cpu_op_replacements.h"
 
 #include "kernels/max_pool2d.h"
+#include "kernels/max_pool2d_autograd.h"
 
 #include <c10/util/Exception.h>
 #include <torch/library.h>
@@ -32,11 +33,16 @@ void ReplaceSlowCpuOps() {
     c10::Warning::WarningHandlerGuard guard(&handler);
     // Kept for the life of the process: destroying it would restore LibTorch's kernels while
     // other threads may be dispatching to them.
-    static auto* library = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::CPU, __FILE__, __LINE__);
-    library->impl("max_pool2d_with_indices", TORCH_FN(MaxPool2dWithIndices));
+    static auto* cpu = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::CPU, __FILE__, __LINE__);
+    cpu->impl("max_pool2d_with_indices", TORCH_FN(MaxPool2dWithIndices));
+    // max_pool2d is composite (it calls max_pool2d_with_indices); at autograd's CPU key it gets
+    // a kernel and a backward node of its own, which keep no indices and fold relu's backward in.
+    static auto* autograd =
+        new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::AutogradCPU, __FILE__, __LINE__);
+    autograd->impl("max_pool2d", TORCH_FN(MaxPool2dAutograd));
   });
 }
 
-std::vector<std::string> ReplacedCpuOps() { return {"aten::max_pool2d_with_indices"}; }
+std::vector<std::string> ReplacedCpuOps() { return {"aten::max_pool2d_with_indices", "aten::max_pool2d (autograd)"}; }
 
 }  // namespace est::kernels

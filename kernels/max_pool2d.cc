@@ -21,13 +21,10 @@
 namespace est::kernels {
 namespace {
 
-// One pooling of [planes, height, width] into [planes, out_height, out_width]: LibTorch's
-// arguments with their defaults filled in.
-struct PoolGeometry {
-  int64_t planes = 0, height = 0, width = 0, out_height = 0, out_width = 0;
-  int64_t kernel_h = 0, kernel_w = 0, stride_h = 0, stride_w = 0;
-  int64_t pad_h = 0, pad_w = 0, dilation_h = 0, dilation_w = 0;
-};
+using detail::PoolGeometry;
+using detail::PoolPlane;
+using detail::PoolWinners;
+using detail::kWinnerFlows;
 
 // The one or two values of a pair argument, the second repeating the first.
 bool PairOf(at::IntArrayRef values, int64_t& first, int64_t& second) {
@@ -102,10 +99,68 @@ enum class PoolColumns { kContiguous, kEveryOther, kGathered };
 #if defined(__x86_64__)
 EST_BEGIN_AVX512_KERNELS
 
+// `count` (up to sixteen) windows whose columns all lie in the row, without the column checks
+// (lanes past `count` read nothing and hold garbage), and with the
+// chain from one window position to the next one compare and one blend long: a lane takes a
+// value greater than its maximum or unordered with it (so a number after a NaN too), and the
+// window's last NaN, tracked apart, takes its place at the end. Same result as LibTorch's rule.
+template <PoolColumns kColumns, PoolWinners kWinners>
+EST_TARGET_AVX512 inline __attribute__((always_inline)) void InteriorWindows512(const float* in,
+                                                                                  const PoolGeometry& g, int64_t top,
+                                                                                  int64_t ow, int64_t count,
+                                                                                  __m512& best, __m512i& best_at) {
+  const __m512i lane_step = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                               _mm512_set1_epi32(static_cast<int>(g.stride_w)));
+  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  // The columns read: first + lane (stride 1), or first + 0, 2, …, 2 (count - 1) in two halves.
+  const __mmask16 lanes = detail::FirstLanes16(count);
+  const __mmask16 low = detail::FirstLanes16(std::min<int64_t>(16, 2 * count - 1));
+  const __mmask16 high = detail::FirstLanes16(std::max<int64_t>(0, 2 * count - 17));
+  __m512 nan_value = best;
+  __m512i nan_at = best_at;
+  __mmask16 any_nan = 0;
+  bool first_position = true;
+  for (int64_t kh = 0; kh < g.kernel_h; ++kh) {
+    const int64_t ih = top + kh * g.dilation_h;
+    if (ih < 0 || ih >= g.height) continue;
+    const float* row = in + ih * g.width;
+    for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
+      const int64_t first = ow * g.stride_w - g.pad_w + kw * g.dilation_w;  // lane 0's column
+      __m512 value;
+      if constexpr (kColumns == PoolColumns::kContiguous)
+        value = _mm512_maskz_loadu_ps(lanes, row + first);
+      else
+        value = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(low, row + first), evens,
+                                       _mm512_maskz_loadu_ps(high, row + first + 16));
+      __m512i at = _mm512_setzero_si512();
+      if constexpr (kWinners == PoolWinners::kIndices)
+        at = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(ih * g.width + first)), lane_step);
+      else if constexpr (kWinners == PoolWinners::kCodes)
+        at = _mm512_set1_epi32(static_cast<int>(kh * g.kernel_w + kw));
+      if (first_position) {
+        best = value;
+        best_at = at;
+        first_position = false;
+      } else {
+        const __mmask16 take = _mm512_cmp_ps_mask(value, best, _CMP_NLE_UQ);
+        best = _mm512_mask_mov_ps(best, take, value);
+        best_at = _mm512_mask_mov_epi32(best_at, take, at);
+      }
+      const __mmask16 nan = _mm512_cmp_ps_mask(value, value, _CMP_UNORD_Q);
+      nan_value = _mm512_mask_mov_ps(nan_value, nan, value);
+      nan_at = _mm512_mask_mov_epi32(nan_at, nan, at);
+      any_nan = _kor_mask16(any_nan, nan);
+    }
+  }
+  best = _mm512_mask_mov_ps(best, any_nan, nan_value);
+  best_at = _mm512_mask_mov_epi32(best_at, any_nan, nan_at);
+}
+
 // One (H, W) plane, sixteen outputs of a row at a time. A lane takes a window's value when it
 // is the first the window reads, is greater than the lane's maximum, or is NaN: LibTorch's rule.
-template <PoolColumns kColumns>
-EST_TARGET_AVX512 void PoolPlane512(const float* in, float* out, int64_t* indices, const PoolGeometry& g) {
+template <PoolColumns kColumns, PoolWinners kWinners>
+EST_TARGET_AVX512 void PoolPlane512(const float* in, float* out, int64_t* indices, uint8_t* codes,
+                                    const PoolGeometry& g) {
   const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i lane_step = _mm512_mullo_epi32(iota, _mm512_set1_epi32(static_cast<int>(g.stride_w)));
@@ -116,10 +171,15 @@ EST_TARGET_AVX512 void PoolPlane512(const float* in, float* out, int64_t* indice
     const int64_t top = oh * g.stride_h - g.pad_h;
     for (int64_t ow = 0; ow < g.out_width; ow += 16) {
       const __mmask16 lanes = detail::FirstLanes16(g.out_width - ow);
+      // Windows whose columns all lie in the row need no column checks.
+      const int64_t count = std::min<int64_t>(16, g.out_width - ow);
+      const bool interior = ow * g.stride_w - g.pad_w >= 0 &&
+                            (ow + count - 1) * g.stride_w - g.pad_w + (g.kernel_w - 1) * g.dilation_w < g.width;
       __m512 best = lowest;
-      __m512i best_at = zero;
+      __m512i best_at = zero;  // kIndices: the flat position; kCodes: the position in the window
       __mmask16 seen = 0;
-      for (int64_t kh = 0; kh < g.kernel_h; ++kh) {
+      if (interior) InteriorWindows512<kColumns, kWinners>(in, g, top, ow, count, best, best_at);
+      for (int64_t kh = 0; kh < g.kernel_h && !interior; ++kh) {
         const int64_t ih = top + kh * g.dilation_h;
         if (ih < 0 || ih >= g.height) continue;
         const float* row = in + ih * g.width;
@@ -144,16 +204,25 @@ EST_TARGET_AVX512 void PoolPlane512(const float* in, float* out, int64_t* indice
           const __mmask16 take = inside & (_mm512_cmp_ps_mask(value, best, _CMP_GT_OQ) |
                                            _mm512_cmp_ps_mask(value, value, _CMP_UNORD_Q) | static_cast<__mmask16>(~seen));
           best = _mm512_mask_mov_ps(best, take, value);
-          best_at = _mm512_mask_mov_epi32(best_at, take, _mm512_add_epi32(row_start, column));
+          if constexpr (kWinners == PoolWinners::kIndices)
+            best_at = _mm512_mask_mov_epi32(best_at, take, _mm512_add_epi32(row_start, column));
+          else if constexpr (kWinners == PoolWinners::kCodes)
+            best_at = _mm512_mask_mov_epi32(best_at, take, _mm512_set1_epi32(static_cast<int>(kh * g.kernel_w + kw)));
           seen = static_cast<__mmask16>(seen | inside);
         }
       }
-      _mm512_mask_storeu_ps(out + oh * g.out_width + ow, lanes, best);
-      int64_t* to = indices + oh * g.out_width + ow;
-      _mm512_mask_storeu_epi64(to, static_cast<__mmask8>(lanes & 0xFF),
-                               _mm512_cvtepi32_epi64(_mm512_castsi512_si256(best_at)));
-      _mm512_mask_storeu_epi64(to + 8, static_cast<__mmask8>(lanes >> 8),
-                               _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(best_at, 1)));
+      const int64_t at = oh * g.out_width + ow;
+      _mm512_mask_storeu_ps(out + at, lanes, best);
+      if constexpr (kWinners == PoolWinners::kIndices) {
+        _mm512_mask_storeu_epi64(indices + at, static_cast<__mmask8>(lanes & 0xFF),
+                                 _mm512_cvtepi32_epi64(_mm512_castsi512_si256(best_at)));
+        _mm512_mask_storeu_epi64(indices + at + 8, static_cast<__mmask8>(lanes >> 8),
+                                 _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(best_at, 1)));
+      } else if constexpr (kWinners == PoolWinners::kCodes) {
+        const __mmask16 flows = static_cast<__mmask16>(~_mm512_cmp_ps_mask(best, _mm512_setzero_ps(), _CMP_LE_OQ));
+        const __m512i code = _mm512_mask_or_epi32(best_at, flows, best_at, _mm512_set1_epi32(detail::kWinnerFlows));
+        _mm512_mask_cvtepi32_storeu_epi8(codes + at, lanes, code);
+      }
     }
   }
 }
@@ -161,8 +230,8 @@ EST_TARGET_AVX512 void PoolPlane512(const float* in, float* out, int64_t* indice
 EST_END_AVX512_KERNELS
 
 // The same, eight outputs at a time, with AVX2's compare-and-blend for AVX-512's masks.
-template <PoolColumns kColumns>
-__attribute__((target("avx2,fma"))) void PoolPlane256(const float* in, float* out, int64_t* indices,
+template <PoolColumns kColumns, PoolWinners kWinners>
+__attribute__((target("avx2,fma"))) void PoolPlane256(const float* in, float* out, int64_t* indices, uint8_t* codes,
                                                       const PoolGeometry& g) {
   const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256i lane_step = _mm256_mullo_epi32(iota, _mm256_set1_epi32(static_cast<int>(g.stride_w)));
@@ -175,6 +244,8 @@ __attribute__((target("avx2,fma"))) void PoolPlane256(const float* in, float* ou
     for (int64_t ow = 0; ow < g.out_width; ow += 8) {
       const int64_t count = std::min<int64_t>(8, g.out_width - ow);
       const __m256i lanes = detail::FirstLanes8(count);
+      const bool interior = count == 8 && ow * g.stride_w - g.pad_w >= 0 &&
+                            (ow + 7) * g.stride_w - g.pad_w + (g.kernel_w - 1) * g.dilation_w < g.width;
       __m256 best = lowest;
       __m256i best_at = _mm256_setzero_si256();
       __m256i seen = _mm256_setzero_si256();
@@ -186,11 +257,15 @@ __attribute__((target("avx2,fma"))) void PoolPlane256(const float* in, float* ou
         for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
           const int64_t first = ow * g.stride_w - g.pad_w + kw * g.dilation_w;
           const __m256i column = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(first)), lane_step);
-          const __m256i inside = _mm256_and_si256(
-              lanes, _mm256_and_si256(_mm256_cmpgt_epi32(column, minus_one), _mm256_cmpgt_epi32(width, column)));
+          const __m256i inside =
+              interior ? lanes
+                       : _mm256_and_si256(lanes, _mm256_and_si256(_mm256_cmpgt_epi32(column, minus_one),
+                                                                  _mm256_cmpgt_epi32(width, column)));
           __m256 value;
           if constexpr (kColumns == PoolColumns::kContiguous)
-            value = _mm256_maskload_ps(row + first, inside);  // a lane outside reads nothing
+            value = interior ? _mm256_loadu_ps(row + first) : _mm256_maskload_ps(row + first, inside);  // a lane outside reads nothing
+          else if (interior)
+            value = _mm256_i32gather_ps(row, column, 4);
           else
             value = _mm256_mask_i32gather_ps(lowest, row, column, _mm256_castsi256_ps(inside), 4);
           const __m256 greater = _mm256_or_ps(_mm256_cmp_ps(value, best, _CMP_GT_OQ),
@@ -198,41 +273,55 @@ __attribute__((target("avx2,fma"))) void PoolPlane256(const float* in, float* ou
           const __m256 take = _mm256_and_ps(_mm256_castsi256_ps(inside),
                                             _mm256_or_ps(greater, _mm256_castsi256_ps(_mm256_xor_si256(seen, minus_one))));
           best = _mm256_blendv_ps(best, value, take);
-          best_at = _mm256_castps_si256(_mm256_blendv_ps(
-              _mm256_castsi256_ps(best_at), _mm256_castsi256_ps(_mm256_add_epi32(row_start, column)), take));
+          if constexpr (kWinners != PoolWinners::kNone) {
+            const __m256i at = kWinners == PoolWinners::kIndices
+                                   ? _mm256_add_epi32(row_start, column)
+                                   : _mm256_set1_epi32(static_cast<int>(kh * g.kernel_w + kw));
+            best_at = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(best_at), _mm256_castsi256_ps(at), take));
+          }
           seen = _mm256_or_si256(seen, inside);
         }
       }
-      const __m256i low = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(best_at));
-      const __m256i high = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(best_at, 1));
-      float* out_at = out + oh * g.out_width + ow;
-      int64_t* index_at = indices + oh * g.out_width + ow;
-      detail::StoreFirstLanes8(out_at, count, best);
-      if (count == 8) {
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(index_at), low);
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(index_at + 4), high);
-      } else {  // the indices' tail goes through the stack
-        _mm256_store_si256(reinterpret_cast<__m256i*>(best_index), low);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(best_index + 4), high);
-        std::memcpy(index_at, best_index, sizeof(int64_t) * count);
+      detail::StoreFirstLanes8(out + oh * g.out_width + ow, count, best);
+      if constexpr (kWinners == PoolWinners::kCodes) {
+        const __m256 stops = _mm256_cmp_ps(best, _mm256_setzero_ps(), _CMP_LE_OQ);
+        const __m256i code = _mm256_or_si256(
+            best_at, _mm256_andnot_si256(_mm256_castps_si256(stops), _mm256_set1_epi32(detail::kWinnerFlows)));
+        alignas(32) int32_t lane_code[8];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(lane_code), code);
+        for (int64_t j = 0; j < count; ++j) codes[oh * g.out_width + ow + j] = static_cast<uint8_t>(lane_code[j]);
+      }
+      if constexpr (kWinners == PoolWinners::kIndices) {
+        const __m256i low = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(best_at));
+        const __m256i high = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(best_at, 1));
+        int64_t* index_at = indices + oh * g.out_width + ow;
+        if (count == 8) {
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(index_at), low);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(index_at + 4), high);
+        } else {  // the indices' tail goes through the stack
+          _mm256_store_si256(reinterpret_cast<__m256i*>(best_index), low);
+          _mm256_store_si256(reinterpret_cast<__m256i*>(best_index + 4), high);
+          std::memcpy(index_at, best_index, sizeof(int64_t) * count);
+        }
       }
     }
   }
 }
 #endif
 
-using PoolPlane = void (*)(const float* in, float* out, int64_t* indices, const PoolGeometry& g);
-
-// The widest plane kernel for this CPU and this stride, or null where the CPU has neither
-// AVX-512 nor AVX2.
+// The widest plane kernel for this CPU, this stride and these winners, or null where the CPU
+// has neither AVX-512 nor AVX2.
+template <PoolWinners kWinners>
 PoolPlane PlaneKernel(const PoolGeometry& g) {
 #if defined(__x86_64__)
   const int bits = detail::UsableVectorBits();
   if (bits >= 512) {
-    if (g.stride_w == 1) return &PoolPlane512<PoolColumns::kContiguous>;
-    if (g.stride_w == 2) return &PoolPlane512<PoolColumns::kEveryOther>;
+    if (g.stride_w == 1) return &PoolPlane512<PoolColumns::kContiguous, kWinners>;
+    if (g.stride_w == 2) return &PoolPlane512<PoolColumns::kEveryOther, kWinners>;
   }
-  if (bits >= 256) return g.stride_w == 1 ? &PoolPlane256<PoolColumns::kContiguous> : &PoolPlane256<PoolColumns::kGathered>;
+  if (bits >= 256)
+    return g.stride_w == 1 ? &PoolPlane256<PoolColumns::kContiguous, kWinners>
+                           : &PoolPlane256<PoolColumns::kGathered, kWinners>;
 #else
   (void)g;
 #endif
@@ -243,10 +332,39 @@ PoolPlane PlaneKernel(const PoolGeometry& g) {
 
 namespace detail {
 
-bool MaxPool2dIsOurs(const at::Tensor& input, at::IntArrayRef kernel_size, at::IntArrayRef stride,
-                     at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+std::optional<MaxPool2dPlan> PlanMaxPool2d(const at::Tensor& input, at::IntArrayRef kernel_size,
+                                           at::IntArrayRef stride, at::IntArrayRef padding,
+                                           at::IntArrayRef dilation, bool ceil_mode) {
   const std::optional<PoolGeometry> geometry = GeometryOf(input, kernel_size, stride, padding, dilation, ceil_mode);
-  return geometry && PlaneKernel(*geometry);
+  if (!geometry || !PlaneKernel<PoolWinners::kIndices>(*geometry)) return std::nullopt;
+  const bool codes_fit = geometry->kernel_h * geometry->kernel_w <= kWinnerFlows;
+  return MaxPool2dPlan{*geometry, PlaneKernel<PoolWinners::kNone>(*geometry),
+                       PlaneKernel<PoolWinners::kIndices>(*geometry),
+                       codes_fit ? PlaneKernel<PoolWinners::kCodes>(*geometry) : nullptr};
+}
+
+at::Tensor EmptyPooled(const at::Tensor& input, const PoolGeometry& g, at::ScalarType dtype) {
+  std::vector<int64_t> sizes = input.sizes().vec();
+  sizes[sizes.size() - 2] = g.out_height;
+  sizes[sizes.size() - 1] = g.out_width;
+  return at::empty(sizes, input.options().dtype(dtype));
+}
+
+void PoolPlanes(const MaxPool2dPlan& plan, PoolWinners winners, const float* in, float* out, void* winners_out) {
+  const PoolGeometry& g = plan.geometry;
+  const PoolPlane kernel = winners == PoolWinners::kIndices ? plan.with_indices
+                           : winners == PoolWinners::kCodes ? plan.with_codes
+                                                            : plan.values_only;
+  TORCH_INTERNAL_ASSERT(kernel, "no plane kernel writes these winners");
+  const int64_t in_plane = g.height * g.width, out_plane = g.out_height * g.out_width;
+  const int64_t reads_per_plane = out_plane * g.kernel_h * g.kernel_w;
+  at::parallel_for(0, g.planes, ParallelGrain(reads_per_plane, 1 << 16), [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      int64_t* indices = winners == PoolWinners::kIndices ? static_cast<int64_t*>(winners_out) + plane * out_plane : nullptr;
+      uint8_t* codes = winners == PoolWinners::kCodes ? static_cast<uint8_t*>(winners_out) + plane * out_plane : nullptr;
+      kernel(in + plane * in_plane, out + plane * out_plane, indices, codes, g);
+    }
+  });
 }
 
 }  // namespace detail
@@ -254,24 +372,13 @@ bool MaxPool2dIsOurs(const at::Tensor& input, at::IntArrayRef kernel_size, at::I
 std::tuple<at::Tensor, at::Tensor> MaxPool2dWithIndices(const at::Tensor& input, at::IntArrayRef kernel_size,
                                                         at::IntArrayRef stride, at::IntArrayRef padding,
                                                         at::IntArrayRef dilation, bool ceil_mode) {
-  const std::optional<PoolGeometry> geometry = GeometryOf(input, kernel_size, stride, padding, dilation, ceil_mode);
-  const PoolPlane kernel = geometry ? PlaneKernel(*geometry) : nullptr;
-  if (!kernel) return at::cpu::max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode);
-  const PoolGeometry& g = *geometry;
-  std::vector<int64_t> sizes = input.sizes().vec();
-  sizes[sizes.size() - 2] = g.out_height;
-  sizes[sizes.size() - 1] = g.out_width;
-  at::Tensor output = at::empty(sizes, input.options());
-  at::Tensor indices = at::empty(sizes, input.options().dtype(at::kLong));
-  const float* in = input.data_ptr<float>();
-  float* out = output.data_ptr<float>();
-  int64_t* index = indices.data_ptr<int64_t>();
-  const int64_t reads_per_plane = g.out_height * g.out_width * g.kernel_h * g.kernel_w;
-  at::parallel_for(0, g.planes, detail::ParallelGrain(reads_per_plane, 1 << 16), [&](int64_t begin, int64_t end) {
-    for (int64_t plane = begin; plane < end; ++plane)
-      kernel(in + plane * g.height * g.width, out + plane * g.out_height * g.out_width,
-             index + plane * g.out_height * g.out_width, g);
-  });
+  const std::optional<detail::MaxPool2dPlan> plan =
+      detail::PlanMaxPool2d(input, kernel_size, stride, padding, dilation, ceil_mode);
+  if (!plan) return at::cpu::max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode);
+  at::Tensor output = detail::EmptyPooled(input, plan->geometry, at::kFloat);
+  at::Tensor indices = detail::EmptyPooled(input, plan->geometry, at::kLong);
+  detail::PoolPlanes(*plan, detail::PoolWinners::kIndices, input.data_ptr<float>(), output.data_ptr<float>(),
+                     indices.data_ptr<int64_t>());
   return {output, indices};
 }
 
