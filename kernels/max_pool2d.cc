@@ -244,8 +244,12 @@ __attribute__((target("avx2,fma"))) void PoolPlane256(const float* in, float* ou
     for (int64_t ow = 0; ow < g.out_width; ow += 8) {
       const int64_t count = std::min<int64_t>(8, g.out_width - ow);
       const __m256i lanes = detail::FirstLanes8(count);
-      const bool interior = count == 8 && ow * g.stride_w - g.pad_w >= 0 &&
-                            (ow + 7) * g.stride_w - g.pad_w + (g.kernel_w - 1) * g.dilation_w < g.width;
+      // Windows whose columns all lie in the row need no column checks; with stride 2 their
+      // columns come from two loads (of the 2 count - 1 columns they span) and two shuffles.
+      const bool interior = ow * g.stride_w - g.pad_w >= 0 &&
+                            (ow + count - 1) * g.stride_w - g.pad_w + (g.kernel_w - 1) * g.dilation_w < g.width;
+      const __m256i low_half = detail::FirstLanes8(std::min<int64_t>(8, 2 * count - 1));
+      const __m256i high_half = detail::FirstLanes8(2 * count - 9);
       __m256 best = lowest;
       __m256i best_at = _mm256_setzero_si256();
       __m256i seen = _mm256_setzero_si256();
@@ -262,12 +266,17 @@ __attribute__((target("avx2,fma"))) void PoolPlane256(const float* in, float* ou
                        : _mm256_and_si256(lanes, _mm256_and_si256(_mm256_cmpgt_epi32(column, minus_one),
                                                                   _mm256_cmpgt_epi32(width, column)));
           __m256 value;
-          if constexpr (kColumns == PoolColumns::kContiguous)
-            value = interior ? _mm256_loadu_ps(row + first) : _mm256_maskload_ps(row + first, inside);  // a lane outside reads nothing
-          else if (interior)
-            value = _mm256_i32gather_ps(row, column, 4);
-          else
+          if constexpr (kColumns == PoolColumns::kContiguous) {
+            // A lane outside reads nothing.
+            value = interior && count == 8 ? _mm256_loadu_ps(row + first) : _mm256_maskload_ps(row + first, inside);
+          } else if (interior && g.stride_w == 2) {  // columns first + 0, 2, …, 2 (count - 1)
+            const __m256 low = _mm256_maskload_ps(row + first, low_half);
+            const __m256 high = _mm256_maskload_ps(row + first + 8, high_half);
+            const __m256 evens = _mm256_shuffle_ps(low, high, _MM_SHUFFLE(2, 0, 2, 0));
+            value = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(evens), _MM_SHUFFLE(3, 1, 2, 0)));
+          } else {
             value = _mm256_mask_i32gather_ps(lowest, row, column, _mm256_castsi256_ps(inside), 4);
+          }
           const __m256 greater = _mm256_or_ps(_mm256_cmp_ps(value, best, _CMP_GT_OQ),
                                               _mm256_cmp_ps(value, value, _CMP_UNORD_Q));
           const __m256 take = _mm256_and_ps(_mm256_castsi256_ps(inside),
@@ -277,7 +286,8 @@ __attribute__((target("avx2,fma"))) void PoolPlane256(const float* in, float* ou
             const __m256i at = kWinners == PoolWinners::kIndices
                                    ? _mm256_add_epi32(row_start, column)
                                    : _mm256_set1_epi32(static_cast<int>(kh * g.kernel_w + kw));
-            best_at = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(best_at), _mm256_castsi256_ps(at), take));
+            best_at = _mm256_castps_si256(
+                _mm256_blendv_ps(_mm256_castsi256_ps(best_at), _mm256_castsi256_ps(at), take));
           }
           seen = _mm256_or_si256(seen, inside);
         }
@@ -360,8 +370,9 @@ void PoolPlanes(const MaxPool2dPlan& plan, PoolWinners winners, const float* in,
   const int64_t reads_per_plane = out_plane * g.kernel_h * g.kernel_w;
   at::parallel_for(0, g.planes, ParallelGrain(reads_per_plane, 1 << 16), [&](int64_t begin, int64_t end) {
     for (int64_t plane = begin; plane < end; ++plane) {
-      int64_t* indices = winners == PoolWinners::kIndices ? static_cast<int64_t*>(winners_out) + plane * out_plane : nullptr;
-      uint8_t* codes = winners == PoolWinners::kCodes ? static_cast<uint8_t*>(winners_out) + plane * out_plane : nullptr;
+      const int64_t at = plane * out_plane;
+      int64_t* indices = winners == PoolWinners::kIndices ? static_cast<int64_t*>(winners_out) + at : nullptr;
+      uint8_t* codes = winners == PoolWinners::kCodes ? static_cast<uint8_t*>(winners_out) + at : nullptr;
       kernel(in + plane * in_plane, out + plane * out_plane, indices, codes, g);
     }
   });

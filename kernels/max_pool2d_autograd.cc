@@ -57,13 +57,14 @@ class MaxPool2dBackward final : public Node {
 
   variable_list apply(variable_list&& grads) override {
     const at::Tensor input = input_.unpack();  // throws where it was changed in place since
-    const at::Tensor& grad = grads[0];
-    if (!grad.defined()) return {at::Tensor()};
+    if (!grads[0].defined()) return {at::Tensor()};
     const bool relu_hooked = relu_ && !relu_->pre_hooks().empty();
-    if (at::GradMode::is_enabled() || relu_hooked || !detail::IsContiguousFloatCpu(grad)) return ByLibTorch(input, grad);
+    if (at::GradMode::is_enabled() || relu_hooked || grads[0].scalar_type() != at::kFloat)
+      return ByLibTorch(input, grads[0]);
+    const at::Tensor grad = grads[0].contiguous();
     at::Tensor grad_input = at::empty(input.sizes(), input.options());
-    detail::PoolBackwardPlanes(geometry_, codes_.data_ptr<uint8_t>(), grad.data_ptr<float>(), grad_input.data_ptr<float>(),
-                       relu_ != nullptr);
+    detail::PoolBackwardPlanes(geometry_, codes_.data_ptr<uint8_t>(), grad.data_ptr<float>(),
+                               grad_input.data_ptr<float>(), relu_ != nullptr);
     return {grad_input};
   }
 

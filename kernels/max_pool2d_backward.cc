@@ -19,15 +19,15 @@ namespace est::kernels::detail {
 namespace {
 
 // Which window reads each position along one dimension and where in the window it sits (-1 and
-// -1 where none does), for windows that do not overlap; and the first of sixteen consecutive
-// windows that hold those of the positions from here on (the window of the position, or of
-// the last window where there is none).
+// -1 where none does, and for 16 positions past the end, so that vectors read them unmasked),
+// for windows that do not overlap; and the first of sixteen consecutive windows that hold those
+// of the positions from here on (the window of the position, or the last window).
 struct Cover {
   std::vector<int32_t> window, position, first_window;
 };
 
 Cover CoverOf(int64_t size, int64_t pooled, int64_t kernel, int64_t pad, int64_t stride, int64_t dilation) {
-  const auto n = static_cast<size_t>(size);
+  const auto n = static_cast<size_t>(size) + 16;
   Cover cover{std::vector<int32_t>(n, -1), std::vector<int32_t>(n, -1), std::vector<int32_t>(n, 0)};
   for (int64_t i = 0; i < size; ++i) {
     const int64_t window = (i + pad) / stride, offset = (i + pad) % stride;
@@ -62,14 +62,17 @@ EST_BEGIN_AVX512_KERNELS
 
 // Sixteen columns at a time: their windows lie within sixteen consecutive outputs, fetched once
 // and spread over the columns by a permute, then compared with each kernel row's positions.
-EST_TARGET_AVX512 void GradRows512(const RowArgs& a) {
+EST_TARGET_AVX512 void GradRows512(const RowArgs& args) {
+  const RowArgs a = args;  // in registers, not reloaded after each store
   const __m512i zero = _mm512_setzero_si512();
   const __m512i position_bits = _mm512_set1_epi32(kWinnerFlows - 1), flows = _mm512_set1_epi32(kWinnerFlows);
   for (int64_t iw = 0; iw < a.width; iw += 16) {
     const __mmask16 lanes = FirstLanes16(a.width - iw);
     const __m512i window = _mm512_mask_loadu_epi32(_mm512_set1_epi32(-1), lanes, a.window + iw);
     const __m512i position = _mm512_maskz_loadu_epi32(lanes, a.position + iw);
-    const int64_t base = a.first_window[iw];
+    // Sixteen windows from `base` hold those of these columns; a row of sixteen or more fetches a
+    // whole sixteen.
+    const int64_t base = std::min<int64_t>(a.first_window[iw], std::max<int64_t>(0, a.out_width - 16));
     const __mmask16 fetched = FirstLanes16(a.out_width - base);
     const __m512i codes = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(fetched, a.codes + base));
     const __m512 grads = _mm512_maskz_loadu_ps(fetched, a.grad + base);
@@ -92,20 +95,29 @@ EST_TARGET_AVX512 void GradRows512(const RowArgs& a) {
 EST_END_AVX512_KERNELS
 
 // The same, eight columns at a time.
-__attribute__((target("avx2,fma"))) void GradRows256(const RowArgs& a) {
+__attribute__((target("avx2,fma"))) void GradRows256(const RowArgs& args) {
+  const RowArgs a = args;  // in registers, not reloaded after each store
   const __m256i position_bits = _mm256_set1_epi32(kWinnerFlows - 1), flows = _mm256_set1_epi32(kWinnerFlows);
   const __m256i minus_one = _mm256_set1_epi32(-1), zero = _mm256_setzero_si256();
+  alignas(32) float tail[8];
   for (int64_t iw = 0; iw < a.width; iw += 8) {
     const int64_t count = std::min<int64_t>(8, a.width - iw);
-    const __m256i lanes = FirstLanes8(count);
-    const __m256i window = _mm256_blendv_epi8(minus_one, _mm256_maskload_epi32(a.window + iw, lanes), lanes);
-    const __m256i position = _mm256_maskload_epi32(a.position + iw, lanes);
-    const int64_t base = a.first_window[iw];
+    const __m256i window = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.window + iw));
+    const __m256i position = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.position + iw));
+    // Eight windows from `base` hold those of these columns; a row of eight or more fetches a whole
+    // eight (AMD's masked moves are slow).
+    const int64_t base = std::min<int64_t>(a.first_window[iw], std::max<int64_t>(0, a.out_width - 8));
     const int64_t fetched = std::min<int64_t>(8, a.out_width - base);
     uint64_t code_bytes = 0;
-    std::memcpy(&code_bytes, a.codes + base, static_cast<size_t>(fetched));
+    __m256 grads;
+    if (fetched == 8) {
+      std::memcpy(&code_bytes, a.codes + base, 8);
+      grads = _mm256_loadu_ps(a.grad + base);
+    } else {
+      std::memcpy(&code_bytes, a.codes + base, static_cast<size_t>(fetched));
+      grads = _mm256_maskload_ps(a.grad + base, FirstLanes8(fetched));
+    }
     const __m256i codes = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(code_bytes)));
-    const __m256 grads = _mm256_maskload_ps(a.grad + base, FirstLanes8(fetched));
     const __m256i from = _mm256_sub_epi32(window, _mm256_set1_epi32(static_cast<int>(base)));
     const __m256i code = _mm256_permutevar8x32_epi32(codes, from);
     const __m256 grad = _mm256_add_ps(_mm256_permutevar8x32_ps(grads, from), _mm256_setzero_ps());
@@ -116,7 +128,13 @@ __attribute__((target("avx2,fma"))) void GradRows256(const RowArgs& a) {
       if (!a.rows[kh]) continue;
       const __m256i hit = _mm256_and_si256(
           flowing, _mm256_cmpeq_epi32(winner_row, _mm256_set1_epi32(static_cast<int>(kh * a.kernel_w))));
-      StoreFirstLanes8(a.rows[kh] + iw, count, _mm256_and_ps(_mm256_castsi256_ps(hit), grad));
+      const __m256 value = _mm256_and_ps(_mm256_castsi256_ps(hit), grad);
+      if (count == 8) {
+        _mm256_storeu_ps(a.rows[kh] + iw, value);
+      } else {  // AMD's masked store is slow
+        _mm256_store_ps(tail, value);
+        std::copy(tail, tail + count, a.rows[kh] + iw);
+      }
     }
   }
 }
@@ -137,7 +155,8 @@ GradRows RowsKernel() {
 void PlaneByRows(const PoolGeometry& g, const Cover& rows, RowArgs args, GradRows kernel, const uint8_t* codes,
                  const float* grad_output, float* grad_input, std::vector<float*>& kernel_rows) {
   for (int64_t ih = 0; ih < g.height; ++ih)
-    if (rows.window[static_cast<size_t>(ih)] < 0) std::fill(grad_input + ih * g.width, grad_input + (ih + 1) * g.width, 0.f);
+    if (rows.window[static_cast<size_t>(ih)] < 0)
+      std::fill(grad_input + ih * g.width, grad_input + (ih + 1) * g.width, 0.f);
   args.rows = kernel_rows.data();
   for (int64_t oh = 0; oh < g.out_height; ++oh) {
     for (int64_t kh = 0; kh < g.kernel_h; ++kh) {
@@ -170,7 +189,8 @@ void PlaneByWindows(const PoolGeometry& g, const std::vector<int64_t>& offset, b
 void PoolBackwardPlanes(const PoolGeometry& g, const uint8_t* codes, const float* grad_output, float* grad_input,
                         bool relu) {
   const int64_t in_plane = g.height * g.width, out_plane = g.out_height * g.out_width;
-  const bool overlap = g.stride_h < (g.kernel_h - 1) * g.dilation_h + 1 || g.stride_w < (g.kernel_w - 1) * g.dilation_w + 1;
+  const bool overlap =
+      g.stride_h < (g.kernel_h - 1) * g.dilation_h + 1 || g.stride_w < (g.kernel_w - 1) * g.dilation_w + 1;
   const GradRows kernel = overlap ? nullptr : RowsKernel();
   const Cover rows = CoverOf(g.height, g.out_height, g.kernel_h, g.pad_h, g.stride_h, g.dilation_h);
   const Cover columns = CoverOf(g.width, g.out_width, g.kernel_w, g.pad_w, g.stride_w, g.dilation_w);

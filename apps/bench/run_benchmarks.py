@@ -20,6 +20,8 @@ Figures (see docs/performance.md):
   overhead       est-train's Estimator loop vs a hand-written LibTorch loop (Fashion-MNIST CNN, batch 64, stock
                  layers), both stepping LibTorch's Adam (RunConfig::fused_optimizer_step off): the loop's own cost
   overhead_kernels  the same, both loops running the CNN's layers on the kernels
+  overhead_ops   the same, both loops with --kernels ops (LibTorch's layers, its slow CPU kernels replaced, Adam
+                 fused in both)
   overhead_same_allocator  overhead, the hand-written loop also on the Estimator's CachingCpuAllocator
   fused_adam_{cnn,mlp}  the Estimator with the kernels' fused Adam step (the default) vs with LibTorch's Adam::step
   estimator_vs_tf  est-train on the CNN's LibTorch layers with the general, exact replacements of LibTorch's slow
@@ -29,6 +31,14 @@ Figures (see docs/performance.md):
   estimator_vs_tf_stock  the same with est-train --kernels off: LibTorch's own kernels and Adam::step
   estimator_vs_tf_kernels  the same with est-train --kernels model: the CNN's layers on kernels fitted to it
   estimator_vs_tf_all_cores  the same (--kernels ops) on every core: each side's default thread pools
+  estimator_vs_tf_2_workers  2 workers, each bound to a CPU with one thread: est-launch --workers 2 of est-train
+                 --strategy multi_worker vs tf.estimator under MultiWorkerMirroredStrategy, examples/s
+                 (_stock: ours with --kernels off)
+  resnet_ops_vs_off  the second model: ResNet-18 (train_bench's, CIFAR-sized, no max-pool) in the Estimator loop
+                 at one thread, batch 16, --kernels ops vs --kernels off with Adam::step, examples/s
+  estimator_vs_tf_time_to_088  seconds from launch to the first evaluation at 0.88 test accuracy, one thread, both
+                 sides checkpointing and evaluating on the whole test set every 1000 steps to step 3000
+                 (make demo's schedule), lower is better (_stock: ours with --kernels off)
                  (the group also prints a per-op table of one thread's step, ours beside TensorFlow's)
   scaling_cnn    2 workers: our MultiWorkerMirroredStrategy (Gloo) vs PyTorch DDP (gloo), examples/s
   scaling_mlp    the same on a 21 M-parameter MLP
@@ -141,6 +151,7 @@ import re
 import shlex
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -163,6 +174,8 @@ HOST_LINK_RATES = (1000, 10000)
 SERVE_CLIENTS, SERVE_RELOAD_CLIENTS, SERVE_BATCH, SERVE_DELAY_US = (1, 8, 64), 8, 64, 2000
 # The rank of PowerSGD's factors in the hosts group: DDP's default rank.
 POWERSGD_RANK = 1
+# The estimator group's time to accuracy: Fashion-MNIST test accuracy to reach.
+TIME_TO_ACCURACY_TARGET = 0.88
 # The gradient bucket caps (MiB) the hosts group compares with DDP's default of 25.
 BUCKET_CAPS_MB = (5, 25, 100)
 PYTHON = "/usr/bin/python3"  # Debian's, which has python3-torch
@@ -177,6 +190,37 @@ def run(command, env=None):
     if result.returncode != 0:
         sys.exit(f"run_benchmarks: {' '.join(command)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
     return result.stdout
+
+
+def run_log(command, env=None):
+    """`command`'s stdout and stderr together (where a program logs), or exits naming it."""
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1200)
+    if result.returncode != 0:
+        sys.exit(f"run_benchmarks: {' '.join(command)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
+    return result.stdout + result.stderr
+
+
+def free_ports(count):
+    """`count` TCP ports of this host that are free now (bound and released)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("localhost", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def seconds_to_target(name, evaluations, started, ended):
+    """Seconds from `started` to the first of `evaluations` ((step, accuracy, Unix time) each) at
+    TIME_TO_ACCURACY_TARGET or above; where none got there, the whole run's (to `ended`), with a
+    line that says so."""
+    reached = [at for _, accuracy, at in evaluations if accuracy >= TIME_TO_ACCURACY_TARGET]
+    if not reached:
+        print(f"time to accuracy: {name} did not reach {TIME_TO_ACCURACY_TARGET} (evaluations: "
+              f"{[(step, round(accuracy, 4)) for step, accuracy, _ in evaluations]}); its figure is the whole run's")
+    return (min(reached) if reached else ended) - started
 
 
 def json_lines(text):
@@ -692,6 +736,98 @@ class Runner:
         finally:
             shutil.rmtree(model_dir, ignore_errors=True)
 
+    def tf_estimator_workers(self, python, workers=2):
+        """tf_estimator_peer.py --multi-worker: `workers` tf.estimator workers under
+        MultiWorkerMirroredStrategy on this host, each bound to a CPU as est-launch binds ours, one
+        thread each: examples/s (64 a worker a step)."""
+        steps, warmup = (30, 10) if self.quick else (1200, 200)
+        ports = free_ports(workers)
+        cluster = {"worker": [f"localhost:{port}" for port in ports]}
+        cpus = sorted(os.sched_getaffinity(0))
+        model_dir = tempfile.mkdtemp(prefix="tf_estimator_workers_")
+        processes = []
+        try:
+            for index in range(workers):
+                env = dict(self.single_thread,
+                           TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}))
+                bind = ["taskset", "-c", str(cpus[index % len(cpus)])] if len(cpus) >= workers else []
+                processes.append(subprocess.Popen(
+                    bind + [python, os.path.join(os.path.dirname(__file__), "tf_estimator_peer.py"), "--model-dir",
+                            model_dir, "--steps", str(steps), "--warmup", str(warmup), "--threads", "1",
+                            "--multi-worker"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
+            outputs = [process.communicate(timeout=1200) for process in processes]
+        finally:
+            for process in processes:
+                if process.poll() is None:
+                    process.kill()
+            shutil.rmtree(model_dir, ignore_errors=True)
+        if any(process.returncode != 0 for process in processes):
+            sys.exit("run_benchmarks: tf_estimator_peer.py --multi-worker failed:\n" +
+                     "\n".join(err[-2000:] for _, err in outputs))
+        rates = [json_lines(out)[-1]["steps_per_sec"] for out, _ in outputs]
+        return statistics.mean(rates) * 64 * workers
+
+    def est_train_workers(self, kernels, workers=2):
+        """est-train's CNN trained by `workers` workers under est-launch (each bound to a CPU, one
+        thread, batches of 64 each): examples/s after the first 200 steps, from worker 0's
+        global_step/sec lines."""
+        steps, log_every = (30, 10) if self.quick else (1200, 100)
+        model_dir = tempfile.mkdtemp(prefix="est_train_workers_")
+        command = [os.path.join(self.bin, "est-launch"), "--workers", str(workers), "--",
+                   os.path.join(self.bin, "est-train"), "--model", "fashion_mnist_cnn", "--model-dir", model_dir,
+                   "--strategy", "multi_worker", "--max-steps", str(steps), "--save-checkpoints-steps", str(steps),
+                   "--log-step-count-steps", str(log_every), "--eval-steps", "1", "--batch-size", "64",
+                   "--kernels", kernels]
+        try:
+            log = run_log(command, self.single_thread)
+        finally:
+            shutil.rmtree(model_dir, ignore_errors=True)
+        rates = [float(line.split("global_step/sec: ")[1].split()[0]) for line in log.splitlines()
+                 if line.startswith("[worker 0]") and "global_step/sec: " in line]
+        timed = rates[2:] or rates
+        return len(timed) * log_every / sum(log_every / rate for rate in timed) * 64 * workers
+
+    # The schedule of the estimator group's time to accuracy (make demo's): steps, and a checkpoint
+    # evaluated on the whole test set every so many.
+    def accuracy_schedule(self):
+        return (60, 20) if self.quick else (3000, 1000)
+
+    def est_train_time_to_accuracy(self, kernels):
+        """Seconds from est-train's launch (`kernels`, one thread) to the end of its first evaluation
+        at TIME_TO_ACCURACY_TARGET or above, on accuracy_schedule."""
+        steps, every = self.accuracy_schedule()
+        model_dir = tempfile.mkdtemp(prefix="time_to_accuracy_")
+        command = [os.path.join(self.bin, "est-train"), "--model", "fashion_mnist_cnn", "--model-dir", model_dir,
+                   "--max-steps", str(steps), "--save-checkpoints-steps", str(every), "--batch-size", "64",
+                   "--kernels", kernels]
+        try:
+            started = time.time()
+            log = run_log(command, self.single_thread)
+            ended = time.time()
+        finally:
+            shutil.rmtree(model_dir, ignore_errors=True)
+        evaluations = []  # (step, accuracy, Unix time) of each evaluation, from its log line
+        for line in log.splitlines():
+            match = re.match(r"\[(\S+ \S+)\.(\d+)\] \[info\] Saving dict for global step (\d+): accuracy = ([\d.]+)", line)
+            if match:
+                at = time.mktime(time.strptime(match.group(1), "%Y-%m-%d %H:%M:%S")) + int(match.group(2)) / 1000
+                evaluations.append((int(match.group(3)), float(match.group(4)), at))
+        return seconds_to_target(f"est-train --kernels {kernels}", evaluations, started, ended)
+
+    def tf_time_to_accuracy(self, python):
+        """The same for tf.estimator (tf_estimator_peer.py --evaluate-every)."""
+        steps, every = self.accuracy_schedule()
+        model_dir = tempfile.mkdtemp(prefix="tf_time_to_accuracy_")
+        command = [python, os.path.join(os.path.dirname(__file__), "tf_estimator_peer.py"), "--model-dir", model_dir,
+                   "--steps", str(steps), "--warmup", str(every // 2), "--threads", "1", "--evaluate-every", str(every)]
+        try:
+            started = time.time()
+            evaluations = json_lines(run(command, self.single_thread))[-1]["evaluations"]
+            ended = time.time()
+        finally:
+            shutil.rmtree(model_dir, ignore_errors=True)
+        return seconds_to_target("tf.estimator", evaluations, started, ended)
+
     def estimator_op_times(self, kernels):
         """train_bench's Estimator loop on the CNN with --kernels `kernels` at one thread: each
         LibTorch op's own microseconds a step."""
@@ -709,8 +845,10 @@ OP_ROWS = (
      ("Conv2D", "_MklNativeConv2D", "_MklNativeFusedConv2D", "_FusedConv2D")),
     ("convolution backward: filter and bias gradients", ("aten::convolution_backward",),
      ("Conv2DBackpropFilter", "_MklNativeConv2DBackpropFilter", "BiasAddGrad")),
-    ("max-pool forward", ("aten::max_pool2d_with_indices",), ("MaxPool", "_MklNativeMaxPool")),
-    ("max-pool backward", ("aten::max_pool2d_with_indices_backward",), ("MaxPoolGrad", "_MklNativeMaxPoolGrad")),
+    ("max-pool forward", ("aten::max_pool2d_with_indices", "aten::max_pool2d"), ("MaxPool", "_MklNativeMaxPool")),
+    ("max-pool backward (--kernels ops: with relu backward)",
+     ("aten::max_pool2d_with_indices_backward", "est::kernels::MaxPool2dBackward"),
+     ("MaxPoolGrad", "_MklNativeMaxPoolGrad")),
     ("relu forward", ("aten::clamp_min", "aten::relu"), ("Relu",)),
     ("relu backward", ("aten::threshold_backward",), ("ReluGrad",)),
     ("zero fills", ("aten::fill_", "aten::zero_", "aten::zeros"), ("Fill",)),
@@ -812,6 +950,10 @@ def main():
                        runner.train_bench("estimator", "cnn", fused=False, extra=on_kernels)["examples_per_sec"],
                        runner.train_bench("handwritten", "cnn", env=runner.peer_env, extra=on_kernels)["examples_per_sec"],
                        "examples/s")
+                ops = ["--kernels", "ops"]
+                record("overhead_ops", runner.train_bench("estimator", "cnn", extra=ops)["examples_per_sec"],
+                       runner.train_bench("handwritten", "cnn", env=runner.peer_env, extra=ops)["examples_per_sec"],
+                       "examples/s")
             record("overhead_same_allocator", estimator["examples_per_sec"], same_allocator["examples_per_sec"],
                    "examples/s")
             record("vs_glibc_malloc", estimator["examples_per_sec"], untuned["examples_per_sec"], "examples/s")
@@ -835,10 +977,25 @@ def main():
                 record("estimator_vs_tf_kernels",
                        runner.est_train_steps_per_sec("idx", {}, runner.single_thread, kernels="model"), peer, "steps/s")
             all_cores_peer, _ = runner.tf_estimator(tf_python, threads=0)
-            record("estimator_vs_tf_all_cores",
-                   runner.est_train_steps_per_sec("idx", {}, runner.all_cores,
-                                                  kernels="ops" if runner.kernels_built else "off"),
+            general = "ops" if runner.kernels_built else "off"
+            record("estimator_vs_tf_all_cores", runner.est_train_steps_per_sec("idx", {}, runner.all_cores, kernels=general),
                    all_cores_peer, "steps/s")
+            workers_peer = runner.tf_estimator_workers(tf_python)
+            record("estimator_vs_tf_2_workers", runner.est_train_workers(general), workers_peer, "examples/s")
+            accuracy_peer = runner.tf_time_to_accuracy(tf_python)
+            record("estimator_vs_tf_time_to_088", runner.est_train_time_to_accuracy(general), accuracy_peer,
+                   "s to 0.88 test accuracy, lower is better")
+            if runner.kernels_built:
+                record("estimator_vs_tf_2_workers_stock", runner.est_train_workers("off"), workers_peer, "examples/s")
+                record("estimator_vs_tf_time_to_088_stock", runner.est_train_time_to_accuracy("off"), accuracy_peer,
+                       "s to 0.88 test accuracy, lower is better")
+        if "estimator" in only and runner.kernels_built:
+            # The second model: what --kernels ops does to a network it was not measured on.
+            record("resnet_ops_vs_off",
+                   runner.train_bench("estimator", "resnet", batch=16, env=runner.single_thread,
+                                      extra=["--kernels", "ops"])["examples_per_sec"],
+                   runner.train_bench("estimator", "resnet", batch=16, env=runner.single_thread, fused=False,
+                                      extra=["--kernels", "off"])["examples_per_sec"], "examples/s")
         for model in distributed_models if "scaling" in only else ():
             ours = runner.ours_workers(model, 2)
             peer = runner.ddp(model, 2)
@@ -1003,6 +1160,7 @@ def main():
 
     peers = {"overhead": "hand-written LibTorch loop", "memory": "hand-written LibTorch loop",
              "overhead_kernels": "hand-written LibTorch loop, both on the kernels",
+             "overhead_ops": "hand-written LibTorch loop, both with --kernels ops",
              "overhead_same_allocator": "hand-written LibTorch loop on the Estimator's CachingCpuAllocator",
              "vs_glibc_malloc": "hand-written loop, glibc's default malloc thresholds",
              "fused_adam_cnn": "the Estimator stepping LibTorch's Adam (ours: the fused Adam step, the default)",
@@ -1039,7 +1197,15 @@ def main():
              "estimator_vs_tf_stock": "the same (ours: est-train --kernels off, LibTorch's own kernels)",
              "estimator_vs_tf_kernels": "the same (ours: est-train --kernels model, the kernels fitted to the CNN)",
              "estimator_vs_tf_all_cores": "the same on every core, each side's default thread pools (ours: est-train "
-                                          "--kernels ops where built)"}
+                                          "--kernels ops where built)",
+             "estimator_vs_tf_2_workers": "tf.estimator, MultiWorkerMirroredStrategy, 2 workers bound to a CPU each, "
+                                          "1 thread (ours: est-launch --workers 2, est-train --kernels ops where built)",
+             "estimator_vs_tf_2_workers_stock": "the same (ours: est-train --kernels off)",
+             "estimator_vs_tf_time_to_088": "tf.estimator train_and_evaluate, 1 thread, evaluating every 1000 steps as "
+                                            "ours, start-up included (ours: est-train --kernels ops where built)",
+             "estimator_vs_tf_time_to_088_stock": "the same (ours: est-train --kernels off)",
+             "resnet_ops_vs_off": "the same with --kernels off and Adam::step (ours: ResNet-18 in the Estimator loop, "
+                                  "batch 16, 1 thread, --kernels ops)"}
     for rate in HOST_LINK_RATES:
         for model in ("cnn", "mlp"):
             figure, link = f"hosts_{model}_{rate // 1000}g", f"2 hosts x 1 worker, {rate // 1000} Gbit/s links"
@@ -1114,6 +1280,11 @@ def main():
         if "growth" in data:
             details = {"growth_mib": statistics.median(data["growth"]), "stream_mb": data["stream_mb"]}
         note = f"; growth 10%->100% {details['growth_mib']:.1f} MiB" if "growth_mib" in details else ""
+        # The repetitions are interleaved pairs: each pair's ratio, and their spread.
+        pairs = [o / p for o, p in zip(data["ours"], data["peer"]) if p] if len(data["peer"]) == len(data["ours"]) else []
+        if len(pairs) > 1:
+            details["pair_ratios"] = pairs
+            note += f"; pairs {min(pairs):.3f} to {max(pairs):.3f}"
         print(f"{figure:<27} {ours:>12.4g} {peer_text} {ratio_text}  {data['unit']} / {peers[figure]}{note}")
         grouped = figure.startswith(("input_", "hosts_", "serve_"))
         lines.append({"bench": figure.split("_")[0] if grouped else "training",

@@ -7,8 +7,14 @@ the threads given (inter-op, intra-op and tf.data's), checkpoints at the end onl
 --trace-steps N, the N steps after the timed ones run traced (TensorFlow's step stats), and a
 second line gives the microseconds each op type took per step, summed over its kernels.
 
+With --evaluate-every N, tf.estimator.train_and_evaluate checkpoints every N steps and evaluates
+each checkpoint on the whole test set, as est-train does; the JSON line also lists each
+evaluation as [global step, accuracy, Unix time at its end]. With --multi-worker, the workers
+of TF_CONFIG train together under MultiWorkerMirroredStrategy (batches of 64 on each worker;
+train_and_evaluate, the only way tf.estimator trains there); each worker prints its line.
+
 usage: tf_estimator_peer.py --model-dir DIR [--steps 1200] [--warmup 200] [--threads 1]
-                            [--trace-steps 0]
+                            [--trace-steps 0] [--evaluate-every 0] [--multi-worker]
 """
 
 import argparse
@@ -32,14 +38,17 @@ def read_idx(path):
     return np.frombuffer(data[4 + 4 * data[3]:], dtype=np.uint8)
 
 
-def input_fn(threads):
-    images = read_idx(f"{FASHION_MNIST}/train-images-idx3-ubyte.gz").reshape(-1, 28, 28, 1)
-    labels = read_idx(f"{FASHION_MNIST}/train-labels-idx1-ubyte.gz").astype(np.int64)
+def input_fn(threads, split="train"):
+    """The training set shuffled and repeated, or the test set ("t10k") once, in batches of 64."""
+    images = read_idx(f"{FASHION_MNIST}/{split}-images-idx3-ubyte.gz").reshape(-1, 28, 28, 1)
+    labels = read_idx(f"{FASHION_MNIST}/{split}-labels-idx1-ubyte.gz").astype(np.int64)
     dataset = tf.data.Dataset.from_tensor_slices((images, labels))
     dataset = dataset.map(lambda image, label: ({"image": tf.cast(image, tf.float32) / 255.0}, label))
     options = tf.data.Options()
     options.threading.private_threadpool_size = threads
-    return dataset.cache().shuffle(10000, seed=42).repeat().batch(64).prefetch(2).with_options(options)
+    if split == "train":
+        dataset = dataset.cache().shuffle(10000, seed=42).repeat()
+    return dataset.batch(64).prefetch(2).with_options(options)
 
 
 def model_fn(features, labels, mode):
@@ -49,9 +58,26 @@ def model_fn(features, labels, mode):
     x = layers.dense(layers.flatten(x), 64, activation=tf.nn.relu)
     logits = layers.dense(x, 10)
     loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
+    if mode == tf.estimator.ModeKeys.EVAL:
+        accuracy = tf.compat.v1.metrics.accuracy(labels, tf.argmax(logits, 1))
+        return tf.estimator.EstimatorSpec(mode, loss=loss, eval_metric_ops={"accuracy": accuracy})
     train_op = tf.compat.v1.train.AdamOptimizer(0.001).minimize(
         loss, global_step=tf.compat.v1.train.get_global_step())
     return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+class EvaluationTimes(tf.estimator.Exporter):
+    """Called by train_and_evaluate after each evaluation: keeps its step, accuracy and end time."""
+
+    def __init__(self):
+        self.evaluations = []
+
+    @property
+    def name(self):
+        return "evaluation_times"
+
+    def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
+        self.evaluations.append([int(eval_result["global_step"]), float(eval_result["accuracy"]), time.time()])
 
 
 class StepTimer(tf.estimator.SessionRunHook):
@@ -105,23 +131,39 @@ def main():
     parser.add_argument("--warmup", type=int, default=200)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--trace-steps", type=int, default=0)
+    parser.add_argument("--evaluate-every", type=int, default=0)
+    parser.add_argument("--multi-worker", action="store_true")
     args = parser.parse_args()
     if not 0 < args.warmup < args.steps:
         raise SystemExit(f"tf_estimator_peer: need 0 < --warmup ({args.warmup}) < --steps ({args.steps})")
+    if args.evaluate_every < 0:
+        raise SystemExit(f"tf_estimator_peer: --evaluate-every must be >= 0, got {args.evaluate_every}")
+    if args.multi_worker and "TF_CONFIG" not in os.environ:
+        raise SystemExit("tf_estimator_peer: --multi-worker needs TF_CONFIG naming the workers")
     tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.ERROR)
     session = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=args.threads,
                                        inter_op_parallelism_threads=args.threads)
+    strategy = tf.distribute.experimental.MultiWorkerMirroredStrategy() if args.multi_worker else None
+    last = args.steps + args.trace_steps
     config = tf.estimator.RunConfig(model_dir=args.model_dir, tf_random_seed=42, session_config=session,
-                                    save_checkpoints_steps=args.steps, save_summary_steps=100,
-                                    log_step_count_steps=100)
+                                    save_checkpoints_steps=args.evaluate_every or args.steps, save_summary_steps=100,
+                                    log_step_count_steps=100, train_distribute=strategy)
     timer = StepTimer(args.warmup, args.steps)
     op_times = OpTimes(args.steps)
-    tf.estimator.Estimator(model_fn, config=config).train(lambda: input_fn(args.threads),
-                                                          max_steps=args.steps + args.trace_steps,
-                                                          hooks=[timer, op_times])
+    evaluations = EvaluationTimes()
+    estimator = tf.estimator.Estimator(model_fn, config=config)
+    train = lambda: input_fn(args.threads)  # noqa: E731
+    if args.evaluate_every or args.multi_worker:
+        tf.estimator.train_and_evaluate(
+            estimator, tf.estimator.TrainSpec(train, max_steps=last, hooks=[timer, op_times]),
+            tf.estimator.EvalSpec(lambda: input_fn(args.threads, "t10k"), steps=None, exporters=[evaluations],
+                                  start_delay_secs=0, throttle_secs=0))
+    else:
+        estimator.train(train, max_steps=last, hooks=[timer, op_times])
     timed = args.steps - args.warmup
     print(json.dumps({"loop": "tf.estimator", "tensorflow": tf.__version__, "steps": timed,
-                      "steps_per_sec": timed / (timer.ended - timer.started)}))
+                      "steps_per_sec": timed / (timer.ended - timer.started),
+                      "evaluations": evaluations.evaluations}))
     if op_times.traced:
         per_step = {op: micros / op_times.traced for op, micros in op_times.micros.items()}
         print(json.dumps({"traced_steps": op_times.traced,
