@@ -787,9 +787,9 @@ class Runner:
         timed = rates[2:] or rates
         return len(timed) * log_every / sum(log_every / rate for rate in timed) * 64 * workers
 
-    # The schedule of the estimator group's time to accuracy (make demo's): steps, and a checkpoint
-    # evaluated on the whole test set every so many.
     def accuracy_schedule(self):
+        """The estimator group's time to accuracy (make demo's schedule): steps, and a checkpoint
+        evaluated on the whole test set every so many."""
         return (60, 20) if self.quick else (3000, 1000)
 
     def est_train_time_to_accuracy(self, kernels):

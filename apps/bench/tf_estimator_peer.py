@@ -10,8 +10,9 @@ second line gives the microseconds each op type took per step, summed over its k
 With --evaluate-every N, tf.estimator.train_and_evaluate checkpoints every N steps and evaluates
 each checkpoint on the whole test set, as est-train does; the JSON line also lists each
 evaluation as [global step, accuracy, Unix time at its end]. With --multi-worker, the workers
-of TF_CONFIG train together under MultiWorkerMirroredStrategy (batches of 64 on each worker;
-train_and_evaluate, the only way tf.estimator trains there); each worker prints its line.
+of TF_CONFIG train together under MultiWorkerMirroredStrategy (batches of 64 on each worker, each
+reading the whole shuffled set: a figure of throughput; train_and_evaluate, the only way
+tf.estimator trains there); each worker prints its line.
 
 usage: tf_estimator_peer.py --model-dir DIR [--steps 1200] [--warmup 200] [--threads 1]
                             [--trace-steps 0] [--evaluate-every 0] [--multi-worker]
@@ -152,7 +153,10 @@ def main():
     op_times = OpTimes(args.steps)
     evaluations = EvaluationTimes()
     estimator = tf.estimator.Estimator(model_fn, config=config)
-    train = lambda: input_fn(args.threads)  # noqa: E731
+
+    def train():
+        return input_fn(args.threads)
+
     if args.evaluate_every or args.multi_worker:
         tf.estimator.train_and_evaluate(
             estimator, tf.estimator.TrainSpec(train, max_steps=last, hooks=[timer, op_times]),

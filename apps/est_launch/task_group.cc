@@ -47,9 +47,9 @@ TaskGroup::TaskGroup(const HostTasks& cluster, const LaunchOptions& options, Sig
 }
 
 void TaskGroup::Start(size_t i, int restart_count) {
-  if (i < tasks_.size()) {
-    CloseStream(tasks_[i].out);
-    CloseStream(tasks_[i].err);
+  if (i < tasks_.size()) {  // a restart: the run before's last lines may still be in its pipes
+    DrainStream(tasks_[i].out);
+    DrainStream(tasks_[i].err);
   }
   Task task = Spawn(i, restart_count);
   if (i < tasks_.size()) {
@@ -235,16 +235,24 @@ int TaskGroup::PollTimeoutMs(bool held_back, std::optional<Clock::time_point> wa
   return static_cast<int>(std::max<int64_t>(ms, 0));
 }
 
-// Passes on what `stream` holds; closes it at its end or on an error.
-void TaskGroup::ReadStream(TaskStream& stream) {
-  if (stream.fd < 0) return;
+// Passes on what `stream` holds; closes it at its end or on an error. True when it passed on bytes.
+bool TaskGroup::ReadStream(TaskStream& stream) {
+  if (stream.fd < 0) return false;
   char buffer[64 * 1024];
   const ssize_t n = ::read(stream.fd, buffer, sizeof(buffer));
   if (n > 0) {
     stream.prefixer.append(std::string_view(buffer, static_cast<size_t>(n)));
-  } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-    CloseStream(stream);
+    return true;
   }
+  if (n == 0 || (errno != EAGAIN && errno != EINTR)) CloseStream(stream);
+  return false;
+}
+
+// Passes on everything `stream`'s pipe holds now (the pipe does not block), then closes it.
+void TaskGroup::DrainStream(TaskStream& stream) {
+  while (ReadStream(stream)) {
+  }
+  CloseStream(stream);
 }
 
 // Passes on a partial last line and closes the pipe.

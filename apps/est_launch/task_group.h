@@ -139,7 +139,8 @@ class TaskGroup {
  private:
   Task Spawn(size_t i, int restart_count);
   bool TrainingTasksExited() const;
-  void ReadStream(TaskStream& stream);
+  bool ReadStream(TaskStream& stream);
+  void DrainStream(TaskStream& stream);
   static void CloseStream(TaskStream& stream);
   static bool IsPs(const Task& task);
 
