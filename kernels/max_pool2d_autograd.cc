@@ -18,7 +18,6 @@
 #include <memory>
 #include <string>
 #include <utility>
-#include <vector>
 
 namespace est::kernels {
 namespace {
@@ -36,19 +35,13 @@ std::shared_ptr<Node> FoldableRelu(const at::Tensor& input) {
   return node->name().rfind("ReluBackward", 0) == 0 ? node : nullptr;
 }
 
-// The pooling's arguments, kept for LibTorch's ops where the backward needs them.
-struct PoolArgs {
-  std::vector<int64_t> kernel_size, stride, padding, dilation;
-  bool ceil_mode = false;
-};
-
 // The backward of MaxPool2dAutograd.
 class MaxPool2dBackward final : public Node {
  public:
-  MaxPool2dBackward(const detail::PoolGeometry& geometry, PoolArgs args, const at::Tensor& input, at::Tensor codes,
+  MaxPool2dBackward(const detail::PoolGeometry& geometry, bool ceil_mode, const at::Tensor& input, at::Tensor codes,
                     std::shared_ptr<Node> relu)
       : geometry_(geometry),
-        args_(std::move(args)),
+        ceil_mode_(ceil_mode),
         input_(input, /*is_output=*/false),
         codes_(std::move(codes)),
         relu_(std::move(relu)) {}
@@ -78,14 +71,16 @@ class MaxPool2dBackward final : public Node {
   // The same gradient from LibTorch's ops, differentiable again, with the hooks of relu's output
   // run between the pooling's backward and relu's, as the engine would run them.
   variable_list ByLibTorch(const at::Tensor& input, const at::Tensor& grad) {
+    const detail::PoolGeometry& g = geometry_;  // LibTorch's arguments, with their defaults filled in
+    const int64_t kernel[] = {g.kernel_h, g.kernel_w}, stride[] = {g.stride_h, g.stride_w};
+    const int64_t padding[] = {g.pad_h, g.pad_w}, dilation[] = {g.dilation_h, g.dilation_w};
     at::Tensor indices;
     {
       at::AutoGradMode no_grad(false);
-      indices = std::get<1>(at::max_pool2d_with_indices(input, args_.kernel_size, args_.stride, args_.padding,
-                                                        args_.dilation, args_.ceil_mode));
+      indices = std::get<1>(at::max_pool2d_with_indices(input, kernel, stride, padding, dilation, ceil_mode_));
     }
-    at::Tensor grad_input = at::max_pool2d_with_indices_backward(
-        grad, input, args_.kernel_size, args_.stride, args_.padding, args_.dilation, args_.ceil_mode, indices);
+    at::Tensor grad_input =
+        at::max_pool2d_with_indices_backward(grad, input, kernel, stride, padding, dilation, ceil_mode_, indices);
     if (!relu_) return {grad_input};
     variable_list hooked{grad_input};
     for (const auto& hook : relu_->pre_hooks()) hooked = (*hook)(hooked);
@@ -93,7 +88,7 @@ class MaxPool2dBackward final : public Node {
   }
 
   detail::PoolGeometry geometry_;
-  PoolArgs args_;
+  bool ceil_mode_;
   SavedVariable input_;  // for the in-place check, and LibTorch's ops
   at::Tensor codes_;     // each window's winner (PoolWinners::kCodes)
   std::shared_ptr<Node> relu_;
@@ -118,9 +113,8 @@ at::Tensor MaxPool2dAutograd(const at::Tensor& input, at::IntArrayRef kernel_siz
                      codes.data_ptr<uint8_t>());
   std::shared_ptr<Node> relu = FoldableRelu(input);
   torch::autograd::edge_list edges = relu ? relu->next_edges() : torch::autograd::collect_next_edges(input);
-  PoolArgs args{kernel_size.vec(), stride.vec(), padding.vec(), dilation.vec(), ceil_mode};
   std::shared_ptr<MaxPool2dBackward> node(
-      new MaxPool2dBackward(plan->geometry, std::move(args), input, std::move(codes), std::move(relu)),
+      new MaxPool2dBackward(plan->geometry, ceil_mode, input, std::move(codes), std::move(relu)),
       torch::autograd::deleteNode);
   node->set_next_edges(std::move(edges));
   torch::autograd::set_history(output, node);

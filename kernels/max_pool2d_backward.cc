@@ -196,8 +196,9 @@ void PoolBackwardPlanes(const PoolGeometry& g, const uint8_t* codes, const float
   const Cover columns = CoverOf(g.width, g.out_width, g.kernel_w, g.pad_w, g.stride_w, g.dilation_w);
   const RowArgs args{nullptr, nullptr, columns.window.data(), columns.position.data(), columns.first_window.data(),
                      g.width, g.out_width, g.kernel_w, nullptr, g.kernel_h, relu};
-  std::vector<int64_t> offset(static_cast<size_t>(g.kernel_h * g.kernel_w));  // a position's from the window's corner
-  for (int64_t kh = 0; kh < g.kernel_h; ++kh)
+  // A window position's offset from the window's corner, for windows that overlap.
+  std::vector<int64_t> offset(kernel ? 0 : static_cast<size_t>(g.kernel_h * g.kernel_w));
+  for (int64_t kh = 0; kh < g.kernel_h && !kernel; ++kh)
     for (int64_t kw = 0; kw < g.kernel_w; ++kw)
       offset[static_cast<size_t>(kh * g.kernel_w + kw)] = kh * g.dilation_h * g.width + kw * g.dilation_w;
   at::parallel_for(0, g.planes, ParallelGrain(out_plane + in_plane, 1 << 16), [&](int64_t begin, int64_t end) {

@@ -200,6 +200,14 @@ def run_log(command, env=None):
     return result.stdout + result.stderr
 
 
+def logged_steps_per_sec(lines, log_every):
+    """Steps/s over the global_step/sec lines of a log that logs every `log_every` steps, the first
+    two intervals (which hold the start-up) left out where there are more."""
+    rates = [float(line.split("global_step/sec: ")[1].split()[0]) for line in lines if "global_step/sec: " in line]
+    timed = rates[2:] or rates
+    return len(timed) * log_every / sum(log_every / rate for rate in timed)
+
+
 def free_ports(count):
     """`count` TCP ports of this host that are free now (bound and released)."""
     sockets = [socket.socket() for _ in range(count)]
@@ -690,15 +698,11 @@ class Runner:
         if data_format == "tfrecord":
             command += ["--data-format", "tfrecord", "--data-files", os.path.join(dirs["plain"], "train-*"),
                         "--eval-data-files", os.path.join(dirs["plain"], "t10k-*")]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=1200, env=env)
-        shutil.rmtree(model_dir, ignore_errors=True)
-        log = result.stdout + result.stderr
-        if result.returncode != 0:
-            sys.exit(f"run_benchmarks: {' '.join(command)} failed ({result.returncode}):\n{log}")
-        rates = [float(line.split("global_step/sec: ")[1].split()[0]) for line in log.splitlines()
-                 if "global_step/sec: " in line]
-        timed = rates[2:] or rates  # the first intervals hold the start-up
-        return len(timed) * log_every / sum(log_every / rate for rate in timed)
+        try:
+            log = run_log(command, env)
+        finally:
+            shutil.rmtree(model_dir, ignore_errors=True)
+        return logged_steps_per_sec(log.splitlines(), log_every)
 
 
     def serve_bench(self, model):
@@ -782,10 +786,8 @@ class Runner:
             log = run_log(command, self.single_thread)
         finally:
             shutil.rmtree(model_dir, ignore_errors=True)
-        rates = [float(line.split("global_step/sec: ")[1].split()[0]) for line in log.splitlines()
-                 if line.startswith("[worker 0]") and "global_step/sec: " in line]
-        timed = rates[2:] or rates
-        return len(timed) * log_every / sum(log_every / rate for rate in timed) * 64 * workers
+        worker_0 = [line for line in log.splitlines() if line.startswith("[worker 0]")]
+        return logged_steps_per_sec(worker_0, log_every) * 64 * workers
 
     def accuracy_schedule(self):
         """The estimator group's time to accuracy (make demo's schedule): steps, and a checkpoint
