@@ -2,6 +2,7 @@
 
 #include "kernels/max_pool2d.h"
 #include "kernels/max_pool2d_autograd.h"
+#include "kernels/onednn_matmul.h"
 
 #include <c10/util/Exception.h>
 #include <torch/library.h>
@@ -35,6 +36,12 @@ void ReplaceSlowCpuOps() {
     // other threads may be dispatching to them.
     static auto* cpu = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::CPU, __FILE__, __LINE__);
     cpu->impl("max_pool2d_with_indices", TORCH_FN(MaxPool2dWithIndices));
+    // Matrix products (linear layers forward and backward, matmul) on oneDNN's brgemm kernel
+    // where this CPU gets it, with LibTorch's BLAS for what it leaves.
+    if (OneDnnMatmulRuns()) {
+      cpu->impl("mm", TORCH_FN(OneDnnMm));
+      cpu->impl("addmm", TORCH_FN(OneDnnAddmm));
+    }
     // max_pool2d is composite (it calls max_pool2d_with_indices); at autograd's CPU key it gets
     // a kernel and a backward node of its own, which keep no indices and fold relu's backward in.
     static auto* autograd =
@@ -43,6 +50,10 @@ void ReplaceSlowCpuOps() {
   });
 }
 
-std::vector<std::string> ReplacedCpuOps() { return {"aten::max_pool2d_with_indices", "aten::max_pool2d (autograd)"}; }
+std::vector<std::string> ReplacedCpuOps() {
+  std::vector<std::string> ops{"aten::max_pool2d_with_indices", "aten::max_pool2d (autograd)"};
+  if (OneDnnMatmulRuns()) ops.insert(ops.end(), {"aten::mm (oneDNN)", "aten::addmm (oneDNN)"});
+  return ops;
+}
 
 }  // namespace est::kernels

@@ -7,14 +7,16 @@
 namespace est::kernels {
 
 /// Registers with LibTorch's dispatcher, for the CPU and for the whole process, the kernels of
-/// est::kernels that give the same results as LibTorch's own CPU kernels of these ops to the bit,
-/// faster (ReplacedCpuOps lists them): every call of the op from then on, direct or through
+/// est::kernels that compute these ops faster than LibTorch's own CPU kernels (ReplacedCpuOps
+/// lists them): max-pooling to LibTorch's bits; float32 matrix products on oneDNN's brgemm
+/// kernel where the CPU gets it (OneDnnMatmulRuns), within float32 rounding of LibTorch's, their
+/// sums taken in another order. Every call of the op from then on, direct or through
 /// autograd, torch::nn's modules and a traced program alike, runs ours, and ours hand the inputs
 /// they do not speed up to LibTorch's kernel. Once per process; later calls do nothing. LibTorch's
 /// "Overriding a previously registered kernel" warning is not shown.
 void ReplaceSlowCpuOps();
 
-/// The ops whose CPU kernels ReplaceSlowCpuOps replaces, as LibTorch names them.
+/// The ops whose CPU kernels ReplaceSlowCpuOps replaces (on this CPU), as LibTorch names them.
 std::vector<std::string> ReplacedCpuOps();
 
 }  // namespace est::kernels

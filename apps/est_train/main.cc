@@ -326,8 +326,9 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->capture_default_str();
   app.add_option("--kernels", flags.kernels,
                  "CPU kernels of kernels/ in LibTorch's place. ops (the default where they are built): for any model, "
-                 "LibTorch's slow CPU kernels replaced (RunConfig::replace_slow_cpu_ops) and Adam stepped in one "
-                 "pass (fused_optimizer_step), LibTorch's results to the bit; model: also the CNN's layers on "
+                 "LibTorch's slow CPU kernels replaced (RunConfig::replace_slow_cpu_ops: max-pooling to LibTorch's "
+                 "bits, matrix products on oneDNN's brgemm kernel on AVX-512 CPUs, within float32 rounding) and Adam "
+                 "stepped in one pass (fused_optimizer_step, to LibTorch's bits); model: also the CNN's layers on "
                  "kernels fitted to it (within float32 rounding of LibTorch's); off: LibTorch's own kernels and "
                  "Adam::step. The parameters and checkpoints are the same")
       ->check(CLI::IsMember({"off", "ops", "model"}))
