@@ -7,8 +7,9 @@ set -euo pipefail
 # default) adds what `make test` needs besides.
 #
 # libopenblas0-openmp is the BLAS libtorch recommends: without it Debian's reference BLAS
-# makes dense layers about 10x slower. libdnnl-dev: the headers of the oneDNN libtorch links, whose
-# matrix products the kernels run on AVX-512 CPUs (kernels/onednn_matmul.h). catch2 is header-only, and configuring needs it.
+# makes dense layers about 10x slower. libdnnl-dev: the headers of the oneDNN libtorch links,
+# whose matrix products the kernels run on AVX-512 CPUs (kernels/onednn_matmul.h). catch2 is
+# header-only, and configuring needs it.
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libtorch-dev libgloo-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc

@@ -36,10 +36,12 @@ std::optional<std::array<int64_t, 2>> DenseStrides(const at::Tensor& matrix) {
   return std::nullopt;
 }
 
-bool IsFloatMatrix(const at::Tensor& t) {
-  return t.defined() && t.device().is_cpu() && t.layout() == c10::kStrided && t.scalar_type() == at::kFloat &&
-         t.dim() == 2;
+// A strided float32 tensor in CPU memory: what oneDNN's f32 memory descriptors describe.
+bool IsCpuFloat(const at::Tensor& t) {
+  return t.defined() && t.device().is_cpu() && t.layout() == c10::kStrided && t.scalar_type() == at::kFloat;
 }
+
+bool IsFloatMatrix(const at::Tensor& t) { return IsCpuFloat(t) && t.dim() == 2; }
 
 const dnnl::engine& Engine() {
   static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
@@ -151,9 +153,7 @@ std::optional<at::Tensor> Multiply(const at::Tensor& a, const at::Tensor& b, con
 
 // A float32 [N] or [1, N] contiguous row: a bias oneDNN adds to each row of the product.
 bool IsBiasRow(const at::Tensor& self, int64_t n) {
-  if (!self.device().is_cpu() || self.layout() != c10::kStrided || self.scalar_type() != at::kFloat ||
-      !self.is_contiguous())
-    return false;
+  if (!IsCpuFloat(self) || !self.is_contiguous()) return false;
   return (self.dim() == 1 && self.size(0) == n) || (self.dim() == 2 && self.size(0) == 1 && self.size(1) == n);
 }
 
