@@ -6,6 +6,7 @@
 #include <ATen/Parallel.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/max_pool2d_with_indices_cpu_dispatch.h>
+#include <c10/util/accumulate.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -57,13 +58,13 @@ bool EveryWindowReadsInput(int64_t size, int64_t pooled, int64_t kernel, int64_t
   return true;
 }
 
-// The geometry of a pooling these kernels compute, or nullopt for anything else (LibTorch's
-// kernel then computes it, or raises its error).
-std::optional<PoolGeometry> GeometryOf(const at::Tensor& input, at::IntArrayRef kernel_size, at::IntArrayRef stride,
-                                       at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
-  if (!detail::IsContiguousFloatCpu(input) || input.suggest_memory_format() != at::MemoryFormat::Contiguous ||
-      (input.dim() != 3 && input.dim() != 4) || input.numel() == 0)
-    return std::nullopt;
+}  // namespace
+
+namespace detail {
+
+std::optional<PoolGeometry> PoolGeometryOf(at::IntArrayRef sizes, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                                           at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+  if (sizes.size() < 2) return std::nullopt;
   PoolGeometry g;
   if (!PairOf(kernel_size, g.kernel_h, g.kernel_w) || !PairOf(padding, g.pad_h, g.pad_w) ||
       !PairOf(dilation, g.dilation_h, g.dilation_w))
@@ -78,9 +79,10 @@ std::optional<PoolGeometry> GeometryOf(const at::Tensor& input, at::IntArrayRef 
   for (int64_t v : {g.kernel_h, g.kernel_w, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w})
     if (v < 1 || v > kLimit) return std::nullopt;
   if (g.pad_h < 0 || g.pad_w < 0 || g.pad_h > g.kernel_h / 2 || g.pad_w > g.kernel_w / 2) return std::nullopt;
-  g.height = input.size(-2);
-  g.width = input.size(-1);
-  g.planes = input.numel() / (g.height * g.width);
+  g.height = sizes[sizes.size() - 2];
+  g.width = sizes[sizes.size() - 1];
+  if (g.height < 1 || g.width < 1) return std::nullopt;
+  g.planes = c10::multiply_integers(sizes.begin(), sizes.end() - 2);
   if (g.height * g.width > (int64_t{1} << 30) || g.width > kLimit) return std::nullopt;
   g.out_height = PooledSize(g.height, g.kernel_h, g.pad_h, g.stride_h, g.dilation_h, ceil_mode);
   g.out_width = PooledSize(g.width, g.kernel_w, g.pad_w, g.stride_w, g.dilation_w, ceil_mode);
@@ -89,6 +91,20 @@ std::optional<PoolGeometry> GeometryOf(const at::Tensor& input, at::IntArrayRef 
       !EveryWindowReadsInput(g.width, g.out_width, g.kernel_w, g.pad_w, g.stride_w, g.dilation_w))
     return std::nullopt;
   return g;
+}
+
+}  // namespace detail
+
+namespace {
+
+// The geometry of a pooling these kernels compute, or nullopt for anything else (LibTorch's
+// kernel then computes it, or raises its error).
+std::optional<PoolGeometry> GeometryOf(const at::Tensor& input, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                                       at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+  if (!detail::IsContiguousFloatCpu(input) || input.suggest_memory_format() != at::MemoryFormat::Contiguous ||
+      (input.dim() != 3 && input.dim() != 4) || input.numel() == 0)
+    return std::nullopt;
+  return detail::PoolGeometryOf(input.sizes(), kernel_size, stride, padding, dilation, ceil_mode);
 }
 
 // How a window's column is read: one load (stride 1), two loads and a shuffle (stride 2, with

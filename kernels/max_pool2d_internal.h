@@ -18,6 +18,12 @@ struct PoolGeometry {
   int64_t pad_h = 0, pad_w = 0, dilation_h = 0, dilation_w = 0;
 };
 
+/// The geometry of max-pooling a tensor of `sizes` ([..., height, width]) with LibTorch's
+/// arguments, or nullopt where these kernels leave it to LibTorch (an argument LibTorch refuses,
+/// a window that reads no input, sizes past 32-bit positions).
+std::optional<PoolGeometry> PoolGeometryOf(at::IntArrayRef sizes, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                                           at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode);
+
 /// What a plane kernel writes beside the maxima: nothing, each window's winner as LibTorch's
 /// flat index in the plane (int64), or as a code of one byte (uint8): the winner's position in
 /// the window, kernel row by kernel column, plus kWinnerFlows where the maximum is > 0 or NaN

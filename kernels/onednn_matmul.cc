@@ -15,7 +15,7 @@
 #include <unordered_map>
 
 #if EST_ONEDNN_MATMUL
-#include <dnnl.hpp>
+#include "kernels/onednn_internal.h"
 #endif
 
 namespace est::kernels {
@@ -36,17 +36,9 @@ std::optional<std::array<int64_t, 2>> DenseStrides(const at::Tensor& matrix) {
   return std::nullopt;
 }
 
-// A strided float32 tensor in CPU memory: what oneDNN's f32 memory descriptors describe.
-bool IsCpuFloat(const at::Tensor& t) {
-  return t.defined() && t.device().is_cpu() && t.layout() == c10::kStrided && t.scalar_type() == at::kFloat;
-}
+using detail::IsCpuFloat;
 
 bool IsFloatMatrix(const at::Tensor& t) { return IsCpuFloat(t) && t.dim() == 2; }
-
-const dnnl::engine& Engine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
 
 // One product's shape, layouts, bias and thread count: what a oneDNN primitive is made for.
 struct MatmulKey {
@@ -100,7 +92,7 @@ class MatmulCache {
     try {
       const dnnl::matmul::desc desc = key.bias ? dnnl::matmul::desc(product.a, product.b, product.bias, product.c)
                                                : dnnl::matmul::desc(product.a, product.b, product.c);
-      const dnnl::matmul::primitive_desc pd(desc, attr, Engine());
+      const dnnl::matmul::primitive_desc pd(desc, attr, detail::OneDnnEngine());
       if (std::string(pd.impl_info_str()).rfind("brg", 0) != 0) return product;
       product.scratchpad = pd.scratchpad_desc();
       product.primitive.emplace(pd);
@@ -132,22 +124,11 @@ std::optional<at::Tensor> Multiply(const at::Tensor& a, const at::Tensor& b, con
   const MatmulPrimitive& product = *found;
   const int64_t m = a.size(0), n = b.size(1);
   at::Tensor c = at::empty({m, n}, a.options());
-  const dnnl::engine& engine = Engine();
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, dnnl::memory(product.a, engine, a.data_ptr())},
-      {DNNL_ARG_WEIGHTS, dnnl::memory(product.b, engine, b.data_ptr())},
-      {DNNL_ARG_DST, dnnl::memory(product.c, engine, c.data_ptr())}};
-  if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(product.bias, engine, bias->data_ptr()));
-  // Our own scratch memory (scratchpad_mode::user), from LibTorch's allocator: oneDNN's shared
-  // one is not for primitives that other threads may run at the same time.
-  at::Tensor scratchpad;
-  if (const auto bytes = static_cast<int64_t>(product.scratchpad.get_size()); bytes > 0) {
-    scratchpad = at::empty({bytes}, a.options().dtype(at::kByte));
-    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(product.scratchpad, engine, scratchpad.data_ptr()));
-  }
-  dnnl::stream stream(engine);
-  product.primitive->execute(stream, args);
-  stream.wait();
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, detail::OneDnnMemory(product.a, a.data_ptr())},
+                                              {DNNL_ARG_WEIGHTS, detail::OneDnnMemory(product.b, b.data_ptr())},
+                                              {DNNL_ARG_DST, detail::OneDnnMemory(product.c, c.data_ptr())}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, detail::OneDnnMemory(product.bias, bias->data_ptr()));
+  detail::RunOneDnn(*product.primitive, product.scratchpad, std::move(args));
   return c;
 }
 

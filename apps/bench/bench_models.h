@@ -20,8 +20,12 @@
 namespace est_bench {
 
 /// est-train's Fashion-MNIST CNN (Conv 32×3×3, max-pool, dense 64, dense 10), on the kernels
-/// or on LibTorch's layers.
-inline torch::nn::Sequential MakeCnn(bool kernels) { return torch::nn::Sequential(est_apps::FashionMnistCnn(kernels)); }
+/// fitted to it, or on LibTorch's layers (`fused`: run by est::kernels::FusedForward).
+inline torch::nn::Sequential MakeCnn(bool kernels, bool fused = false) {
+  using est_apps::CnnLayers;
+  return torch::nn::Sequential(
+      est_apps::FashionMnistCnn(kernels ? CnnLayers::kKernels : fused ? CnnLayers::kFused : CnnLayers::kLibTorch));
+}
 
 /// A communication-heavy MLP of about 21 M parameters: 1024 → 4096 → 4096 → 10, relu between.
 /// Its submodules are torch::nn::Linear, made in order from the seed as Python's are. On the
@@ -107,10 +111,11 @@ inline torch::nn::Sequential MakeResNet18() {
 
 /// The model named "cnn", "mlp" or "resnet", initialised from a fixed seed, so that every
 /// loop trains the same weights on the same data and does the same arithmetic; `kernels`: the
-/// CNN's and the MLP's layers on est::kernels (the ResNet has none there).
-inline torch::nn::Sequential MakeModel(const std::string& name, bool kernels) {
+/// CNN's and the MLP's layers on est::kernels (the ResNet has none there); `fused`: the CNN's
+/// LibTorch layers run by est::kernels::FusedForward.
+inline torch::nn::Sequential MakeModel(const std::string& name, bool kernels, bool fused = false) {
   torch::manual_seed(1);
-  if (name == "cnn") return MakeCnn(kernels);
+  if (name == "cnn") return MakeCnn(kernels, fused);
   return name == "resnet" ? MakeResNet18() : MakeMlp(kernels);
 }
 

@@ -62,7 +62,8 @@ struct Flags {
   std::string overlap = "auto";  ///< multi_worker: GradientReducerOptions::overlap
   bool fused_optimizer_step = true;  ///< estimator: RunConfig::fused_optimizer_step
   /// "on": the CNN's and the MLP's layers on est::kernels; "ops": LibTorch's slow CPU kernels
-  /// replaced (RunConfig::replace_slow_cpu_ops) and Adam fused, in every loop
+  /// replaced (RunConfig::replace_slow_cpu_ops), Adam fused and the CNN's forward run by
+  /// est::kernels::FusedForward, in every loop
   std::string kernels = "off";
   bool op_times = false;  ///< each op's own time over the timed steps, in the JSON line
   std::string channels_last = "auto";  ///< estimator: RunConfig::channels_last
@@ -155,9 +156,9 @@ std::shared_ptr<est_bench::TimingCollective> ConnectWorkers(const est::distribut
 
 nlohmann::json RunEstimator(const Flags& flags) {
   const auto [inputs, labels] = est_bench::MakeBatches(flags.model, flags.batch_size, flags.warmup + flags.steps);
-  auto model_fn = [model = flags.model, kernels = flags.kernels == "on"](
+  auto model_fn = [model = flags.model, kernels = flags.kernels == "on", fused = flags.kernels == "ops"](
                       const est::Features& features, const torch::Tensor& y, est::Mode mode, est::ModelContext& ctx) {
-    auto net = ctx.module("net", [&] { return est_bench::MakeModel(model, kernels); });
+    auto net = ctx.module("net", [&] { return est_bench::MakeModel(model, kernels, fused); });
     auto loss = torch::nn::functional::cross_entropy(net->forward(features.at("x")), y);
     auto& adam = ctx.optimizer("adam", [&] { return torch::optim::Adam(net->parameters(), 1e-3); });
     return est::EstimatorSpec::Train(loss, adam);
@@ -217,7 +218,7 @@ nlohmann::json RunHandwritten(const Flags& flags) {
     inputs = inputs.pin_memory();
     labels = labels.pin_memory();
   }
-  auto net = est_bench::MakeModel(flags.model, flags.kernels == "on");
+  auto net = est_bench::MakeModel(flags.model, flags.kernels == "on", flags.kernels == "ops");
   net->to(device);
   torch::optim::Adam adam(net->parameters(), 1e-3);
   auto step = [&, inputs = inputs, labels = labels](int64_t i) {
@@ -271,8 +272,8 @@ int main(int argc, char** argv) {
   app.add_option("--fused-optimizer-step", flags.fused_optimizer_step,
                  "estimator: step Adam fused (RunConfig::fused_optimizer_step)");
   app.add_option("--kernels", flags.kernels,
-                 "on: the CNN's and the MLP's layers on est::kernels; ops: LibTorch's slow CPU kernels replaced "
-                 "and Adam fused; in every loop")
+                 "on: the CNN's and the MLP's layers on est::kernels; ops: LibTorch's slow CPU kernels replaced, "
+                 "Adam fused and the CNN's forward run as a fused graph (est::kernels::FusedForward); in every loop")
       ->check(CLI::IsMember({"on", "ops", "off"}));
   app.add_flag("--op-times", flags.op_times, "each LibTorch op's own time a step, over the timed steps");
   app.add_option("--channels-last", flags.channels_last, "estimator: RunConfig::channels_last")

@@ -8,6 +8,7 @@
 #include "data/tfrecord_dataset.h"
 #if EST_WITH_KERNELS
 #include "kernels/conv2d_relu_max_pool.h"
+#include "kernels/fused_forward.h"
 #include "kernels/linear.h"
 #endif
 
@@ -18,26 +19,36 @@ void CheckKernelsBuilt(bool kernels, const char* flag) {
             "left them out (EST_WITH_KERNELS=OFF); run the stock LibTorch layers, or build with EST_WITH_KERNELS=ON");
 }
 
-FashionMnistCnnImpl::FashionMnistCnnImpl(bool kernels)
+FashionMnistCnnImpl::FashionMnistCnnImpl(CnnLayers layers)
     : conv(register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3)))),
       hidden(register_module("hidden", torch::nn::Linear(32 * 13 * 13, 64))),
       logits(register_module("logits", torch::nn::Linear(64, 10))),
-      kernels_(kernels) {
-  CheckKernelsBuilt(kernels, "FashionMnistCnn(kernels = true)");
+      layers_(layers) {
+  CheckKernelsBuilt(layers != CnnLayers::kLibTorch, "FashionMnistCnn on est::kernels");
+#if EST_WITH_KERNELS
+  if (layers == CnnLayers::kFused)
+    fused_ = std::make_shared<est::kernels::FusedForward>(
+        *this, [this](const torch::Tensor& images) { return LibTorchLayers(images); });
+#endif
+}
+
+torch::Tensor FashionMnistCnnImpl::LibTorchLayers(const torch::Tensor& images) {
+  auto x = torch::max_pool2d(torch::relu(conv->forward(images)), 2);
+  auto h = torch::relu(hidden->forward(x.flatten(1)));
+  return logits->forward(h);
 }
 
 torch::Tensor FashionMnistCnnImpl::forward(torch::Tensor images) {
 #if EST_WITH_KERNELS
-  if (kernels_) {
+  if (layers_ == CnnLayers::kFused) return (*fused_)(images);
+  if (layers_ == CnnLayers::kKernels) {
     // The same layers on kernels of ours: the convolution, relu and max-pool in one op.
     auto x = est::kernels::Conv2dReluMaxPool2x2(images, conv->weight, conv->bias);
     auto h = torch::relu(est::kernels::Linear(x.flatten(1), hidden->weight, hidden->bias));
     return est::kernels::Linear(h, logits->weight, logits->bias);
   }
 #endif
-  auto x = torch::max_pool2d(torch::relu(conv->forward(images)), 2);
-  auto h = torch::relu(hidden->forward(x.flatten(1)));
-  return logits->forward(h);
+  return LibTorchLayers(images);
 }
 
 est::data::Element Scale(est::data::Element example) {

@@ -9,6 +9,7 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,10 @@
 #include "data/element.h"
 #include "data/example.h"
 #include "data/tfrecord.h"
+
+namespace est::kernels {
+class FusedForward;
+}
 
 namespace est_apps {
 
@@ -27,14 +32,22 @@ inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mni
 /// `kernels` arguments.
 inline constexpr bool kKernelsBuilt = EST_WITH_KERNELS;
 
+/// How FashionMnistCnn computes its layers. The parameters, their initial values and the
+/// checkpoints are the same for each.
+enum class CnnLayers {
+  kLibTorch,  ///< LibTorch's torch::nn layers, op by op
+  kFused,     ///< the same layers, the forward run by est::kernels::FusedForward (a traced graph,
+              ///< its convolution → relu → max-pool fused)
+  kKernels,   ///< est::kernels' ops fitted to this model (Conv2dReluMaxPool2x2, Linear)
+};
+
 /// Conv 32×3×3 → relu → max-pool 2 → dense 64 → relu → dense 10, on float [N, 1, 28, 28]
 /// images; returns logits [N, 10]. Its submodules are named "conv", "hidden" and "logits"
 /// (checkpoint keys: keep them).
 struct FashionMnistCnnImpl : torch::nn::Module {
-  /// `kernels`: the layers run on est::kernels (Conv2dReluMaxPool2x2, Linear); otherwise on
-  /// LibTorch's own ops. The parameters, their initial values and the checkpoints are the same
-  /// either way. ConfigError for kernels where they are not built.
-  explicit FashionMnistCnnImpl(bool kernels = kKernelsBuilt);
+  /// The layers computed as `layers` says. ConfigError for kFused and kKernels where the
+  /// kernels are not built.
+  explicit FashionMnistCnnImpl(CnnLayers layers = kKernelsBuilt ? CnnLayers::kKernels : CnnLayers::kLibTorch);
 
   /// Logits [N, 10] of float images [N, 1, 28, 28].
   torch::Tensor forward(torch::Tensor images);
@@ -44,7 +57,11 @@ struct FashionMnistCnnImpl : torch::nn::Module {
   torch::nn::Linear logits;  ///< 64 → 10
 
  private:
-  bool kernels_;
+  torch::Tensor LibTorchLayers(const torch::Tensor& images);
+
+  CnnLayers layers_;
+  // For kFused. Shared: its type is complete only where the kernels are built.
+  std::shared_ptr<est::kernels::FusedForward> fused_;
 };
 
 /// ConfigError naming `flag` where `kernels` asks for the kernels of a build without them.

@@ -112,7 +112,7 @@ void AddFlags(CLI::App& app, Flags& flags) {
 est_train::ModelRecipe RecipeOf(const std::string& model) {
   if (model == "linear") return est_train::Linear(1);
   if (model == "transformer_lm") return est_train::TransformerLanguageModel("", false, 1, 0, 1);
-  return est_train::FashionMnistCnn(est_train::FashionMnistInput{}, 1, 0, false);
+  return est_train::FashionMnistCnn(est_train::FashionMnistInput{}, 1, 0, est_apps::CnnLayers::kLibTorch);
 }
 
 /// The secret of --token-file: its first line, which must not be empty.

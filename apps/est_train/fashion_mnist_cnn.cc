@@ -14,9 +14,9 @@ namespace {
 
 constexpr double kCnnLearningRate = 1e-3;  // Adam's, without --learning-rate
 
-est::EstimatorSpec CnnModelFn(bool kernels, const est::Features& features, const torch::Tensor& labels, est::Mode mode,
+est::EstimatorSpec CnnModelFn(est_apps::CnnLayers layers, const est::Features& features, const torch::Tensor& labels, est::Mode mode,
                            est::ModelContext& ctx) {
-  auto net = ctx.module("cnn", [kernels] { return est_apps::FashionMnistCnn(kernels); });
+  auto net = ctx.module("cnn", [layers] { return est_apps::FashionMnistCnn(layers); });
   auto logits = net->forward(features.at("image"));
   auto classes = logits.argmax(1);
   if (mode == est::Mode::kPredict)
@@ -31,7 +31,8 @@ est::EstimatorSpec CnnModelFn(bool kernels, const est::Features& features, const
 
 }  // namespace
 
-ModelRecipe FashionMnistCnn(const FashionMnistInput& data, int64_t batch_size, uint64_t shuffle_seed, bool kernels) {
+ModelRecipe FashionMnistCnn(const FashionMnistInput& data, int64_t batch_size, uint64_t shuffle_seed,
+                            est_apps::CnnLayers layers) {
   auto input_fn = [=](est::Mode mode, const est::distribute::InputContext& input) {
     const bool training = mode == est::Mode::kTrain;
     est_apps::FashionMnistPipelineOptions options;
@@ -53,8 +54,8 @@ ModelRecipe FashionMnistCnn(const FashionMnistInput& data, int64_t batch_size, u
     options.shard_index = input.input_pipeline_id();
     return est_apps::FashionMnistPipeline(source, options);
   };
-  auto model_fn = [kernels](const est::Features& features, const torch::Tensor& labels, est::Mode mode,
-                            est::ModelContext& ctx) { return CnnModelFn(kernels, features, labels, mode, ctx); };
+  auto model_fn = [layers](const est::Features& features, const torch::Tensor& labels, est::Mode mode,
+                           est::ModelContext& ctx) { return CnnModelFn(layers, features, labels, mode, ctx); };
   auto serving_input = [] { return est::ServingInputReceiver{{{"image", torch::kFloat32, {-1, 1, 28, 28}}}, nullptr}; };
   return ModelRecipe{model_fn, input_fn, kCnnLearningRate, serving_input, {"accuracy"}};
 }

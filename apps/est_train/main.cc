@@ -327,8 +327,10 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--kernels", flags.kernels,
                  "CPU kernels of kernels/ in LibTorch's place. ops (the default where they are built): for any model, "
                  "LibTorch's slow CPU kernels replaced (RunConfig::replace_slow_cpu_ops: max-pooling to LibTorch's "
-                 "bits, matrix products on oneDNN's brgemm kernel on AVX-512 CPUs, within float32 rounding) and Adam "
-                 "stepped in one pass (fused_optimizer_step, to LibTorch's bits); model: also the CNN's layers on "
+                 "bits, matrix products on oneDNN's brgemm kernel on AVX-512 CPUs, within float32 rounding), Adam "
+                 "stepped in one pass (fused_optimizer_step, to LibTorch's bits) and the CNN's forward run as a traced "
+                 "graph with its convolution, relu and max-pool fused (est::kernels::FusedForward, to LibTorch's "
+                 "bits); model: the CNN's layers on "
                  "kernels fitted to it (within float32 rounding of LibTorch's); off: LibTorch's own kernels and "
                  "Adam::step. The parameters and checkpoints are the same")
       ->check(CLI::IsMember({"off", "ops", "model"}))
@@ -553,7 +555,9 @@ int Run(const Flags& flags) {
   // OpenBLAS would spin for ever at the first matrix product.
   est::CheckAddressSpaceForTraining();
   const bool kernels = flags.kernels != "off";
-  const bool model_kernels = flags.kernels == "model";
+  const est_apps::CnnLayers cnn_layers = flags.kernels == "model" ? est_apps::CnnLayers::kKernels
+                                         : flags.kernels == "ops"  ? est_apps::CnnLayers::kFused
+                                                                   : est_apps::CnnLayers::kLibTorch;
   est_apps::CheckKernelsBuilt(kernels, ("--kernels " + flags.kernels).c_str());
   // TF_CONFIG, or torchrun's, MPI's or Slurm's variables, as --chief-address and --evaluator amend them.
   est::RunConfig config(est_train::ResolveClusterOfFlags(flags.chief_address, flags.evaluator));
@@ -574,7 +578,7 @@ int Run(const Flags& flags) {
                                                  flags.batch_size, flags.seed, flags.max_steps);
   } else {
     recipe = est_train::FashionMnistCnn(FashionMnistInputOf(flags, !config.cluster.is_ps()),
-                                        flags.batch_size, flags.seed, model_kernels);
+                                        flags.batch_size, flags.seed, cnn_layers);
   }
 
   recipe.model_fn = est_train::WithTrainingOptions(std::move(recipe.model_fn), TrainingOptionsOf(flags, recipe));

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/common/fashion_mnist_cnn.h"
 #include "data/tfrecord.h"
 
 #include "estimator/export/serving_input.h"
@@ -43,8 +44,9 @@ struct FashionMnistInput {
 /// The Conv 32×3×3 → max-pool → dense 64 → dense 10 classifier of TensorFlow's
 /// multi-worker tutorial, on Fashion-MNIST. IDX examples are sharded by element and cached;
 /// TFRecord shards are sharded by file and streamed. Adam with params["learning_rate"];
-/// reports accuracy. `kernels`: its layers on est::kernels, else on LibTorch's.
-ModelRecipe FashionMnistCnn(const FashionMnistInput& input, int64_t batch_size, uint64_t shuffle_seed, bool kernels);
+/// reports accuracy. `layers`: how its layers are computed (est_apps::CnnLayers).
+ModelRecipe FashionMnistCnn(const FashionMnistInput& input, int64_t batch_size, uint64_t shuffle_seed,
+                            est_apps::CnnLayers layers);
 
 /// A byte-level Transformer language model (2 causal self-attention layers of width 128, 4
 /// heads, a context of 64 bytes, dropout 0.1) on the fortune files in `text_dir` (Debian's

@@ -1,0 +1,332 @@
+#include "kernels/blocked_max_pool_internal.h"
+
+#include "kernels/cpu_vectors.h"
+
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace est::kernels::detail {
+namespace {
+
+// The lane operations of the kernels below for one vector width: a block's lanes are its
+// channels. Each `Floats` holds one position's `kBlock` channels, `Mask` one bit a lane.
+#if defined(__x86_64__)
+EST_BEGIN_AVX512_KERNELS
+struct Lanes512 {
+  static constexpr int kBlock = 16;
+  using Floats = __m512;
+  using Codes = __m512i;
+  using Mask = __mmask16;
+  EST_TARGET_AVX512 static Floats Load(const float* from) { return _mm512_loadu_ps(from); }
+  EST_TARGET_AVX512 static void Store(float* to, Floats v) { _mm512_storeu_ps(to, v); }
+  EST_TARGET_AVX512 static Floats Zero() { return _mm512_setzero_ps(); }
+  EST_TARGET_AVX512 static Floats Fill(float v) { return _mm512_set1_ps(v); }
+  EST_TARGET_AVX512 static Mask Less(Floats a, Floats b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
+  EST_TARGET_AVX512 static Mask LessEqual(Floats a, Floats b) { return _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ); }
+  EST_TARGET_AVX512 static Mask GreaterOrNaN(Floats a, Floats best) {
+    return _mm512_cmp_ps_mask(a, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
+  }
+  // Lanes of `mask` from `b`, the others from `a`.
+  EST_TARGET_AVX512 static Floats Select(Mask mask, Floats a, Floats b) { return _mm512_mask_blend_ps(mask, a, b); }
+  EST_TARGET_AVX512 static Codes SelectCode(Mask mask, Codes a, int32_t b) {
+    return _mm512_mask_blend_epi32(mask, a, _mm512_set1_epi32(b));
+  }
+  EST_TARGET_AVX512 static Codes NoCodes() { return _mm512_setzero_si512(); }
+  // `code` with kWinnerFlows added outside `stopped`.
+  EST_TARGET_AVX512 static Codes FlagFlowing(Mask stopped, Codes code) {
+    return _mm512_mask_or_epi32(code, static_cast<Mask>(~stopped), code, _mm512_set1_epi32(kWinnerFlows));
+  }
+  EST_TARGET_AVX512 static void StoreCodes(uint8_t* to, Codes c) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(to), _mm512_cvtepi32_epi8(c));
+  }
+  EST_TARGET_AVX512 static Codes LoadCodes(const uint8_t* from) {
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(from)));
+  }
+  EST_TARGET_AVX512 static Mask Equal(Codes c, int32_t value) {
+    return _mm512_cmpeq_epi32_mask(c, _mm512_set1_epi32(value));
+  }
+  // `sum` with `add` added in the lanes of `mask`.
+  EST_TARGET_AVX512 static Floats AddWhere(Mask mask, Floats sum, Floats add) {
+    return _mm512_mask_add_ps(sum, mask, sum, add);
+  }
+};
+EST_END_AVX512_KERNELS
+
+#define EST_TARGET_AVX2 __attribute__((target("avx2,fma")))
+struct Lanes256 {
+  static constexpr int kBlock = 8;
+  using Floats = __m256;
+  using Codes = __m256i;
+  using Mask = __m256;
+  EST_TARGET_AVX2 static Floats Load(const float* from) { return _mm256_loadu_ps(from); }
+  EST_TARGET_AVX2 static void Store(float* to, Floats v) { _mm256_storeu_ps(to, v); }
+  EST_TARGET_AVX2 static Floats Zero() { return _mm256_setzero_ps(); }
+  EST_TARGET_AVX2 static Floats Fill(float v) { return _mm256_set1_ps(v); }
+  EST_TARGET_AVX2 static Mask Less(Floats a, Floats b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
+  EST_TARGET_AVX2 static Mask LessEqual(Floats a, Floats b) { return _mm256_cmp_ps(a, b, _CMP_LE_OQ); }
+  EST_TARGET_AVX2 static Mask GreaterOrNaN(Floats a, Floats best) {
+    return _mm256_or_ps(_mm256_cmp_ps(a, best, _CMP_GT_OQ), _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+  }
+  EST_TARGET_AVX2 static Floats Select(Mask mask, Floats a, Floats b) { return _mm256_blendv_ps(a, b, mask); }
+  EST_TARGET_AVX2 static Codes SelectCode(Mask mask, Codes a, int32_t b) {
+    return _mm256_castps_si256(
+        _mm256_blendv_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(_mm256_set1_epi32(b)), mask));
+  }
+  EST_TARGET_AVX2 static Codes NoCodes() { return _mm256_setzero_si256(); }
+  EST_TARGET_AVX2 static Codes FlagFlowing(Mask stopped, Codes code) {
+    return _mm256_or_si256(code, _mm256_andnot_si256(_mm256_castps_si256(stopped), _mm256_set1_epi32(kWinnerFlows)));
+  }
+  EST_TARGET_AVX2 static void StoreCodes(uint8_t* to, Codes c) {
+    const __m256i bytes = _mm256_shuffle_epi8(c, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                                                   -1, -1, 0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1,
+                                                                   -1, -1, -1, -1, -1));
+    const uint32_t low = static_cast<uint32_t>(_mm256_extract_epi32(bytes, 0));
+    const uint32_t high = static_cast<uint32_t>(_mm256_extract_epi32(bytes, 4));
+    std::memcpy(to, &low, 4);
+    std::memcpy(to + 4, &high, 4);
+  }
+  EST_TARGET_AVX2 static Codes LoadCodes(const uint8_t* from) {
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(from)));
+  }
+  EST_TARGET_AVX2 static Mask Equal(Codes c, int32_t value) {
+    return _mm256_castsi256_ps(_mm256_cmpeq_epi32(c, _mm256_set1_epi32(value)));
+  }
+  EST_TARGET_AVX2 static Floats AddWhere(Mask mask, Floats sum, Floats add) {
+    return _mm256_blendv_ps(sum, _mm256_add_ps(sum, add), mask);
+  }
+};
+#endif
+
+// The kernel templates below pass vectors by value between always-inlined functions, inlined
+// only into functions compiled for those vectors: no call crosses the ABI GCC warns about.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+// Pools the blocked plane-block `y` ([height][width][block]) into `out` ([out_height][out_width]
+// [block]) and its codes, a window at a time, each lane a channel: relu as LibTorch's
+// clamp_min (y < 0 gives 0, else y, so -0 and NaN stay), then LibTorch's max rule (a value
+// greater than the maximum so far, or any NaN, takes its place).
+template <typename L>
+inline __attribute__((always_inline)) void PoolBlock(const float* y, const PoolGeometry& g, float* out,
+                                                     uint8_t* codes) {
+  const auto zero = L::Zero();
+  const auto lowest = L::Fill(-std::numeric_limits<float>::infinity());
+  for (int64_t oh = 0; oh < g.out_height; ++oh) {
+    const int64_t top = oh * g.stride_h - g.pad_h;
+    for (int64_t ow = 0; ow < g.out_width; ++ow) {
+      const int64_t left = ow * g.stride_w - g.pad_w;
+      auto best = lowest;
+      auto code = L::NoCodes();
+      for (int64_t kh = 0; kh < g.kernel_h; ++kh) {
+        const int64_t ih = top + kh * g.dilation_h;
+        if (ih < 0 || ih >= g.height) continue;
+        for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
+          const int64_t iw = left + kw * g.dilation_w;
+          if (iw < 0 || iw >= g.width) continue;
+          const auto v = L::Load(y + (ih * g.width + iw) * L::kBlock);
+          const auto r = L::Select(L::Less(v, zero), v, zero);
+          const auto take = L::GreaterOrNaN(r, best);
+          best = L::Select(take, best, r);
+          code = L::SelectCode(take, code, static_cast<int32_t>(kh * g.kernel_w + kw));
+        }
+      }
+      const int64_t at = (oh * g.out_width + ow) * L::kBlock;
+      L::Store(out + at, best);
+      L::StoreCodes(codes + at, L::FlagFlowing(L::LessEqual(best, zero), code));
+    }
+  }
+}
+
+// The backward of PoolBlock for one plane-block: `grad` blocked as `out` was, `grad_y`
+// ([height][width][block]) zeroed, then each window's gradient added to its winner, in window
+// order, where relu lets it through (codes flagged kWinnerFlows: the winner > 0 or NaN).
+template <typename L>
+inline __attribute__((always_inline)) void PoolBlockBackward(const float* grad, const uint8_t* codes,
+                                                             const PoolGeometry& g, float* grad_y) {
+  std::memset(grad_y, 0, sizeof(float) * g.height * g.width * L::kBlock);
+  for (int64_t oh = 0; oh < g.out_height; ++oh) {
+    const int64_t top = oh * g.stride_h - g.pad_h;
+    for (int64_t ow = 0; ow < g.out_width; ++ow) {
+      const int64_t left = ow * g.stride_w - g.pad_w;
+      const int64_t at = (oh * g.out_width + ow) * L::kBlock;
+      const auto flows = L::Load(grad + at);
+      const auto code = L::LoadCodes(codes + at);
+      for (int64_t kh = 0; kh < g.kernel_h; ++kh) {
+        const int64_t ih = top + kh * g.dilation_h;
+        if (ih < 0 || ih >= g.height) continue;
+        for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
+          const int64_t iw = left + kw * g.dilation_w;
+          if (iw < 0 || iw >= g.width) continue;
+          float* to = grad_y + (ih * g.width + iw) * L::kBlock;
+          const auto won = L::Equal(code, static_cast<int32_t>(kh * g.kernel_w + kw) | kWinnerFlows);
+          L::Store(to, L::AddWhere(won, L::Load(to), flows));
+        }
+      }
+    }
+  }
+}
+
+#pragma GCC diagnostic pop
+
+// One lane at a time, for CPUs without AVX2: the same rules on scalars.
+template <int kLanes>
+struct ScalarLanes {
+  static constexpr int kBlock = kLanes;
+  struct Floats {
+    float v[kLanes];
+  };
+  struct Codes {
+    int32_t v[kLanes];
+  };
+  struct Mask {
+    bool v[kLanes];
+  };
+  template <typename Op>
+  static Mask Each(const Op& op) {
+    Mask m;
+    for (int l = 0; l < kLanes; ++l) m.v[l] = op(l);
+    return m;
+  }
+  static Floats Load(const float* from) {
+    Floats f;
+    std::memcpy(f.v, from, sizeof f.v);
+    return f;
+  }
+  static void Store(float* to, const Floats& f) { std::memcpy(to, f.v, sizeof f.v); }
+  static Floats Zero() { return Fill(0.0f); }
+  static Floats Fill(float value) {
+    Floats f;
+    for (float& v : f.v) v = value;
+    return f;
+  }
+  static Mask Less(const Floats& a, const Floats& b) { return Each([&](int l) { return a.v[l] < b.v[l]; }); }
+  static Mask LessEqual(const Floats& a, const Floats& b) { return Each([&](int l) { return a.v[l] <= b.v[l]; }); }
+  static Mask GreaterOrNaN(const Floats& a, const Floats& best) {
+    return Each([&](int l) { return a.v[l] > best.v[l] || std::isnan(a.v[l]); });
+  }
+  static Floats Select(const Mask& m, const Floats& a, const Floats& b) {
+    Floats f;
+    for (int l = 0; l < kLanes; ++l) f.v[l] = m.v[l] ? b.v[l] : a.v[l];
+    return f;
+  }
+  static Codes SelectCode(const Mask& m, const Codes& a, int32_t b) {
+    Codes c;
+    for (int l = 0; l < kLanes; ++l) c.v[l] = m.v[l] ? b : a.v[l];
+    return c;
+  }
+  static Codes NoCodes() { return Codes{}; }
+  static Codes FlagFlowing(const Mask& stopped, const Codes& code) {
+    Codes c = code;
+    for (int l = 0; l < kLanes; ++l) c.v[l] |= stopped.v[l] ? 0 : kWinnerFlows;
+    return c;
+  }
+  static void StoreCodes(uint8_t* to, const Codes& c) {
+    for (int l = 0; l < kLanes; ++l) to[l] = static_cast<uint8_t>(c.v[l]);
+  }
+  static Codes LoadCodes(const uint8_t* from) {
+    Codes c;
+    for (int l = 0; l < kLanes; ++l) c.v[l] = from[l];
+    return c;
+  }
+  static Mask Equal(const Codes& c, int32_t value) { return Each([&](int l) { return c.v[l] == value; }); }
+  static Floats AddWhere(const Mask& m, const Floats& sum, const Floats& add) {
+    Floats f = sum;
+    for (int l = 0; l < kLanes; ++l)
+      if (m.v[l]) f.v[l] += add.v[l];
+    return f;
+  }
+};
+
+using PoolBlockKernel = void (*)(const float*, const PoolGeometry&, float*, uint8_t*);
+using PoolBlockBackwardKernel = void (*)(const float*, const uint8_t*, const PoolGeometry&, float*);
+
+#if defined(__x86_64__)
+EST_TARGET_AVX512 void PoolBlock16Avx512(const float* y, const PoolGeometry& g, float* out, uint8_t* codes) {
+  PoolBlock<Lanes512>(y, g, out, codes);
+}
+EST_TARGET_AVX512 void PoolBlockBackward16Avx512(const float* grad, const uint8_t* codes, const PoolGeometry& g,
+                                                 float* grad_y) {
+  PoolBlockBackward<Lanes512>(grad, codes, g, grad_y);
+}
+EST_TARGET_AVX2 void PoolBlock8Avx2(const float* y, const PoolGeometry& g, float* out, uint8_t* codes) {
+  PoolBlock<Lanes256>(y, g, out, codes);
+}
+EST_TARGET_AVX2 void PoolBlockBackward8Avx2(const float* grad, const uint8_t* codes, const PoolGeometry& g,
+                                            float* grad_y) {
+  PoolBlockBackward<Lanes256>(grad, codes, g, grad_y);
+}
+#endif
+
+template <int kBlock>
+void PoolBlockPlain(const float* y, const PoolGeometry& g, float* out, uint8_t* codes) {
+  PoolBlock<ScalarLanes<kBlock>>(y, g, out, codes);
+}
+template <int kBlock>
+void PoolBlockBackwardPlain(const float* grad, const uint8_t* codes, const PoolGeometry& g, float* grad_y) {
+  PoolBlockBackward<ScalarLanes<kBlock>>(grad, codes, g, grad_y);
+}
+
+// The widest kernels for this block on this CPU.
+std::pair<PoolBlockKernel, PoolBlockBackwardKernel> KernelsFor(int block) {
+  TORCH_INTERNAL_ASSERT(block == 8 || block == 16, "blocked max-pool: a block of ", block, " channels");
+#if defined(__x86_64__)
+  const int bits = UsableVectorBits();
+  if (block == 16 && bits >= 512) return {&PoolBlock16Avx512, &PoolBlockBackward16Avx512};
+  if (block == 8 && bits >= 256) return {&PoolBlock8Avx2, &PoolBlockBackward8Avx2};
+#endif
+  if (block == 16) return {&PoolBlockPlain<16>, &PoolBlockBackwardPlain<16>};
+  return {&PoolBlockPlain<8>, &PoolBlockBackwardPlain<8>};
+}
+
+// Runs `body(n, block_index)` over every plane-block, spread over LibTorch's intra-op threads.
+template <typename Body>
+void ForEachBlock(const BlockedShape& shape, const PoolGeometry& g, const Body& body) {
+  const int64_t work = g.out_height * g.out_width * g.kernel_h * g.kernel_w * shape.block;
+  at::parallel_for(0, shape.batch * shape.blocks(), ParallelGrain(work, 1 << 16), [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) body(item / shape.blocks(), item % shape.blocks());
+  });
+}
+
+}  // namespace
+
+void ReluMaxPoolBlocked(const float* y, const BlockedShape& shape, const PoolGeometry& g, float* pooled,
+                        uint8_t* codes) {
+  const PoolBlockKernel kernel = KernelsFor(shape.block).first;
+  const int64_t in_block = g.height * g.width * shape.block, out_plane = g.out_height * g.out_width;
+  const int64_t out_block = out_plane * shape.block;
+  ForEachBlock(shape, g, [&](int64_t n, int64_t b) {
+    thread_local std::vector<float> blocked;  // this plane-block's maxima, blocked
+    blocked.resize(out_block);
+    const int64_t item = n * shape.blocks() + b;
+    kernel(y + item * in_block, g, blocked.data(), codes + item * out_block);
+    const int64_t first = b * shape.block, lanes = std::min<int64_t>(shape.block, shape.channels - first);
+    for (int64_t l = 0; l < lanes; ++l) {
+      float* plane = pooled + (n * shape.channels + first + l) * out_plane;
+      for (int64_t i = 0; i < out_plane; ++i) plane[i] = blocked[i * shape.block + l];
+    }
+  });
+}
+
+void ReluMaxPoolBlockedBackward(const float* grad_pooled, const uint8_t* codes, const BlockedShape& shape,
+                                const PoolGeometry& g, float* grad_y) {
+  const PoolBlockBackwardKernel kernel = KernelsFor(shape.block).second;
+  const int64_t in_block = g.height * g.width * shape.block, out_plane = g.out_height * g.out_width;
+  const int64_t out_block = out_plane * shape.block;
+  ForEachBlock(shape, g, [&](int64_t n, int64_t b) {
+    thread_local std::vector<float> blocked;  // this plane-block's gradient, blocked
+    blocked.assign(out_block, 0.0f);
+    const int64_t first = b * shape.block, lanes = std::min<int64_t>(shape.block, shape.channels - first);
+    for (int64_t l = 0; l < lanes; ++l) {
+      const float* plane = grad_pooled + (n * shape.channels + first + l) * out_plane;
+      for (int64_t i = 0; i < out_plane; ++i) blocked[i * shape.block + l] = plane[i];
+    }
+    const int64_t item = n * shape.blocks() + b;
+    kernel(blocked.data(), codes + item * out_block, g, grad_y + item * in_block);
+  });
+}
+
+}  // namespace est::kernels::detail
