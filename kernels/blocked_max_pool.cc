@@ -5,9 +5,10 @@
 #include <ATen/Parallel.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
+#include <utility>
 #include <limits>
-#include <vector>
 
 namespace est::kernels::detail {
 namespace {
@@ -52,6 +53,38 @@ struct Lanes512 {
   // `sum` with `add` added in the lanes of `mask`.
   EST_TARGET_AVX512 static Floats AddWhere(Mask mask, Floats sum, Floats add) {
     return _mm512_mask_add_ps(sum, mask, sum, add);
+  }
+  // Lanes of `mask` from `b`, zero in the others.
+  EST_TARGET_AVX512 static Floats Where(Mask mask, Floats b) { return _mm512_maskz_mov_ps(mask, b); }
+  // The first `count` values at `from` (zeros after them); the first `count` lanes to `to`.
+  EST_TARGET_AVX512 static Floats LoadFirst(const float* from, int count) {
+    return _mm512_maskz_loadu_ps(static_cast<Mask>((1u << count) - 1), from);
+  }
+  EST_TARGET_AVX512 static void StoreFirst(float* to, int count, Floats v) {
+    _mm512_mask_storeu_ps(to, static_cast<Mask>((1u << count) - 1), v);
+  }
+  // Rows become columns: rows[j][l] goes to rows[l][j].
+  EST_TARGET_AVX512 static void Transpose(Floats (&r)[16]) {
+    Floats t[16];
+    for (int i = 0; i < 16; i += 2) {
+      t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+      r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+      r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+      r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+      r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 16; i += 8)
+      for (int j = 0; j < 4; ++j) {
+        t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0x88);
+        t[i + j + 4] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0xDD);
+      }
+    for (int j = 0; j < 8; ++j) {
+      r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
+      r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xDD);
+    }
   }
 };
 EST_END_AVX512_KERNELS
@@ -98,6 +131,29 @@ struct Lanes256 {
   EST_TARGET_AVX2 static Floats AddWhere(Mask mask, Floats sum, Floats add) {
     return _mm256_blendv_ps(sum, _mm256_add_ps(sum, add), mask);
   }
+  EST_TARGET_AVX2 static Floats Where(Mask mask, Floats b) { return _mm256_and_ps(mask, b); }
+  EST_TARGET_AVX2 static __m256i First(int count) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  EST_TARGET_AVX2 static Floats LoadFirst(const float* from, int count) { return _mm256_maskload_ps(from, First(count)); }
+  EST_TARGET_AVX2 static void StoreFirst(float* to, int count, Floats v) { _mm256_maskstore_ps(to, First(count), v); }
+  EST_TARGET_AVX2 static void Transpose(Floats (&r)[8]) {
+    Floats t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+      u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+      u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+      u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+      u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int j = 0; j < 4; ++j) {
+      r[j] = _mm256_permute2f128_ps(u[j], u[j + 4], 0x20);
+      r[j + 4] = _mm256_permute2f128_ps(u[j], u[j + 4], 0x31);
+    }
+  }
 };
 #endif
 
@@ -106,14 +162,38 @@ struct Lanes256 {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
 
-// Pools the blocked plane-block `y` ([height][width][block]) into `out` ([out_height][out_width]
-// [block]) and its codes, a window at a time, each lane a channel: relu as LibTorch's
-// clamp_min (y < 0 gives 0, else y, so -0 and NaN stay), then LibTorch's max rule (a value
-// greater than the maximum so far, or any NaN, takes its place).
+// Writes `count` (up to a block) positions of a block's lanes, `blocked` ([count][block]), into
+// the first `lanes` planes of NCHW values (`plane`: the first lane's, planes `stride` apart).
 template <typename L>
-inline __attribute__((always_inline)) void PoolBlock(const float* y, const PoolGeometry& g, float* out,
+inline __attribute__((always_inline)) void UnblockPositions(const float* blocked, int count, float* plane,
+                                                            int64_t stride, int lanes) {
+  typename L::Floats rows[L::kBlock];
+  for (int j = 0; j < L::kBlock; ++j) rows[j] = j < count ? L::Load(blocked + j * L::kBlock) : L::Zero();
+  L::Transpose(rows);
+  for (int l = 0; l < lanes; ++l) L::StoreFirst(plane + l * stride, count, rows[l]);
+}
+
+// The reverse: `count` positions of the first `lanes` planes into `blocked` (other lanes zero).
+template <typename L>
+inline __attribute__((always_inline)) void BlockPositions(const float* plane, int64_t stride, int count, int lanes,
+                                                          float* blocked) {
+  typename L::Floats rows[L::kBlock];
+  for (int l = 0; l < L::kBlock; ++l) rows[l] = l < lanes ? L::LoadFirst(plane + l * stride, count) : L::Zero();
+  L::Transpose(rows);
+  for (int j = 0; j < count; ++j) L::Store(blocked + j * L::kBlock, rows[j]);
+}
+
+// Pools the blocked plane-block `y` ([height][width][block]) into the first `lanes` planes of
+// `pooled` (NCHW, its first channel's plane) and the codes ([out_height][out_width][block]), a
+// window at a time, each lane a channel: relu as LibTorch's clamp_min (y < 0 gives 0, else y,
+// so -0 and NaN stay), then LibTorch's max rule (a value greater than the maximum so far, or
+// any NaN, takes its place).
+template <typename L>
+inline __attribute__((always_inline)) void PoolBlock(const float* y, const PoolGeometry& g, int lanes, float* pooled,
                                                      uint8_t* codes) {
   const auto zero = L::Zero();
+  const int64_t out_plane = g.out_height * g.out_width;
+  alignas(64) float maxima[L::kBlock * L::kBlock];  // the last positions' maxima, until unblocked
   const auto lowest = L::Fill(-std::numeric_limits<float>::infinity());
   for (int64_t oh = 0; oh < g.out_height; ++oh) {
     const int64_t top = oh * g.stride_h - g.pad_h;
@@ -134,27 +214,59 @@ inline __attribute__((always_inline)) void PoolBlock(const float* y, const PoolG
           code = L::SelectCode(take, code, static_cast<int32_t>(kh * g.kernel_w + kw));
         }
       }
-      const int64_t at = (oh * g.out_width + ow) * L::kBlock;
-      L::Store(out + at, best);
-      L::StoreCodes(codes + at, L::FlagFlowing(L::LessEqual(best, zero), code));
+      const int64_t at = oh * g.out_width + ow;
+      const int slot = static_cast<int>(at % L::kBlock);
+      L::Store(maxima + slot * L::kBlock, best);
+      L::StoreCodes(codes + at * L::kBlock, L::FlagFlowing(L::LessEqual(best, zero), code));
+      if (slot == L::kBlock - 1 || at == out_plane - 1)
+        UnblockPositions<L>(maxima, slot + 1, pooled + at - slot, out_plane, lanes);
     }
   }
 }
 
-// The backward of PoolBlock for one plane-block: `grad` blocked as `out` was, `grad_y`
-// ([height][width][block]) zeroed, then each window's gradient added to its winner, in window
-// order, where relu lets it through (codes flagged kWinnerFlows: the winner > 0 or NaN).
+// Whether each input position lies in one window at most, every window's positions side by side
+// (stride = window, no dilation, no padding): then a window's gradient is written, not added.
+inline bool WindowsTile(const PoolGeometry& g) {
+  return g.stride_h == g.kernel_h && g.stride_w == g.kernel_w && g.dilation_h == 1 && g.dilation_w == 1 &&
+         g.pad_h == 0 && g.pad_w == 0;
+}
+
+// The backward of PoolBlock for one plane-block: the pooled output's gradient read from the first
+// `lanes` planes of `grad` (NCHW, its first channel's plane), each window's gradient added to its
+// winner, in window order, where relu lets it through (codes flagged kWinnerFlows: the winner >
+// 0 or NaN), into `grad_y` ([height][width][block]). Where the windows tile, each window's
+// positions are written once (its winner's gradient, zeros) and only the rest zeroed first.
 template <typename L>
-inline __attribute__((always_inline)) void PoolBlockBackward(const float* grad, const uint8_t* codes,
+inline __attribute__((always_inline)) void PoolBlockBackward(const float* grad, int lanes, const uint8_t* codes,
                                                              const PoolGeometry& g, float* grad_y) {
-  std::memset(grad_y, 0, sizeof(float) * g.height * g.width * L::kBlock);
+  const int64_t out_plane = g.out_height * g.out_width;
+  alignas(64) float gradients[L::kBlock * L::kBlock];  // the next positions' gradients, blocked
+  const bool tile = WindowsTile(g);
+  if (!tile) {
+    std::memset(grad_y, 0, sizeof(float) * g.height * g.width * L::kBlock);
+  } else {
+    // The positions no window covers: rows below the last window, columns right of it.
+    const int64_t rows = std::min(g.height, g.out_height * g.kernel_h);
+    const int64_t cols = std::min(g.width, g.out_width * g.kernel_w);
+    for (int64_t ih = 0; ih < g.height; ++ih) {
+      float* row = grad_y + ih * g.width * L::kBlock;
+      if (ih >= rows)
+        std::memset(row, 0, sizeof(float) * g.width * L::kBlock);
+      else if (cols < g.width)
+        std::memset(row + cols * L::kBlock, 0, sizeof(float) * (g.width - cols) * L::kBlock);
+    }
+  }
   for (int64_t oh = 0; oh < g.out_height; ++oh) {
     const int64_t top = oh * g.stride_h - g.pad_h;
     for (int64_t ow = 0; ow < g.out_width; ++ow) {
       const int64_t left = ow * g.stride_w - g.pad_w;
-      const int64_t at = (oh * g.out_width + ow) * L::kBlock;
-      const auto flows = L::Load(grad + at);
-      const auto code = L::LoadCodes(codes + at);
+      const int64_t at = oh * g.out_width + ow;
+      const int slot = static_cast<int>(at % L::kBlock);
+      if (slot == 0)
+        BlockPositions<L>(grad + at, out_plane, static_cast<int>(std::min<int64_t>(L::kBlock, out_plane - at)), lanes,
+                          gradients);
+      const auto flows = L::Load(gradients + slot * L::kBlock);
+      const auto code = L::LoadCodes(codes + at * L::kBlock);
       for (int64_t kh = 0; kh < g.kernel_h; ++kh) {
         const int64_t ih = top + kh * g.dilation_h;
         if (ih < 0 || ih >= g.height) continue;
@@ -163,7 +275,7 @@ inline __attribute__((always_inline)) void PoolBlockBackward(const float* grad, 
           if (iw < 0 || iw >= g.width) continue;
           float* to = grad_y + (ih * g.width + iw) * L::kBlock;
           const auto won = L::Equal(code, static_cast<int32_t>(kh * g.kernel_w + kw) | kWinnerFlows);
-          L::Store(to, L::AddWhere(won, L::Load(to), flows));
+          L::Store(to, tile ? L::Where(won, flows) : L::AddWhere(won, L::Load(to), flows));
         }
       }
     }
@@ -239,35 +351,48 @@ struct ScalarLanes {
       if (m.v[l]) f.v[l] += add.v[l];
     return f;
   }
+  static Floats Where(const Mask& m, const Floats& b) { return Select(m, Zero(), b); }
+  static Floats LoadFirst(const float* from, int count) {
+    Floats f = Zero();
+    std::memcpy(f.v, from, sizeof(float) * count);
+    return f;
+  }
+  static void StoreFirst(float* to, int count, const Floats& v) { std::memcpy(to, v.v, sizeof(float) * count); }
+  static void Transpose(Floats (&r)[kLanes]) {
+    for (int j = 0; j < kLanes; ++j)
+      for (int l = j + 1; l < kLanes; ++l) std::swap(r[j].v[l], r[l].v[j]);
+  }
 };
 
-using PoolBlockKernel = void (*)(const float*, const PoolGeometry&, float*, uint8_t*);
-using PoolBlockBackwardKernel = void (*)(const float*, const uint8_t*, const PoolGeometry&, float*);
+using PoolBlockKernel = void (*)(const float*, const PoolGeometry&, int, float*, uint8_t*);
+using PoolBlockBackwardKernel = void (*)(const float*, int, const uint8_t*, const PoolGeometry&, float*);
 
 #if defined(__x86_64__)
-EST_TARGET_AVX512 void PoolBlock16Avx512(const float* y, const PoolGeometry& g, float* out, uint8_t* codes) {
-  PoolBlock<Lanes512>(y, g, out, codes);
+EST_TARGET_AVX512 void PoolBlock16Avx512(const float* y, const PoolGeometry& g, int lanes, float* pooled,
+                                         uint8_t* codes) {
+  PoolBlock<Lanes512>(y, g, lanes, pooled, codes);
 }
-EST_TARGET_AVX512 void PoolBlockBackward16Avx512(const float* grad, const uint8_t* codes, const PoolGeometry& g,
-                                                 float* grad_y) {
-  PoolBlockBackward<Lanes512>(grad, codes, g, grad_y);
+EST_TARGET_AVX512 void PoolBlockBackward16Avx512(const float* grad, int lanes, const uint8_t* codes,
+                                                 const PoolGeometry& g, float* grad_y) {
+  PoolBlockBackward<Lanes512>(grad, lanes, codes, g, grad_y);
 }
-EST_TARGET_AVX2 void PoolBlock8Avx2(const float* y, const PoolGeometry& g, float* out, uint8_t* codes) {
-  PoolBlock<Lanes256>(y, g, out, codes);
+EST_TARGET_AVX2 void PoolBlock8Avx2(const float* y, const PoolGeometry& g, int lanes, float* pooled, uint8_t* codes) {
+  PoolBlock<Lanes256>(y, g, lanes, pooled, codes);
 }
-EST_TARGET_AVX2 void PoolBlockBackward8Avx2(const float* grad, const uint8_t* codes, const PoolGeometry& g,
+EST_TARGET_AVX2 void PoolBlockBackward8Avx2(const float* grad, int lanes, const uint8_t* codes, const PoolGeometry& g,
                                             float* grad_y) {
-  PoolBlockBackward<Lanes256>(grad, codes, g, grad_y);
+  PoolBlockBackward<Lanes256>(grad, lanes, codes, g, grad_y);
 }
 #endif
 
 template <int kBlock>
-void PoolBlockPlain(const float* y, const PoolGeometry& g, float* out, uint8_t* codes) {
-  PoolBlock<ScalarLanes<kBlock>>(y, g, out, codes);
+void PoolBlockPlain(const float* y, const PoolGeometry& g, int lanes, float* pooled, uint8_t* codes) {
+  PoolBlock<ScalarLanes<kBlock>>(y, g, lanes, pooled, codes);
 }
 template <int kBlock>
-void PoolBlockBackwardPlain(const float* grad, const uint8_t* codes, const PoolGeometry& g, float* grad_y) {
-  PoolBlockBackward<ScalarLanes<kBlock>>(grad, codes, g, grad_y);
+void PoolBlockBackwardPlain(const float* grad, int lanes, const uint8_t* codes, const PoolGeometry& g,
+                            float* grad_y) {
+  PoolBlockBackward<ScalarLanes<kBlock>>(grad, lanes, codes, g, grad_y);
 }
 
 // The widest kernels for this block on this CPU.
@@ -297,17 +422,10 @@ void ReluMaxPoolBlocked(const float* y, const BlockedShape& shape, const PoolGeo
                         uint8_t* codes) {
   const PoolBlockKernel kernel = KernelsFor(shape.block).first;
   const int64_t in_block = g.height * g.width * shape.block, out_plane = g.out_height * g.out_width;
-  const int64_t out_block = out_plane * shape.block;
   ForEachBlock(shape, g, [&](int64_t n, int64_t b) {
-    thread_local std::vector<float> blocked;  // this plane-block's maxima, blocked
-    blocked.resize(out_block);
-    const int64_t item = n * shape.blocks() + b;
-    kernel(y + item * in_block, g, blocked.data(), codes + item * out_block);
-    const int64_t first = b * shape.block, lanes = std::min<int64_t>(shape.block, shape.channels - first);
-    for (int64_t l = 0; l < lanes; ++l) {
-      float* plane = pooled + (n * shape.channels + first + l) * out_plane;
-      for (int64_t i = 0; i < out_plane; ++i) plane[i] = blocked[i * shape.block + l];
-    }
+    const int64_t item = n * shape.blocks() + b, first = b * shape.block;
+    kernel(y + item * in_block, g, static_cast<int>(std::min<int64_t>(shape.block, shape.channels - first)),
+           pooled + (n * shape.channels + first) * out_plane, codes + item * out_plane * shape.block);
   });
 }
 
@@ -315,17 +433,11 @@ void ReluMaxPoolBlockedBackward(const float* grad_pooled, const uint8_t* codes, 
                                 const PoolGeometry& g, float* grad_y) {
   const PoolBlockBackwardKernel kernel = KernelsFor(shape.block).second;
   const int64_t in_block = g.height * g.width * shape.block, out_plane = g.out_height * g.out_width;
-  const int64_t out_block = out_plane * shape.block;
   ForEachBlock(shape, g, [&](int64_t n, int64_t b) {
-    thread_local std::vector<float> blocked;  // this plane-block's gradient, blocked
-    blocked.assign(out_block, 0.0f);
-    const int64_t first = b * shape.block, lanes = std::min<int64_t>(shape.block, shape.channels - first);
-    for (int64_t l = 0; l < lanes; ++l) {
-      const float* plane = grad_pooled + (n * shape.channels + first + l) * out_plane;
-      for (int64_t i = 0; i < out_plane; ++i) blocked[i * shape.block + l] = plane[i];
-    }
-    const int64_t item = n * shape.blocks() + b;
-    kernel(blocked.data(), codes + item * out_block, g, grad_y + item * in_block);
+    const int64_t item = n * shape.blocks() + b, first = b * shape.block;
+    kernel(grad_pooled + (n * shape.channels + first) * out_plane,
+           static_cast<int>(std::min<int64_t>(shape.block, shape.channels - first)),
+           codes + item * out_plane * shape.block, g, grad_y + item * in_block);
   });
 }
 

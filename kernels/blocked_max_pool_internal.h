@@ -18,8 +18,11 @@ struct BlockedShape {
 };
 
 /// Whether the blocked kernels take windows of this geometry: each window's winner is kept as
-/// one byte: its position in the window, plus kWinnerFlows where relu lets its gradient through.
-inline bool BlockedPoolFits(const PoolGeometry& g) { return g.kernel_h * g.kernel_w <= kWinnerFlows; }
+/// one byte (its position in the window, plus kWinnerFlows where relu lets its gradient
+/// through), and the lanes of a block are 32-bit offsets apart in the pooled output.
+inline bool BlockedPoolFits(const PoolGeometry& g) {
+  return g.kernel_h * g.kernel_w <= kWinnerFlows && g.out_height * g.out_width * 16 < (int64_t{1} << 31);
+}
 
 /// `max_pool2d(relu(y))` of the blocked `y` (geometry `g`, its height and width y's): the pooled
 /// values into `pooled`, contiguous NCHW [batch, channels, out_height, out_width], equal to
