@@ -4,11 +4,11 @@
 
 #include <ATen/Parallel.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
-#include <utility>
 #include <limits>
+#include <utility>
 
 namespace est::kernels::detail {
 namespace {

@@ -164,15 +164,15 @@ bool IsContiguous4dFloat(const at::Tensor& t) {
   return detail::IsCpuFloat(t) && t.dim() == 4 && t.is_contiguous() && !t.is_neg() && !t.is_conj();
 }
 
+// The plan for these tensors' shapes and layouts and these arguments (the call's context, such
+// as autocast, is TakesCall's).
 std::optional<Plan> PlanFor(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                             const ConvReluMaxPoolArgs& args) {
-  if (!IsContiguous4dFloat(input) || !IsContiguous4dFloat(weight) || detail::CpuAutocastEnabled()) return std::nullopt;
+  if (!IsContiguous4dFloat(input) || !IsContiguous4dFloat(weight)) return std::nullopt;
   if (input.size(1) != weight.size(1) || input.numel() == 0 || weight.numel() == 0) return std::nullopt;
   if (bias.defined() && !(detail::IsCpuFloat(bias) && bias.dim() == 1 && bias.size(0) == weight.size(0) &&
                           bias.is_contiguous()))
     return std::nullopt;
-  for (const at::Tensor* t : {&input, &weight, &bias})
-    if (t->defined() && t->_fw_grad(/*level=*/0).defined()) return std::nullopt;
   Plan plan;
   ConvKey& key = plan.key;
   if (!PairAtLeast(args.stride, 1, key.stride) || !PairAtLeast(args.padding, 0, key.padding) ||
@@ -195,6 +195,16 @@ std::optional<Plan> PlanFor(const at::Tensor& input, const at::Tensor& weight, c
   plan.conv = ConvCache::Get().Find(key);
   if (plan.conv->block == 0) return std::nullopt;
   return plan;
+}
+
+// The plan of a call ConvReluMaxPool2d computes itself: none under CPU autocast (which LibTorch's
+// ops follow) or for forward-mode gradients.
+std::optional<Plan> PlanCall(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                             const ConvReluMaxPoolArgs& args) {
+  if (detail::CpuAutocastEnabled()) return std::nullopt;
+  for (const at::Tensor* t : {&input, &weight, &bias})
+    if (t->defined() && t->_fw_grad(/*level=*/0).defined()) return std::nullopt;
+  return PlanFor(input, weight, bias, args);
 }
 
 // `tensor`'s values as oneDNN memory of `wanted`: the tensor's own memory where `wanted` is its
@@ -336,15 +346,15 @@ struct ConvReluMaxPoolFunction : torch::autograd::Function<ConvReluMaxPoolFuncti
     const ConvReluMaxPoolArgs args = Unflatten(ctx->saved_data["args"].toIntVector());
     const std::array<bool, 3> needed{ctx->needs_input_grad(0), ctx->needs_input_grad(1),
                                      ctx->needs_input_grad(2) && bias.defined()};
-    if (at::GradMode::is_enabled()) return DifferentiableBackward(input, weight, bias, args, grads[0], needed);
     const std::optional<Plan> plan = PlanFor(input, weight, bias, args);
-    TORCH_INTERNAL_ASSERT(plan, "ConvReluMaxPool2d: planned arguments no longer planned");
+    // create_graph, or oneDNN refusing the thread count the backward runs with.
+    if (at::GradMode::is_enabled() || !plan) return ThreeOpsBackward(input, weight, bias, args, grads[0], needed);
     auto result = Backward(*plan, input, weight, ctx->saved_data["codes"].toTensor(), grads[0], needed);
     return {result[0], result[1], result[2], at::Tensor()};
   }
 
-  // create_graph: the gradients through LibTorch's differentiable ops, the forward run again.
-  static torch::autograd::tensor_list DifferentiableBackward(const at::Tensor& input, const at::Tensor& weight,
+  // The gradients through LibTorch's three ops, run again (differentiable for create_graph).
+  static torch::autograd::tensor_list ThreeOpsBackward(const at::Tensor& input, const at::Tensor& weight,
                                                              const at::Tensor& bias, const ConvReluMaxPoolArgs& args,
                                                              const at::Tensor& grad, std::array<bool, 3> needed) {
     std::vector<at::Tensor> sources, wanted(3);
@@ -355,9 +365,12 @@ struct ConvReluMaxPoolFunction : torch::autograd::Function<ConvReluMaxPoolFuncti
         sources.push_back(inputs[i]);
         slots.push_back(i);
       }
+    if (sources.empty()) return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    const bool create_graph = at::GradMode::is_enabled();
+    at::AutoGradMode enabled(true);
     const at::Tensor output = ThreeOps(input, weight, bias, args);
-    const auto computed = torch::autograd::grad({output}, sources, {grad}, /*retain_graph=*/true,
-                                                /*create_graph=*/true, /*allow_unused=*/true);
+    const auto computed = torch::autograd::grad({output}, sources, {grad}, /*retain_graph=*/create_graph,
+                                                create_graph, /*allow_unused=*/true);
     for (size_t i = 0; i < slots.size(); ++i) wanted[slots[i]] = computed[i];
     return {wanted[0], wanted[1], wanted[2], at::Tensor()};
   }
@@ -370,7 +383,7 @@ struct ConvReluMaxPoolFunction : torch::autograd::Function<ConvReluMaxPoolFuncti
 int detail::ConvReluMaxPool2dBlock(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                    const ConvReluMaxPoolArgs& args) {
 #if EST_ONEDNN_MATMUL
-  const std::optional<Plan> plan = PlanFor(input, weight, bias, args);
+  const std::optional<Plan> plan = PlanCall(input, weight, bias, args);
   return plan ? plan->conv->block : 0;
 #else
   (void)input, (void)weight, (void)bias, (void)args;
@@ -400,7 +413,7 @@ bool ConvReluMaxPool2dTakes(const at::Tensor& input, const at::Tensor& weight, c
 at::Tensor ConvReluMaxPool2d(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                              const ConvReluMaxPoolArgs& args) {
 #if EST_ONEDNN_MATMUL
-  if (PlanFor(input, weight, bias, args))
+  if (PlanCall(input, weight, bias, args))
     return ConvReluMaxPoolFunction::apply(input, weight, detail::BiasOrEmpty(bias, weight), args);
 #endif
   return ThreeOps(input, weight, bias, args);

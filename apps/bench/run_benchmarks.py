@@ -21,11 +21,12 @@ Figures (see docs/performance.md):
                  layers), both stepping LibTorch's Adam (RunConfig::fused_optimizer_step off): the loop's own cost
   overhead_kernels  the same, both loops running the CNN's layers on the kernels
   overhead_ops   the same, both loops with --kernels ops (LibTorch's layers, its slow CPU kernels replaced, Adam
-                 fused in both)
+                 fused, the CNN's forward run as a fused graph by est::kernels::FusedForward in both)
   overhead_same_allocator  overhead, the hand-written loop also on the Estimator's CachingCpuAllocator
   fused_adam_{cnn,mlp}  the Estimator with the kernels' fused Adam step (the default) vs with LibTorch's Adam::step
-  estimator_vs_tf  est-train on the CNN's LibTorch layers with the general, exact replacements of LibTorch's slow
-                 CPU kernels and the fused Adam step (--kernels ops, its default where the kernels are built;
+  estimator_vs_tf  est-train on the CNN's LibTorch layers with the general replacements of LibTorch's slow CPU
+                 kernels, the fused Adam step and the forward run as a traced graph with its convolution, relu and
+                 max-pool fused (--kernels ops, its default where the kernels are built;
                  Fashion-MNIST CNN, batch 64, IDX files, one thread), steps/s, vs TensorFlow 2.15's tf.estimator on
                  the same model, data, batch and threads (tf_estimator_peer.py)
   estimator_vs_tf_stock  the same with est-train --kernels off: LibTorch's own kernels and Adam::step
@@ -845,17 +846,16 @@ class Runner:
 OP_ROWS = (
     ("dense layers: matrix products (TF: with bias and relu)", ("aten::mm", "aten::addmm"),
      ("MatMul", "_MklMatMul", "_MklNativeMatMul", "_MklNativeFusedMatMul", "_FusedMatMul")),
-    ("convolution forward (TF: with bias and relu)", ("aten::mkldnn_convolution", "aten::convolution",
-                                                      "aten::_convolution"),
-     ("Conv2D", "_MklNativeConv2D", "_MklNativeFusedConv2D", "_FusedConv2D")),
-    ("convolution backward: filter and bias gradients", ("aten::convolution_backward",),
-     ("Conv2DBackpropFilter", "_MklNativeConv2DBackpropFilter", "BiasAddGrad")),
-    ("max-pool forward", ("aten::max_pool2d_with_indices", "aten::max_pool2d"), ("MaxPool", "_MklNativeMaxPool")),
-    ("max-pool backward (--kernels ops: with relu backward)",
-     ("aten::max_pool2d_with_indices_backward", "est::kernels::MaxPool2dBackward"),
-     ("MaxPoolGrad", "_MklNativeMaxPoolGrad")),
-    ("relu forward", ("aten::clamp_min", "aten::relu"), ("Relu",)),
-    ("relu backward", ("aten::threshold_backward",), ("ReluGrad",)),
+    ("convolution, relu and max-pool forward (--kernels ops: one fused op; TF: conv with bias and relu)",
+     ("est::conv_relu_max_pool2d", "aten::mkldnn_convolution", "aten::convolution", "aten::_convolution",
+      "aten::max_pool2d_with_indices", "aten::max_pool2d", "aten::clamp_min", "aten::relu"),
+     ("Conv2D", "_MklNativeConv2D", "_MklNativeFusedConv2D", "_FusedConv2D", "MaxPool", "_MklNativeMaxPool", "Relu")),
+    ("their backward: filter and bias gradients, max-pool and relu backward",
+     ("torch::autograd::CppNode<est::kernels::(anonymous namespace)::ConvReluMaxPoolFunction>",
+      "aten::convolution_backward", "aten::max_pool2d_with_indices_backward", "est::kernels::MaxPool2dBackward",
+      "aten::threshold_backward"),
+     ("Conv2DBackpropFilter", "_MklNativeConv2DBackpropFilter", "BiasAddGrad", "MaxPoolGrad", "_MklNativeMaxPoolGrad",
+      "ReluGrad")),
     ("zero fills", ("aten::fill_", "aten::zero_", "aten::zeros"), ("Fill",)),
     ("Adam (--kernels ops: fused, not a LibTorch op)",
      ("aten::add_", "aten::addcdiv_", "aten::addcmul_", "aten::mul_", "aten::sqrt", "aten::div", "aten::mul"),
