@@ -135,7 +135,9 @@ struct Lanes256 {
   EST_TARGET_AVX2 static __m256i First(int count) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
-  EST_TARGET_AVX2 static Floats LoadFirst(const float* from, int count) { return _mm256_maskload_ps(from, First(count)); }
+  EST_TARGET_AVX2 static Floats LoadFirst(const float* from, int count) {
+    return _mm256_maskload_ps(from, First(count));
+  }
   EST_TARGET_AVX2 static void StoreFirst(float* to, int count, Floats v) { _mm256_maskstore_ps(to, First(count), v); }
   EST_TARGET_AVX2 static void Transpose(Floats (&r)[8]) {
     Floats t[8], u[8];
@@ -156,133 +158,6 @@ struct Lanes256 {
   }
 };
 #endif
-
-// The kernel templates below pass vectors by value between always-inlined functions, inlined
-// only into functions compiled for those vectors: no call crosses the ABI GCC warns about.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wpsabi"
-
-// Writes `count` (up to a block) positions of a block's lanes, `blocked` ([count][block]), into
-// the first `lanes` planes of NCHW values (`plane`: the first lane's, planes `stride` apart).
-template <typename L>
-inline __attribute__((always_inline)) void UnblockPositions(const float* blocked, int count, float* plane,
-                                                            int64_t stride, int lanes) {
-  typename L::Floats rows[L::kBlock];
-  for (int j = 0; j < L::kBlock; ++j) rows[j] = j < count ? L::Load(blocked + j * L::kBlock) : L::Zero();
-  L::Transpose(rows);
-  for (int l = 0; l < lanes; ++l) L::StoreFirst(plane + l * stride, count, rows[l]);
-}
-
-// The reverse: `count` positions of the first `lanes` planes into `blocked` (other lanes zero).
-template <typename L>
-inline __attribute__((always_inline)) void BlockPositions(const float* plane, int64_t stride, int count, int lanes,
-                                                          float* blocked) {
-  typename L::Floats rows[L::kBlock];
-  for (int l = 0; l < L::kBlock; ++l) rows[l] = l < lanes ? L::LoadFirst(plane + l * stride, count) : L::Zero();
-  L::Transpose(rows);
-  for (int j = 0; j < count; ++j) L::Store(blocked + j * L::kBlock, rows[j]);
-}
-
-// Pools the blocked plane-block `y` ([height][width][block]) into the first `lanes` planes of
-// `pooled` (NCHW, its first channel's plane) and the codes ([out_height][out_width][block]), a
-// window at a time, each lane a channel: relu as LibTorch's clamp_min (y < 0 gives 0, else y,
-// so -0 and NaN stay), then LibTorch's max rule (a value greater than the maximum so far, or
-// any NaN, takes its place).
-template <typename L>
-inline __attribute__((always_inline)) void PoolBlock(const float* y, const PoolGeometry& g, int lanes, float* pooled,
-                                                     uint8_t* codes) {
-  const auto zero = L::Zero();
-  const int64_t out_plane = g.out_height * g.out_width;
-  alignas(64) float maxima[L::kBlock * L::kBlock];  // the last positions' maxima, until unblocked
-  const auto lowest = L::Fill(-std::numeric_limits<float>::infinity());
-  for (int64_t oh = 0; oh < g.out_height; ++oh) {
-    const int64_t top = oh * g.stride_h - g.pad_h;
-    for (int64_t ow = 0; ow < g.out_width; ++ow) {
-      const int64_t left = ow * g.stride_w - g.pad_w;
-      auto best = lowest;
-      auto code = L::NoCodes();
-      for (int64_t kh = 0; kh < g.kernel_h; ++kh) {
-        const int64_t ih = top + kh * g.dilation_h;
-        if (ih < 0 || ih >= g.height) continue;
-        for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
-          const int64_t iw = left + kw * g.dilation_w;
-          if (iw < 0 || iw >= g.width) continue;
-          const auto v = L::Load(y + (ih * g.width + iw) * L::kBlock);
-          const auto r = L::Select(L::Less(v, zero), v, zero);
-          const auto take = L::GreaterOrNaN(r, best);
-          best = L::Select(take, best, r);
-          code = L::SelectCode(take, code, static_cast<int32_t>(kh * g.kernel_w + kw));
-        }
-      }
-      const int64_t at = oh * g.out_width + ow;
-      const int slot = static_cast<int>(at % L::kBlock);
-      L::Store(maxima + slot * L::kBlock, best);
-      L::StoreCodes(codes + at * L::kBlock, L::FlagFlowing(L::LessEqual(best, zero), code));
-      if (slot == L::kBlock - 1 || at == out_plane - 1)
-        UnblockPositions<L>(maxima, slot + 1, pooled + at - slot, out_plane, lanes);
-    }
-  }
-}
-
-// Whether each input position lies in one window at most, every window's positions side by side
-// (stride = window, no dilation, no padding): then a window's gradient is written, not added.
-inline bool WindowsTile(const PoolGeometry& g) {
-  return g.stride_h == g.kernel_h && g.stride_w == g.kernel_w && g.dilation_h == 1 && g.dilation_w == 1 &&
-         g.pad_h == 0 && g.pad_w == 0;
-}
-
-// The backward of PoolBlock for one plane-block: the pooled output's gradient read from the first
-// `lanes` planes of `grad` (NCHW, its first channel's plane), each window's gradient added to its
-// winner, in window order, where relu lets it through (codes flagged kWinnerFlows: the winner >
-// 0 or NaN), into `grad_y` ([height][width][block]). Where the windows tile, each window's
-// positions are written once (its winner's gradient, zeros) and only the rest zeroed first.
-template <typename L>
-inline __attribute__((always_inline)) void PoolBlockBackward(const float* grad, int lanes, const uint8_t* codes,
-                                                             const PoolGeometry& g, float* grad_y) {
-  const int64_t out_plane = g.out_height * g.out_width;
-  alignas(64) float gradients[L::kBlock * L::kBlock];  // the next positions' gradients, blocked
-  const bool tile = WindowsTile(g);
-  if (!tile) {
-    std::memset(grad_y, 0, sizeof(float) * g.height * g.width * L::kBlock);
-  } else {
-    // The positions no window covers: rows below the last window, columns right of it.
-    const int64_t rows = std::min(g.height, g.out_height * g.kernel_h);
-    const int64_t cols = std::min(g.width, g.out_width * g.kernel_w);
-    for (int64_t ih = 0; ih < g.height; ++ih) {
-      float* row = grad_y + ih * g.width * L::kBlock;
-      if (ih >= rows)
-        std::memset(row, 0, sizeof(float) * g.width * L::kBlock);
-      else if (cols < g.width)
-        std::memset(row + cols * L::kBlock, 0, sizeof(float) * (g.width - cols) * L::kBlock);
-    }
-  }
-  for (int64_t oh = 0; oh < g.out_height; ++oh) {
-    const int64_t top = oh * g.stride_h - g.pad_h;
-    for (int64_t ow = 0; ow < g.out_width; ++ow) {
-      const int64_t left = ow * g.stride_w - g.pad_w;
-      const int64_t at = oh * g.out_width + ow;
-      const int slot = static_cast<int>(at % L::kBlock);
-      if (slot == 0)
-        BlockPositions<L>(grad + at, out_plane, static_cast<int>(std::min<int64_t>(L::kBlock, out_plane - at)), lanes,
-                          gradients);
-      const auto flows = L::Load(gradients + slot * L::kBlock);
-      const auto code = L::LoadCodes(codes + at * L::kBlock);
-      for (int64_t kh = 0; kh < g.kernel_h; ++kh) {
-        const int64_t ih = top + kh * g.dilation_h;
-        if (ih < 0 || ih >= g.height) continue;
-        for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
-          const int64_t iw = left + kw * g.dilation_w;
-          if (iw < 0 || iw >= g.width) continue;
-          float* to = grad_y + (ih * g.width + iw) * L::kBlock;
-          const auto won = L::Equal(code, static_cast<int32_t>(kh * g.kernel_w + kw) | kWinnerFlows);
-          L::Store(to, tile ? L::Where(won, flows) : L::AddWhere(won, L::Load(to), flows));
-        }
-      }
-    }
-  }
-}
-
-#pragma GCC diagnostic pop
 
 // One lane at a time, for CPUs without AVX2: the same rules on scalars.
 template <int kLanes>
@@ -364,35 +239,61 @@ struct ScalarLanes {
   }
 };
 
+// Whether each input position lies in one window at most, every window's positions side by side
+// (stride = window, no dilation, no padding): then a window's gradient is written, not added.
+inline bool WindowsTile(const PoolGeometry& g) {
+  return g.stride_h == g.kernel_h && g.stride_w == g.kernel_w && g.dilation_h == 1 && g.dilation_w == 1 &&
+         g.pad_h == 0 && g.pad_w == 0;
+}
+
+// The kernels for each width (kernels/blocked_max_pool_kernels.inc).
+#if defined(__x86_64__)
+#define EST_BLOCKED_POOL_TARGET EST_TARGET_AVX512
+namespace avx512 {
+#include "kernels/blocked_max_pool_kernels.inc"
+}  // namespace avx512
+#undef EST_BLOCKED_POOL_TARGET
+#define EST_BLOCKED_POOL_TARGET EST_TARGET_AVX2
+namespace avx2 {
+#include "kernels/blocked_max_pool_kernels.inc"
+}  // namespace avx2
+#undef EST_BLOCKED_POOL_TARGET
+#endif
+#define EST_BLOCKED_POOL_TARGET
+namespace plain {
+#include "kernels/blocked_max_pool_kernels.inc"
+}  // namespace plain
+#undef EST_BLOCKED_POOL_TARGET
+
 using PoolBlockKernel = void (*)(const float*, const PoolGeometry&, int, float*, uint8_t*);
 using PoolBlockBackwardKernel = void (*)(const float*, int, const uint8_t*, const PoolGeometry&, float*);
 
 #if defined(__x86_64__)
 EST_TARGET_AVX512 void PoolBlock16Avx512(const float* y, const PoolGeometry& g, int lanes, float* pooled,
                                          uint8_t* codes) {
-  PoolBlock<Lanes512>(y, g, lanes, pooled, codes);
+  avx512::PoolBlock<Lanes512>(y, g, lanes, pooled, codes);
 }
 EST_TARGET_AVX512 void PoolBlockBackward16Avx512(const float* grad, int lanes, const uint8_t* codes,
                                                  const PoolGeometry& g, float* grad_y) {
-  PoolBlockBackward<Lanes512>(grad, lanes, codes, g, grad_y);
+  avx512::PoolBlockBackward<Lanes512>(grad, lanes, codes, g, grad_y);
 }
 EST_TARGET_AVX2 void PoolBlock8Avx2(const float* y, const PoolGeometry& g, int lanes, float* pooled, uint8_t* codes) {
-  PoolBlock<Lanes256>(y, g, lanes, pooled, codes);
+  avx2::PoolBlock<Lanes256>(y, g, lanes, pooled, codes);
 }
 EST_TARGET_AVX2 void PoolBlockBackward8Avx2(const float* grad, int lanes, const uint8_t* codes, const PoolGeometry& g,
                                             float* grad_y) {
-  PoolBlockBackward<Lanes256>(grad, lanes, codes, g, grad_y);
+  avx2::PoolBlockBackward<Lanes256>(grad, lanes, codes, g, grad_y);
 }
 #endif
 
 template <int kBlock>
 void PoolBlockPlain(const float* y, const PoolGeometry& g, int lanes, float* pooled, uint8_t* codes) {
-  PoolBlock<ScalarLanes<kBlock>>(y, g, lanes, pooled, codes);
+  plain::PoolBlock<ScalarLanes<kBlock>>(y, g, lanes, pooled, codes);
 }
 template <int kBlock>
 void PoolBlockBackwardPlain(const float* grad, int lanes, const uint8_t* codes, const PoolGeometry& g,
                             float* grad_y) {
-  PoolBlockBackward<ScalarLanes<kBlock>>(grad, lanes, codes, g, grad_y);
+  plain::PoolBlockBackward<ScalarLanes<kBlock>>(grad, lanes, codes, g, grad_y);
 }
 
 // The widest kernels for this block on this CPU.
