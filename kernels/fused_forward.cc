@@ -68,13 +68,18 @@ std::optional<T> ConstantOf(const torch::jit::Value* value) {
   return std::nullopt;
 }
 
-// A convolution of one group that is not transposed: `aten::conv2d(input, weight, bias, stride,
-// padding, dilation, groups)` or `aten::_convolution(input, weight, bias, stride, padding,
-// dilation, transposed, output_padding, groups, ...)`.
+// A convolution of one group that is not transposed, its stride, padding and dilation constant
+// int lists (not conv2d's padding="same"): `aten::conv2d(input, weight, bias, stride, padding,
+// dilation, groups)` or `aten::_convolution(input, weight, bias, stride, padding, dilation,
+// transposed, output_padding, groups, ...)`.
 bool IsPlainConvolution(const torch::jit::Node* node) {
-  if (node->kind() == c10::Symbol::fromQualString("aten::conv2d") && node->inputs().size() == 7)
-    return ConstantOf<int64_t>(node->input(6)) == int64_t{1};
-  if (node->kind() != c10::Symbol::fromQualString("aten::_convolution") || node->inputs().size() < 9) return false;
+  const bool conv2d = node->kind() == c10::Symbol::fromQualString("aten::conv2d") && node->inputs().size() == 7;
+  const bool convolution =
+      node->kind() == c10::Symbol::fromQualString("aten::_convolution") && node->inputs().size() >= 9;
+  if (!conv2d && !convolution) return false;
+  for (size_t i = 3; i < 6; ++i)
+    if (!ConstantOf<std::vector<int64_t>>(node->input(i))) return false;
+  if (conv2d) return ConstantOf<int64_t>(node->input(6)) == int64_t{1};
   const auto output_padding = ConstantOf<std::vector<int64_t>>(node->input(7));
   if (ConstantOf<bool>(node->input(6)) != false || ConstantOf<int64_t>(node->input(8)) != int64_t{1} ||
       !output_padding)

@@ -104,12 +104,19 @@ TEST_CASE("FusedForward runs eagerly where there is nothing to fuse, without gra
     return net->pool(torch::relu(y)).sum() + y.sum();
   });
   FusedForward no_pool(*net, [&](const torch::Tensor& in) { return torch::relu(net->conv(in)); });
+  // conv2d's padding "same" is a string, not the fused op's list.
+  auto same = [&](const torch::Tensor& in) {
+    return torch::max_pool2d(torch::relu(torch::conv2d(in, net->conv->weight, net->conv->bias, 1, "same")), 2);
+  };
+  FusedForward same_padding(*net, same);
   FusedForward fused(*net, [&](const torch::Tensor& in) { return net->forward(in); });
   for (int call = 0; call < 2; ++call) {
     CHECK(SameBits(shared(x), net->pool(torch::relu(net->conv(x))).sum() + net->conv(x).sum()));
     CHECK(shared.last_fused_chains() == 0);
     CHECK(SameBits(no_pool(x), torch::relu(net->conv(x))));
     CHECK(no_pool.last_fused_chains() == 0);
+    CHECK(SameBits(same_padding(x), same(x)));
+    CHECK(same_padding.last_fused_chains() == 0);
   }
   torch::NoGradGuard no_grad;
   CHECK(SameBits(fused(x), net->forward(x)));
