@@ -25,6 +25,8 @@ readonly PACKAGES=(
   # logging, flags, JSON, CSV, tests, Gloo's headers (LibTorch carries Gloo's code)
   libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 libcli11-dev nlohmann-json3-dev catch2
   libcsv-dev libcsv3 libgloo-dev libgloo0 zlib1g-dev
+  # the HTTP server of est-serve's REST APIs, and the GnuTLS under it
+  libmicrohttpd-dev libmicrohttpd12 libgnutls28-dev libgnutls30
   # the gpu bench group's images
   dataset-fashion-mnist
 )

@@ -9,12 +9,12 @@ set -euo pipefail
 # libopenblas0-openmp is the BLAS libtorch recommends: without it Debian's reference BLAS
 # makes dense layers about 10x slower. libdnnl-dev: the headers of the oneDNN libtorch links,
 # whose matrix products the kernels run on AVX-512 CPUs (kernels/onednn_matmul.h). catch2 is
-# header-only, and configuring needs it.
+# header-only, and configuring needs it. libmicrohttpd-dev: the HTTP server of est-serve's REST APIs.
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libtorch-dev libgloo-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libopenblas0-openmp libdnnl-dev
-  libspdlog-dev libcli11-dev nlohmann-json3-dev catch2 zlib1g-dev libcsv-dev
+  libspdlog-dev libcli11-dev nlohmann-json3-dev catch2 zlib1g-dev libcsv-dev libmicrohttpd-dev
   dataset-fashion-mnist
 )
 # For `make test`: clang and libclang-rt-14-dev (its sanitizer and libFuzzer runtimes) build

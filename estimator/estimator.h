@@ -69,6 +69,9 @@ struct ExportOptions {
   TORCH_ARG(ModelIdentity, model);
   /// Evaluation metrics to record in the export (an exporter's evaluation).
   TORCH_ARG(EvalResult, metrics);
+  /// Export the weights alone, without the traced program (model.pt): for a model_fn the tracer
+  /// cannot record. Such an export is served only with the model_fn that made it.
+  TORCH_ARG(bool, weights_only) = false;
 };
 
 /// The Estimator of tf.estimator for LibTorch. It calls model_fn eagerly every step;
@@ -99,7 +102,10 @@ class Estimator {
   /// version under `export_dir_base` (export_directory.h) holding the inference weights
   /// (the moving averages with RunConfig::moving_average; no optimizer state), the serving
   /// signature (the inputs `serving_input_fn` declares, and the predictions model_fn makes of
-  /// them), the model's identity, params and global step. Returns the version's directory.
+  /// them), the model's identity, params and global step, and — unless options.weights_only —
+  /// the traced program of model_fn's predictions with those weights (model.pt, TorchScript:
+  /// runs without the model's code; program_tracer.h). ModelError naming the output where the
+  /// traced program does not compute what model_fn does. Returns the version's directory.
   std::string export_saved_model(const std::string& export_dir_base, const ServingInputFn& serving_input_fn,
                                  const ExportOptions& options = {});
 

@@ -35,7 +35,11 @@ class ExporterBase : public Exporter {
     if (checkpoint_path == last_exported_) return std::nullopt;
     const std::string path = estimator.export_saved_model(
         export_path, options_.serving_input_fn(),
-        ExportOptions().checkpoint_path(checkpoint_path).model(options_.model()).metrics(eval_result));
+        ExportOptions()
+            .checkpoint_path(checkpoint_path)
+            .model(options_.model())
+            .metrics(eval_result)
+            .weights_only(options_.weights_only()));
     last_exported_ = checkpoint_path;
     if (trim) RemoveOldExports(export_path, options_.exports_to_keep());
     return path;

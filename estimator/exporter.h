@@ -44,6 +44,8 @@ struct ExporterOptions {
   TORCH_ARG(ServingInputFn, serving_input_fn);
   /// The identity recorded in every export (ExportOptions::model).
   TORCH_ARG(ModelIdentity, model);
+  /// Export the weights alone, without the traced program (ExportOptions::weights_only).
+  TORCH_ARG(bool, weights_only) = false;
   /// The newest exports kept; older versions are removed (only their own files). Not used by
   /// FinalExporter.
   TORCH_ARG(int, exports_to_keep) = 5;

@@ -172,7 +172,7 @@ torch::autograd::tensor_list Conv2dOneInputChannelGradients(const at::Tensor& in
 
 bool Conv2dOneInputChannelFastPath(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
   // Under CPU autocast LibTorch runs this op in bfloat16; so do we, by running LibTorch's.
-  if (detail::CpuAutocastEnabled()) return false;
+  if (detail::CpuAutocastEnabled() || detail::InJitTrace()) return false;
   if (UsableVectorBits() < 512 || !IsContiguousFloatCpu(input) || !IsContiguousFloatCpu(weight)) return false;
   if (input.dim() != 4 || input.size(1) != 1 || input.size(0) == 0) return false;
   if (weight.dim() != 4 || weight.size(1) != 1 || weight.size(0) == 0 || weight.size(2) != weight.size(3)) return false;
@@ -188,7 +188,7 @@ at::Tensor Conv2dOneInputChannel(const at::Tensor& input, const at::Tensor& weig
     return Conv2dOneInputChannelFunction::apply(input, weight, detail::BiasOrEmpty(bias, weight));
   }
   // LibTorch's native convolution beats oneDNN's for one input channel; autocast knows conv2d.
-  if (input.device().is_cpu() && weight.dim() == 4 && !detail::CpuAutocastEnabled())
+  if (input.device().is_cpu() && weight.dim() == 4 && !detail::CpuAutocastEnabled() && !detail::InJitTrace())
     return torch::thnn_conv2d(input, weight, {weight.size(2), weight.size(3)}, bias, {1, 1}, {0, 0});
   return torch::conv2d(input, weight, bias);
 }

@@ -201,7 +201,7 @@ std::optional<Plan> PlanFor(const at::Tensor& input, const at::Tensor& weight, c
 // ops follow) or for forward-mode gradients.
 std::optional<Plan> PlanCall(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                              const ConvReluMaxPoolArgs& args) {
-  if (detail::CpuAutocastEnabled()) return std::nullopt;
+  if (detail::CpuAutocastEnabled() || detail::InJitTrace()) return std::nullopt;
   for (const at::Tensor* t : {&input, &weight, &bias})
     if (t->defined() && t->_fw_grad(/*level=*/0).defined()) return std::nullopt;
   return PlanFor(input, weight, bias, args);

@@ -2,6 +2,7 @@
 
 #include <ATen/autocast_mode.h>
 #include <ATen/ops/empty.h>
+#include <torch/csrc/jit/frontend/tracer.h>
 #include <torch/version.h>
 
 #include <algorithm>
@@ -31,6 +32,8 @@ int CpuVectorBits() {
 int UsableVectorBits() { return std::min(CpuVectorBits(), allowed_vector_bits.load(std::memory_order_relaxed)); }
 
 void AllowVectorBits(int bits) { allowed_vector_bits.store(bits, std::memory_order_relaxed); }
+
+bool InJitTrace() { return torch::jit::tracer::isTracing(); }
 
 bool CpuAutocastEnabled() {
 // LibTorch 2.4 keys autocast's state by device type; earlier versions have a function per type.

@@ -37,6 +37,11 @@ void AllowVectorBits(int bits);
 /// know, defer to LibTorch's ops then, which it does.
 bool CpuAutocastEnabled();
 
+/// Whether a JIT trace (torch::jit::tracer) records this thread's operators: it cannot see inside
+/// our kernels, so every kernel runs LibTorch's operators then, which it records (an export's
+/// traced program then holds LibTorch's operators).
+bool InJitTrace();
+
 /// Whether `tensor` is a contiguous float32 tensor on the CPU: what the kernels read.
 inline bool IsContiguousFloatCpu(const at::Tensor& tensor) {
   return tensor.device().is_cpu() && tensor.scalar_type() == at::kFloat && tensor.is_contiguous();

@@ -254,7 +254,7 @@ struct WeightPart : torch::autograd::Function<WeightPart> {
 
 bool HasOwnPath(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
   // Under CPU autocast LibTorch runs this op in bfloat16; so do we, by running LibTorch's.
-  if (detail::CpuAutocastEnabled()) return false;
+  if (detail::CpuAutocastEnabled() || detail::InJitTrace()) return false;
   using detail::IsContiguousFloatCpu;
   if (!IsContiguousFloatCpu(input) || !IsContiguousFloatCpu(weight)) return false;
   if (input.dim() != 2 || weight.dim() != 2 || input.size(1) != weight.size(1)) return false;

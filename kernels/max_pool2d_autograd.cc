@@ -101,7 +101,7 @@ at::Tensor MaxPool2dAutograd(const at::Tensor& input, at::IntArrayRef kernel_siz
   const std::optional<detail::MaxPool2dPlan> plan =
       detail::PlanMaxPool2d(input, kernel_size, stride, padding, dilation, ceil_mode);
   const bool wants_grad = at::GradMode::is_enabled() && input.requires_grad();
-  if (!plan || (wants_grad && !plan->with_codes) || input._fw_grad(/*level=*/0).defined())
+  if (!plan || (wants_grad && !plan->with_codes) || input._fw_grad(/*level=*/0).defined() || detail::InJitTrace())
     return at::compositeimplicitautograd::max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode);
   at::Tensor output = detail::EmptyPooled(input, plan->geometry, at::kFloat);
   if (!wants_grad) {

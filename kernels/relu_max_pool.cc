@@ -274,7 +274,7 @@ struct ReluMaxPool2x2Function : torch::autograd::Function<ReluMaxPool2x2Function
 };
 
 bool HasFastPath(const at::Tensor& input) {
-  return input.device().is_cpu() && input.scalar_type() == at::kFloat && input.dim() == 4 &&
+  return !detail::InJitTrace() && input.device().is_cpu() && input.scalar_type() == at::kFloat && input.dim() == 4 &&
          input.is_contiguous() && input.size(2) >= 2 && input.size(3) >= 2 && input.numel() > 0;
 }
 

@@ -1,5 +1,7 @@
 #include "serving/call_status.h"
 
+#include <iterator>
+
 #include "common/error.h"
 #include "common/logging.h"
 #include "serving/dynamic_batcher.h"
@@ -37,6 +39,35 @@ grpc::Status StatusOfError(std::exception_ptr error) {
     return grpc::Status(grpc::StatusCode::INTERNAL, std::string("the model failed: ") + failed.what());
   } catch (...) {
     return grpc::Status(grpc::StatusCode::INTERNAL, "the model failed with an exception of an unknown type");
+  }
+}
+
+std::string StatusCodeName(grpc::StatusCode code) {
+  static constexpr const char* kNames[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
+                                           "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
+                                           "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
+                                           "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
+  const auto index = static_cast<size_t>(code);
+  return index < std::size(kNames) ? kNames[index] : std::to_string(index);
+}
+
+int HttpStatusOf(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK: return 200;
+    case grpc::StatusCode::CANCELLED: return 499;
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::OUT_OF_RANGE: return 400;
+    case grpc::StatusCode::UNAUTHENTICATED: return 401;
+    case grpc::StatusCode::PERMISSION_DENIED: return 403;
+    case grpc::StatusCode::NOT_FOUND: return 404;
+    case grpc::StatusCode::ALREADY_EXISTS:
+    case grpc::StatusCode::ABORTED: return 409;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return 429;
+    case grpc::StatusCode::UNIMPLEMENTED: return 501;
+    case grpc::StatusCode::UNAVAILABLE: return 503;
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return 504;
+    default: return 500;
   }
 }
 

@@ -31,4 +31,12 @@ std::chrono::steady_clock::time_point CallDeadline(const grpc::ServerContext& co
 /// The status of the error `error` (thrown while a call was served), its message kept.
 grpc::Status StatusOfError(std::exception_ptr error);
 
+/// The HTTP status the REST APIs answer for a call's gRPC status, as TensorFlow Serving's REST
+/// API maps them (INVALID_ARGUMENT 400, UNAUTHENTICATED 401, NOT_FOUND 404, RESOURCE_EXHAUSTED
+/// 429, UNAVAILABLE 503, DEADLINE_EXCEEDED 504, INTERNAL 500, …).
+int HttpStatusOf(grpc::StatusCode code);
+
+/// The code's name as gRPC writes it ("OK", "INVALID_ARGUMENT", …).
+std::string StatusCodeName(grpc::StatusCode code);
+
 }  // namespace est::serving::detail

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <sstream>
 #include <utility>
 
@@ -171,6 +172,9 @@ void DynamicBatcher::run() {
     std::shared_ptr<const Predictor> predictor = predictor_;
     ++stats_.batches;
     stats_.requests += static_cast<int64_t>(batch.size());
+    stats_.examples += rows;
+    ++stats_.batch_sizes[static_cast<size_t>(std::lower_bound(std::begin(kBatchSizeBounds), std::end(kBatchSizeBounds),
+                                                              rows) - std::begin(kBatchSizeBounds))];
     lock.unlock();
     run_batch(batch, predictor);
     free_since = Clock::now();

@@ -6,11 +6,13 @@
 
 #include <torch/arg.h>
 
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <future>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -41,9 +43,16 @@ class QueueFullError : public Error {
 };
 
 /// What a batcher has done.
+/// Upper bounds of the buckets of BatchingStats::batch_sizes (examples in one model call).
+inline constexpr int64_t kBatchSizeBounds[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
+
 struct BatchingStats {
   int64_t requests = 0;  ///< answered, successfully or not
   int64_t batches = 0;   ///< model calls
+  int64_t examples = 0;  ///< examples in those calls
+  /// Batches by their examples: [i] counts those above kBatchSizeBounds[i - 1] and at most
+  /// kBatchSizeBounds[i]; the last, those above every bound.
+  std::array<int64_t, std::size(kBatchSizeBounds) + 1> batch_sizes{};
   int64_t refused = 0;   ///< refused: queue full
   int64_t expired = 0;   ///< deadline passed before their batch ran
   int64_t queued = 0;    ///< waiting now

@@ -3,12 +3,18 @@
 /// over a ServedModel: health, server and model metadata, and ModelInfer.
 
 #include <atomic>
+#include <chrono>
 #include <string>
 
 #include "serving/proto/grpc_inference_service.grpc.pb.h"
 #include "serving/served_model.h"
+#include "serving/server_metrics.h"
 
 namespace est::serving::detail {
+
+/// What ServerMetadata names.
+inline constexpr const char* kServerName = "est-serve";
+inline constexpr const char* kServerVersion = "1";
 
 /// What both protocols' services know of the server.
 struct ServiceContext {
@@ -21,7 +27,13 @@ struct ServiceContext {
   int64_t max_request_bytes = 0;
   /// False once the server stops taking requests.
   const std::atomic<bool>* ready = nullptr;
+  /// Where the inference calls are counted (none when null).
+  ServerMetrics* metrics = nullptr;
 };
+
+/// Counts a gRPC call of `api` that answered `status`, begun at `start`, in `context`'s metrics.
+void RecordCall(const ServiceContext& context, const char* api, const grpc::Status& status,
+                std::chrono::steady_clock::time_point start);
 
 /// inference.GRPCInferenceService.
 class InferenceService final : public inference::GRPCInferenceService::Service {
@@ -41,11 +53,26 @@ class InferenceService final : public inference::GRPCInferenceService::Service {
   grpc::Status ModelInfer(grpc::ServerContext* context, const v2::ModelInferRequest* request,
                           v2::ModelInferResponse* response) override;
 
- private:
+  // The calls past the token check, as the REST API (KServe v2 over HTTP) makes them too.
+
+  /// ServerReady's answer: false once the server stops taking requests.
+  bool server_ready() const { return context_.ready->load(); }
+  /// The most bytes one input may decode to.
+  int64_t max_request_bytes() const { return context_.max_request_bytes; }
+  /// ModelReady's answer.
+  bool model_ready(const std::string& name, const std::string& version) const;
+  /// ModelMetadata's.
+  grpc::Status model_metadata(const v2::ModelMetadataRequest& request, v2::ModelMetadataResponse& response) const;
+  /// ModelInfer's, waiting until `deadline` at most.
+  grpc::Status infer(const v2::ModelInferRequest& request, v2::ModelInferResponse& response,
+                     std::chrono::steady_clock::time_point deadline) const;
+
   /// OK with the version served when `name` and `version` ("" = the served one) name it;
   /// NOT_FOUND saying what is served otherwise.
   grpc::Status find(const std::string& name, const std::string& version,
                     std::shared_ptr<const Predictor>& predictor) const;
+
+ private:
 
   const ServiceContext context_;
 };

@@ -11,6 +11,7 @@
 #include "net/grpc_transport.h"
 #include "serving/inference_service.h"
 #include "serving/prediction_service.h"
+#include "serving/rest_api.h"
 
 namespace est::serving {
 
@@ -22,6 +23,10 @@ struct ModelServer::Impl {
   std::unique_ptr<detail::PredictionService> prediction;
   std::unique_ptr<grpc::Server> server;
   uint16_t port = 0;
+  ServerMetrics metrics;
+  std::unique_ptr<detail::RestApi> rest;
+  std::unique_ptr<net::HttpServer> http;
+  uint16_t rest_port = 0;
   std::once_flag shut_down;
 };
 
@@ -40,6 +45,7 @@ ModelServer::ModelServer(ModelFn model_fn, const std::string& export_base, Model
   context.token = options.token();
   context.max_request_bytes = max_bytes;
   context.ready = &impl_->ready;
+  context.metrics = &impl_->metrics;
   impl_->inference = std::make_unique<detail::InferenceService>(context);
   impl_->prediction = std::make_unique<detail::PredictionService>(context);
   net::StartedServer started = net::StartGrpcServer(
@@ -48,16 +54,35 @@ ModelServer::ModelServer(ModelFn model_fn, const std::string& export_base, Model
       "model '" + impl_->model_name + "'");
   impl_->server = std::move(started.server);
   impl_->port = started.port;
+  EST_CHECK(options.rest_port() >= -1 && options.rest_port() <= 65535, ConfigError,
+            "rest_port must be -1 (none), 0 (a free port) or a port, got ", options.rest_port());
+  if (options.rest_port() >= 0) {
+    EST_CHECK(options.rest_request_timeout().count() > 0, ConfigError, "rest_request_timeout must be positive, got ",
+              options.rest_request_timeout().count(), " ms");
+    impl_->rest = std::make_unique<detail::RestApi>(*impl_->inference, *impl_->prediction, impl_->metrics,
+                                                    *impl_->model, impl_->model_name, options.token(),
+                                                    options.rest_request_timeout());
+    net::HttpServerOptions http;
+    http.host = options.host();
+    http.port = static_cast<uint16_t>(options.rest_port());
+    http.tls = options.tls();
+    http.max_body_bytes = max_bytes;
+    http.what = "est-serve's REST API";
+    impl_->http = std::make_unique<net::HttpServer>(
+        [rest = impl_->rest.get()](const net::HttpRequest& request) { return rest->handle(request); }, http);
+    impl_->rest_port = impl_->http->port();
+  }
   impl_->ready = true;
-  Log().info("est-serve: serving model '{}' version {} from '{}' at {} ({}, {})", impl_->model_name,
-             impl_->model->current()->version(), export_base,
-             net::GrpcAddress(options.host(), impl_->port),
+  Log().info("est-serve: serving model '{}' version {} from '{}' at {}{} ({}, {})", impl_->model_name,
+             impl_->model->current()->version(), export_base, net::GrpcAddress(options.host(), impl_->port),
+             impl_->http ? ", REST at " + net::GrpcAddress(options.host(), impl_->rest_port) : std::string(),
              options.tls().cert_file.empty() ? "plain TCP" : "TLS", options.token().empty() ? "no token" : "token");
 }
 
 ModelServer::~ModelServer() { shutdown(); }
 
 uint16_t ModelServer::port() const { return impl_->port; }
+uint16_t ModelServer::rest_port() const { return impl_->rest_port; }
 const std::string& ModelServer::model_name() const { return impl_->model_name; }
 const ServedModel& ModelServer::model() const { return *impl_->model; }
 ServedModel& ModelServer::model() { return *impl_->model; }
@@ -66,6 +91,7 @@ void ModelServer::shutdown(std::chrono::milliseconds grace) {
   std::call_once(impl_->shut_down, [&] {
     impl_->ready = false;
     impl_->server->Shutdown(std::chrono::system_clock::now() + grace);
+    impl_->http.reset();  // waits for the REST calls running
   });
 }
 

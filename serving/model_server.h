@@ -1,6 +1,6 @@
 #pragma once
-/// est::serving::ModelServer: est-serve as a library. A user's program calls it with its
-/// model_fn and an export base directory; it serves the newest version over gRPC with both
+/// est::serving::ModelServer: est-serve as a library. A program calls it with an export base
+/// directory (and the model_fn that made it, or nullptr to run the exports' traced programs); it serves the newest version over gRPC with both
 /// inference protocols on one port: the Open Inference Protocol (KServe v2,
 /// inference.GRPCInferenceService, as tritonclient calls it) and TensorFlow Serving's
 /// PredictionService (Predict, GetModelMetadata), with dynamic batching, hot reload, a
@@ -32,14 +32,21 @@ struct ModelServerOptions {
   TORCH_ARG(std::string, token);
   /// How the model is loaded, batched and reloaded.
   TORCH_ARG(ServedModelOptions, model);
-  /// The most bytes a request may carry (gRPC's message limit), and one input may decode to.
+  /// The most bytes a request may carry (gRPC's message limit, the REST API's body limit), and
+  /// one input may decode to.
   TORCH_ARG(int64_t, max_request_bytes) = int64_t{64} << 20;
+  /// The port of the REST API (KServe v2 over HTTP, TensorFlow Serving's REST API, /metrics) at
+  /// `host`, with the same TLS and token; -1: none; 0: a free one (ModelServer::rest_port()).
+  TORCH_ARG(int32_t, rest_port) = -1;
+  /// How long a REST call waits for the model at most (HTTP carries no deadline of the client's).
+  TORCH_ARG(std::chrono::milliseconds, rest_request_timeout) = std::chrono::seconds(60);
 };
 
-/// A gRPC server of one model.
+/// A gRPC server of one model, and its REST API where asked for.
 class ModelServer {
  public:
-  /// Loads the newest version under `export_base` (CheckpointError as Predictor's) and
+  /// Loads the newest version under `export_base` (CheckpointError as Predictor's), with
+  /// `model_fn` or, where it is nullptr, as the export's traced program, and
   /// listens (CommunicationError when it cannot; ConfigError for bad options).
   ModelServer(ModelFn model_fn, const std::string& export_base, ModelServerOptions options = {});
   /// shutdown() with its default grace.
@@ -49,6 +56,8 @@ class ModelServer {
 
   /// The port the server listens at.
   uint16_t port() const;
+  /// The REST API's port; 0 without one.
+  uint16_t rest_port() const;
   /// The name clients ask for.
   const std::string& model_name() const;
   /// The model served (its version now, its counts).
@@ -56,7 +65,7 @@ class ModelServer {
   ServedModel& model();
 
   /// Stops taking calls: ServerReady turns false, calls running get `grace` to finish, then
-  /// are cancelled. Idempotent.
+  /// are cancelled; the REST API's calls running finish. Idempotent.
   void shutdown(std::chrono::milliseconds grace = std::chrono::seconds(5));
   /// Blocks until shutdown() has been called (from another thread) and the server stopped.
   void wait();

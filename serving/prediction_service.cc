@@ -55,19 +55,25 @@ grpc::Status PredictionService::find(const tf::ModelSpec& spec, std::shared_ptr<
 grpc::Status PredictionService::Predict(grpc::ServerContext* context, const tf::PredictRequest* request,
                                         tf::PredictResponse* response) {
   if (grpc::Status admitted = net::CheckBearerToken(*context, context_.token, kTokenSource); !admitted.ok()) return admitted;
-  if (grpc::Status fits = CheckRequestSize(request->ByteSizeLong(), context_.max_request_bytes); !fits.ok())
-    return fits;
-  if (!request->has_model_spec()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Missing ModelSpec");
+  const auto start = std::chrono::steady_clock::now();
+  grpc::Status status = CheckRequestSize(request->ByteSizeLong(), context_.max_request_bytes);
+  if (status.ok()) status = predict(*request, *response, CallDeadline(*context));
+  RecordCall(context_, "tf_serving_grpc", status, start);
+  return status;
+}
+
+grpc::Status PredictionService::predict(const tf::PredictRequest& request, tf::PredictResponse& response,
+                                        std::chrono::steady_clock::time_point deadline) const {
+  if (!request.has_model_spec()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Missing ModelSpec");
   std::shared_ptr<const Predictor> predictor;
-  if (grpc::Status found = find(request->model_spec(), predictor); !found.ok()) return found;
+  if (grpc::Status found = find(request.model_spec(), predictor); !found.ok()) return found;
   try {
-    const std::vector<std::string> outputs = FilteredOutputs(*request, predictor->manifest().outputs);
+    const std::vector<std::string> outputs = FilteredOutputs(request, predictor->manifest().outputs);
     int64_t version = 0;  // the version that answered: a reload may have swapped it in since find()
     const TensorMap predictions = context_.model->predict(
-        RequestTensors(DecodePredictInputs(*request, context_.max_request_bytes), *predictor), CallDeadline(*context),
-        &version);
-    for (const std::string& name : outputs) TensorToProto(predictions.at(name), (*response->mutable_outputs())[name]);
-    tf::ModelSpec& spec = *response->mutable_model_spec();
+        RequestTensors(DecodePredictInputs(request, context_.max_request_bytes), *predictor), deadline, &version);
+    for (const std::string& name : outputs) TensorToProto(predictions.at(name), (*response.mutable_outputs())[name]);
+    tf::ModelSpec& spec = *response.mutable_model_spec();
     spec.set_name(context_.model_name);
     spec.mutable_version()->set_value(version);
     spec.set_signature_name(kDefaultSignature);

@@ -17,10 +17,21 @@ class PredictionService final : public tensorflow::serving::PredictionService::S
   grpc::Status GetModelMetadata(grpc::ServerContext* context, const tf::GetModelMetadataRequest* request,
                                 tf::GetModelMetadataResponse* response) override;
 
- private:
+  /// Predict past the token check, as the REST API's :predict makes it too, waiting until
+  /// `deadline` at most.
+  grpc::Status predict(const tf::PredictRequest& request, tf::PredictResponse& response,
+                       std::chrono::steady_clock::time_point deadline) const;
+
   /// OK with the version served when `spec` names it (TF Serving's NOT_FOUND and
   /// FAILED_PRECONDITION otherwise).
   grpc::Status find(const tf::ModelSpec& spec, std::shared_ptr<const Predictor>& predictor) const;
+
+  /// The name clients ask for.
+  const std::string& model_name() const { return context_.model_name; }
+  /// The most bytes one input may decode to.
+  int64_t max_request_bytes() const { return context_.max_request_bytes; }
+
+ private:
 
   const ServiceContext context_;
 };

@@ -8,11 +8,13 @@
 #include <atomic>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "common/logging.h"
 #include "estimator/model_call.h"
 #include "estimator/export/export_directory.h"
+#include "estimator/export/exported_program.h"
 #include "estimator/export/serving_signature.h"
 #include "estimator/model_context.h"
 
@@ -37,21 +39,58 @@ std::string RequestForm(const std::string& records_input) {
 }  // namespace
 
 struct Predictor::Impl {
-  /// One copy of the model: model_fn's context holds its variables, and runs one request at a time.
+  /// One copy of the model, which runs one request at a time: model_fn's context holding its
+  /// variables, or the traced program.
   struct Instance {
     std::unique_ptr<ModelContext> ctx;
+    std::optional<ExportedProgram> program;
     std::mutex mutex;
   };
 
-  ModelFn model_fn;
+  ModelFn model_fn;  ///< empty where the traced program runs
+  c10::Device device = c10::Device(c10::kCPU);
   LoadedExport loaded;
   ServingInputReceiver receiver;
   std::vector<std::unique_ptr<Instance>> instances;
   std::set<std::string> restored;  ///< the export's variables model_fn created
   mutable std::atomic<size_t> next_instance{0};  ///< where a call finding every instance busy waits
 
-  /// model_fn's predictions for a request that fits the signature, where they are computed.
-  TensorMap run(const Features& request, ModelContext& ctx) const {
+  /// Reads the export and checks it against `options`: identity and serving input.
+  void load(const std::string& export_path, const PredictorOptions& options) {
+    EST_CHECK(options.instances() >= 1 && options.instances() <= kMaxModelInstances, ConfigError,
+              "Predictor: instances must be between 1 and ", kMaxModelInstances, ", got ", options.instances());
+    device = options.device();
+    loaded = ReadExport(ResolveExportPath(export_path));
+    const ExportManifest& manifest = loaded.manifest;
+    const ModelIdentity& expected = options.model();
+    EST_CHECK(expected.name.empty() || expected == manifest.model, CheckpointError, "the export '", loaded.path,
+              "' is of model '", manifest.model.name, "' version '", manifest.model.version, "'; expected model '",
+              expected.name, "' version '", expected.version, "'");
+    if (options.serving_input_fn()) {
+      receiver = options.serving_input_fn()();
+      ValidateServingInputReceiver(receiver);
+      const std::string difference =
+          SignatureDifference(receiver.inputs, manifest.inputs, "input", "here", "in the export '" + loaded.path + "'");
+      EST_CHECK(difference.empty(), CheckpointError, "the serving input differs from the export's: ", difference);
+      EST_CHECK(receiver.records_input == manifest.records_input, CheckpointError,
+                "the serving input differs from the export's: requests carry ", RequestForm(receiver.records_input),
+                " here but ", RequestForm(manifest.records_input), " in the export '", loaded.path, "'");
+    } else {
+      EST_CHECK(manifest.records_input.empty(), CheckpointError, "the export '", loaded.path, "' takes ",
+                RequestForm(manifest.records_input), ", which only its serving input parses; expected "
+                "PredictorOptions::serving_input_fn, the one it was exported with");
+      receiver.inputs = manifest.inputs;
+    }
+  }
+
+  /// The predictions of a request that fits the signature, where they are computed.
+  TensorMap run(const Features& request, Instance& instance) const {
+    if (instance.program) {
+      Features on_device;
+      for (const auto& [name, tensor] : request) on_device.emplace(name, tensor.to(device));
+      return (*instance.program)(on_device);
+    }
+    ModelContext& ctx = *instance.ctx;
     data::Element element;
     element.features = receiver.receiver ? receiver.receiver(request) : request;
     return CallModelFn(model_fn, ToDevice(std::move(element), ctx), Mode::kPredict, ctx, loaded.manifest.global_step,
@@ -64,42 +103,37 @@ struct Predictor::Impl {
   TensorMap run_on_an_instance(const Features& request) const {
     for (const auto& instance : instances) {
       std::unique_lock<std::mutex> lock(instance->mutex, std::try_to_lock);
-      if (lock.owns_lock()) return run(request, *instance->ctx);
+      if (lock.owns_lock()) return run(request, *instance);
     }
     Instance& instance = *instances[next_instance++ % instances.size()];
     std::lock_guard<std::mutex> lock(instance.mutex);
-    return run(request, *instance.ctx);
+    return run(request, instance);
+  }
+
+  /// Adds `instance` once its outputs on example requests are the export's; `what` names the model.
+  void add_checked(std::unique_ptr<Instance> instance, const std::string& what) {
+    const std::vector<TensorSpec> outputs =
+        OutputSignature(receiver.inputs, [&](const Features& request) { return run(request, *instance); });
+    const std::string difference =
+        SignatureDifference(outputs, loaded.manifest.outputs, "output", "from " + what, "in the export '" + loaded.path + "'");
+    EST_CHECK(difference.empty(), CheckpointError, what, "'s predictions differ from the export's: ", difference);
+    instances.push_back(std::move(instance));
+  }
+
+  void log_loaded(const PredictorOptions& options, const char* runs) const {
+    const ExportManifest& manifest = loaded.manifest;
+    Log().info("Loaded export {} of model '{}' version '{}' (global step {}) on {}, running {}{}", loaded.path,
+               manifest.model.name, manifest.model.version, manifest.global_step, options.device().str(), runs,
+               options.instances() > 1 ? ", " + std::to_string(options.instances()) + " instances" : std::string());
   }
 };
 
 Predictor::Predictor(ModelFn model_fn, const std::string& export_path, PredictorOptions options)
     : impl_(std::make_unique<Impl>()) {
   EST_CHECK(model_fn != nullptr, ConfigError, "Predictor: model_fn is empty");
-  EST_CHECK(options.instances() >= 1 && options.instances() <= kMaxModelInstances, ConfigError,
-            "Predictor: instances must be between 1 and ", kMaxModelInstances, ", got ", options.instances());
   impl_->model_fn = std::move(model_fn);
-  impl_->loaded = ReadExport(ResolveExportPath(export_path));
+  impl_->load(export_path, options);
   const LoadedExport& loaded = impl_->loaded;
-  const ExportManifest& manifest = loaded.manifest;
-  const ModelIdentity& expected = options.model();
-  EST_CHECK(expected.name.empty() || expected == manifest.model, CheckpointError, "the export '", loaded.path,
-            "' is of model '", manifest.model.name, "' version '", manifest.model.version, "'; expected model '",
-            expected.name, "' version '", expected.version, "'");
-  if (options.serving_input_fn()) {
-    impl_->receiver = options.serving_input_fn()();
-    ValidateServingInputReceiver(impl_->receiver);
-    const std::string difference =
-        SignatureDifference(impl_->receiver.inputs, manifest.inputs, "input", "here", "in the export '" + loaded.path + "'");
-    EST_CHECK(difference.empty(), CheckpointError, "the serving input differs from the export's: ", difference);
-    EST_CHECK(impl_->receiver.records_input == manifest.records_input, CheckpointError,
-              "the serving input differs from the export's: requests carry ", RequestForm(impl_->receiver.records_input),
-              " here but ", RequestForm(manifest.records_input), " in the export '", loaded.path, "'");
-  } else {
-    EST_CHECK(manifest.records_input.empty(), CheckpointError, "the export '", loaded.path, "' takes ",
-              RequestForm(manifest.records_input), ", which only its serving input parses; expected "
-              "PredictorOptions::serving_input_fn, the one it was exported with");
-    impl_->receiver.inputs = manifest.inputs;
-  }
 
   // Each instance's model, its variables filled from the export's weights as model_fn creates them.
   ModelContext::Initializers initializers;
@@ -118,25 +152,39 @@ Predictor::Predictor(ModelFn model_fn, const std::string& export_path, Predictor
       impl->restored.insert(name);
     }
   };
-  const auto params = std::make_shared<const nlohmann::json>(manifest.params);
+  const auto params = std::make_shared<const nlohmann::json>(loaded.manifest.params);
   torch::NoGradGuard no_grad;
   for (int64_t i = 0; i < options.instances(); ++i) {
     auto instance = std::make_unique<Impl::Instance>();
-    instance->ctx = std::make_unique<ModelContext>(params, options.device(), initializers);
     // Example requests create every variable and give the outputs, which must be the export's.
-    const std::vector<TensorSpec> outputs = OutputSignature(
-        impl_->receiver.inputs, [&](const Features& request) { return impl_->run(request, *instance->ctx); });
-    const std::string difference =
-        SignatureDifference(outputs, manifest.outputs, "output", "from model_fn", "in the export '" + loaded.path + "'");
-    EST_CHECK(difference.empty(), CheckpointError, "model_fn's predictions differ from the export's: ", difference);
-    impl_->instances.push_back(std::move(instance));
+    instance->ctx = std::make_unique<ModelContext>(params, options.device(), initializers);
+    impl_->add_checked(std::move(instance), "model_fn");
   }
   for (const auto& [name, weight] : loaded.weights)
     EST_CHECK(impl_->restored.count(name) != 0, CheckpointError, "the export '", loaded.path, "' holds variable '", name,
               "', which model_fn does not create in Mode::kPredict");
-  Log().info("Loaded export {} of model '{}' version '{}' (global step {}) on {}{}", loaded.path, manifest.model.name,
-             manifest.model.version, manifest.global_step, options.device().str(),
-             options.instances() > 1 ? ", " + std::to_string(options.instances()) + " instances" : std::string());
+  impl_->log_loaded(options, "model_fn");
+}
+
+Predictor::Predictor(const std::string& export_path, PredictorOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->load(export_path, options);
+  LoadedExport& loaded = impl_->loaded;
+  EST_CHECK(loaded.manifest.program.has_value(), CheckpointError, "the export '", loaded.path,
+            "' holds weights only (exported with ExportOptions::weights_only): it runs only with the model_fn that "
+            "made it (Predictor(model_fn, ...), est-serve --model)");
+  loaded.weights.clear();  // the program holds its own
+  impl_->receiver.receiver = nullptr;  // the program maps requests to features itself
+  const std::string program = ReadExportFile(loaded.path, loaded.manifest.program->record);
+  const std::string source = (std::filesystem::path(loaded.path) / kExportProgramFile).string();
+  std::vector<std::string> input_names;
+  for (const TensorSpec& input : impl_->receiver.inputs) input_names.push_back(input.name);
+  torch::NoGradGuard no_grad;
+  for (int64_t i = 0; i < options.instances(); ++i) {
+    auto instance = std::make_unique<Impl::Instance>();
+    instance->program.emplace(program, input_names, source, options.device());
+    impl_->add_checked(std::move(instance), "the program");
+  }
+  impl_->log_loaded(options, "its traced program");
 }
 
 Predictor::~Predictor() = default;
@@ -176,5 +224,6 @@ const ExportManifest& Predictor::manifest() const { return impl_->loaded.manifes
 const std::string& Predictor::path() const { return impl_->loaded.path; }
 int64_t Predictor::version() const { return impl_->loaded.version; }
 int64_t Predictor::instances() const { return static_cast<int64_t>(impl_->instances.size()); }
+bool Predictor::runs_program() const { return impl_->model_fn == nullptr; }
 
 }  // namespace est::serving

@@ -1,8 +1,8 @@
 #pragma once
 /// est::serving::Predictor: a trained model outside its model_dir. It loads an export
-/// (Estimator::export_saved_model) with the model_fn that made it and runs model_fn's
-/// Mode::kPredict on requests, one batch of tensors at a time, with no input_fn, no
-/// checkpoint and no autograd.
+/// (Estimator::export_saved_model) and runs its traced program — or, given the model_fn that
+/// made it, model_fn's Mode::kPredict — on requests, one batch of tensors at a time, with no
+/// input_fn, no checkpoint and no autograd.
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
@@ -34,9 +34,11 @@ struct PredictorOptions {
   /// another name or version. Any model when the name is empty.
   TORCH_ARG(ModelIdentity, model);
   /// The serving input the export must have been made with (the same inputs), whose receiver
-  /// maps requests to features; unset: the export's inputs go to model_fn as they are.
+  /// maps requests to features (a traced program holds that map already) and whose parser
+  /// reads requests of serialized records; unset: the export's inputs go to the model as they are.
   TORCH_ARG(ServingInputFn, serving_input_fn);
-  /// Where model_fn runs: the CPU or a CUDA device.
+  /// Where the model runs: the CPU or a CUDA device. A traced program was traced on the CPU; one
+  /// that created tensors there fails its load check elsewhere.
   TORCH_ARG(c10::Device, device) = c10::Device(c10::kCPU);
   /// Copies of the model (Triton's instance count), each with its own variables: that many
   /// predict() calls run at once, each on one copy, so model_fn is called from several threads
@@ -57,11 +59,15 @@ class Predictor {
   /// a variable the export lacks or holds with another shape, and a signature that differs
   /// (inputs of options.serving_input_fn, outputs of model_fn's predictions).
   Predictor(ModelFn model_fn, const std::string& export_path, PredictorOptions options = {});
+  /// Loads `export_path` as above and runs its traced program (model.pt): no model code is needed.
+  /// A CheckpointError names an export of the weights alone, and a program that does not load or
+  /// whose outputs differ from the export's signature.
+  explicit Predictor(const std::string& export_path, PredictorOptions options = {});
   ~Predictor();
   Predictor(const Predictor&) = delete;
   Predictor& operator=(const Predictor&) = delete;
 
-  /// model_fn's predictions for `request`, a batch of the signature's inputs, on the CPU.
+  /// The model's predictions for `request`, a batch of the signature's inputs, on the CPU.
   /// RequestError naming the input for a request that does not fit the signature.
   TensorMap predict(const Features& request) const;
 
@@ -79,6 +85,8 @@ class Predictor {
   int64_t version() const;
   /// How many predict() calls can run at once (PredictorOptions::instances).
   int64_t instances() const;
+  /// True when it runs the export's traced program, false when it runs model_fn.
+  bool runs_program() const;
 
  private:
   struct Impl;

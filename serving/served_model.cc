@@ -58,19 +58,24 @@ ServedModel::ServedModel(ModelFn model_fn, std::string export_base, ServedModelO
   if (options_.reload_interval().count() > 0) watcher_ = std::thread([this] { watch(); });
 }
 
+std::shared_ptr<const Predictor> ServedModel::load(const std::string& path) const {
+  return model_fn_ ? std::make_shared<const Predictor>(model_fn_, path, options_.predictor())
+                   : std::make_shared<const Predictor>(path, options_.predictor());
+}
+
 std::shared_ptr<const Predictor> ServedModel::load_newest_valid() {
   namespace fs = std::filesystem;
   const std::vector<int64_t> versions = ExportVersions(export_base_);
   // One export (not a base of versions), a base of one version, or none: served as it is, or
   // refused with Predictor's error.
   if (versions.size() <= 1 || fs::is_regular_file(fs::path(export_base_) / kExportManifestFile))
-    return std::make_shared<const Predictor>(model_fn_, export_base_, options_.predictor());
+    return load(export_base_);
   std::vector<std::pair<int64_t, std::string>> failures;  // newest first
   for (auto version = versions.rbegin(); version != versions.rend(); ++version) {
     const std::string path = ExportVersionPath(export_base_, *version);
     const std::string stamp = FilesStamp(path);
     try {
-      auto loaded = std::make_shared<const Predictor>(model_fn_, path, options_.predictor());
+      auto loaded = load(path);
       for (const auto& [failed, error] : failures)
         Log().warn("est-serve: version {} at '{}' does not load, so an older one is served: {}", failed,
                    ExportVersionPath(export_base_, failed), error);
@@ -158,7 +163,7 @@ bool ServedModel::reload() {
   const std::string stamp = FilesStamp(path);  // before loading: a change while it loads is seen next time
   std::shared_ptr<const Predictor> loaded;
   try {
-    loaded = std::make_shared<const Predictor>(model_fn_, path, options_.predictor());
+    loaded = load(path);
   } catch (const std::exception& error) {
     std::lock_guard<std::mutex> lock(mutex_);
     failed_versions_[newest] = stamp;

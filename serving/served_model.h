@@ -48,7 +48,8 @@ class ServedModel {
   /// Loads the newest version under `export_base` that loads, warning of each newer one that
   /// does not (those are tried again when their files change), and starts watching.
   /// CheckpointError when there is no version, or none loads (naming each version's error);
-  /// `export_base` may also be one export, served as it is.
+  /// `export_base` may also be one export, served as it is. Without `model_fn` (nullptr) each
+  /// version's traced program runs (Predictor(export_path, ...)).
   ServedModel(ModelFn model_fn, std::string export_base, ServedModelOptions options = {});
   /// Stops watching; waits for the batch that runs.
   ~ServedModel();
@@ -77,6 +78,7 @@ class ServedModel {
 
  private:
   void watch();
+  std::shared_ptr<const Predictor> load(const std::string& path) const;
   std::shared_ptr<const Predictor> load_newest_valid();
   TensorMap predict_in_parts(const Features& request, int64_t examples, std::chrono::steady_clock::time_point deadline,
                              int64_t* version) const;

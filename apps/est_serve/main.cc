@@ -1,6 +1,7 @@
-// est-serve: serves the exports of est-train's built-in models (est-train --export) over
-// gRPC, with both inference protocols on one port: the Open Inference Protocol (KServe v2,
-// as tritonclient calls it) and TensorFlow Serving's PredictionService.
+// est-serve: serves exports (Estimator::export_saved_model, est-train --export) over gRPC, with
+// both inference protocols on one port: the Open Inference Protocol (KServe v2, as tritonclient
+// calls it) and TensorFlow Serving's PredictionService. An export's traced program runs without
+// the model's code; an export of the weights alone runs with a built-in model's model_fn (--model).
 
 #include <CLI/CLI.hpp>
 
@@ -16,17 +17,21 @@
 #include "common/file_util.h"
 #include "common/stop_signals.h"
 #include "common/quoted_text.h"
+#include "estimator/export/export_directory.h"
 #include "serving/model_server.h"
 
 namespace {
 
 struct Flags {
-  std::string model = "fashion_mnist_cnn";
+  std::string model;
   std::string export_dir;
   std::string model_name;
   std::string host = "127.0.0.1";
   int64_t port = 8500;
   std::string port_file;
+  int64_t rest_port = -1;
+  std::string rest_port_file;
+  int64_t rest_request_timeout_ms = 60'000;
   std::string batching = "on";
   int64_t max_batch_size = 64;
   int64_t max_queue_delay_us = 2000;
@@ -43,20 +48,33 @@ struct Flags {
 };
 
 void AddFlags(CLI::App& app, Flags& flags) {
-  app.add_option("--model", flags.model, "The built-in model the exports are of (est-train --model)")
-      ->check(CLI::IsMember({"fashion_mnist_cnn", "linear", "transformer_lm"}))
-      ->capture_default_str();
-  app.add_option("--export-dir", flags.export_dir,
-                 "An export base directory (MODEL_DIR/export/<exporter>): its newest version is served, and newer "
-                 "ones as they appear")
+  app.add_option("--model", flags.model,
+                 "Run the exports with this built-in model's model_fn (est-train --model), as exports of the weights "
+                 "alone need; by default each export's traced program runs, which needs no model code")
+      ->check(CLI::IsMember({"fashion_mnist_cnn", "linear", "transformer_lm"}));
+  app.add_option("--export-dir,--model_base_path", flags.export_dir,
+                 "An export base directory (MODEL_DIR/export/<exporter>, TensorFlow Serving's model base path): its "
+                 "newest version is served, and newer ones as they appear")
       ->required()
       ->check(CLI::ExistingDirectory);
-  app.add_option("--model-name", flags.model_name, "The name clients ask for (default: --model)");
+  app.add_option("--model-name,--model_name", flags.model_name,
+                 "The name clients ask for (default: the name the newest export records, else --model, else "
+                 "\"default\")");
   app.add_option("--host", flags.host, "The address to listen at")->capture_default_str();
   app.add_option("--port", flags.port, "The port to listen at; 0 picks a free one (see --port-file)")
       ->check(est_apps::IntegerIn<int64_t>(0, 65535))
       ->capture_default_str();
   app.add_option("--port-file", flags.port_file, "A file to write the port to once the server listens");
+  app.add_option("--rest-port,--rest_api_port", flags.rest_port,
+                 "The port of the REST API (KServe v2 over HTTP, TensorFlow Serving's REST API, /metrics) at --host; "
+                 "-1: none; 0 picks a free one (see --rest-port-file)")
+      ->check(est_apps::IntegerIn<int64_t>(-1, 65535))
+      ->capture_default_str();
+  app.add_option("--rest-port-file", flags.rest_port_file, "A file to write the REST port to once the server listens");
+  app.add_option("--rest-request-timeout-ms", flags.rest_request_timeout_ms,
+                 "How long a REST call waits for the model at most, milliseconds")
+      ->check(est_apps::IntegerIn<int64_t>(1, 86'400'000))
+      ->capture_default_str();
   app.add_option("--batching", flags.batching, "Batch concurrent requests along dimension 0")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
@@ -108,11 +126,23 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->group(tls);
 }
 
-/// The model_fn and serving input of a built-in model (no data is read: serving needs none).
+/// The model_fn and serving input of a built-in model (no data is read: serving needs none); none
+/// for "" (the exports' programs run).
 est_train::ModelRecipe RecipeOf(const std::string& model) {
+  if (model.empty()) return {};
   if (model == "linear") return est_train::Linear(1);
   if (model == "transformer_lm") return est_train::TransformerLanguageModel("", false, 1, 0, 1);
   return est_train::FashionMnistCnn(est_train::FashionMnistInput{}, 1, 0, est_apps::CnnLayers::kLibTorch);
+}
+
+/// The name clients ask for: --model-name, else the newest export's model name, else --model, else
+/// "default" (TensorFlow Serving's).
+std::string ServedName(const Flags& flags) {
+  if (!flags.model_name.empty()) return flags.model_name;
+  const std::string recorded =
+      est::ReadExport(est::serving::ResolveExportPath(flags.export_dir)).manifest.model.name;
+  if (!recorded.empty()) return recorded;
+  return flags.model.empty() ? "default" : flags.model;
 }
 
 /// The secret of --token-file: its first line, which must not be empty.
@@ -129,10 +159,9 @@ std::string ReadToken(const std::string& path) {
 int Run(const Flags& flags) {
   est_train::ModelRecipe recipe = RecipeOf(flags.model);
   est::serving::ServedModelOptions model;
-  model.predictor(est::serving::PredictorOptions()
-                      .model({flags.model, est_train::kModelVersion})
-                      .serving_input_fn(recipe.serving_input)
-                      .instances(flags.instances));
+  auto predictor = est::serving::PredictorOptions().serving_input_fn(recipe.serving_input).instances(flags.instances);
+  if (!flags.model.empty()) predictor.model({flags.model, est_train::kModelVersion});
+  model.predictor(predictor);
   model.batching(flags.batching == "on")
       .batching_options(est::serving::BatchingOptions()
                             .max_batch_size(flags.max_batch_size)
@@ -151,13 +180,17 @@ int Run(const Flags& flags) {
   est::StopSignalGuard stop_signals;  // SIGTERM and SIGINT stop the server gracefully
   est::serving::ModelServer server(recipe.model_fn, flags.export_dir,
                                    est::serving::ModelServerOptions()
-                                       .model_name(flags.model_name.empty() ? flags.model : flags.model_name)
+                                       .model_name(ServedName(flags))
                                        .host(flags.host)
                                        .port(static_cast<uint16_t>(flags.port))
                                        .tls(tls)
                                        .token(flags.token_file.empty() ? "" : ReadToken(flags.token_file))
                                        .model(model)
-                                       .max_request_bytes(flags.max_request_mib << 20));
+                                       .max_request_bytes(flags.max_request_mib << 20)
+                                       .rest_port(static_cast<int32_t>(flags.rest_port))
+                                       .rest_request_timeout(std::chrono::milliseconds(flags.rest_request_timeout_ms)));
+  if (!flags.rest_port_file.empty())
+    est::WriteFileAtomic(flags.rest_port_file, std::to_string(server.rest_port()) + "\n");
   if (!flags.port_file.empty()) est::WriteFileAtomic(flags.port_file, std::to_string(server.port()) + "\n");
   while (est::StopSignalGuard::pending() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   std::fprintf(stderr, "est-serve: %s: stopping (calls running get 5 s)\n",
@@ -173,7 +206,7 @@ int Run(const Flags& flags) {
 extern "C" const char* __lsan_default_suppressions() { return "leak:CRYPTO_zalloc\n"; }
 
 int main(int argc, char** argv) {
-  CLI::App app("est-serve: serve est-train's exports over gRPC (KServe v2 and TensorFlow Serving protocols)",
+  CLI::App app("est-serve: serve exports over gRPC and REST (KServe v2 and TensorFlow Serving protocols)",
                "est-serve");
   Flags flags;
   AddFlags(app, flags);

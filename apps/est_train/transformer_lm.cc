@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -36,6 +37,61 @@ constexpr double kWeightDecay = 0.1;
 constexpr double kClipNorm = 1.0;
 constexpr int64_t kHeldOutEvery = 20;  // every 20th window is validation text
 
+// Multi-head self-attention as torch::nn::MultiheadAttention computes it (one input projection
+// of queries, keys and values; the same parameters and names), written so that the tracer
+// records it for any batch size: its reshapes take the batch as -1 where LibTorch's reads it in C++.
+struct SelfAttentionImpl : torch::nn::Module {
+  SelfAttentionImpl() {
+    in_proj_weight = register_parameter("in_proj_weight", torch::empty({3 * kWidth, kWidth}));
+    in_proj_bias = register_parameter("in_proj_bias", torch::zeros({3 * kWidth}));
+    out_proj = register_module("out_proj", torch::nn::Linear(kWidth, kWidth));
+    torch::nn::init::xavier_uniform_(in_proj_weight);
+    torch::nn::init::zeros_(out_proj->bias);
+  }
+
+  // [T, N, E] -> [T, N, E]; `mask` [T, T] is added to the attention scores.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask) {
+    constexpr int64_t kHeadWidth = kWidth / kHeads;
+    const int64_t length = x.size(0);
+    const std::vector<torch::Tensor> qkv = torch::nn::functional::linear(x, in_proj_weight, in_proj_bias).chunk(3, -1);
+    auto heads = [&](const torch::Tensor& t) { return t.reshape({length, -1, kHeadWidth}).transpose(0, 1); };
+    const torch::Tensor q = heads(qkv[0] * (1.0 / std::sqrt(static_cast<double>(kHeadWidth))));
+    const torch::Tensor scores = torch::baddbmm(mask, q, heads(qkv[1]).transpose(1, 2));  // [N·H, T, T]
+    const torch::Tensor weights = torch::dropout(torch::softmax(scores, -1), kDropout, is_training());
+    return out_proj(torch::bmm(weights, heads(qkv[2])).transpose(0, 1).reshape({length, -1, kWidth}));
+  }
+
+  torch::Tensor in_proj_weight, in_proj_bias;
+  torch::nn::Linear out_proj{nullptr};
+};
+TORCH_MODULE(SelfAttention);
+
+// A post-norm Transformer encoder layer: torch::nn::TransformerEncoderLayer's computation (relu),
+// parameters and names, on SelfAttention.
+struct EncoderLayerImpl : torch::nn::Module {
+  EncoderLayerImpl() {
+    self_attn = register_module("self_attn", SelfAttention());
+    linear1 = register_module("linear1", torch::nn::Linear(kWidth, kFeedForward));
+    dropout = register_module("dropout", torch::nn::Dropout(kDropout));
+    linear2 = register_module("linear2", torch::nn::Linear(kFeedForward, kWidth));
+    norm1 = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({kWidth})));
+    norm2 = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({kWidth})));
+    dropout1 = register_module("dropout1", torch::nn::Dropout(kDropout));
+    dropout2 = register_module("dropout2", torch::nn::Dropout(kDropout));
+  }
+
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask) {
+    const torch::Tensor attended = norm1(x + dropout1(self_attn(x, mask)));
+    return norm2(attended + dropout2(linear2(dropout(torch::relu(linear1(attended))))));
+  }
+
+  SelfAttention self_attn{nullptr};
+  torch::nn::Linear linear1{nullptr}, linear2{nullptr};
+  torch::nn::Dropout dropout{nullptr}, dropout1{nullptr}, dropout2{nullptr};
+  torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
+};
+TORCH_MODULE(EncoderLayer);
+
 // Token and position embeddings, kLayers causal self-attention layers, a final LayerNorm and
 // a linear head over the next byte.
 struct TransformerLmImpl : torch::nn::Module {
@@ -43,11 +99,7 @@ struct TransformerLmImpl : torch::nn::Module {
     tokens = register_module("tokens", torch::nn::Embedding(kVocabulary, kWidth));
     positions = register_module("positions", torch::nn::Embedding(context, kWidth));
     dropout = register_module("dropout", torch::nn::Dropout(kDropout));
-    for (int64_t i = 0; i < kLayers; ++i)
-      layers.push_back(register_module(
-          "layer" + std::to_string(i),
-          torch::nn::TransformerEncoderLayer(
-              torch::nn::TransformerEncoderLayerOptions(kWidth, kHeads).dim_feedforward(kFeedForward).dropout(kDropout))));
+    for (int64_t i = 0; i < kLayers; ++i) layers.push_back(register_module("layer" + std::to_string(i), EncoderLayer()));
     norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({kWidth})));
     head = register_module("head", torch::nn::Linear(kWidth, kVocabulary));
   }
@@ -65,7 +117,7 @@ struct TransformerLmImpl : torch::nn::Module {
 
   torch::nn::Embedding tokens{nullptr}, positions{nullptr};
   torch::nn::Dropout dropout{nullptr};
-  std::vector<torch::nn::TransformerEncoderLayer> layers;
+  std::vector<EncoderLayer> layers;
   torch::nn::LayerNorm norm{nullptr};
   torch::nn::Linear head{nullptr};
 };

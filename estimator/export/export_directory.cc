@@ -35,14 +35,19 @@ int64_t VersionOf(const std::string& name) {
   return std::stoll(name);
 }
 
+/// The files an export may hold.
+constexpr const char* kExportFiles[] = {kExportManifestFile, kExportWeightsFile, kExportProgramFile};
+
+bool IsExportFile(std::string_view name) {
+  return std::find(std::begin(kExportFiles), std::end(kExportFiles), name) != std::end(kExportFiles);
+}
+
 /// Removes export `dir`'s own files and then the directory, which is left (with a warning)
 /// where something else is in it.
 void RemoveExportFiles(const fs::path& dir) {
   std::error_code error;
-  for (const char* file : {kExportManifestFile, kExportWeightsFile}) fs::remove(dir / file, error);
-  RemoveTemporaryFiles(dir.string(), [](std::string_view final_name) {
-    return final_name == kExportManifestFile || final_name == kExportWeightsFile;
-  });
+  for (const char* file : kExportFiles) fs::remove(dir / file, error);
+  RemoveTemporaryFiles(dir.string(), IsExportFile);
   if (!fs::remove(dir, error))
     Log().warn("left '{}' in place: it holds files that are not the export's ({})", dir.string(),
                error ? error.message() : "not empty");
@@ -87,7 +92,11 @@ std::vector<int64_t> ExportVersions(const std::string& export_dir_base) {
 }
 
 std::string WriteExport(const std::string& export_dir_base, ExportManifest manifest,
-                        const std::map<std::string, at::Tensor>& weights) {
+                        const std::map<std::string, at::Tensor>& weights,
+                        const std::map<std::string, std::string>& files) {
+  for (const auto& [name, contents] : files)
+    EST_ASSERT(IsExportFile(name) && name != kExportManifestFile && name != kExportWeightsFile, "'", name,
+               "' is not a file an export holds");
   CreateDirectories(export_dir_base);
   RemoveAbandonedExports(export_dir_base);
   c10::Dict<std::string, at::Tensor> dictionary;
@@ -101,6 +110,7 @@ std::string WriteExport(const std::string& export_dir_base, ExportManifest manif
   CreateDirectories(temporary.string());
   try {
     WriteFileAtomic((temporary / kExportWeightsFile).string(), std::string_view(bytes.data(), bytes.size()));
+    for (const auto& [name, contents] : files) WriteFileAtomic((temporary / name).string(), contents);
     WriteFileAtomic((temporary / kExportManifestFile).string(), manifest.to_json());
   } catch (...) {
     RemoveExportFiles(temporary);
@@ -137,14 +147,8 @@ LoadedExport ReadExport(const std::string& version_dir) {
   loaded.manifest = ExportManifest::Parse(ReadFile(manifest_path), manifest_path);
 
   const std::string weights_path = (fs::path(version_dir) / kExportWeightsFile).string();
-  EST_CHECK(fs::is_regular_file(weights_path), CheckpointError, "the export in '", version_dir, "' has no ",
-            kExportWeightsFile);
-  const std::string bytes = ReadFile(weights_path);
-  EST_CHECK(bytes.size() == loaded.manifest.weights_bytes, CheckpointError, "'", weights_path, "' has ", bytes.size(),
-            " bytes; its manifest says ", loaded.manifest.weights_bytes, " (truncated or replaced)");
-  const uint32_t crc = crc32c::Value(bytes);
-  EST_CHECK(crc == loaded.manifest.weights_crc32c, CheckpointError, "'", weights_path, "' is corrupt: its CRC32C is ",
-            crc, ", its manifest says ", loaded.manifest.weights_crc32c);
+  const std::string bytes = ReadExportFile(
+      version_dir, {kExportWeightsFile, loaded.manifest.weights_bytes, loaded.manifest.weights_crc32c});
   c10::IValue value;
   try {
     value = torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
@@ -159,6 +163,19 @@ LoadedExport ReadExport(const std::string& version_dir) {
     loaded.weights.emplace(item.key().toStringRef(), item.value().toTensor());
   }
   return loaded;
+}
+
+std::string ReadExportFile(const std::string& version_dir, const ExportFileRecord& record) {
+  const std::string path = (fs::path(version_dir) / record.file).string();
+  EST_CHECK(fs::is_regular_file(path), CheckpointError, "the export in '", version_dir, "' has no ", record.file,
+            ", which its manifest records");
+  std::string contents = ReadFile(path);
+  EST_CHECK(contents.size() == record.bytes, CheckpointError, "'", path, "' has ", contents.size(),
+            " bytes; its manifest says ", record.bytes, " (truncated or replaced)");
+  const uint32_t crc = crc32c::Value(contents);
+  EST_CHECK(crc == record.crc32c, CheckpointError, "'", path, "' is corrupt: its CRC32C is ", crc,
+            ", its manifest says ", record.crc32c);
+  return contents;
 }
 
 int RemoveOldExports(const std::string& export_dir_base, int keep) {

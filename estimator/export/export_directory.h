@@ -14,14 +14,16 @@
 
 namespace est {
 
-/// Writes a new version under `export_dir_base` (created when absent) holding `manifest`
-/// and `weights` (copied to the CPU); the manifest's weights size and checksum are filled in.
+/// Writes a new version under `export_dir_base` (created when absent) holding `manifest`,
+/// `weights` (copied to the CPU) and `files` (name → contents: the program the manifest records);
+/// the manifest's weights size and checksum are filled in.
 /// The version is the current Unix time in seconds, or one more than the newest version when
 /// that is not above it. Atomic: the files are written and fsynced in a temporary directory
 /// (`.tmp-export-*`), which is then renamed to the version, so a version is whole or absent,
 /// also after a crash. Returns the version's directory.
 std::string WriteExport(const std::string& export_dir_base, ExportManifest manifest,
-                        const std::map<std::string, at::Tensor>& weights);
+                        const std::map<std::string, at::Tensor>& weights,
+                        const std::map<std::string, std::string>& files = {});
 
 /// An export read back.
 struct LoadedExport {
@@ -36,6 +38,10 @@ struct LoadedExport {
 /// Reads the export in `version_dir`. CheckpointError naming the file and what is wrong for a
 /// missing, truncated or corrupt manifest or weights file.
 LoadedExport ReadExport(const std::string& version_dir);
+
+/// The contents of the file `record` names in the export `version_dir`, checked against the
+/// record's size and CRC32C. CheckpointError naming the file for a missing, truncated or corrupt one.
+std::string ReadExportFile(const std::string& version_dir, const ExportFileRecord& record);
 
 /// The versions under `export_dir_base`: its subdirectories named by a whole number that hold
 /// an export.json, oldest first. Empty when the directory does not exist.

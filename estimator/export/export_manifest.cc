@@ -1,5 +1,6 @@
 #include "estimator/export/export_manifest.h"
 
+#include "common/crc32c.h"
 #include "common/error.h"
 #include "common/json_from_outside.h"
 
@@ -33,6 +34,10 @@ std::vector<TensorSpec> SpecsFromJson(const nlohmann::json& list) {
 
 }  // namespace
 
+ExportFileRecord ExportFileRecord::Of(std::string file, const std::string& contents) {
+  return {std::move(file), contents.size(), crc32c::Value(contents)};
+}
+
 std::string ExportManifest::to_json() const {
   nlohmann::json signature = {{"inputs", ToJson(inputs)}, {"outputs", ToJson(outputs)}};
   if (!records_input.empty()) signature["records_input"] = records_input;
@@ -48,6 +53,12 @@ std::string ExportManifest::to_json() const {
        {{"file", kExportWeightsFile}, {"bytes", weights_bytes}, {"crc32c", weights_crc32c},
         {"moving_averages", moving_averages}}},
   };
+  if (program)
+    json["program"] = {{"file", program->record.file},
+                       {"bytes", program->record.bytes},
+                       {"crc32c", program->record.crc32c},
+                       {"format", "torchscript"},
+                       {"libtorch_version", program->libtorch_version}};
   return json.dump(2) + "\n";
 }
 
@@ -74,6 +85,17 @@ ExportManifest ExportManifest::Parse(const std::string& text, const std::string&
     manifest.weights_bytes = weights.at("bytes").get<uint64_t>();
     manifest.weights_crc32c = weights.at("crc32c").get<uint32_t>();
     manifest.moving_averages = weights.at("moving_averages").get<bool>();
+    if (json.contains("program")) {
+      const nlohmann::json& program = json.at("program");
+      ExportProgram record;
+      record.record.file = program.at("file").get<std::string>();
+      EST_CHECK(record.record.file == kExportProgramFile, CheckpointError, "'", path, "' names the program file '",
+                record.record.file, "'; expected '", kExportProgramFile, "'");
+      record.record.bytes = program.at("bytes").get<uint64_t>();
+      record.record.crc32c = program.at("crc32c").get<uint32_t>();
+      record.libtorch_version = program.at("libtorch_version").get<std::string>();
+      manifest.program = std::move(record);
+    }
   } catch (const CheckpointError&) {
     throw;
   } catch (const std::exception& e) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@ namespace est {
 inline constexpr const char* kExportManifestFile = "export.json";
 /// The weights' file name: a name → tensor dictionary that Python's torch.load reads.
 inline constexpr const char* kExportWeightsFile = "variables.pt";
+/// The traced program's file name: a TorchScript module that torch::jit::load and Python's
+/// torch.jit.load run without the model's code.
+inline constexpr const char* kExportProgramFile = "model.pt";
 
 /// Who made an export: a Predictor refuses one of another model.
 struct ModelIdentity {
@@ -28,6 +32,25 @@ struct ModelIdentity {
 
   bool operator==(const ModelIdentity& other) const { return name == other.name && version == other.version; }
   bool operator!=(const ModelIdentity& other) const { return !(*this == other); }
+};
+
+/// A file of an export beside its manifest: its name, size and CRC32C.
+struct ExportFileRecord {
+  std::string file;
+  uint64_t bytes = 0;
+  uint32_t crc32c = 0;
+
+  /// The record of `contents` written as `file`.
+  static ExportFileRecord Of(std::string file, const std::string& contents);
+};
+
+/// The traced program of an export (kExportProgramFile): model_fn's Mode::kPredict after the
+/// serving input receiver, with the export's weights, as a TorchScript module. Its forward takes
+/// the signature's inputs in order, by position, and returns a dictionary of the outputs by name.
+struct ExportProgram {
+  ExportFileRecord record;
+  /// The LibTorch version that traced it ("1.13.1").
+  std::string libtorch_version;
 };
 
 /// The contents of export.json.
@@ -50,6 +73,8 @@ struct ExportManifest {
   /// The weights file's size and CRC32C.
   uint64_t weights_bytes = 0;
   uint32_t weights_crc32c = 0;
+  /// The traced program; absent in an export of the weights alone (ExportOptions::weights_only).
+  std::optional<ExportProgram> program;
 
   /// The manifest as export.json holds it.
   std::string to_json() const;

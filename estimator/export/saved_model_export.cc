@@ -3,12 +3,14 @@
 
 #include <ATen/ATen.h>
 #include <torch/types.h>
+#include <torch/version.h>
 
 #include "checkpoint/checkpoint_reader.h"
 #include "common/error.h"
 #include "common/logging.h"
 #include "estimator/estimator_impl.h"
 #include "estimator/export/export_directory.h"
+#include "estimator/export/program_tracer.h"
 #include "estimator/export/serving_signature.h"
 
 namespace est {
@@ -45,8 +47,15 @@ std::string Estimator::Impl::export_saved_model(const std::string& export_dir_ba
   manifest.moving_averages = restore == RestoreMode::kMovingAverages;
   std::map<std::string, at::Tensor> weights;
   for (const auto& [name, tensor] : ctx.variables()) weights.emplace(name, tensor);
-  const std::string path = WriteExport(export_dir_base, manifest, weights);
-  Log().info("Exported {} at global step {} to {}", reader->prefix(), global_step, path);
+  std::map<std::string, std::string> files;
+  if (!options.weights_only()) {
+    std::string program = TraceProgram(receiver.inputs, ctx.variables(), predict);
+    manifest.program = ExportProgram{ExportFileRecord::Of(kExportProgramFile, program), TORCH_VERSION};
+    files.emplace(kExportProgramFile, std::move(program));
+  }
+  const std::string path = WriteExport(export_dir_base, manifest, weights, files);
+  Log().info("Exported {} at global step {} to {}{}", reader->prefix(), global_step, path,
+             manifest.program ? " (weights and traced program)" : " (weights only)");
   return path;
 }
 

@@ -1,5 +1,6 @@
 // est-serve as a user runs it: it serves what est-train exported, over both protocols, until
-// SIGTERM; it refuses an export of another model with one clear line.
+// SIGTERM, by the export's traced program (no model code) or with a built-in model_fn; it refuses
+// an export of another model with one clear line.
 
 #include <torch/torch.h>
 
@@ -71,7 +72,10 @@ int Wait(const Server& server) {
 }  // namespace
 
 TEST_CASE("est-serve serves est-train's export over both protocols until SIGTERM", "[apps][serving]") {
-  const fs::path dir = est::testing::FreshTempDir("est_serve");
+  // The stock binary runs the export's program, or, given --model, the built-in model_fn.
+  const bool program = GENERATE(true, false);
+  INFO((program ? "the traced program" : "--model linear"));
+  const fs::path dir = est::testing::FreshTempDir(program ? "est_serve_program" : "est_serve_model_fn");
   const std::string model_dir = (dir / "model").string();
   const RunResult trained = RunCommand(std::string(EST_TRAIN_PATH) + " --model linear --model-dir " + model_dir +
                                        " --max-steps 30 --log-step-count-steps 100 --export final");
@@ -80,10 +84,11 @@ TEST_CASE("est-serve serves est-train's export over both protocols until SIGTERM
   const std::string base = model_dir + "/export/final";
   std::ofstream(dir / "token") << "s3cret\n";
 
-  const Server server = Start({"--model", "linear", "--export-dir", base, "--port", "0", "--port-file",
-                               (dir / "port").string(), "--token-file", (dir / "token").string(),
-                               "--max-queue-delay-us", "500", "--instances", "2"},
-                              dir);
+  std::vector<std::string> args{program ? "--model_base_path" : "--export-dir", base, "--port", "0", "--port-file",
+                                 (dir / "port").string(), "--token-file", (dir / "token").string(),
+                                 "--max-queue-delay-us", "500", "--instances", "2"};
+  if (!program) args.insert(args.end(), {"--model", "linear"});
+  const Server server = Start(args, dir);
   const auto give_up = Clock::now() + std::chrono::seconds(60);
   while (!fs::exists(dir / "port") && Clock::now() < give_up) {
     REQUIRE(::waitpid(server.pid, nullptr, WNOHANG) == 0);
@@ -140,7 +145,9 @@ TEST_CASE("est-serve serves est-train's export over both protocols until SIGTERM
 
   ::kill(server.pid, SIGTERM);
   CHECK(Wait(server) == 0);
-  CHECK_THAT(est::ReadFile(server.err.string()), Catch::Contains("SIGTERM: stopping"));
+  const std::string log = est::ReadFile(server.err.string());
+  CHECK_THAT(log, Catch::Contains("SIGTERM: stopping"));
+  CHECK_THAT(log, Catch::Contains(program ? "running its traced program" : "running model_fn"));
 }
 
 TEST_CASE("est-serve refuses an export of another model, and a bad flag, with one clear line", "[apps][serving]") {

@@ -56,7 +56,7 @@ TEST_CASE("an export holds the inference weights, the signature and the model's 
   std::vector<std::string> files;
   for (const auto& entry : fs::directory_iterator(path)) files.push_back(entry.path().filename().string());
   std::sort(files.begin(), files.end());
-  CHECK((files == std::vector<std::string>{"export.json", "variables.pt"}));
+  CHECK((files == std::vector<std::string>{"export.json", "model.pt", "variables.pt"}));
 
   const LoadedExport loaded = ReadExport(path);
   const ExportManifest& manifest = loaded.manifest;
@@ -84,6 +84,11 @@ TEST_CASE("an export holds the inference weights, the signature and the model's 
   const nlohmann::json json = nlohmann::json::parse(ReadFile((fs::path(path) / "export.json").string()));
   CHECK((json.at("signature").at("inputs").at(0) == nlohmann::json{{"name", "x"}, {"dtype", "float32"}, {"shape", {-1, 3}}}));
   CHECK((json.at("model") == nlohmann::json{{"name", "served_regression"}, {"version", "1"}}));
+  const nlohmann::json& program = json.at("program");
+  CHECK(program.at("file") == "model.pt");
+  CHECK(program.at("format") == "torchscript");
+  CHECK(program.at("libtorch_version") == TORCH_VERSION);
+  CHECK(program.at("bytes") == fs::file_size(fs::path(path) / "model.pt"));
 }
 
 TEST_CASE("Python's torch.load reads an export's weights", "[serving][export][skippable]") {

@@ -93,4 +93,17 @@ inline std::string TrainAndExport(Estimator& estimator, int64_t steps,
   return estimator.export_saved_model(estimator.model_dir() + "/export", serving_input_fn, options);
 }
 
+/// Estimator::predict's answers for the examples of `request` (tensors with the examples along
+/// dimension 0), stacked back into batches.
+inline TensorMap PredictAll(Estimator& estimator, const Features& request) {
+  const int64_t examples = request.begin()->second.size(0);
+  auto input = [&](Mode, const distribute::InputContext&) { return data::Dataset::FromTensors(request).batch(examples); };
+  std::map<std::string, std::vector<at::Tensor>> rows;
+  for (const Prediction& prediction : estimator.predict(input))
+    for (const auto& [name, value] : prediction) rows[name].push_back(value);
+  TensorMap answers;
+  for (const auto& [name, values] : rows) answers[name] = torch::stack(values);
+  return answers;
+}
+
 }  // namespace est::testing

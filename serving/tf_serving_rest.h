@@ -1,0 +1,32 @@
+#pragma once
+/// TensorFlow Serving's REST API over the gRPC service's calls, as its documentation writes it:
+/// model status and metadata (/v1/models/NAME[/versions/V|/labels/L][/metadata]) and :predict in
+/// the row ("instances") and columnar ("inputs") formats.
+
+#include <chrono>
+#include <optional>
+
+#include "net/http_server.h"
+#include "serving/prediction_service.h"
+
+namespace est::serving::detail {
+
+/// The /v1 routes.
+class TfServingRest {
+ public:
+  explicit TfServingRest(const PredictionService& service) : service_(service) {}
+
+  /// The answer to `request` when its path is under /v1/; nullopt otherwise. Errors are
+  /// {"error": "<message>"} with the HTTP status of the call's gRPC status. A :predict waits
+  /// for the model until `deadline` at most.
+  std::optional<net::HttpResponse> handle(const net::HttpRequest& request,
+                                          std::chrono::steady_clock::time_point deadline) const;
+
+ private:
+  net::HttpResponse predict(const net::HttpRequest& request, const tf::ModelSpec& spec,
+                            std::chrono::steady_clock::time_point deadline) const;
+
+  const PredictionService& service_;
+};
+
+}  // namespace est::serving::detail
