@@ -148,13 +148,13 @@ HttpServer::HttpServer(HttpHandler handler, HttpServerOptions options) : impl_(s
   EST_CHECK(handler != nullptr, ConfigError, options.what, ": no handler");
   EST_CHECK(options.max_body_bytes >= 1, ConfigError, options.what, ": max_body_bytes must be at least 1, got ",
             options.max_body_bytes);
-  const TlsOptions& tls = options.tls;
-  EST_CHECK(tls.cert_file.empty() == tls.key_file.empty(), ConfigError, options.what,
-            ": TLS needs both a certificate and its key");
-  EST_CHECK(!tls.require_client_certificate || !tls.ca_file.empty(), ConfigError, options.what,
-            ": requiring client certificates needs the certificate authority that signs them");
   impl_->handler = std::move(handler);
   impl_->options = std::move(options);
+  const TlsOptions& tls = impl_->options.tls;
+  EST_CHECK(tls.cert_file.empty() == tls.key_file.empty(), ConfigError, impl_->options.what,
+            ": TLS needs both a certificate and its key");
+  EST_CHECK(!tls.require_client_certificate || !tls.ca_file.empty(), ConfigError, impl_->options.what,
+            ": requiring client certificates needs the certificate authority that signs them");
   unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG;
   if (!tls.cert_file.empty()) {
     flags |= MHD_USE_TLS;
@@ -168,14 +168,14 @@ HttpServer::HttpServer(HttpHandler handler, HttpServerOptions options) : impl_(s
     MHD_Daemon* daemon = nullptr;
     const auto timeout = static_cast<unsigned>(std::max<int64_t>(1, o.idle_timeout.count()));
     if (tls.cert_file.empty()) {
-      daemon = MHD_start_daemon(flags, 0, nullptr, nullptr, &Impl::Answer, impl_.get(), MHD_OPTION_LISTEN_SOCKET, fd,
-                                MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_LIMIT, o.max_connections,
-                                MHD_OPTION_NOTIFY_COMPLETED, &Completed, nullptr, MHD_OPTION_EXTERNAL_LOGGER, &LogMhd,
+      daemon = MHD_start_daemon(flags, 0, nullptr, nullptr, &Impl::Answer, impl_.get(), MHD_OPTION_EXTERNAL_LOGGER,
+                                &LogMhd, nullptr, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
+                                MHD_OPTION_CONNECTION_LIMIT, o.max_connections, MHD_OPTION_NOTIFY_COMPLETED, &Completed,
                                 nullptr, MHD_OPTION_END);
     } else {
-      daemon = MHD_start_daemon(flags, 0, nullptr, nullptr, &Impl::Answer, impl_.get(), MHD_OPTION_LISTEN_SOCKET, fd,
-                                MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_LIMIT, o.max_connections,
-                                MHD_OPTION_NOTIFY_COMPLETED, &Completed, nullptr, MHD_OPTION_EXTERNAL_LOGGER, &LogMhd,
+      daemon = MHD_start_daemon(flags, 0, nullptr, nullptr, &Impl::Answer, impl_.get(), MHD_OPTION_EXTERNAL_LOGGER,
+                                &LogMhd, nullptr, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
+                                MHD_OPTION_CONNECTION_LIMIT, o.max_connections, MHD_OPTION_NOTIFY_COMPLETED, &Completed,
                                 nullptr, MHD_OPTION_HTTPS_MEM_CERT, impl_->cert.c_str(), MHD_OPTION_HTTPS_MEM_KEY,
                                 impl_->key.c_str(), impl_->ca.empty() ? MHD_OPTION_END : MHD_OPTION_HTTPS_MEM_TRUST,
                                 impl_->ca.c_str(), MHD_OPTION_END);

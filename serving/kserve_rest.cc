@@ -220,35 +220,36 @@ std::optional<net::HttpResponse> KServeRest::handle(const net::HttpRequest& requ
                     {"outputs", tensors(metadata.outputs())}});
 }
 
+KServeJsonRequest DecodeKServeJsonRequest(const std::string& body, const std::string& json_length, int64_t max_bytes) {
+  size_t json_bytes = body.size();
+  if (!json_length.empty()) {
+    const bool digits = json_length.size() <= 18 && std::all_of(json_length.begin(), json_length.end(), ::isdigit);
+    EST_CHECK(digits && std::stoull(json_length) <= body.size(), RequestError, "Inference-Header-Content-Length is '",
+              json_length, "'; expected the length of the body's JSON part, at most the body's ", body.size(), " bytes");
+    json_bytes = std::stoull(json_length);
+  }
+  const ParsedJson parsed = ParseJsonFromOutside(std::string_view(body).substr(0, json_bytes));
+  EST_CHECK(parsed.ok(), RequestError, "the request is not JSON: ", parsed.error);
+  KServeJsonRequest decoded;
+  DecodeRequest(parsed.value, body.substr(json_bytes), max_bytes, decoded.request, decoded.binary_outputs,
+                decoded.all_binary);
+  return decoded;
+}
+
 net::HttpResponse KServeRest::infer(const net::HttpRequest& http, const std::string& name, const std::string& version,
                                     std::chrono::steady_clock::time_point deadline) const {
-  v2::ModelInferRequest request;
-  request.set_model_name(name);
-  request.set_model_version(version);
-  std::map<std::string, bool> binary_outputs;
-  bool all_binary = false;
+  KServeJsonRequest decoded;
   try {
-    size_t json_bytes = http.body.size();
-    const std::string& header = http.header(kInferenceHeaderLength);
-    if (!header.empty()) {
-      const bool digits = header.size() <= 18 && std::all_of(header.begin(), header.end(), ::isdigit);
-      EST_CHECK(digits && std::stoull(header) <= http.body.size(), RequestError, "Inference-Header-Content-Length is '",
-                header, "'; expected the length of the body's JSON part, at most the body's ", http.body.size(),
-                " bytes");
-      json_bytes = std::stoull(header);
-    }
-    const ParsedJson parsed = ParseJsonFromOutside(std::string_view(http.body).substr(0, json_bytes));
-    EST_CHECK(parsed.ok(), RequestError, "the request is not JSON: ", parsed.error);
-    DecodeRequest(parsed.value, http.body.substr(json_bytes), service_.max_request_bytes(), request, binary_outputs,
-                  all_binary);
+    decoded = DecodeKServeJsonRequest(http.body, http.header(kInferenceHeaderLength), service_.max_request_bytes());
   } catch (const RequestError& bad) {
     return JsonError(400, bad.what());
   }
+  decoded.request.set_model_name(name);
+  decoded.request.set_model_version(version);
   v2::ModelInferResponse response;
-  if (grpc::Status inferred = service_.infer(request, response, deadline);
-      !inferred.ok())
+  if (grpc::Status inferred = service_.infer(decoded.request, response, deadline); !inferred.ok())
     return JsonErrorOf(inferred);
-  return EncodeResponse(response, binary_outputs, all_binary);
+  return EncodeResponse(response, decoded.binary_outputs, decoded.all_binary);
 }
 
 }  // namespace est::serving::detail

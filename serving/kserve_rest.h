@@ -4,16 +4,34 @@
 /// readiness, and infer with JSON tensors or the binary tensor data extension.
 
 #include <chrono>
+#include <map>
 #include <optional>
 
 #include "net/http_server.h"
 #include "serving/inference_service.h"
+#include "serving/proto/kserve_v2.pb.h"
 
 namespace est::serving::detail {
 
 /// The length header of the binary tensor data extension: the body's JSON comes first, this
 /// many bytes, and the tensors' bytes after it.
 inline constexpr const char* kInferenceHeaderLength = "inference-header-content-length";
+
+/// An infer request's body decoded: the ModelInferRequest (every input's bytes in
+/// raw_input_contents, BYTES in the protocol's length-prefixed form), and how the answer's
+/// outputs are asked for.
+struct KServeJsonRequest {
+  v2::ModelInferRequest request;
+  /// The outputs the request names, true for those it wants in binary.
+  std::map<std::string, bool> binary_outputs;
+  /// The request's binary_data_output: every output not named comes in binary.
+  bool all_binary = false;
+};
+
+/// Decodes an infer body: JSON, or with `json_length` (the Inference-Header-Content-Length
+/// header's value, "" for none) that many bytes of JSON and the inputs' binary data after it.
+/// RequestError naming what is wrong; nothing beyond `max_bytes` per input is allocated.
+KServeJsonRequest DecodeKServeJsonRequest(const std::string& body, const std::string& json_length, int64_t max_bytes);
 
 /// The /v2 routes.
 class KServeRest {

@@ -172,6 +172,15 @@ nlohmann::json EncodePredictions(const tf::PredictResponse& response, bool row) 
 
 }  // namespace
 
+bool DecodePredictJson(const std::string& body, const ExportManifest& manifest, int64_t max_bytes,
+                       tf::PredictRequest& request) {
+  const ParsedJson parsed = ParseJsonFromOutside(body);
+  EST_CHECK(parsed.ok(), RequestError, "JSON Parse error: ", parsed.error);
+  bool row = true;
+  DecodePredictBody(parsed.value, manifest, max_bytes, request, row);
+  return row;
+}
+
 std::optional<net::HttpResponse> TfServingRest::handle(const net::HttpRequest& request,
                                                        std::chrono::steady_clock::time_point deadline) const {
   const std::string prefix = "/v1/models/";
@@ -219,9 +228,7 @@ net::HttpResponse TfServingRest::predict(const net::HttpRequest& http, const tf:
   *request.mutable_model_spec() = spec;
   bool row = true;
   try {
-    const ParsedJson parsed = ParseJsonFromOutside(http.body);
-    EST_CHECK(parsed.ok(), RequestError, "JSON Parse error: ", parsed.error);
-    DecodePredictBody(parsed.value, predictor->manifest(), service_.max_request_bytes(), request, row);
+    row = DecodePredictJson(http.body, predictor->manifest(), service_.max_request_bytes(), request);
   } catch (const RequestError& bad) {
     return JsonError(400, bad.what());
   }

@@ -7,9 +7,18 @@
 #include <optional>
 
 #include "net/http_server.h"
+#include "estimator/export/export_manifest.h"
 #include "serving/prediction_service.h"
+#include "serving/proto/tf_serving.pb.h"
 
 namespace est::serving::detail {
+
+/// Decodes a :predict body (TensorFlow Serving's row or columnar format) into `request`'s
+/// inputs (and signature name), each input's dtype the signature's in `manifest`; true for the
+/// row format. RequestError naming what is wrong; nothing beyond `max_bytes` per input is
+/// allocated.
+bool DecodePredictJson(const std::string& body, const ExportManifest& manifest, int64_t max_bytes,
+                       tf::PredictRequest& request);
 
 /// The /v1 routes.
 class TfServingRest {

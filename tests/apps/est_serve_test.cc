@@ -1,11 +1,12 @@
-// est-serve as a user runs it: it serves what est-train exported, over both protocols, until
-// SIGTERM, by the export's traced program (no model code) or with a built-in model_fn; it refuses
-// an export of another model with one clear line.
+// est-serve as a user runs it: it serves what est-train exported, over both protocols (gRPC, and
+// REST with --rest-port), until SIGTERM, by the export's traced program (no model code) or with a
+// built-in model_fn; it refuses an export of another model with one clear line.
 
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
 #include <fcntl.h>
+#include <nlohmann/json.hpp>
 #include <grpcpp/create_channel.h>
 #include <signal.h>
 #include <spawn.h>
@@ -24,6 +25,7 @@
 #include "serving/proto/grpc_inference_service.grpc.pb.h"
 #include "serving/proto/prediction_service.grpc.pb.h"
 #include "tests/apps/run_command.h"
+#include "tests/http_exchange.h"
 #include "tests/test_util.h"
 
 namespace est_serve_test {
@@ -86,7 +88,8 @@ TEST_CASE("est-serve serves est-train's export over both protocols until SIGTERM
 
   std::vector<std::string> args{program ? "--model_base_path" : "--export-dir", base, "--port", "0", "--port-file",
                                  (dir / "port").string(), "--token-file", (dir / "token").string(),
-                                 "--max-queue-delay-us", "500", "--instances", "2"};
+                                 "--max-queue-delay-us", "500", "--instances", "2", "--rest_api_port", "0",
+                                 "--rest-port-file", (dir / "rest_port").string()};
   if (!program) args.insert(args.end(), {"--model", "linear"});
   const Server server = Start(args, dir);
   const auto give_up = Clock::now() + std::chrono::seconds(60);
@@ -142,6 +145,18 @@ TEST_CASE("est-serve serves est-train's export over both protocols until SIGTERM
   float one = 0;
   std::memcpy(&one, content.data(), 4);
   CHECK(one == expected[0].item<float>());
+
+  // TensorFlow Serving's REST API on the REST port, with the token.
+  REQUIRE(fs::exists(dir / "rest_port"));
+  const auto rest_port = static_cast<uint16_t>(std::stoi(est::ReadFile((dir / "rest_port").string())));
+  const est::testing::HttpAnswer rest = est::testing::HttpExchange(
+      rest_port, "POST", "/v1/models/linear:predict", R"({"instances": [[1.0], [2.0], [3.0]]})",
+      "Authorization: Bearer s3cret\r\n");
+  INFO(rest.body);
+  REQUIRE(rest.status == 200);
+  const nlohmann::json rest_predictions = nlohmann::json::parse(rest.body).at("predictions");
+  REQUIRE(rest_predictions.size() == 3);
+  for (int i = 0; i < 3; ++i) CHECK(rest_predictions[i].get<float>() == expected[i].item<float>());
 
   ::kill(server.pid, SIGTERM);
   CHECK(Wait(server) == 0);

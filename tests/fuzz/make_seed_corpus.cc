@@ -236,6 +236,30 @@ void WriteServingRequestSeeds(const fs::path& dir) {
   Write(dir, "predict_string", std::string(1, '\7') + predict.SerializeAsString());
 }
 
+/// The REST APIs' bodies (rest_request_fuzzer): KServe v2 infer bodies, JSON and with binary
+/// data; TensorFlow Serving :predict bodies in the row and columnar formats, and records as b64.
+void WriteRestRequestSeeds(const fs::path& dir) {
+  Write(dir, "kserve_json",
+        std::string(1, '\0') + R"({"id":"1","inputs":[{"name":"x","shape":[2,3],"datatype":"FP32",)"
+                               R"("data":[[0.5,-1,2],[0,3.25,-0.125]]}],"outputs":[{"name":"y"}]})");
+  Write(dir, "kserve_bool",
+        std::string(1, '\0') + R"({"inputs":[{"name":"b","shape":[3],"datatype":"BOOL","data":[true,false,1]}],)"
+                               R"("parameters":{"binary_data_output":true}})");
+  Write(dir, "kserve_bytes",
+        std::string(1, '\0') + R"({"inputs":[{"name":"examples","shape":[2],"datatype":"BYTES","data":["a","bc"]}]})");
+  const std::string json = R"({"inputs":[{"name":"x","shape":[1,2],"datatype":"FP32",)"
+                           R"("parameters":{"binary_data_size":8}}],"outputs":[{"name":"y","parameters":{"binary_data":true}}]})";
+  const float values[2] = {1.5f, -2.f};
+  std::string binary = std::string(1, '\2');
+  binary.push_back(static_cast<char>(json.size() & 0xff));
+  binary.push_back(static_cast<char>(json.size() >> 8));
+  Write(dir, "kserve_binary", binary + json + std::string(reinterpret_cast<const char*>(values), sizeof(values)));
+  Write(dir, "tf_row", std::string(1, '\1') + R"({"instances":[{"x":[1,2,3],"ids":[4,5]},{"x":[0.5,0,-1],"ids":[0,1]}]})");
+  Write(dir, "tf_columnar",
+        std::string(1, '\1') + R"({"signature_name":"serving_default","inputs":{"x":[[1,2,3]],"ids":[[7,8]]}})");
+  Write(dir, "tf_records", std::string(1, '\3') + R"({"instances":[{"b64":"CgA="},"raw"]})");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -252,5 +276,6 @@ int main(int argc, char** argv) {
   WriteEventSeeds(root / "event_reader_fuzzer");
   WriteRoundTripSeeds(root / "event_roundtrip_fuzzer");
   WriteServingRequestSeeds(root / "serving_request_fuzzer");
+  WriteRestRequestSeeds(root / "rest_request_fuzzer");
   return 0;
 }

@@ -1,15 +1,16 @@
 """Our model server against the real Python clients of the protocols it speaks: Triton's
-tritonclient[grpc] (KServe v2 / Open Inference Protocol) and tensorflow-serving-api (TensorFlow
-Serving's PredictionService). serving_fixture serves a model it trained, four times: plainly,
-with a token, over TLS, and taking serialized tf.train.Example records; each time
-triton_client_check.py and tf_serving_client_check.py run in their virtual environments
+tritonclient[grpc] and tritonclient[http] (KServe v2 / Open Inference Protocol over gRPC and
+HTTP), tensorflow-serving-api (TensorFlow Serving's PredictionService) and requests (TensorFlow
+Serving's REST API, as its documentation writes the requests). serving_fixture serves a model it
+trained, four times: plainly, with a token, over TLS, and taking serialized tf.train.Example
+records; each time triton_client_check.py, triton_http_client_check.py,
+tf_serving_client_check.py and tf_serving_rest_check.py run in their virtual environments
 (`make serving-clients`) and check its answers against what Estimator::predict answered (the
 fixture's expected.json).
 
-Both clients must run: where one's environment is missing or cannot import it, the test prints
-"est-test-skipped: <client> not installable: <why>" and exits 77 (CTest: Skipped), checking
-nothing.
-Exits 0 when every check that ran passed, 1 otherwise (a failed run's directory is kept).
+Every client must run: where one's environment is missing or cannot import it, the test fails
+naming it and what installs it (`make test` does), checking nothing.
+Exits 0 when every check passed, 1 otherwise (a failed run's directory is kept).
 
 usage: real_clients_test.py SERVING_FIXTURE TRITON_PYTHON TF_SERVING_PYTHON
 """
@@ -24,7 +25,6 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SKIPPED = 77
 MODEL = "served_regression"  # RegressionIdentity() of tests/serving/serving_models.h
 # Seconds the fixture may take to train, export and listen; to stop; a client's checks.
 START_TIMEOUT_S = 120
@@ -35,10 +35,11 @@ CHECK_TIMEOUT_S = 300
 class Client:
     """One protocol's client: its name, the module its environment must import, its checks."""
 
-    def __init__(self, name, module, script):
+    def __init__(self, name, module, script, port):
         self.name = name
         self.module = module
         self.script = os.path.join(HERE, script)
+        self.port = port  # the key of the port it calls in server.json: "port" or "rest_port"
         self.python = None
 
     def unusable(self, python):
@@ -120,7 +121,7 @@ class Fixture:
 def run_checks(client, fixture, token, records):
     """Runs `client`'s checks against `fixture` (`records`: one taking tf.train.Example
     records); True when they pass."""
-    command = [client.python, client.script, "--url", f"127.0.0.1:{fixture.server['port']}",
+    command = [client.python, client.script, "--url", f"127.0.0.1:{fixture.server[client.port]}",
                "--model", MODEL, "--version", fixture.version(),
                "--expected", os.path.join(fixture.directory, "expected.json")]
     if token:
@@ -145,14 +146,19 @@ def main():
         return 2
     program, triton_python, tf_python = sys.argv[1:]
     clients = []
-    for client, python in ((Client("tritonclient", "tritonclient.grpc", "triton_client_check.py"),
-                            triton_python),
+    for client, python in ((Client("tritonclient[grpc]", "tritonclient.grpc", "triton_client_check.py",
+                                   "port"), triton_python),
+                           (Client("tritonclient[http]", "tritonclient.http",
+                                   "triton_http_client_check.py", "rest_port"), triton_python),
                            (Client("tensorflow-serving-api", "tensorflow_serving.apis.predict_pb2",
-                                   "tf_serving_client_check.py"), tf_python)):
+                                   "tf_serving_client_check.py", "port"), tf_python),
+                           (Client("requests (TF Serving REST)", "requests", "tf_serving_rest_check.py",
+                                   "rest_port"), tf_python)):
         why = client.unusable(python)
         if why:
-            print(f"est-test-skipped: {client.name} not installable: {why}")
-            return SKIPPED
+            print(f"failed: {client.name} is missing: {why}; `make serving-clients` (part of `make test`) "
+                  f"installs it")
+            return 1
         clients.append(client)
 
     root = tempfile.mkdtemp(prefix="serving_real_clients_")

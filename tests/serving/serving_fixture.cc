@@ -10,7 +10,8 @@
 //                       "records": [16 strings]}: testing::Rows(0, 16), Estimator::predict's
 //                      answers for them, and the rows as tf.train.Example records with float
 //                      feature "x" (testing::ExampleRecords), each as its bytes' hex digits;
-//   DIR/server.json    {"port": N, "ca_file": PATH or ""}, atomically, once the server listens.
+//   DIR/server.json    {"port": N, "rest_port": M, "ca_file": PATH or ""}, atomically, once the
+//                      server listens: gRPC at N, the REST API at M.
 // With --token, calls must carry "authorization: Bearer T"; with --tls the server serves TLS
 // with a certificate made in DIR/tls by openssl, signed by DIR/tls/ca.pem (the ca_file). With
 // --records the export's serving input is testing::RegressionRecordsInput: requests carry
@@ -133,12 +134,14 @@ int Serve(const Arguments& arguments) {
   WriteFileAtomic((dir / "expected.json").string(), ExpectedAnswers(estimator).dump(2) + "\n");
 
   serving::ModelServerOptions options =
-      serving::ModelServerOptions().host("127.0.0.1").port(0).model(serving::ServedModelOptions().predictor(
-          serving::PredictorOptions().model(testing::RegressionIdentity()).serving_input_fn(serving_input)));
+      serving::ModelServerOptions().host("127.0.0.1").port(0).rest_port(0).model(
+          serving::ServedModelOptions().predictor(
+              serving::PredictorOptions().model(testing::RegressionIdentity()).serving_input_fn(serving_input)));
   options.token(arguments.token);
   if (arguments.tls) options.tls(MakeServerCertificates(dir / "tls"));
   serving::ModelServer server(testing::ServedRegression, (dir / "model" / "export").string(), options);
-  const nlohmann::json listening = {{"port", server.port()}, {"ca_file", options.tls().ca_file}};
+  const nlohmann::json listening = {
+      {"port", server.port()}, {"rest_port", server.rest_port()}, {"ca_file", options.tls().ca_file}};
   WriteFileAtomic((dir / "server.json").string(), listening.dump() + "\n");
 
   // Serves until whoever started this program closes its stdin (or exits).
