@@ -116,12 +116,13 @@ tensorflow: deps
 	@bash cmake/install_venv.sh $(BUILD_DIR)/tf-venv tensorflow $(TENSORFLOW_SPEC)
 
 # The Python clients of est-serve's protocols, which the test serving_real_clients runs against
-# our server: Triton's tritonclient[grpc,http] in triton-venv, and tensorflow-serving-api added to
-# tf-venv without its dependencies (it names tensorflow; tf-venv has tensorflow-cpu, and requests
-# for TF Serving's REST API). Where one is not installed (make test installs both) the test skips
-# it, saying why.
+# our server: Triton's tritonclient[grpc,http] and grpcio-health-checking (gRPC's health stub) in
+# triton-venv, and tensorflow-serving-api added to tf-venv without its dependencies (it names
+# tensorflow; tf-venv has tensorflow-cpu, and requests for TF Serving's REST API). The test fails
+# where one is not installed (make test installs them).
 serving-clients: tensorflow
-	@bash cmake/install_venv.sh $(BUILD_DIR)/triton-venv tritonclient.http 'tritonclient[grpc,http]==2.73.*'
+	@bash cmake/install_venv.sh $(BUILD_DIR)/triton-venv grpc_health.v1.health_pb2 'tritonclient[grpc,http]==2.73.*' \
+	  grpcio-health-checking
 	@bash cmake/add_to_venv.sh $(BUILD_DIR)/tf-venv tensorflow_serving 'tensorflow-serving-api==2.15.*'
 
 # The Debian packages a GPU machine without network lacks, packed into .gpu-deps/ for

@@ -21,6 +21,7 @@
 #include "estimator/export/export_directory.h"
 #include "serving/model_server.h"
 #include "serving/proto/grpc_inference_service.grpc.pb.h"
+#include "serving/proto/health.grpc.pb.h"
 #include "serving/proto/prediction_service.grpc.pb.h"
 #include "tests/log_capture.h"
 #include "tests/serving/serving_models.h"
@@ -509,6 +510,45 @@ TEST_CASE("a server with a token refuses calls without it", "[serving][server]")
   tf::PredictResponse answer;
   CHECK(client.tf->Predict(client.context().get(), request, &answer).error_code() == grpc::StatusCode::UNAUTHENTICATED);
   CHECK(client.infer(InferRequest(testing::Rows(0, 1)), response, "s3cret").ok());
+}
+
+TEST_CASE("grpc.health.v1.Health says SERVING without a token, NOT_SERVING once the server stops",
+          "[serving][server]") {
+  Trained trained("server_health");
+  ModelServer server(testing::ServedRegression, trained.base(), Options().token("s3cret"));
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(server.port()), grpc::InsecureChannelCredentials());
+  auto health = grpc::health::v1::Health::NewStub(channel);
+  auto check = [&](const std::string& service, grpc::health::v1::HealthCheckResponse& response) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    grpc::health::v1::HealthCheckRequest request;
+    request.set_service(service);
+    return health->Check(&context, request, &response);
+  };
+  for (const std::string service : {"", "inference.GRPCInferenceService", "tensorflow.serving.PredictionService",
+                                    "regression"}) {
+    INFO("service '" << service << "'");
+    grpc::health::v1::HealthCheckResponse response;
+    REQUIRE(check(service, response).ok());
+    CHECK(response.status() == grpc::health::v1::HealthCheckResponse::SERVING);
+  }
+  grpc::health::v1::HealthCheckResponse unknown;
+  CHECK(check("no.such.Service", unknown).error_code() == grpc::StatusCode::NOT_FOUND);
+
+  // A watch sees SERVING, then NOT_SERVING when the server stops, and ends.
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  grpc::health::v1::HealthCheckRequest request;
+  auto watch = health->Watch(&context, request);
+  grpc::health::v1::HealthCheckResponse seen;
+  REQUIRE(watch->Read(&seen));
+  CHECK(seen.status() == grpc::health::v1::HealthCheckResponse::SERVING);
+  std::thread stopper([&] { server.shutdown(std::chrono::seconds(5)); });
+  REQUIRE(watch->Read(&seen));
+  CHECK(seen.status() == grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  CHECK_FALSE(watch->Read(&seen));
+  CHECK(watch->Finish().ok());
+  stopper.join();
 }
 
 TEST_CASE("a server over TLS answers clients that trust its authority only", "[serving][server]") {

@@ -146,8 +146,8 @@ def main():
         return 2
     program, triton_python, tf_python = sys.argv[1:]
     clients = []
-    for client, python in ((Client("tritonclient[grpc]", "tritonclient.grpc", "triton_client_check.py",
-                                   "port"), triton_python),
+    for client, python in ((Client("tritonclient[grpc]", "tritonclient.grpc, grpc_health.v1.health_pb2",
+                                   "triton_client_check.py", "port"), triton_python),
                            (Client("tritonclient[http]", "tritonclient.http",
                                    "triton_http_client_check.py", "rest_port"), triton_python),
                            (Client("tensorflow-serving-api", "tensorflow_serving.apis.predict_pb2",

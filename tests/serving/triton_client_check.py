@@ -1,10 +1,11 @@
 """Checks est-serve's Open Inference Protocol (KServe v2) service with Triton's own Python
-client, tritonclient.grpc: health, model readiness and metadata, inference of a batch and of
+client, tritonclient.grpc: health (and gRPC's grpc.health.v1.Health through grpcio's health
+stub, as grpc_health_probe calls it, without the token), model readiness and metadata, inference of a batch and of
 single rows against what Estimator::predict answered, a subset of outputs, the errors of bad
 requests, and, where the server has them, its token and TLS; or, with --records, inference of
 tf.train.Example records in a BYTES input (tritonclient's own BYTES encoding). Run by
 real_clients_test.py in a
-virtual environment with tritonclient[grpc]; exits 0 when every check passes, 1 naming the
+virtual environment with tritonclient[grpc] and grpcio-health-checking; exits 0 when every check passes, 1 naming the
 first that failed.
 
 usage: triton_client_check.py --url HOST:PORT --model NAME --version V --expected FILE
@@ -14,8 +15,10 @@ usage: triton_client_check.py --url HOST:PORT --model NAME --version V --expecte
 import json
 import sys
 
+import grpc
 import numpy as np
 import tritonclient.grpc as triton
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tritonclient.utils import InferenceServerException
 
 from client_check_common import (CALL_TIMEOUT_S, Y_TOLERANCE, check, check_message,
@@ -46,6 +49,8 @@ class Checks:
         self.headers = {"authorization": "Bearer " + args.token} if args.token else None
         self.client = triton.InferenceServerClient(args.url, ssl=bool(args.ca),
                                                    root_certificates=args.ca or None)
+        self.url = args.url
+        self.ca = args.ca
         with open(args.expected) as file:
             expected = json.load(file)
         self.x = np.array(expected["x"], dtype=np.float32)
@@ -68,6 +73,25 @@ class Checks:
               "an unknown model is ready")
         check(not self.client.is_model_ready(self.model, self.version + "0", headers=self.headers),
               "an unknown version is ready")
+
+    def grpc_health(self):
+        """grpc.health.v1.Health: SERVING for the server, its services and the model, without
+        the token; NOT_FOUND for an unknown service."""
+        if self.ca:
+            with open(self.ca, "rb") as file:
+                channel = grpc.secure_channel(self.url, grpc.ssl_channel_credentials(root_certificates=file.read()))
+        else:
+            channel = grpc.insecure_channel(self.url)
+        with channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            for service in ("", "inference.GRPCInferenceService", "tensorflow.serving.PredictionService",
+                            self.model):
+                response = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=CALL_TIMEOUT_S)
+                check(response.status == health_pb2.HealthCheckResponse.SERVING,
+                      f"grpc health of {service!r}: {response.status}")
+            error = refusal(lambda: stub.Check(health_pb2.HealthCheckRequest(service="no.such.Service"),
+                                               timeout=CALL_TIMEOUT_S), grpc.RpcError)
+            check(error.code() == grpc.StatusCode.NOT_FOUND, f"grpc health of an unknown service: {error.code()}")
 
     def metadata(self):
         metadata = self.client.get_model_metadata(self.model, headers=self.headers)
@@ -165,7 +189,7 @@ class Checks:
 def main():
     args = parse_arguments(__doc__)
     checks = Checks(args)
-    steps = [checks.health, checks.metadata, checks.inference, checks.bad_requests]
+    steps = [checks.health, checks.grpc_health, checks.metadata, checks.inference, checks.bad_requests]
     if args.records:
         steps = [checks.health, checks.records_inference]
     if args.token:
@@ -174,7 +198,7 @@ def main():
         steps.append(lambda: checks.tls(args.url))
 
     def describe(error):
-        return str(error) if isinstance(error, InferenceServerException) else None
+        return str(error) if isinstance(error, (InferenceServerException, grpc.RpcError)) else None
 
     return run_checks("triton client", args, steps, describe, checks.client.close)
 
