@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs a build of TorchEstimator into a temporary prefix and runs its programs from there
 # (est-launch starting est-train to train, and an evaluator that exports), then configures,
-# builds and runs the standalone quick start project (examples/quickstart/) against that prefix
+# builds and runs the standalone projects (examples/quickstart/, and examples/serving/, which
+# exports a model of its own and serves it with the installed est-serve) against that prefix
 # only, so a header, target or program the install lacks fails here as it would for a user.
 # Usage: example_against_install.sh <build dir>   (run from the repository root)
 set -euo pipefail
@@ -44,5 +45,9 @@ cmake -S examples/quickstart -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Releas
   "-DCMAKE_PREFIX_PATH=$prefix_path" >/dev/null
 cmake --build "$work/build"
 "$work/build/est-quickstart" "$work/model"
-echo "ok: the installed est-launch and est-train trained and exported; examples/quickstart built against" \
+cmake -S examples/serving -B "$work/serving-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  "-DCMAKE_PREFIX_PATH=$prefix_path" >/dev/null
+cmake --build "$work/serving-build"
+python3 tests/serving/serving_example_test.py "$work/serving-build/est-serving-example" "$work/prefix/bin/est-serve"
+echo "ok: the installed est-launch and est-train trained and exported; examples/quickstart and examples/serving built against" \
   "$(find "$work/prefix/include" -name '*.h' | wc -l) installed headers and ran"

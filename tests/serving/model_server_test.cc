@@ -10,6 +10,7 @@
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -617,6 +618,63 @@ TEST_CASE("a new version is served once it appears, and a corrupt one only once 
   CHECK(torch::allclose(Output(response, "y"), expected.predict({{"x", testing::Rows(0, 2)}}).at("y"), 1e-6, 1e-6));
   CHECK(server.model().stats().reloads == 2);
   CHECK(server.model().stats().failed_reloads == 1);
+}
+
+TEST_CASE("traced exports reloaded under load: no request fails, a corrupt program is refused and the old one serves on",
+          "[serving][server][reload]") {
+  Trained trained("server_program_reload");
+  ModelServerOptions options = Options();
+  options.model().reload_interval(std::chrono::milliseconds(50)).predictor(PredictorOptions());
+  ModelServer server(nullptr, trained.base(), options);  // the exports' programs, no model_fn
+  REQUIRE(server.model().current()->runs_program());
+  const int64_t first = server.model().current()->version();
+
+  // Four clients ask all along; every answer must be OK, from whichever version served it.
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> answered{0}, failed{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 4; ++c)
+    clients.emplace_back([&] {
+      const Client client(server.port());
+      while (!stop) {
+        v2::ModelInferResponse response;
+        (client.infer(InferRequest(testing::Rows(0, 2)), response).ok() ? answered : failed)++;
+      }
+    });
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+
+  // A version whose program is corrupt (one byte flipped): refused, the first serves on.
+  const fs::path corrupt = fs::path(trained.base()) / std::to_string(first + 1);
+  fs::copy(fs::path(trained.base()) / std::to_string(first), corrupt);
+  {
+    std::fstream program(corrupt / "model.pt", std::ios::in | std::ios::out | std::ios::binary);
+    program.seekp(64);
+    program.put('\x55');
+  }
+  while (server.model().stats().failed_reloads == 0 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(server.model().stats().failed_reloads == 1);
+  CHECK(server.model().current()->version() == first);
+
+  // A newer version, trained further: served, its program's answers.
+  const std::string newer = testing::TrainAndExport(trained.estimator, 40, testing::RegressionServingInput,
+                                                    ExportOptions().model(testing::RegressionIdentity()));
+  const Predictor expected(newer);
+  while (server.model().current()->version() != expected.version() && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const int64_t answered_before = answered;
+  while (answered < answered_before + 20 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  stop = true;
+  for (auto& client : clients) client.join();
+  CHECK(failed == 0);
+  CHECK(answered > 20);
+  const Client client(server.port());
+  v2::ModelInferResponse response;
+  REQUIRE(client.infer(InferRequest(testing::Rows(0, 2)), response).ok());
+  CHECK(response.model_version() == std::to_string(expected.version()));
+  CHECK(torch::allclose(Output(response, "y"), expected.predict({{"x", testing::Rows(0, 2)}}).at("y"), 1e-6, 1e-6));
+  CHECK(server.model().stats().reloads == 1);
 }
 
 TEST_CASE("a server whose newest versions are corrupt serves the newest that loads, and says why the others do not",
