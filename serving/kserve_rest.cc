@@ -220,22 +220,6 @@ std::optional<net::HttpResponse> KServeRest::handle(const net::HttpRequest& requ
                     {"outputs", tensors(metadata.outputs())}});
 }
 
-KServeJsonRequest DecodeKServeJsonRequest(const std::string& body, const std::string& json_length, int64_t max_bytes) {
-  size_t json_bytes = body.size();
-  if (!json_length.empty()) {
-    const bool digits = json_length.size() <= 18 && std::all_of(json_length.begin(), json_length.end(), ::isdigit);
-    EST_CHECK(digits && std::stoull(json_length) <= body.size(), RequestError, "Inference-Header-Content-Length is '",
-              json_length, "'; expected the length of the body's JSON part, at most the body's ", body.size(), " bytes");
-    json_bytes = std::stoull(json_length);
-  }
-  const ParsedJson parsed = ParseJsonFromOutside(std::string_view(body).substr(0, json_bytes));
-  EST_CHECK(parsed.ok(), RequestError, "the request is not JSON: ", parsed.error);
-  KServeJsonRequest decoded;
-  DecodeRequest(parsed.value, body.substr(json_bytes), max_bytes, decoded.request, decoded.binary_outputs,
-                decoded.all_binary);
-  return decoded;
-}
-
 net::HttpResponse KServeRest::infer(const net::HttpRequest& http, const std::string& name, const std::string& version,
                                     std::chrono::steady_clock::time_point deadline) const {
   KServeJsonRequest decoded;
@@ -253,3 +237,23 @@ net::HttpResponse KServeRest::infer(const net::HttpRequest& http, const std::str
 }
 
 }  // namespace est::serving::detail
+
+namespace est::serving {
+
+KServeJsonRequest DecodeKServeJsonRequest(const std::string& body, const std::string& json_length, int64_t max_bytes) {
+  size_t json_bytes = body.size();
+  if (!json_length.empty()) {
+    const bool digits = json_length.size() <= 18 && std::all_of(json_length.begin(), json_length.end(), ::isdigit);
+    EST_CHECK(digits && std::stoull(json_length) <= body.size(), RequestError, "Inference-Header-Content-Length is '",
+              json_length, "'; expected the length of the body's JSON part, at most the body's ", body.size(), " bytes");
+    json_bytes = std::stoull(json_length);
+  }
+  const ParsedJson parsed = ParseJsonFromOutside(std::string_view(body).substr(0, json_bytes));
+  EST_CHECK(parsed.ok(), RequestError, "the request is not JSON: ", parsed.error);
+  KServeJsonRequest decoded;
+  detail::DecodeRequest(parsed.value, body.substr(json_bytes), max_bytes, decoded.request, decoded.binary_outputs,
+                decoded.all_binary);
+  return decoded;
+}
+
+}  // namespace est::serving

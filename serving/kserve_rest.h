@@ -11,11 +11,7 @@
 #include "serving/inference_service.h"
 #include "serving/proto/kserve_v2.pb.h"
 
-namespace est::serving::detail {
-
-/// The length header of the binary tensor data extension: the body's JSON comes first, this
-/// many bytes, and the tensors' bytes after it.
-inline constexpr const char* kInferenceHeaderLength = "inference-header-content-length";
+namespace est::serving {
 
 /// An infer request's body decoded: the ModelInferRequest (every input's bytes in
 /// raw_input_contents, BYTES in the protocol's length-prefixed form), and how the answer's
@@ -32,6 +28,12 @@ struct KServeJsonRequest {
 /// header's value, "" for none) that many bytes of JSON and the inputs' binary data after it.
 /// RequestError naming what is wrong; nothing beyond `max_bytes` per input is allocated.
 KServeJsonRequest DecodeKServeJsonRequest(const std::string& body, const std::string& json_length, int64_t max_bytes);
+
+namespace detail {
+
+/// The length header of the binary tensor data extension: the body's JSON comes first, this
+/// many bytes, and the tensors' bytes after it.
+inline constexpr const char* kInferenceHeaderLength = "inference-header-content-length";
 
 /// The /v2 routes.
 class KServeRest {
@@ -51,4 +53,5 @@ class KServeRest {
   const InferenceService& service_;
 };
 
-}  // namespace est::serving::detail
+}  // namespace detail
+}  // namespace est::serving

@@ -172,15 +172,6 @@ nlohmann::json EncodePredictions(const tf::PredictResponse& response, bool row) 
 
 }  // namespace
 
-bool DecodePredictJson(const std::string& body, const ExportManifest& manifest, int64_t max_bytes,
-                       tf::PredictRequest& request) {
-  const ParsedJson parsed = ParseJsonFromOutside(body);
-  EST_CHECK(parsed.ok(), RequestError, "JSON Parse error: ", parsed.error);
-  bool row = true;
-  DecodePredictBody(parsed.value, manifest, max_bytes, request, row);
-  return row;
-}
-
 std::optional<net::HttpResponse> TfServingRest::handle(const net::HttpRequest& request,
                                                        std::chrono::steady_clock::time_point deadline) const {
   const std::string prefix = "/v1/models/";
@@ -242,3 +233,16 @@ net::HttpResponse TfServingRest::predict(const net::HttpRequest& http, const tf:
 }
 
 }  // namespace est::serving::detail
+
+namespace est::serving {
+
+bool DecodePredictJson(const std::string& body, const ExportManifest& manifest, int64_t max_bytes,
+                       tf::PredictRequest& request) {
+  const ParsedJson parsed = ParseJsonFromOutside(body);
+  EST_CHECK(parsed.ok(), RequestError, "JSON Parse error: ", parsed.error);
+  bool row = true;
+  detail::DecodePredictBody(parsed.value, manifest, max_bytes, request, row);
+  return row;
+}
+
+}  // namespace est::serving

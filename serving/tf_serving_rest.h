@@ -11,7 +11,7 @@
 #include "serving/prediction_service.h"
 #include "serving/proto/tf_serving.pb.h"
 
-namespace est::serving::detail {
+namespace est::serving {
 
 /// Decodes a :predict body (TensorFlow Serving's row or columnar format) into `request`'s
 /// inputs (and signature name), each input's dtype the signature's in `manifest`; true for the
@@ -19,6 +19,8 @@ namespace est::serving::detail {
 /// allocated.
 bool DecodePredictJson(const std::string& body, const ExportManifest& manifest, int64_t max_bytes,
                        tf::PredictRequest& request);
+
+namespace detail {
 
 /// The /v1 routes.
 class TfServingRest {
@@ -38,4 +40,5 @@ class TfServingRest {
   const PredictionService& service_;
 };
 
-}  // namespace est::serving::detail
+}  // namespace detail
+}  // namespace est::serving

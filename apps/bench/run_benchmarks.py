@@ -101,6 +101,12 @@ Figures (see docs/performance.md):
   serve_predictor_batch_{1,64}  Predictor::predict on an export of the Fashion-MNIST CNN (stock layers, one thread)
                  vs the limit: the same module and weights called directly under InferenceMode, making the same
                  predictions, interleaved; examples/s (target >= 0.95); p50/p99 latencies printed below the table
+  serve_program_batch_{1,64}  the export's traced program (Predictor without model_fn: no model code) vs model_fn's
+                 own forward (Predictor with it) on the same export, interleaved; examples/s (target >= 0.95)
+  serve_json_decode_{kserve,tf}_us  microseconds to decode one REST body of one example (784 floats; the MLP's
+                 1024): KServe v2's infer JSON, TensorFlow Serving's :predict row format (no peer)
+  serve_{kserve,tf}_rest_batched_64_clients  the REST APIs (KServe v2 infer, TF Serving :predict, JSON, keep-alive
+                 connections) at 64 clients, batched, requests/s, vs gRPC ModelInfer at 64 clients on the same server
   serve_grpc_{unbatched,batched}_{1,8,64}_clients  est-serve (ModelServer on 127.0.0.1) under 1, 8 or 64 client
                  threads sending KServe v2 ModelInfer requests of one image as fast as they can, without and with
                  dynamic batching (at most 64 examples, 2 ms queue delay), requests/s, vs the Predictor's examples/s
@@ -1240,6 +1246,14 @@ def main():
             f"Predictor::predict at batch {SERVE_BATCH} in process, examples/s (ours: est-serve over gRPC, {who}, "
             f"batches of at most {SERVE_BATCH}, {SERVE_DELAY_US / 1000:g} ms queue delay)")
     most = max(SERVE_CLIENTS)
+    for batch in (1, SERVE_BATCH):
+        peers[f"serve_program_batch_{batch}"] = ("model_fn's own forward on the same export (a Predictor with model_fn), "
+                                                 "1 thread (ours: the export's traced program)")
+    peers["serve_json_decode_kserve_us"] = "none (ours: decoding one KServe v2 infer JSON body of one example)"
+    peers["serve_json_decode_tf_us"] = "none (ours: decoding one TF Serving :predict row-format body of one example)"
+    for api, what in (("kserve", "KServe v2 infer"), ("tf", "TF Serving :predict")):
+        peers[f"serve_{api}_rest_batched_{most}_clients"] = (
+            f"est-serve over gRPC (KServe v2 ModelInfer), {most} clients, batched (ours: {what} over REST, JSON)")
     peers[f"serve_batching_gain_{most}_clients"] = f"est-serve without batching, {most} clients (ours: with batching)"
     peers[f"serve_p99_bound_{most}_clients"] = (f"2 x the queue delay + the batch-{SERVE_BATCH} compute (ours: the "
                                                 f"batched p99 latency, {most} clients)")

@@ -18,6 +18,10 @@
 
 #include <grpcpp/grpcpp.h>
 #include <torch/torch.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -51,7 +55,9 @@
 #include "serving/model_server.h"
 #include "serving/predictor.h"
 #include "serving/proto/grpc_inference_service.grpc.pb.h"
+#include "serving/kserve_rest.h"
 #include "serving/proto/kserve_v2.pb.h"
+#include "serving/tf_serving_rest.h"
 
 namespace {
 
@@ -237,42 +243,59 @@ double TimeCalls(const std::function<void()>& call, int64_t calls, std::vector<d
   return Seconds(Clock::now() - start);
 }
 
-/// Predictor::predict vs the hand-written limit at `batch`, examples/s (medians of the
+/// `ours` against `peer`, each a call on `batch` examples, examples/s (medians of the
 /// repetitions, which alternate which goes first); latencies over every timed call.
-Figure MeasurePredictor(const serving::Predictor& predictor, const ServedNet& net, HandWrittenNet& limit,
-                        int64_t batch, int64_t calls, int repetitions) {
-  const at::Tensor images = RandomExamples(net, batch);
-  est::Features request;
-  request["x"] = images;
-  EST_CHECK(torch::allclose(predictor.predict(request).at("logits"), limit.predict(images).at("logits")),
-            est::ModelError, "the Predictor's logits differ from the hand-written module's at batch ", batch);
-  auto ours_call = [&] { predictor.predict(request); };
-  auto limit_call = [&] { limit.predict(images); };
+Figure MeasureAgainst(const std::string& name, const std::string& label, const std::function<void()>& ours,
+                      const std::function<void()>& peer, int64_t batch, int64_t calls, int repetitions) {
   std::vector<double> ignored;
   const int64_t warmup = std::max<int64_t>(2, calls / 10);
-  TimeCalls(ours_call, warmup, ignored);
-  TimeCalls(limit_call, warmup, ignored);
-  std::vector<double> ours_rates, limit_rates, ours_ms, limit_ms;
+  TimeCalls(ours, warmup, ignored);
+  TimeCalls(peer, warmup, ignored);
+  std::vector<double> ours_rates, peer_rates, ours_ms, peer_ms;
   const double examples = static_cast<double>(batch * calls);
   for (int rep = 0; rep < repetitions; ++rep) {
     if (rep % 2 == 0) {
-      ours_rates.push_back(examples / TimeCalls(ours_call, calls, ours_ms));
-      limit_rates.push_back(examples / TimeCalls(limit_call, calls, limit_ms));
+      ours_rates.push_back(examples / TimeCalls(ours, calls, ours_ms));
+      peer_rates.push_back(examples / TimeCalls(peer, calls, peer_ms));
     } else {
-      limit_rates.push_back(examples / TimeCalls(limit_call, calls, limit_ms));
-      ours_rates.push_back(examples / TimeCalls(ours_call, calls, ours_ms));
+      peer_rates.push_back(examples / TimeCalls(peer, calls, peer_ms));
+      ours_rates.push_back(examples / TimeCalls(ours, calls, ours_ms));
     }
   }
-  const std::string size = std::to_string(batch);
-  Figure figure{"serve_predictor_batch_" + size, "Predictor::predict batch " + size + " vs hand-written",
-                "examples/s", Median(ours_rates), Median(limit_rates), ">= 0.95"};
+  Figure figure{name, label, "examples/s", Median(ours_rates), Median(peer_rates), ">= 0.95"};
   figure.extra = {{"batch", batch},
                   {"calls", calls},
                   {"p50_ms", Percentile(ours_ms, 50)},
                   {"p99_ms", Percentile(ours_ms, 99)},
-                  {"limit_p50_ms", Percentile(limit_ms, 50)},
-                  {"limit_p99_ms", Percentile(limit_ms, 99)}};
+                  {"peer_p50_ms", Percentile(peer_ms, 50)},
+                  {"peer_p99_ms", Percentile(peer_ms, 99)}};
   return figure;
+}
+
+/// Predictor::predict (model_fn) vs the hand-written limit at `batch`.
+Figure MeasurePredictor(const serving::Predictor& predictor, const ServedNet& net, HandWrittenNet& limit,
+                        int64_t batch, int64_t calls, int repetitions) {
+  const at::Tensor images = RandomExamples(net, batch);
+  const est::Features request{{"x", images}};
+  EST_CHECK(torch::allclose(predictor.predict(request).at("logits"), limit.predict(images).at("logits")),
+            est::ModelError, "the Predictor's logits differ from the hand-written module's at batch ", batch);
+  const std::string size = std::to_string(batch);
+  return MeasureAgainst("serve_predictor_batch_" + size, "Predictor::predict batch " + size + " vs hand-written",
+                        [&] { predictor.predict(request); }, [&] { limit.predict(images); }, batch, calls,
+                        repetitions);
+}
+
+/// The export's traced program (Predictor without model_fn) vs model_fn's forward (Predictor
+/// with it) at `batch`: the same answers, and what running the program costs or saves.
+Figure MeasureProgram(const serving::Predictor& program, const serving::Predictor& model_fn, const ServedNet& net,
+                      int64_t batch, int64_t calls, int repetitions) {
+  const est::Features request{{"x", RandomExamples(net, batch)}};
+  EST_CHECK(torch::allclose(program.predict(request).at("logits"), model_fn.predict(request).at("logits"), 1e-5, 1e-6),
+            est::ModelError, "the traced program's logits differ from model_fn's at batch ", batch);
+  const std::string size = std::to_string(batch);
+  return MeasureAgainst("serve_program_batch_" + size, "traced program batch " + size + " vs model_fn",
+                        [&] { program.predict(request); }, [&] { model_fn.predict(request); }, batch, calls,
+                        repetitions);
 }
 
 // ---- The load generator: gRPC clients of est-serve ----
@@ -295,9 +318,14 @@ class StartLine {
   int left_;
 };
 
+/// The API clients call: KServe v2's ModelInfer over gRPC, or over HTTP/JSON (KServe v2's infer,
+/// TensorFlow Serving's :predict).
+enum class Api { kGrpc, kKServeRest, kTfServingRest };
+
 /// What clients send.
 struct Load {
-  uint16_t port = 0;
+  Api api = Api::kGrpc;
+  uint16_t port = 0;  ///< the gRPC port, or the REST port
   std::string model_name;
   const ServedNet* net = nullptr;  ///< what a request holds
   int clients = 1;
@@ -375,6 +403,129 @@ void Infer(Stub& stub, const serving::v2::ModelInferRequest& request, bool timed
   }
 }
 
+/// A keep-alive HTTP/1.1 connection to 127.0.0.1, one request at a time.
+class HttpConnection {
+ public:
+  explicit HttpConnection(uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EST_CHECK(fd_ >= 0 && ::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0,
+              est::CommunicationError, "cannot connect to the REST port ", port);
+    const int one = 1;
+    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  ~HttpConnection() { ::close(fd_); }
+  HttpConnection(const HttpConnection&) = delete;
+  HttpConnection& operator=(const HttpConnection&) = delete;
+
+  /// POSTs `body` to `path`; the answer's status (0 when the connection failed), its body in `answer`.
+  int post(const std::string& path, const std::string& body, std::string& answer) {
+    const std::string request = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+                                "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    for (size_t sent = 0; sent < request.size();) {
+      const ssize_t n = ::send(fd_, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) return 0;
+      sent += static_cast<size_t>(n);
+    }
+    size_t head_end;
+    while ((head_end = buffer_.find("\r\n\r\n")) == std::string::npos)
+      if (!fill()) return 0;
+    std::string head = buffer_.substr(0, head_end);
+    std::transform(head.begin(), head.end(), head.begin(), [](unsigned char c) { return std::tolower(c); });
+    const size_t length_at = head.find("content-length:");
+    const size_t length = length_at == std::string::npos ? 0 : std::stoul(head.substr(length_at + 15));
+    while (buffer_.size() < head_end + 4 + length)
+      if (!fill()) return 0;
+    answer = buffer_.substr(head_end + 4, length);
+    buffer_.erase(0, head_end + 4 + length);
+    return std::stoi(head.substr(9, 3));
+  }
+
+ private:
+  bool fill() {
+    char chunk[65536];
+    const ssize_t n = ::recv(fd_, chunk, sizeof chunk, 0);
+    if (n <= 0) return false;
+    buffer_.append(chunk, static_cast<size_t>(n));
+    return true;
+  }
+
+  int fd_;
+  std::string buffer_;
+};
+
+/// `image` (one example) as the JSON body of `api`'s call: KServe v2's infer, or TensorFlow
+/// Serving's :predict in the row format.
+std::string RestBody(Api api, const at::Tensor& image) {
+  const at::Tensor flat = image.contiguous().flatten();
+  const std::vector<float> values(flat.data_ptr<float>(), flat.data_ptr<float>() + flat.numel());
+  if (api == Api::kTfServingRest) {
+    nlohmann::json instance = values;
+    for (int64_t d = image.dim() - 1; d >= 1; --d) {  // nested as the example's shape
+      nlohmann::json rows = nlohmann::json::array();
+      const int64_t size = image.size(d);
+      for (size_t i = 0; i < instance.size(); i += static_cast<size_t>(size))
+        rows.push_back(nlohmann::json(std::vector<nlohmann::json>(instance.begin() + static_cast<long>(i),
+                                                                  instance.begin() + static_cast<long>(i) + size)));
+      instance = rows;
+    }
+    return nlohmann::json{{"instances", instance}}.dump();
+  }
+  return nlohmann::json{{"inputs", {{{"name", "x"}, {"shape", image.sizes().vec()}, {"datatype", "FP32"},
+                                     {"data", values}}}}}
+      .dump();
+}
+
+/// What decoding one REST body of one example costs: KServe v2's infer JSON and TensorFlow
+/// Serving's :predict row format, microseconds a request (medians of the repetitions).
+std::vector<Figure> MeasureJsonDecoding(const ServedNet& net, const est::ExportManifest& manifest, int64_t calls,
+                                        int repetitions) {
+  const at::Tensor image = RandomExamples(net, 1);
+  std::vector<Figure> figures;
+  for (Api api : {Api::kKServeRest, Api::kTfServingRest}) {
+    const std::string body = RestBody(api, image);
+    auto decode = [&] {
+      if (api == Api::kKServeRest) {
+        serving::DecodeKServeJsonRequest(body, "", int64_t{64} << 20);
+      } else {
+        serving::tf::PredictRequest request;
+        serving::DecodePredictJson(body, manifest, int64_t{64} << 20, request);
+      }
+    };
+    std::vector<double> per_call_us, ignored;
+    TimeCalls(decode, std::max<int64_t>(2, calls / 10), ignored);
+    for (int rep = 0; rep < repetitions; ++rep)
+      per_call_us.push_back(1e6 * TimeCalls(decode, calls, ignored) / static_cast<double>(calls));
+    Figure figure{api == Api::kKServeRest ? "serve_json_decode_kserve_us" : "serve_json_decode_tf_us",
+                  std::string("JSON decoding, one ") + std::to_string(image.numel()) + "-float example, " +
+                      (api == Api::kKServeRest ? "KServe infer" : "TF :predict"),
+                  "us", Median(per_call_us), std::nullopt, "none"};
+    figure.extra = {{"body_bytes", body.size()}, {"calls", calls}};
+    figures.push_back(std::move(figure));
+  }
+  return figures;
+}
+
+/// One REST call, recorded in `result` when `timed`, its latency counted from `since` (default:
+/// the call).
+void RestInfer(HttpConnection& connection, const std::string& path, const std::string& body, bool timed,
+               LoadResult& result, Clock::time_point since = Clock::time_point::min()) {
+  const auto start = since == Clock::time_point::min() ? Clock::now() : since;
+  std::string answer;
+  const int status = connection.post(path, body, answer);
+  const double ms = Milliseconds(Clock::now() - start);
+  if (!timed) return;
+  result.latencies_ms.push_back(ms);
+  if (status == 200) {
+    ++result.answered;
+  } else {
+    ++result.failed;
+    if (result.first_error.empty()) result.first_error = "HTTP " + std::to_string(status) + ": " + answer.substr(0, 200);
+  }
+}
+
 /// Runs `load.clients` client threads against the server at `load.port` and merges what they saw.
 LoadResult GenerateLoad(const Load& load) {
   grpc::ChannelArguments arguments;
@@ -391,13 +542,25 @@ LoadResult GenerateLoad(const Load& load) {
     clients.emplace_back([&, c] {
       Stub& stub = *stubs[static_cast<size_t>(c) % stubs.size()];
       LoadResult& result = results[static_cast<size_t>(c)];
-      const serving::v2::ModelInferRequest request = MakeInferRequest(load.model_name, RandomExamples(*load.net, 1));
-      for (int64_t i = 0; i < load.warmup; ++i) Infer(stub, request, /*timed=*/false, result);
+      const at::Tensor image = RandomExamples(*load.net, 1);
+      const serving::v2::ModelInferRequest request = MakeInferRequest(load.model_name, image);
+      std::unique_ptr<HttpConnection> connection;
+      if (load.api != Api::kGrpc) connection = std::make_unique<HttpConnection>(load.port);
+      const std::string path = load.api == Api::kTfServingRest ? "/v1/models/" + load.model_name + ":predict"
+                                                                : "/v2/models/" + load.model_name + "/infer";
+      const std::string body = load.api == Api::kGrpc ? "" : RestBody(load.api, image);
+      auto call = [&](bool timed, Clock::time_point since) {
+        if (connection)
+          RestInfer(*connection, path, body, timed, result, since);
+        else
+          Infer(stub, request, timed, result, since);
+      };
+      for (int64_t i = 0; i < load.warmup; ++i) call(/*timed=*/false, Clock::time_point::min());
       start_line.arrive_and_wait();
       result.start = Clock::now();
       if (load.rate <= 0) {
         for (int64_t i = 0; load.requests < 0 ? !load.stop->load() : i < load.requests; ++i)
-          Infer(stub, request, /*timed=*/true, result);
+          call(/*timed=*/true, Clock::time_point::min());
       } else {
         // Requests scheduled over the time that `requests` a client take on average at this rate.
         const double per_client = load.rate / load.clients;
@@ -410,7 +573,7 @@ LoadResult GenerateLoad(const Load& load) {
           scheduled += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(gap_seconds(random)));
           if (scheduled >= end || (load.stop != nullptr && load.stop->load())) break;
           std::this_thread::sleep_until(scheduled);
-          Infer(stub, request, /*timed=*/true, result, scheduled);
+          call(/*timed=*/true, scheduled);
         }
       }
       result.end = Clock::now();
@@ -432,7 +595,7 @@ serving::ModelServerOptions ServerOptions(const Flags& flags, bool batching) {
                          .batching(batching)
                          .batching_options(batching_options)
                          .reload_interval(std::chrono::milliseconds(0));
-  return serving::ModelServerOptions().host("127.0.0.1").port(0).model(model);
+  return serving::ModelServerOptions().host("127.0.0.1").port(0).rest_port(0).model(model);
 }
 
 /// "1 client", "8 clients".
@@ -448,10 +611,11 @@ std::vector<Figure> MeasureServer(const Flags& flags, const std::string& base, b
   serving::ModelServer server(ModelFnOf(net), base, ServerOptions(flags, batching));
   std::vector<Figure> figures;
   const std::string mode = batching ? "batched" : "unbatched";
-  auto measure = [&](int clients, double rate) {
+  auto measure = [&](int clients, double rate, Api api) {
     const serving::BatchingStats before = server.model().batching_stats();
     Load load;
-    load.port = server.port();
+    load.api = api;
+    load.port = api == Api::kGrpc ? server.port() : server.rest_port();
     load.model_name = server.model_name();
     load.net = &net;
     load.clients = clients;
@@ -463,7 +627,8 @@ std::vector<Figure> MeasureServer(const Flags& flags, const std::string& base, b
     const serving::BatchingStats after = server.model().batching_stats();
     const std::string count = std::to_string(clients);
     const std::string loop = rate > 0 ? "_open" : "";
-    Figure figure{"serve_grpc_" + mode + loop + "_" + count + "_clients",
+    const char* api_name = api == Api::kGrpc ? "grpc" : api == Api::kKServeRest ? "kserve_rest" : "tf_rest";
+    Figure figure{std::string("serve_") + api_name + "_" + mode + loop + "_" + count + "_clients",
                   "est-serve " + mode + ", " + Clients(clients) + (rate > 0 ? " open loop" : "") + " vs Predictor",
                   "requests/s", result.requests_per_sec(), ceiling, "none"};
     figure.extra = {{"clients", clients},
@@ -479,13 +644,22 @@ std::vector<Figure> MeasureServer(const Flags& flags, const std::string& base, b
     if (!result.first_error.empty()) figure.extra["first_error"] = result.first_error;
     return figure;
   };
-  for (int clients : flags.clients) figures.push_back(measure(clients, 0));
-  if (open_load > 0) {
-    const int most = *std::max_element(flags.clients.begin(), flags.clients.end());
-    double closed = 0;
-    for (const Figure& figure : figures)
-      if (figure.extra.at("clients").get<int>() == most) closed = figure.ours;
-    figures.push_back(measure(most, open_load * closed));
+  for (int clients : flags.clients) figures.push_back(measure(clients, 0, Api::kGrpc));
+  const int most = *std::max_element(flags.clients.begin(), flags.clients.end());
+  double closed = 0;
+  for (const Figure& figure : figures)
+    if (figure.extra.at("clients").get<int>() == most) closed = figure.ours;
+  if (open_load > 0) figures.push_back(measure(most, open_load * closed, Api::kGrpc));
+  if (batching) {
+    // The REST APIs at the most clients, against gRPC's ModelInfer there.
+    for (Api api : {Api::kKServeRest, Api::kTfServingRest}) {
+      Figure rest = measure(most, 0, api);
+      rest.label = std::string(api == Api::kKServeRest ? "REST KServe infer" : "REST TF :predict") +
+                   " vs gRPC ModelInfer, " + Clients(most);
+      rest.reference = closed;
+      rest.target = "none";
+      figures.push_back(std::move(rest));
+    }
   }
   server.shutdown();
   return figures;
@@ -680,6 +854,12 @@ int Run(const Flags& flags) {
                                           std::max<int64_t>(3, flags.predict_calls / 16), flags.repetitions);
   figures.push_back(single);
   figures.push_back(batched);
+  const serving::Predictor program(version_dir);
+  figures.push_back(MeasureProgram(program, predictor, net, 1, flags.predict_calls, flags.repetitions));
+  figures.push_back(MeasureProgram(program, predictor, net, flags.max_batch_size,
+                                   std::max<int64_t>(3, flags.predict_calls / 16), flags.repetitions));
+  for (Figure& figure : MeasureJsonDecoding(net, predictor.manifest(), flags.predict_calls, flags.repetitions))
+    figures.push_back(std::move(figure));
 
   const std::vector<Figure> unbatched_server = MeasureServer(flags, base, /*batching=*/false, single.ours);
   const std::vector<Figure> batched_server =
@@ -703,7 +883,9 @@ int Run(const Flags& flags) {
   bound.extra = {{"max_queue_delay_ms", delay_ms}, {"batch_compute_ms", compute_ms}};
   figures.push_back(bound);
   if (flags.open_load > 0) {
-    const Figure& open = batched_server.back();
+    const Figure& open = *std::find_if(batched_server.begin(), batched_server.end(), [](const Figure& figure) {
+      return figure.extra.at("open_loop_rate").get<double>() > 0;
+    });
     Figure open_bound{"serve_p99_bound_open_" + count + "_clients",
                       "open-loop p99 vs 2 delays + batch, " + who, "ms", open.extra["p99_ms"].get<double>(),
                       2 * delay_ms + compute_ms, "<= 1"};

@@ -1,6 +1,8 @@
 #include "estimator/export/exported_program.h"
 
 #include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/runtime/interpreter.h>
 #include <torch/csrc/jit/serialization/import.h>
 
 #include <sstream>
@@ -25,6 +27,9 @@ std::string ErrorOfProgram(const std::string& message) {
 
 struct ExportedProgram::Impl {
   torch::jit::Module module;
+  /// The forward graph, compiled for the interpreter once: each call runs it as it is, without
+  /// the graph executor's profiling runs and re-specialization per input shape.
+  std::unique_ptr<torch::jit::Code> code;
   std::vector<std::string> input_names;
   std::string source;
 };
@@ -41,9 +46,19 @@ ExportedProgram::ExportedProgram(const std::string& bytes, std::vector<std::stri
     EST_THROW(CheckpointError, "'", source, "' cannot be loaded as a TorchScript program: ",
               OneLine(e.what_without_backtrace()));
   }
-  EST_CHECK(impl_->module.find_method("forward").has_value(), CheckpointError, "'", source,
-            "' is a TorchScript module without a forward method");
+  const auto forward = impl_->module.find_method("forward");
+  EST_CHECK(forward.has_value(), CheckpointError, "'", source, "' is a TorchScript module without a forward method");
   impl_->module.eval();
+  try {
+    std::shared_ptr<torch::jit::Graph> graph = forward->graph()->copy();
+    torch::jit::Inline(*graph);
+    EST_CHECK(graph->inputs().size() == impl_->input_names.size() + 1, CheckpointError, "'", source,
+              "' has a forward of ", graph->inputs().size() - 1, " inputs; its export's signature has ",
+              impl_->input_names.size());
+    impl_->code = std::make_unique<torch::jit::Code>(graph, "forward");
+  } catch (const c10::Error& e) {
+    EST_THROW(CheckpointError, "'", source, "' has a forward that cannot run: ", OneLine(e.what_without_backtrace()));
+  }
 }
 
 ExportedProgram::~ExportedProgram() = default;
@@ -51,12 +66,14 @@ ExportedProgram::ExportedProgram(ExportedProgram&&) noexcept = default;
 ExportedProgram& ExportedProgram::operator=(ExportedProgram&&) noexcept = default;
 
 TensorMap ExportedProgram::operator()(const Features& request) const {
-  std::vector<c10::IValue> inputs;
-  inputs.reserve(impl_->input_names.size());
-  for (const std::string& name : impl_->input_names) inputs.emplace_back(request.at(name));
+  torch::jit::Stack stack;
+  stack.reserve(impl_->input_names.size() + 1);
+  stack.emplace_back(impl_->module._ivalue());
+  for (const std::string& name : impl_->input_names) stack.emplace_back(request.at(name));
   c10::IValue result;
   try {
-    result = impl_->module.forward(std::move(inputs));
+    torch::jit::InterpreterState(*impl_->code).run(stack);
+    result = std::move(stack.back());
   } catch (const c10::Error& e) {
     EST_THROW(ModelError, "the program '", impl_->source, "' failed: ", ErrorOfProgram(e.what_without_backtrace()));
   } catch (const std::exception& e) {  // the interpreter's report of an operator's error

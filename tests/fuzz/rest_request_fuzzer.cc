@@ -48,9 +48,9 @@ est::ExportManifest RecordsManifest() {
 }
 
 void DecodeKServe(const std::string& body, const std::string& json_length) {
-  est::serving::detail::KServeJsonRequest decoded;
+  est::serving::KServeJsonRequest decoded;
   try {
-    decoded = est::serving::detail::DecodeKServeJsonRequest(body, json_length, kMaxBytes);
+    decoded = est::serving::DecodeKServeJsonRequest(body, json_length, kMaxBytes);
   } catch (const est::serving::RequestError&) {
     return;
   }
@@ -72,7 +72,7 @@ void DecodeKServe(const std::string& body, const std::string& json_length) {
 void DecodeTf(const std::string& body, const est::ExportManifest& manifest) {
   est::serving::tf::PredictRequest request;
   try {
-    est::serving::detail::DecodePredictJson(body, manifest, kMaxBytes, request);
+    est::serving::DecodePredictJson(body, manifest, kMaxBytes, request);
   } catch (const est::serving::RequestError&) {
     return;
   }

@@ -85,7 +85,7 @@ TEST_CASE("JSON tensors: shapes, elements and values are read exactly and refuse
 
 TEST_CASE("a KServe v2 infer body becomes the ModelInferRequest it describes, or a RequestError naming why",
           "[serving][rest]") {
-  using serving::detail::DecodeKServeJsonRequest;
+  using serving::DecodeKServeJsonRequest;
   const auto decoded = DecodeKServeJsonRequest(
       R"({"id": "7", "inputs": [{"name": "x", "shape": [1, 2], "datatype": "INT16", "data": [[-3, 4]]}],)"
       R"( "outputs": [{"name": "y", "parameters": {"binary_data": true}}, {"name": "z"}]})",
@@ -125,7 +125,7 @@ TEST_CASE("a KServe v2 infer body becomes the ModelInferRequest it describes, or
 
 TEST_CASE("a TensorFlow Serving :predict body, row or columnar, becomes the PredictRequest it describes",
           "[serving][rest]") {
-  using serving::detail::DecodePredictJson;
+  using serving::DecodePredictJson;
   const ExportManifest manifest = TwoInputs();
   tf::PredictRequest row;
   CHECK(DecodePredictJson(R"({"instances": [{"x": [1, 2, 3], "ids": [4, 5]}, {"x": [6, 7, 8], "ids": [9, 10]}]})",
