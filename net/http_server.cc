@@ -18,10 +18,12 @@
 namespace est::net {
 namespace {
 
-/// A request being read: its parts so far, and whether its body went over the limit.
+/// A request being read: its parts so far, and whether its body went over the limit (and how
+/// many bytes of it were dropped).
 struct PendingRequest {
   HttpRequest request;
   bool too_large = false;
+  size_t dropped = 0;
 };
 
 std::string Lower(std::string text) {
@@ -106,17 +108,27 @@ struct HttpServer::Impl {
       pending->request.path = url;
       MHD_get_connection_values(connection, MHD_HEADER_KIND, CollectHeader, &pending->request.headers);
       const std::string& length = pending->request.header("content-length");
-      const bool digits = !length.empty() && std::all_of(length.begin(), length.end(), ::isdigit);
+      const bool digits = !length.empty() && std::all_of(length.begin(), length.end(), [](unsigned char c) {
+                            return std::isdigit(c) != 0;
+                          });
       if (digits && (length.size() > 18 || std::stoll(length) > options.max_body_bytes))
         return Queue(connection, too_large());
       return MHD_YES;
     }
     if (*upload_data_size > 0) {  // more of the body
-      if (pending->request.body.size() + *upload_data_size > static_cast<size_t>(options.max_body_bytes)) {
+      // A body that grows past the limit without having said its length (chunked) is read to
+      // its end and dropped, then answered 413 (libmicrohttpd answers only once the upload is
+      // read); one that goes on past twice the limit has its connection closed.
+      const size_t limit = static_cast<size_t>(options.max_body_bytes);
+      if (pending->too_large || pending->request.body.size() + *upload_data_size > limit) {
+        if (!pending->too_large) pending->dropped = pending->request.body.size();
         pending->too_large = true;
         pending->request.body.clear();
+        pending->dropped += *upload_data_size;
+        *upload_data_size = 0;
+        return pending->dropped > 2 * limit ? MHD_NO : MHD_YES;
       }
-      if (!pending->too_large) pending->request.body.append(upload_data, *upload_data_size);
+      pending->request.body.append(upload_data, *upload_data_size);
       *upload_data_size = 0;
       return MHD_YES;
     }

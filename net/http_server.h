@@ -47,7 +47,8 @@ struct HttpServerOptions {
   /// 0: a free port (HttpServer::port() tells it).
   uint16_t port = 0;
   TlsOptions tls;
-  /// The largest body: a longer one is answered 413 without being read.
+  /// The largest body: one whose Content-Length says more is answered 413 without being read;
+  /// a chunked one is dropped as it comes and answered 413, or cut off past twice this.
   int64_t max_body_bytes = int64_t{64} << 20;
   /// A connection idle this long is closed.
   std::chrono::seconds idle_timeout{300};

@@ -3,15 +3,17 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <limits>
 
 #include "common/json_from_outside.h"
 #include "serving/call_status.h"
-#include "serving/rest_response.h"
 #include "serving/json_tensor.h"
 #include "serving/kserve_codec.h"
 #include "serving/predictor.h"
 #include "serving/proto/kserve_v2.pb.h"
+#include "serving/rest_response.h"
 #include "serving/wire_tensor.h"
 
 namespace est::serving::detail {
@@ -243,7 +245,8 @@ namespace est::serving {
 KServeJsonRequest DecodeKServeJsonRequest(const std::string& body, const std::string& json_length, int64_t max_bytes) {
   size_t json_bytes = body.size();
   if (!json_length.empty()) {
-    const bool digits = json_length.size() <= 18 && std::all_of(json_length.begin(), json_length.end(), ::isdigit);
+    const bool digits = json_length.size() <= 18 && std::all_of(json_length.begin(), json_length.end(),
+                                                                [](unsigned char c) { return std::isdigit(c) != 0; });
     EST_CHECK(digits && std::stoull(json_length) <= body.size(), RequestError, "Inference-Header-Content-Length is '",
               json_length, "'; expected the length of the body's JSON part, at most the body's ", body.size(), " bytes");
     json_bytes = std::stoull(json_length);

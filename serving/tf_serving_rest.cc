@@ -4,15 +4,17 @@
 #include <google/protobuf/util/json_util.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "common/json_from_outside.h"
 #include "estimator/export/export_manifest.h"
 #include "serving/call_status.h"
-#include "serving/rest_response.h"
 #include "serving/json_tensor.h"
 #include "serving/predictor.h"
 #include "serving/proto/tf_serving.pb.h"
+#include "serving/rest_response.h"
 #include "serving/tf_serving_codec.h"
 #include "serving/wire_tensor.h"
 
@@ -43,7 +45,9 @@ bool ParseModelPath(const std::string& rest, tf::ModelSpec& spec, std::string& w
       spec.set_version_label(parts[2]);
     } else {
       const std::string& version = parts[2];
-      if (version.size() > 18 || !std::all_of(version.begin(), version.end(), ::isdigit)) return false;
+      if (version.empty() || version.size() > 18 ||
+          !std::all_of(version.begin(), version.end(), [](unsigned char c) { return std::isdigit(c) != 0; }))
+        return false;
       spec.mutable_version()->set_value(std::stoll(version));
     }
     next = 3;

@@ -33,8 +33,11 @@ inline HttpAnswer HttpExchange(uint16_t port, const std::string& method, const s
   REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
   timeval timeout{30, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  // A body sent chunked (extra_headers say so) is already in chunks; another says its length.
+  const bool chunked = extra_headers.find("Transfer-Encoding: chunked") != std::string::npos;
   const std::string request = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" +
-                              "Content-Length: " + std::to_string(body.size()) + "\r\n" + extra_headers + "\r\n" + body;
+                              (chunked ? "" : "Content-Length: " + std::to_string(body.size()) + "\r\n") +
+                              extra_headers + "\r\n" + body;
   size_t sent = 0;
   while (sent < request.size()) {
     const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);

@@ -202,6 +202,13 @@ TEST_CASE("a ModelServer's REST API answers both APIs as the Predictor does, and
   const testing::HttpAnswer too_large = testing::HttpExchange(port, "POST", "/v1/models/served_regression:predict", std::string(5000, ' '), token);
   CHECK(too_large.status == 413);
   CHECK(testing::Contains(too_large.body, "over 4096 bytes"));
+  // A chunked body, which says no length, is answered 413 once it grows past the limit.
+  std::string chunks;
+  for (int i = 0; i < 5; ++i) chunks += "3e8\r\n" + std::string(1000, ' ') + "\r\n";
+  const testing::HttpAnswer chunked_too_large = testing::HttpExchange(
+      port, "POST", "/v1/models/served_regression:predict", chunks + "0\r\n\r\n",
+      token + "Transfer-Encoding: chunked\r\n");
+  CHECK(chunked_too_large.status == 413);
   const testing::HttpAnswer unknown = testing::HttpExchange(port, "GET", "/v3/anything", "", token);
   CHECK(unknown.status == 404);
   CHECK(testing::Contains(json::parse(unknown.body).at("error").get<std::string>(), "no route /v3/anything"));
