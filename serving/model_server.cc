@@ -11,6 +11,7 @@
 #include "net/grpc_transport.h"
 #include "serving/health_service.h"
 #include "serving/inference_service.h"
+#include "serving/model_service.h"
 #include "serving/prediction_service.h"
 #include "serving/rest_api.h"
 
@@ -22,6 +23,7 @@ struct ModelServer::Impl {
   std::atomic<bool> ready{false};
   std::unique_ptr<detail::InferenceService> inference;
   std::unique_ptr<detail::PredictionService> prediction;
+  std::unique_ptr<detail::ModelService> model_service;
   std::unique_ptr<detail::HealthService> health;
   std::unique_ptr<grpc::Server> server;
   uint16_t port = 0;
@@ -50,12 +52,14 @@ ModelServer::ModelServer(ModelFn model_fn, const std::string& export_base, Model
   context.metrics = &impl_->metrics;
   impl_->inference = std::make_unique<detail::InferenceService>(context);
   impl_->prediction = std::make_unique<detail::PredictionService>(context);
+  impl_->model_service = std::make_unique<detail::ModelService>(*impl_->prediction, options.token());
   impl_->health = std::make_unique<detail::HealthService>(
       std::vector<std::string>{"inference.GRPCInferenceService", "tensorflow.serving.PredictionService",
-                               impl_->model_name},
+                               "tensorflow.serving.ModelService", impl_->model_name},
       &impl_->ready);
   net::StartedServer started = net::StartGrpcServer(
-      std::vector<grpc::Service*>{impl_->inference.get(), impl_->prediction.get(), impl_->health.get()},
+      std::vector<grpc::Service*>{impl_->inference.get(), impl_->prediction.get(), impl_->model_service.get(),
+                                  impl_->health.get()},
       options.host(), options.port(),
       options.tls(), static_cast<int>(std::min<int64_t>(2 * max_bytes, std::numeric_limits<int32_t>::max())),
       "model '" + impl_->model_name + "'");

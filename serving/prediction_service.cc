@@ -83,6 +83,19 @@ grpc::Status PredictionService::predict(const tf::PredictRequest& request, tf::P
   }
 }
 
+grpc::Status PredictionService::model_status(const tf::ModelSpec& spec, tf::GetModelStatusResponse& response) const {
+  std::shared_ptr<const Predictor> predictor;
+  // The status of a model asks for no signature: only the name and version are checked.
+  tf::ModelSpec named = spec;
+  named.clear_signature_name();
+  if (grpc::Status found = find(named, predictor); !found.ok()) return found;
+  tf::ModelVersionStatus& status = *response.add_model_version_status();
+  status.set_version(predictor->version());
+  status.set_state(tf::ModelVersionStatus::AVAILABLE);
+  status.mutable_status()->set_error_code(0);  // OK
+  return grpc::Status::OK;
+}
+
 grpc::Status PredictionService::GetModelMetadata(grpc::ServerContext* context,
                                                  const tf::GetModelMetadataRequest* request,
                                                  tf::GetModelMetadataResponse* response) {

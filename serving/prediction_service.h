@@ -22,6 +22,10 @@ class PredictionService final : public tensorflow::serving::PredictionService::S
   grpc::Status predict(const tf::PredictRequest& request, tf::PredictResponse& response,
                        std::chrono::steady_clock::time_point deadline) const;
 
+  /// GetModelStatus's answer: the status of the version `spec` names, or of every version
+  /// served when it names none (TF Serving's NOT_FOUND otherwise).
+  grpc::Status model_status(const tf::ModelSpec& spec, tf::GetModelStatusResponse& response) const;
+
   /// OK with the version served when `spec` names it (TF Serving's NOT_FOUND and
   /// FAILED_PRECONDITION otherwise).
   grpc::Status find(const tf::ModelSpec& spec, std::shared_ptr<const Predictor>& predictor) const;

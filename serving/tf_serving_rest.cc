@@ -209,10 +209,15 @@ std::optional<net::HttpResponse> TfServingRest::handle(const net::HttpRequest& r
         {"metadata", {{"signature_def", nlohmann::json::parse(signature_json)}}}};
     return JsonResponse(200, body);
   }
-  return JsonResponse(200, {{"model_version_status",
-                     {{{"version", version},
-                       {"state", "AVAILABLE"},
-                       {"status", {{"error_code", "OK"}, {"error_message", ""}}}}}}});
+  tf::GetModelStatusResponse status;
+  if (grpc::Status found = service_.model_status(spec, status); !found.ok()) return JsonErrorOf(found);
+  nlohmann::json versions = nlohmann::json::array();
+  for (const tf::ModelVersionStatus& served : status.model_version_status())
+    versions.push_back({{"version", std::to_string(served.version())},
+                        {"state", tf::ModelVersionStatus::State_Name(served.state())},
+                        {"status", {{"error_code", served.status().error_code() == 0 ? "OK" : "UNKNOWN"},
+                                    {"error_message", served.status().error_message()}}}});
+  return JsonResponse(200, {{"model_version_status", versions}});
 }
 
 net::HttpResponse TfServingRest::predict(const net::HttpRequest& http, const tf::ModelSpec& spec,

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <optional>
 #include <thread>
 
 #include "common/file_util.h"
@@ -23,6 +24,7 @@
 #include "serving/model_server.h"
 #include "serving/proto/grpc_inference_service.grpc.pb.h"
 #include "serving/proto/health.grpc.pb.h"
+#include "serving/proto/model_service.grpc.pb.h"
 #include "serving/proto/prediction_service.grpc.pb.h"
 #include "tests/log_capture.h"
 #include "tests/serving/serving_models.h"
@@ -511,6 +513,35 @@ TEST_CASE("a server with a token refuses calls without it", "[serving][server]")
   tf::PredictResponse answer;
   CHECK(client.tf->Predict(client.context().get(), request, &answer).error_code() == grpc::StatusCode::UNAUTHENTICATED);
   CHECK(client.infer(InferRequest(testing::Rows(0, 1)), response, "s3cret").ok());
+}
+
+TEST_CASE("ModelService.GetModelStatus says the version served is AVAILABLE, and NOT_FOUND for another",
+          "[serving][server]") {
+  Trained trained("server_model_status");
+  ModelServer server(testing::ServedRegression, trained.base(), Options());
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(server.port()), grpc::InsecureChannelCredentials());
+  auto stub = tensorflow::serving::ModelService::NewStub(channel);
+  auto status_of = [&](std::optional<int64_t> version, tf::GetModelStatusResponse& response) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    tf::GetModelStatusRequest request;
+    request.mutable_model_spec()->set_name("regression");
+    if (version) request.mutable_model_spec()->mutable_version()->set_value(*version);
+    return stub->GetModelStatus(&context, request, &response);
+  };
+  const int64_t served = server.model().current()->version();
+  for (const std::optional<int64_t> version : {std::optional<int64_t>(), std::optional<int64_t>(served)}) {
+    tf::GetModelStatusResponse response;
+    REQUIRE(status_of(version, response).ok());
+    REQUIRE(response.model_version_status_size() == 1);
+    CHECK(response.model_version_status(0).version() == served);
+    CHECK(response.model_version_status(0).state() == tf::ModelVersionStatus::AVAILABLE);
+    CHECK(response.model_version_status(0).status().error_code() == 0);
+  }
+  tf::GetModelStatusResponse other;
+  const grpc::Status refused = status_of(served + 1, other);
+  CHECK(refused.error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK_THAT(refused.error_message(), Catch::Contains(std::to_string(served + 1)));
 }
 
 TEST_CASE("grpc.health.v1.Health says SERVING without a token, NOT_SERVING once the server stops",

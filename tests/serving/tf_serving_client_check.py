@@ -2,7 +2,7 @@
 API (tensorflow-serving-api's stubs, TensorFlow's make_tensor_proto and make_ndarray):
 Predict of a batch and of single rows, in every form TensorFlow writes a TensorProto in,
 against what Estimator::predict answered, output_filter, the version served, GetModelMetadata's
-signature, the errors of bad requests, and, where the server has them, its token and TLS; or,
+signature, ModelService's GetModelStatus, the errors of bad requests, and, where the server has them, its token and TLS; or,
 with --records, Predict of tf.train.Example records TensorFlow serializes, in DT_STRING. Run
 by real_clients_test.py in a virtual environment with tensorflow-cpu and
 tensorflow-serving-api; exits 0 when every check passes, 1 naming the first that failed.
@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from tensorflow.core.framework import tensor_pb2, tensor_shape_pb2, types_pb2  # noqa: E402
 from tensorflow_serving.apis import get_model_metadata_pb2  # noqa: E402
+from tensorflow_serving.apis import get_model_status_pb2  # noqa: E402
 from tensorflow_serving.apis import predict_pb2  # noqa: E402
 from tensorflow_serving.apis import prediction_service_pb2_grpc  # noqa: E402
 
@@ -193,6 +194,27 @@ class Checks:
         check_refusal(lambda: self.predict(rows, metadata=wrong), grpc.StatusCode.UNAUTHENTICATED,
                       ["token"], "a call with a wrong token")
 
+    def model_status(self):
+        """ModelService.GetModelStatus with tensorflow-serving-api's messages (its
+        model_service_pb2 module does not import under protobuf 4, so the method is called by its
+        path): the version served is AVAILABLE; another version is NOT_FOUND."""
+        get_status = self.channel.unary_unary(
+            "/tensorflow.serving.ModelService/GetModelStatus",
+            request_serializer=get_model_status_pb2.GetModelStatusRequest.SerializeToString,
+            response_deserializer=get_model_status_pb2.GetModelStatusResponse.FromString)
+        request = get_model_status_pb2.GetModelStatusRequest()
+        request.model_spec.name = self.model
+        response = get_status(request, timeout=CALL_TIMEOUT_S, metadata=self.metadata)
+        statuses = [(s.version, s.state, s.status.error_code) for s in response.model_version_status]
+        check(statuses == [(self.version, get_model_status_pb2.ModelVersionStatus.AVAILABLE, 0)],
+              f"GetModelStatus: {statuses}")
+        request.model_spec.version.value = self.version
+        check(len(get_status(request, timeout=CALL_TIMEOUT_S, metadata=self.metadata).model_version_status) == 1,
+              "GetModelStatus of the version served")
+        request.model_spec.version.value = self.version + 1
+        check_refusal(lambda: get_status(request, timeout=CALL_TIMEOUT_S, metadata=self.metadata),
+                      grpc.StatusCode.NOT_FOUND, [str(self.version + 1)], "GetModelStatus of another version")
+
     def tls(self):
         """A client without TLS cannot call a server that serves TLS."""
         with grpc.insecure_channel(self.url) as channel:
@@ -248,7 +270,7 @@ class Checks:
 def main():
     args = parse_arguments(__doc__)
     checks = Checks(args)
-    steps = [checks.prediction, checks.model_metadata, checks.bad_requests]
+    steps = [checks.prediction, checks.model_metadata, checks.model_status, checks.bad_requests]
     if args.records:
         steps = [checks.records]
     if args.token:
