@@ -1,10 +1,11 @@
 #pragma once
 /// est::serving::ModelServer: est-serve as a library. A program calls it with an export base
-/// directory (and the model_fn that made it, or nullptr to run the exports' traced programs); it serves the newest version over gRPC with both
-/// inference protocols on one port: the Open Inference Protocol (KServe v2,
-/// inference.GRPCInferenceService, as tritonclient calls it) and TensorFlow Serving's
-/// PredictionService (Predict, GetModelMetadata), and gRPC's grpc.health.v1.Health, with dynamic
-/// batching, hot reload, a bearer token and TLS; and both protocols over HTTP/JSON where asked.
+/// directory (and the model_fn that made it, or nullptr to run the exports' traced programs); it
+/// serves the newest version over gRPC with both inference protocols on one port: the Open
+/// Inference Protocol (KServe v2, inference.GRPCInferenceService, as tritonclient calls it) and
+/// TensorFlow Serving's PredictionService (Predict, GetModelMetadata) and ModelService
+/// (GetModelStatus), and gRPC's grpc.health.v1.Health, with dynamic batching, hot reload, a
+/// bearer token and TLS; and both protocols over HTTP/JSON, with Prometheus metrics, where asked.
 
 #include <torch/arg.h>
 

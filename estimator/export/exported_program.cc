@@ -19,8 +19,9 @@ std::string ErrorOfProgram(const std::string& message) {
   if (message.find("Traceback of TorchScript") == std::string::npos) return OneLine(message);
   size_t end = message.find_last_not_of(" \n");
   if (end == std::string::npos) return OneLine(message);
-  const size_t start = message.rfind('\n', end);
-  return message.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
+  const size_t newline = message.rfind('\n', end);
+  const size_t start = newline == std::string::npos ? 0 : newline + 1;
+  return message.substr(start, end + 1 - start);
 }
 
 }  // namespace

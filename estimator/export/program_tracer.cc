@@ -93,7 +93,8 @@ std::string TraceProgram(const std::vector<TensorSpec>& inputs, const NamedTenso
   std::set<std::string> attributes{"training", "forward"};
   for (const auto& [name, variable] : variables) {
     std::string attribute = Identifier(name);
-    for (int suffix = 1; !attributes.insert(attribute).second; ++suffix) attribute = Identifier(name) + "_" + std::to_string(suffix);
+    for (int suffix = 1; !attributes.insert(attribute).second; ++suffix)
+      attribute = Identifier(name) + "_" + std::to_string(suffix);
     const bool parameter = variable.requires_grad();
     variable.requires_grad_(false);  // the program's outputs carry no autograd history
     module.register_parameter(attribute, variable, /*is_buffer=*/!parameter);
