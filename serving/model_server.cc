@@ -41,8 +41,9 @@ ModelServer::ModelServer(ModelFn model_fn, const std::string& export_base, Model
             "max_request_bytes must be between 1024 and ", std::numeric_limits<int32_t>::max(), " (gRPC's limit), got ",
             max_bytes);
   impl_->model = std::make_unique<ServedModel>(std::move(model_fn), export_base, options.model());
-  impl_->model_name = options.model_name().empty() ? impl_->model->current()->manifest().model.name
-                                                   : options.model_name();
+  impl_->model_name = options.model_name();
+  if (impl_->model_name.empty()) impl_->model_name = impl_->model->current()->manifest().model.name;
+  if (impl_->model_name.empty()) impl_->model_name = "default";  // TF Serving's name for a model unnamed
   detail::ServiceContext context;
   context.model = impl_->model.get();
   context.model_name = impl_->model_name;

@@ -21,7 +21,8 @@ namespace est::serving {
 
 /// Where and how a ModelServer serves.
 struct ModelServerOptions {
-  /// The name clients ask for; the export's model name when empty.
+  /// The name clients ask for; when empty, the export's model name, or "default" (TensorFlow
+  /// Serving's) for an export of no name.
   TORCH_ARG(std::string, model_name);
   /// The address the server listens at; port 0 picks a free one (ModelServer::port()).
   TORCH_ARG(std::string, host) = "127.0.0.1";

@@ -17,7 +17,6 @@
 #include "common/file_util.h"
 #include "common/stop_signals.h"
 #include "common/quoted_text.h"
-#include "estimator/export/export_directory.h"
 #include "serving/model_server.h"
 
 namespace {
@@ -58,8 +57,7 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->required()
       ->check(CLI::ExistingDirectory);
   app.add_option("--model-name,--model_name", flags.model_name,
-                 "The name clients ask for (default: the name the newest export records, else --model, else "
-                 "\"default\")");
+                 "The name clients ask for (default: the name the newest export records, else \"default\")");
   app.add_option("--host", flags.host, "The address to listen at")->capture_default_str();
   app.add_option("--port", flags.port, "The port to listen at; 0 picks a free one (see --port-file)")
       ->check(est_apps::IntegerIn<int64_t>(0, 65535))
@@ -135,16 +133,6 @@ est_train::ModelRecipe RecipeOf(const std::string& model) {
   return est_train::FashionMnistCnn(est_train::FashionMnistInput{}, 1, 0, est_apps::CnnLayers::kLibTorch);
 }
 
-/// The name clients ask for: --model-name, else the newest export's model name, else --model, else
-/// "default" (TensorFlow Serving's).
-std::string ServedName(const Flags& flags) {
-  if (!flags.model_name.empty()) return flags.model_name;
-  const std::string recorded =
-      est::ReadExport(est::serving::ResolveExportPath(flags.export_dir)).manifest.model.name;
-  if (!recorded.empty()) return recorded;
-  return flags.model.empty() ? "default" : flags.model;
-}
-
 /// The secret of --token-file: its first line, which must not be empty.
 std::string ReadToken(const std::string& path) {
   std::ifstream file(path);
@@ -180,7 +168,7 @@ int Run(const Flags& flags) {
   est::StopSignalGuard stop_signals;  // SIGTERM and SIGINT stop the server gracefully
   est::serving::ModelServer server(recipe.model_fn, flags.export_dir,
                                    est::serving::ModelServerOptions()
-                                       .model_name(ServedName(flags))
+                                       .model_name(flags.model_name)
                                        .host(flags.host)
                                        .port(static_cast<uint16_t>(flags.port))
                                        .tls(tls)
