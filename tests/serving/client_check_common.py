@@ -3,6 +3,7 @@ their arguments, the check helpers, and how a run of checks is reported. Imports
 standard library, so that each client's virtual environment runs it."""
 
 import argparse
+import json
 
 # The largest difference allowed between a served "y" and Estimator::predict's.
 Y_TOLERANCE = 1e-6
@@ -49,9 +50,15 @@ def parse_arguments(description):
     return parser.parse_args()
 
 
-def example_records(expected):
-    """The tf.train.Example records of expected.json's rows, as bytes."""
-    return [bytes.fromhex(record) for record in expected["records"]]
+def load_expected(path):
+    """expected.json's rows and Estimator::predict's answers for them: x (float32 [n, 3]), y
+    (float32 [n]), positive (bool [n]), and the rows' tf.train.Example records as bytes. NumPy,
+    which every client's environment has, is imported here only."""
+    import numpy as np
+    with open(path) as file:
+        expected = json.load(file)
+    return (np.array(expected["x"], dtype=np.float32), np.array(expected["y"], dtype=np.float32),
+            np.array(expected["positive"], dtype=bool), [bytes.fromhex(r) for r in expected["records"]])
 
 
 def run_checks(client, args, steps, describe_error, close):

@@ -11,7 +11,6 @@ usage: tf_serving_client_check.py --url HOST:PORT --model NAME --version V --exp
                                   [--token T] [--ca FILE] [--records]
 """
 
-import json
 import os
 import sys
 
@@ -27,7 +26,7 @@ from tensorflow_serving.apis import predict_pb2  # noqa: E402
 from tensorflow_serving.apis import prediction_service_pb2_grpc  # noqa: E402
 
 from client_check_common import (CALL_TIMEOUT_S, Y_TOLERANCE, check, check_message,  # noqa: E402
-                                 example_records, parse_arguments, refusal, run_checks)
+                                 load_expected, parse_arguments, refusal, run_checks)
 
 
 def check_refusal(call, status, words, what):
@@ -63,12 +62,8 @@ class Checks:
         else:
             self.channel = grpc.insecure_channel(args.url)
         self.stub = prediction_service_pb2_grpc.PredictionServiceStub(self.channel)
-        with open(args.expected) as file:
-            expected = json.load(file)
-        self.x = np.array(expected["x"], dtype=np.float32)
-        self.y = np.array(expected["y"], dtype=np.float32)
-        self.positive = np.array(expected["positive"], dtype=bool)
-        self.fixture_records = example_records(expected)
+        self.x, self.y, self.positive, records = load_expected(args.expected)
+        self.fixture_records = records
 
     def request(self, inputs, model=None, signature_name="", output_filter=()):
         request = predict_pb2.PredictRequest()

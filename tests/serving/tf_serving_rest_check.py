@@ -18,8 +18,8 @@ import sys
 import numpy as np
 import requests
 
-from client_check_common import (CALL_TIMEOUT_S, Y_TOLERANCE, check, check_message, example_records,
-                                 parse_arguments, run_checks)
+from client_check_common import (CALL_TIMEOUT_S, Y_TOLERANCE, check, check_message,
+                                 load_expected, parse_arguments, run_checks)
 
 
 class Checks:
@@ -33,12 +33,8 @@ class Checks:
         if args.token:
             self.session.headers["Authorization"] = "Bearer " + args.token
         self.verify = args.ca or True
-        with open(args.expected) as file:
-            expected = json.load(file)
-        self.x = np.array(expected["x"], dtype=np.float32)
-        self.y = np.array(expected["y"], dtype=np.float32)
-        self.positive = np.array(expected["positive"], dtype=bool)
-        self.records = example_records(expected)
+        self.x, self.y, self.positive, records = load_expected(args.expected)
+        self.records = records
 
     def get(self, path, session=None):
         return (session or self.session).get(self.base + path, timeout=CALL_TIMEOUT_S, verify=self.verify)

@@ -12,7 +12,6 @@ usage: triton_client_check.py --url HOST:PORT --model NAME --version V --expecte
                               [--token T] [--ca FILE] [--records]
 """
 
-import json
 import sys
 
 import grpc
@@ -22,7 +21,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tritonclient.utils import InferenceServerException
 
 from client_check_common import (CALL_TIMEOUT_S, Y_TOLERANCE, check, check_message,
-                                 example_records, parse_arguments, refusal, run_checks)
+                                 load_expected, parse_arguments, refusal, run_checks)
 
 
 def check_refusal(call, status, words, what):
@@ -51,12 +50,8 @@ class Checks:
                                                    root_certificates=args.ca or None)
         self.url = args.url
         self.ca = args.ca
-        with open(args.expected) as file:
-            expected = json.load(file)
-        self.x = np.array(expected["x"], dtype=np.float32)
-        self.y = np.array(expected["y"], dtype=np.float32)
-        self.positive = np.array(expected["positive"], dtype=bool)
-        self.records = np.array(example_records(expected), dtype=np.object_)
+        self.x, self.y, self.positive, records = load_expected(args.expected)
+        self.records = np.array(records, dtype=np.object_)
 
     def infer(self, inputs, model=None, outputs=None):
         return self.client.infer(model or self.model, inputs, outputs=outputs, headers=self.headers,

@@ -11,7 +11,6 @@ usage: triton_http_client_check.py --url HOST:PORT --model NAME --version V --ex
                                    [--token T] [--ca FILE] [--records]
 """
 
-import json
 import sys
 
 import numpy as np
@@ -19,7 +18,7 @@ import tritonclient.http as triton
 from tritonclient.utils import InferenceServerException
 
 from client_check_common import (CALL_TIMEOUT_S, Y_TOLERANCE, check, check_message,
-                                 example_records, parse_arguments, refusal, run_checks)
+                                 load_expected, parse_arguments, refusal, run_checks)
 
 
 def check_refusal(call, status, words, what):
@@ -46,12 +45,8 @@ class Checks:
         self.client = triton.InferenceServerClient(
             args.url, ssl=bool(args.ca), ssl_options={"ca_certs": args.ca} if args.ca else None,
             network_timeout=CALL_TIMEOUT_S, connection_timeout=CALL_TIMEOUT_S)
-        with open(args.expected) as file:
-            expected = json.load(file)
-        self.x = np.array(expected["x"], dtype=np.float32)
-        self.y = np.array(expected["y"], dtype=np.float32)
-        self.positive = np.array(expected["positive"], dtype=bool)
-        self.records = np.array(example_records(expected), dtype=np.object_)
+        self.x, self.y, self.positive, records = load_expected(args.expected)
+        self.records = np.array(records, dtype=np.object_)
 
     def infer(self, inputs, model=None, outputs=None, version=""):
         # A copy of the headers each call: tritonclient adds Inference-Header-Content-Length to
