@@ -118,11 +118,12 @@ tensorflow: deps
 # The Python clients of est-serve's protocols, which the test serving_real_clients runs against
 # our server: Triton's tritonclient[grpc,http] and grpcio-health-checking (gRPC's health stub) in
 # triton-venv, and tensorflow-serving-api added to tf-venv without its dependencies (it names
-# tensorflow; tf-venv has tensorflow-cpu, and requests for TF Serving's REST API). The test fails
-# where one is not installed (make test installs them).
+# tensorflow; tf-venv has tensorflow-cpu, and requests for TF Serving's REST API). triton-venv
+# also holds onnxruntime and onnx, which run exports' model.onnx (serving_onnx_runtime,
+# serving_example_end_to_end). The tests fail where one is not installed (make test installs them).
 serving-clients: tensorflow
-	@bash cmake/install_venv.sh $(BUILD_DIR)/triton-venv grpc_health.v1.health_pb2 'tritonclient[grpc,http]==2.73.*' \
-	  grpcio-health-checking
+	@bash cmake/install_venv.sh $(BUILD_DIR)/triton-venv onnxruntime 'tritonclient[grpc,http]==2.73.*' \
+	  grpcio-health-checking 'onnxruntime==1.*' 'onnx==1.*'
 	@bash cmake/add_to_venv.sh $(BUILD_DIR)/tf-venv tensorflow_serving 'tensorflow-serving-api==2.15.*'
 
 # The Debian packages a GPU machine without network lacks, packed into .gpu-deps/ for

@@ -3,7 +3,8 @@
 # VENV_DIR's Python already imports MODULE it does nothing. Used for TensorBoard (tb-venv: the
 # tests read our event and Example files with its reader), TensorFlow (tf-venv: the tf.data
 # peer of make bench's input group) and Triton's client (triton-venv: the tests call our model
-# server with it). A failed install leaves no environment behind.
+# server with it, and run exports' model.onnx in its onnxruntime). A failed install leaves no
+# environment behind.
 set -euo pipefail
 venv=${1:?usage: install_venv.sh VENV_DIR MODULE PIP_SPEC...}
 module=${2:?usage: install_venv.sh VENV_DIR MODULE PIP_SPEC...}

@@ -72,6 +72,11 @@ struct ExportOptions {
   /// Export the weights alone, without the traced program (model.pt): for a model_fn the tracer
   /// cannot record. Such an export is served only with the model_fn that made it.
   TORCH_ARG(bool, weights_only) = false;
+  /// Also write the traced program as an ONNX model (model.onnx) in this ONNX operator set
+  /// (opset, kOnnxMinOpset..kOnnxMaxOpset: 13 to 17), which onnxruntime runs: `.onnx(17)`. An
+  /// operator with no ONNX mapping is a ModelError naming it (docs/serving.md lists those mapped).
+  /// Not with weights_only.
+  TORCH_ARG(std::optional<int64_t>, onnx);
 };
 
 /// The Estimator of tf.estimator for LibTorch. It calls model_fn eagerly every step;

@@ -6,6 +6,7 @@
 #include "common/logging.h"
 #include "estimator/estimator.h"
 #include "estimator/export/export_directory.h"
+#include "estimator/export/onnx_exporter.h"
 #include "estimator/summary/event_reader.h"
 
 namespace est {
@@ -21,6 +22,11 @@ class ExporterBase : public Exporter {
               ConfigError, "exporter name '", name_, "': expected letters, digits, '.', '_' and '-' (it names a "
               "directory under model_dir/export)");
     EST_CHECK(options_.serving_input_fn() != nullptr, ConfigError, "exporter '", name_, "' has no serving_input_fn");
+    if (options_.onnx()) {
+      EST_CHECK(!options_.weights_only(), ConfigError, "exporter '", name_, "' asks for an ONNX model (onnx) of "
+                "the weights alone (weights_only); the ONNX model is written from the traced program");
+      CheckOnnxOpset(*options_.onnx(), "exporter '" + name_ + "': ExporterOptions::onnx");
+    }
     EST_CHECK(options_.exports_to_keep() >= 1, ConfigError, "exporter '", name_, "': exports_to_keep must be at least "
               "1, got ", options_.exports_to_keep());
   }
@@ -39,7 +45,8 @@ class ExporterBase : public Exporter {
             .checkpoint_path(checkpoint_path)
             .model(options_.model())
             .metrics(eval_result)
-            .weights_only(options_.weights_only()));
+            .weights_only(options_.weights_only())
+            .onnx(options_.onnx()));
     last_exported_ = checkpoint_path;
     if (trim) RemoveOldExports(export_path, options_.exports_to_keep());
     return path;

@@ -46,6 +46,8 @@ struct ExporterOptions {
   TORCH_ARG(ModelIdentity, model);
   /// Export the weights alone, without the traced program (ExportOptions::weights_only).
   TORCH_ARG(bool, weights_only) = false;
+  /// Also write model.onnx in this ONNX opset (ExportOptions::onnx).
+  TORCH_ARG(std::optional<int64_t>, onnx);
   /// The newest exports kept; older versions are removed (only their own files). Not used by
   /// FinalExporter.
   TORCH_ARG(int, exports_to_keep) = 5;

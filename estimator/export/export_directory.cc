@@ -36,7 +36,8 @@ int64_t VersionOf(const std::string& name) {
 }
 
 /// The files an export may hold.
-constexpr const char* kExportFiles[] = {kExportManifestFile, kExportWeightsFile, kExportProgramFile};
+constexpr const char* kExportFiles[] = {kExportManifestFile, kExportWeightsFile, kExportProgramFile,
+                                        kExportOnnxFile};
 
 bool IsExportFile(std::string_view name) {
   return std::find(std::begin(kExportFiles), std::end(kExportFiles), name) != std::end(kExportFiles);

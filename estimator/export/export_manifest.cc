@@ -59,6 +59,12 @@ std::string ExportManifest::to_json() const {
                        {"crc32c", program->record.crc32c},
                        {"format", "torchscript"},
                        {"libtorch_version", program->libtorch_version}};
+  if (onnx)
+    json["onnx"] = {{"file", onnx->record.file},
+                    {"bytes", onnx->record.bytes},
+                    {"crc32c", onnx->record.crc32c},
+                    {"format", "onnx"},
+                    {"opset", onnx->opset}};
   return json.dump(2) + "\n";
 }
 
@@ -95,6 +101,17 @@ ExportManifest ExportManifest::Parse(const std::string& text, const std::string&
       record.record.crc32c = program.at("crc32c").get<uint32_t>();
       record.libtorch_version = program.at("libtorch_version").get<std::string>();
       manifest.program = std::move(record);
+    }
+    if (json.contains("onnx")) {  // exports made before ExportOptions::onnx have none
+      const nlohmann::json& onnx = json.at("onnx");
+      ExportOnnxModel model;
+      model.record.file = onnx.at("file").get<std::string>();
+      EST_CHECK(model.record.file == kExportOnnxFile, CheckpointError, "'", path, "' names the ONNX file '",
+                model.record.file, "'; expected '", kExportOnnxFile, "'");
+      model.record.bytes = onnx.at("bytes").get<uint64_t>();
+      model.record.crc32c = onnx.at("crc32c").get<uint32_t>();
+      model.opset = onnx.at("opset").get<int64_t>();
+      manifest.onnx = std::move(model);
     }
   } catch (const CheckpointError&) {
     throw;

@@ -22,6 +22,11 @@ inline constexpr const char* kExportWeightsFile = "variables.pt";
 /// The traced program's file name: a TorchScript module that torch::jit::load and Python's
 /// torch.jit.load run without the model's code.
 inline constexpr const char* kExportProgramFile = "model.pt";
+/// The ONNX model's file name (ExportOptions::onnx), which onnxruntime runs.
+inline constexpr const char* kExportOnnxFile = "model.onnx";
+/// The ONNX operator sets (opsets) an export writes.
+inline constexpr int64_t kOnnxMinOpset = 13;
+inline constexpr int64_t kOnnxMaxOpset = 17;
 
 /// Who made an export: a Predictor refuses one of another model.
 struct ModelIdentity {
@@ -53,6 +58,14 @@ struct ExportProgram {
   std::string libtorch_version;
 };
 
+/// The ONNX model of an export (kExportOnnxFile): the traced program's graph in ONNX's operators,
+/// its inputs and outputs the signature's, in order and by name.
+struct ExportOnnxModel {
+  ExportFileRecord record;
+  /// The ONNX operator set it is written in (ExportOptions::onnx).
+  int64_t opset = 0;
+};
+
 /// The contents of export.json.
 struct ExportManifest {
   ModelIdentity model;
@@ -75,6 +88,8 @@ struct ExportManifest {
   uint32_t weights_crc32c = 0;
   /// The traced program; absent in an export of the weights alone (ExportOptions::weights_only).
   std::optional<ExportProgram> program;
+  /// The ONNX model; absent unless the export asked for one (ExportOptions::onnx).
+  std::optional<ExportOnnxModel> onnx;
 
   /// The manifest as export.json holds it.
   std::string to_json() const;

@@ -10,6 +10,7 @@
 #include "common/logging.h"
 #include "estimator/estimator_impl.h"
 #include "estimator/export/export_directory.h"
+#include "estimator/export/onnx_exporter.h"
 #include "estimator/export/program_tracer.h"
 #include "estimator/export/serving_signature.h"
 
@@ -19,6 +20,11 @@ std::string Estimator::Impl::export_saved_model(const std::string& export_dir_ba
                                                 const ServingInputFn& serving_input_fn, const ExportOptions& options) {
   EST_CHECK(!export_dir_base.empty(), ConfigError, "export_saved_model: export_dir_base is empty");
   EST_CHECK(serving_input_fn != nullptr, ConfigError, "export_saved_model: serving_input_fn is empty");
+  if (options.onnx()) {
+    EST_CHECK(!options.weights_only(), ConfigError, "export_saved_model: ExportOptions asks for an ONNX model "
+              "(onnx) of the weights alone (weights_only); the ONNX model is written from the traced program");
+    CheckOnnxOpset(*options.onnx(), "export_saved_model: ExportOptions::onnx");
+  }
   auto reader = open_checkpoint(options.checkpoint_path());
   EST_CHECK(reader != nullptr, CheckpointError, "Couldn't find trained model at ", model_dir,
             "; train first or pass ExportOptions::checkpoint_path");
@@ -51,11 +57,18 @@ std::string Estimator::Impl::export_saved_model(const std::string& export_dir_ba
   if (!options.weights_only()) {
     std::string program = TraceProgram(receiver.inputs, ctx.variables(), predict);
     manifest.program = ExportProgram{ExportFileRecord::Of(kExportProgramFile, program), TORCH_VERSION};
+    if (options.onnx()) {
+      std::string onnx = ExportOnnx(program, manifest.inputs, manifest.outputs, *options.onnx());
+      manifest.onnx = ExportOnnxModel{ExportFileRecord::Of(kExportOnnxFile, onnx), *options.onnx()};
+      files.emplace(kExportOnnxFile, std::move(onnx));
+    }
     files.emplace(kExportProgramFile, std::move(program));
   }
   const std::string path = WriteExport(export_dir_base, manifest, weights, files);
   Log().info("Exported {} at global step {} to {}{}", reader->prefix(), global_step, path,
-             manifest.program ? " (weights and traced program)" : " (weights only)");
+             manifest.onnx      ? " (weights, traced program and ONNX model)"
+             : manifest.program ? " (weights and traced program)"
+                                : " (weights only)");
   return path;
 }
 

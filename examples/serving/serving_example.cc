@@ -1,17 +1,21 @@
 // A model of your own, served by the stock est-serve: a model_fn est-serve was not built with
 // (a classifier of three Gaussian blobs in 4 dimensions: dense → batch norm → relu → dropout →
-// dense), trained with train_and_evaluate, exported by a FinalExporter with its traced program,
-// and checked: the program, loaded as est-serve loads it, answers what Estimator::predict does.
+// dense), trained with train_and_evaluate, exported by a FinalExporter with its traced program
+// and that program as an ONNX model, and checked: the program, loaded as est-serve loads it,
+// answers what Estimator::predict does.
 //
 //   est-serving-example MODEL_DIR
 //
-// Writes MODEL_DIR/export/final/<version>/ (export.json, variables.pt, model.pt) and
+// Writes MODEL_DIR/export/final/<version>/ (export.json, variables.pt, model.pt, model.onnx) and
 // MODEL_DIR/requests.json: 8 example rows ("features") with Estimator::predict's answers
 // ("class", "probabilities"), for a client to compare with what a server answers. Then:
 //
 //   est-serve --model_base_path MODEL_DIR/export/final --rest_api_port 8501
 //   curl -X POST localhost:8501/v1/models/blobs_classifier:predict -d '{"instances": [[0.1, 2, -1, 0.5]]}'
 //   python3 -c 'import torch; print(torch.jit.load("MODEL_DIR/export/final/<version>/model.pt")(torch.zeros(1, 4)))'
+//   python3 -c 'import numpy, onnxruntime as ort
+//   model = ort.InferenceSession("MODEL_DIR/export/final/<version>/model.onnx")
+//   print(model.run(None, {"features": numpy.zeros((1, 4), numpy.float32)}))'
 
 #include <torch/torch.h>
 
@@ -85,7 +89,7 @@ int main(int argc, char** argv) try {
   const std::string model_dir = argc > 1 ? argv[1] : "/tmp/est-serving-example";
   est::Estimator estimator(model_fn, model_dir);
   const auto exporter = est::FinalExporter(
-      "final", est::ExporterOptions(serving_input).model({"blobs_classifier", "1"}));
+      "final", est::ExporterOptions(serving_input).model({"blobs_classifier", "1"}).onnx(17));
   auto result = est::train_and_evaluate(estimator, est::TrainSpec(input_fn).max_steps(400),
                                         est::EvalSpec(input_fn).steps(std::nullopt).throttle_secs(0).exporters({exporter}));
   if (!result.evaluated() || result.export_results.empty()) return 0;  // a training task of a cluster

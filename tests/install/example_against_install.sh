@@ -48,6 +48,9 @@ cmake --build "$work/build"
 cmake -S examples/serving -B "$work/serving-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   "-DCMAKE_PREFIX_PATH=$prefix_path" >/dev/null
 cmake --build "$work/serving-build"
-python3 tests/serving/serving_example_test.py "$work/serving-build/est-serving-example" "$work/prefix/bin/est-serve"
+# The Python with onnxruntime that runs the example's model.onnx (make serving-clients).
+onnx_python=$(cached EST_TRITON_PYTHON)
+python3 tests/serving/serving_example_test.py "$work/serving-build/est-serving-example" "$work/prefix/bin/est-serve" \
+  "${onnx_python:-$PWD/build/triton-venv/bin/python}"
 echo "ok: the installed est-launch and est-train trained and exported; examples/quickstart and examples/serving built against" \
   "$(find "$work/prefix/include" -name '*.h' | wc -l) installed headers and ran"

@@ -2,22 +2,26 @@
 exports a model_fn est-serve was not built with; the stock est-serve serves the export by its
 traced program (no --model), over TensorFlow Serving's REST API and KServe v2's, and its answers
 are Estimator::predict's (the example's requests.json); Python's torch.jit.load (Debian's
-python3-torch) runs the same model.pt to the same answers.
+python3-torch) runs the same model.pt to the same answers, and onnxruntime, run by ONNX_PYTHON
+(build/triton-venv, `make serving-clients`), the export's model.onnx (onnx_runtime_check.py).
 
-usage: serving_example_test.py EST_SERVING_EXAMPLE EST_SERVE
-Exits 0 when every check passes, 1 naming the first that failed.
+usage: serving_example_test.py EST_SERVING_EXAMPLE EST_SERVE ONNX_PYTHON
+Exits 0 when every check passes, 1 naming the first that failed; an ONNX_PYTHON without
+onnxruntime fails the test, naming `make serving-clients`.
 """
 
 import glob
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 MODEL = "blobs_classifier"
 TOLERANCE = 1e-6
 START_TIMEOUT_S = 60
@@ -90,11 +94,43 @@ def check_torch_jit_load(program, expected):
     check_answers("Python's torch.jit.load of model.pt", answer["class"], answer["probabilities"], expected)
 
 
+def check_onnxruntime(python, export, expected, work):
+    """Runs the export's model.onnx in onnxruntime on the first 1, 7 and 8 rows of the requests."""
+    if not os.path.exists(python) or subprocess.run([python, "-c", "import onnxruntime, onnx"],
+                                                    capture_output=True).returncode != 0:
+        fail(f"{python} cannot run onnxruntime: `make serving-clients` (part of `make test`) installs it")
+
+    def array(name, values, dtype, shape):
+        path = os.path.join(work, f"{name}.bin")
+        with open(path, "wb") as file:
+            file.write(struct.pack(f"<{len(values)}{dtype}", *values))
+        return {"file": path, "dtype": {"f": "float32", "q": "int64"}[dtype], "shape": shape}
+
+    rows = expected["features"]
+    cases = []
+    for batch in (1, 7, len(rows)):
+        flat = [value for row in rows[:batch] for value in row]
+        probabilities = [value for row in expected["probabilities"][:batch] for value in row]
+        cases.append({"batch": batch,
+                      "inputs": {"features": array(f"features_{batch}", flat, "f", [batch, len(rows[0])])},
+                      "expected": {"class": array(f"class_{batch}", expected["class"][:batch], "q", [batch]),
+                                   "probabilities": array(f"probabilities_{batch}", probabilities, "f",
+                                                          [batch, len(expected["probabilities"][0])])}})
+    index = os.path.join(work, "onnx_index.json")
+    with open(index, "w") as file:
+        json.dump({"models": [{"name": MODEL, "export": export, "opset": 17, "cases": cases}]}, file)
+    checked = subprocess.run([python, os.path.join(HERE, "onnx_runtime_check.py"), index, "1e-5"],
+                             capture_output=True, text=True, timeout=300)
+    print(checked.stdout.strip())
+    if checked.returncode != 0:
+        fail(f"onnxruntime on the example's model.onnx:\n{checked.stdout[-3000:]}{checked.stderr[-3000:]}")
+
+
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) != 4:
         print(__doc__)
         return 2
-    example, serve = sys.argv[1:]
+    example, serve, onnx_python = sys.argv[1:]
     work = tempfile.mkdtemp(prefix="serving_example_")
     model_dir = os.path.join(work, "model")
     trained = subprocess.run([example, model_dir], capture_output=True, text=True, timeout=600)
@@ -108,6 +144,7 @@ def main():
         fail(f"expected one exported model.pt, found {programs}")
     serve_and_check(serve, os.path.join(model_dir, "export", "final"), expected, work)
     check_torch_jit_load(programs[0], expected)
+    check_onnxruntime(onnx_python, os.path.dirname(programs[0]), expected, work)
     shutil.rmtree(work, ignore_errors=True)
     return 0
 
