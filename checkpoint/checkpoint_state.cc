@@ -1,6 +1,5 @@
 #include "checkpoint/checkpoint_state.h"
 
-#include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
 #include <charconv>
@@ -12,26 +11,12 @@
 #include "common/error.h"
 #include "common/file_util.h"
 #include "common/logging.h"
+#include "common/text_format_errors.h"
 
 namespace est::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
-
-/// Collects the parser's complaints into one message instead of logging them.
-class ParseErrors : public google::protobuf::io::ErrorCollector {
- public:
-  void AddError(int line, google::protobuf::io::ColumnNumber column,
-                const std::string& message) override {
-    if (!text_.empty()) text_ += "; ";
-    text_ += "line " + std::to_string(line + 1) + ", column " + std::to_string(column + 1) + ": " +
-             message;
-  }
-  const std::string& text() const { return text_; }
-
- private:
-  std::string text_;
-};
 
 std::string StatePath(const std::string& dir) { return (fs::path(dir) / kStateFileName).string(); }
 
@@ -61,7 +46,7 @@ std::optional<CheckpointState> ReadCheckpointState(const std::string& dir) {
     EST_THROW(CheckpointError, "checkpoint state file '", path, "' cannot be read: ", error.what());
   }
   proto::CheckpointState message;
-  ParseErrors errors;
+  TextFormatErrors errors;
   google::protobuf::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
   EST_CHECK(parser.ParseFromString(text, &message), CheckpointError, "checkpoint state file '",

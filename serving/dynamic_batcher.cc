@@ -16,8 +16,10 @@ using Clock = std::chrono::steady_clock;
 
 // What requests that may share a batch have in common: every input's sizes but the first,
 // in the signature's order; requests of an input whose first size is fixed batch alone.
-std::string ShapeKey(const std::vector<TensorSpec>& inputs, const Features& request, const void* pending) {
+std::string ShapeKey(const std::vector<TensorSpec>& inputs, const Features& request, const void* pending,
+                     const Predictor* pinned) {
   std::ostringstream key;
+  if (pinned != nullptr) key << "version " << pinned << ';';  // batched only with requests of that version
   for (const TensorSpec& input : inputs) {
     if (input.shape.front() >= 0) {
       key << "alone " << pending;
@@ -43,6 +45,8 @@ struct DynamicBatcher::Pending {
   std::string shape_key;
   Clock::time_point arrived;
   Clock::time_point deadline;
+  /// The version asked for; null: the newest (predictor_).
+  std::shared_ptr<const Predictor> pinned;
   /// The predictions, with the version of the Predictor that made them.
   std::promise<std::pair<TensorMap, int64_t>> answer;
 };
@@ -81,8 +85,10 @@ BatchingStats DynamicBatcher::stats() const {
   return stats;
 }
 
-TensorMap DynamicBatcher::predict(const Features& request, Clock::time_point deadline, int64_t* version) {
-  const std::vector<TensorSpec>& inputs = predictor()->manifest().inputs;
+TensorMap DynamicBatcher::predict(const Features& request, Clock::time_point deadline, int64_t* version,
+                                  std::shared_ptr<const Predictor> pinned) {
+  const std::shared_ptr<const Predictor> asked = pinned ? pinned : predictor();
+  const std::vector<TensorSpec>& inputs = asked->manifest().inputs;
   if (std::string mismatch = RequestMismatch(inputs, request); !mismatch.empty()) throw RequestError(mismatch);
   auto pending = std::make_unique<Pending>();
   Pending* const mine = pending.get();
@@ -90,6 +96,7 @@ TensorMap DynamicBatcher::predict(const Features& request, Clock::time_point dea
   pending->rows = request.at(inputs.front().name).size(0);
   pending->arrived = Clock::now();
   pending->deadline = deadline;
+  pending->pinned = std::move(pinned);
   std::future<std::pair<TensorMap, int64_t>> answer = pending->answer.get_future();
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -98,7 +105,7 @@ TensorMap DynamicBatcher::predict(const Features& request, Clock::time_point dea
       EST_THROW(QueueFullError, "the request queue is full (", queue_.size(), " requests wait; max_queue_size ",
                 options_.max_queue_size(), "): try again later");
     }
-    pending->shape_key = ShapeKey(inputs, request, mine);
+    pending->shape_key = ShapeKey(inputs, request, mine, pending->pinned.get());
     queue_.push_back(std::move(pending));
   }
   arrived_.notify_all();
@@ -169,14 +176,14 @@ void DynamicBatcher::run() {
     forming_ = false;
     arrived_.notify_all();  // the next thread may form a batch
     if (batch.empty()) continue;
-    std::shared_ptr<const Predictor> predictor = predictor_;
+    std::shared_ptr<const Predictor> predictor = batch.front()->pinned ? batch.front()->pinned : predictor_;
     ++stats_.batches;
     stats_.requests += static_cast<int64_t>(batch.size());
     stats_.examples += rows;
     ++stats_.batch_sizes[static_cast<size_t>(std::lower_bound(std::begin(kBatchSizeBounds), std::end(kBatchSizeBounds),
                                                               rows) - std::begin(kBatchSizeBounds))];
     lock.unlock();
-    run_batch(batch, predictor);
+    run_batch(batch, std::move(predictor));
     free_since = Clock::now();
     lock.lock();
   }
@@ -187,7 +194,13 @@ void DynamicBatcher::run() {
 }
 
 void DynamicBatcher::run_batch(std::vector<std::unique_ptr<Pending>>& batch,
-                               const std::shared_ptr<const Predictor>& predictor) {
+                               std::shared_ptr<const Predictor> predictor) {
+  // The version is let go before the answers go out: one no longer served is freed by its last
+  // request, before that request's caller hears back.
+  auto let_go = [&] {
+    predictor.reset();
+    for (const auto& pending : batch) pending->pinned.reset();
+  };
   TensorMap outputs;
   int64_t rows = 0;
   try {
@@ -204,9 +217,12 @@ void DynamicBatcher::run_batch(std::vector<std::unique_ptr<Pending>>& batch,
     for (const auto& pending : batch) rows += pending->rows;
     outputs = predictor->predict(inputs);
   } catch (...) {
+    let_go();
     for (const auto& pending : batch) pending->answer.set_exception(std::current_exception());
     return;
   }
+  const int64_t version = predictor->version();
+  let_go();
   // Each request's rows of every output with one row per example; other outputs whole.
   int64_t offset = 0;
   for (const auto& pending : batch) {
@@ -216,7 +232,7 @@ void DynamicBatcher::run_batch(std::vector<std::unique_ptr<Pending>>& batch,
                        ? tensor.narrow(0, offset, pending->rows).clone()
                        : tensor;
     offset += pending->rows;
-    pending->answer.set_value({std::move(mine), predictor->version()});
+    pending->answer.set_value({std::move(mine), version});
   }
 }
 

@@ -58,7 +58,7 @@ struct BatchingStats {
   int64_t queued = 0;    ///< waiting now
 };
 
-/// Batches the requests of many threads to one Predictor. It runs as many batches at once as the
+/// Batches the requests of many threads to a model's versions. It runs as many batches at once as the
 /// first Predictor has instances, each on a thread of its own: while one computes, the next
 /// forms and starts on a free instance instead of waiting for it.
 class DynamicBatcher {
@@ -73,10 +73,11 @@ class DynamicBatcher {
   /// for a request that does not fit the model's signature, QueueFullError when the queue is
   /// full, TimeoutError when `deadline` passes before its batch runs; the model's own errors
   /// reach every request of the batch. `version`, when given, is set to the version of the
-  /// Predictor that answered.
+  /// Predictor that answered: `pinned` where given (a version asked for by number, batched only
+  /// with requests of it), else the Predictor of set_predictor (the newest).
   TensorMap predict(const Features& request,
                     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
-                    int64_t* version = nullptr);
+                    int64_t* version = nullptr, std::shared_ptr<const Predictor> pinned = nullptr);
 
   /// Makes the batches formed from now on use `predictor` (a new version); a batch running
   /// keeps the one it started with.
@@ -89,7 +90,7 @@ class DynamicBatcher {
  private:
   struct Pending;
   void run();
-  void run_batch(std::vector<std::unique_ptr<Pending>>& batch, const std::shared_ptr<const Predictor>& predictor);
+  void run_batch(std::vector<std::unique_ptr<Pending>>& batch, std::shared_ptr<const Predictor> predictor);
 
   const BatchingOptions options_;
   mutable std::mutex mutex_;

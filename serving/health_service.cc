@@ -1,6 +1,5 @@
 #include "serving/health_service.h"
 
-#include <algorithm>
 #include <thread>
 
 namespace est::serving::detail {
@@ -8,7 +7,7 @@ namespace est::serving::detail {
 using grpc::health::v1::HealthCheckResponse;
 
 bool HealthService::known(const std::string& service) const {
-  return service.empty() || std::find(services_.begin(), services_.end(), service) != services_.end();
+  return service.empty() || known_(service);
 }
 
 HealthCheckResponse::ServingStatus HealthService::status(const std::string& service) const {

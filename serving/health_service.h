@@ -5,8 +5,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
-#include <vector>
 
 #include "serving/proto/health.grpc.pb.h"
 
@@ -15,11 +15,11 @@ namespace est::serving::detail {
 /// grpc.health.v1.Health.
 class HealthService final : public grpc::health::v1::Health::Service {
  public:
-  /// `services`: the names a check may ask for besides "" (the services and the model served);
+  /// `known`: whether a check may ask for a name besides "" (a service, a model served);
   /// `ready`: false once the server stops taking calls.
-  HealthService(std::vector<std::string> services, const std::atomic<bool>* ready,
+  HealthService(std::function<bool(const std::string&)> known, const std::atomic<bool>* ready,
                 std::chrono::milliseconds watch_interval = std::chrono::milliseconds(500))
-      : services_(std::move(services)), ready_(ready), watch_interval_(watch_interval) {}
+      : known_(std::move(known)), ready_(ready), watch_interval_(watch_interval) {}
 
   /// The status now; NOT_FOUND for a service the server does not have.
   grpc::Status Check(grpc::ServerContext* context, const grpc::health::v1::HealthCheckRequest* request,
@@ -33,7 +33,7 @@ class HealthService final : public grpc::health::v1::Health::Service {
   bool known(const std::string& service) const;
   grpc::health::v1::HealthCheckResponse::ServingStatus status(const std::string& service) const;
 
-  const std::vector<std::string> services_;
+  const std::function<bool(const std::string&)> known_;
   const std::atomic<bool>* ready_;
   const std::chrono::milliseconds watch_interval_;
 };

@@ -1,5 +1,8 @@
 #include "serving/inference_service.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include "serving/call_status.h"
 #include "serving/kserve_codec.h"
 
@@ -21,17 +24,39 @@ void RecordCall(const ServiceContext& context, const char* api, const grpc::Stat
                           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
-grpc::Status InferenceService::find(const std::string& name, const std::string& version,
-                                    std::shared_ptr<const Predictor>& predictor) const {
-  if (name != context_.model_name)
+std::string ServedNames(const ModelRegistry& models) {
+  std::string names;
+  for (const std::string& name : models.names()) names += (names.empty() ? "'" : ", '") + name + "'";
+  return names;
+}
+
+std::string ServedVersions(const ServedModel& model) {
+  std::string versions;
+  for (const auto& [version, predictor] : model.versions())
+    versions += (versions.empty() ? "" : ", ") + std::to_string(version);
+  return versions;
+}
+
+grpc::Status InferenceService::find(const std::string& name, const std::string& version, Servable& servable) const {
+  servable.model = context_.models->find(name);
+  if (servable.model == nullptr)
     return grpc::Status(grpc::StatusCode::NOT_FOUND, "Request for unknown model: '" + name +
-                                                         "' is not found; this server serves '" +
-                                                         context_.model_name + "'");
-  predictor = context_.model->current();
-  const std::string served = std::to_string(predictor->version());
-  if (!version.empty() && version != served)
-    return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                        "'" + name + "' version " + version + " is not found; version " + served + " is served");
+                                                         "' is not found; this server serves " +
+                                                         ServedNames(*context_.models));
+  servable.name = name;
+  if (version.empty()) {
+    servable.predictor = servable.model->current();
+    return grpc::Status::OK;
+  }
+  const bool number = version.size() <= 18 && std::all_of(version.begin(), version.end(), [](unsigned char c) {
+                        return std::isdigit(c) != 0;
+                      });
+  servable.predictor = number ? servable.model->find(std::stoll(version)) : nullptr;
+  servable.pinned = true;
+  if (servable.predictor == nullptr)
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, "Request for unknown model: '" + name + "' version " + version +
+                                                         " is not found; versions served: " +
+                                                         ServedVersions(*servable.model));
   return grpc::Status::OK;
 }
 
@@ -51,8 +76,8 @@ grpc::Status InferenceService::ServerReady(grpc::ServerContext* context, const v
 
 bool InferenceService::model_ready(const std::string& name, const std::string& version) const {
   // An unknown model or version is not ready, not an error (as Triton answers).
-  std::shared_ptr<const Predictor> predictor;
-  return context_.ready->load() && find(name, version, predictor).ok();
+  Servable servable;
+  return context_.ready->load() && find(name, version, servable).ok();
 }
 
 grpc::Status InferenceService::ModelReady(grpc::ServerContext* context, const v2::ModelReadyRequest* request,
@@ -78,11 +103,15 @@ grpc::Status InferenceService::ModelMetadata(grpc::ServerContext* context, const
 
 grpc::Status InferenceService::model_metadata(const v2::ModelMetadataRequest& request,
                                               v2::ModelMetadataResponse& response) const {
-  std::shared_ptr<const Predictor> predictor;
-  if (grpc::Status found = find(request.name(), request.version(), predictor); !found.ok()) return found;
-  const ExportManifest& manifest = predictor->manifest();
-  response.set_name(context_.model_name);
-  response.add_versions(std::to_string(predictor->version()));
+  Servable servable;
+  if (grpc::Status found = find(request.name(), request.version(), servable); !found.ok()) return found;
+  const ExportManifest& manifest = servable.predictor->manifest();
+  response.set_name(servable.name);
+  if (servable.pinned) {
+    response.add_versions(std::to_string(servable.predictor->version()));
+  } else {
+    for (const auto& [version, predictor] : servable.model->versions()) response.add_versions(std::to_string(version));
+  }
   response.set_platform("torch_estimator");
   if (manifest.records_input.empty()) {
     for (const TensorSpec& input : manifest.inputs) AddTensorMetadata(input, *response.add_inputs());
@@ -108,14 +137,14 @@ grpc::Status InferenceService::ModelInfer(grpc::ServerContext* context, const v2
 
 grpc::Status InferenceService::infer(const v2::ModelInferRequest& request, v2::ModelInferResponse& response,
                                      std::chrono::steady_clock::time_point deadline) const {
-  std::shared_ptr<const Predictor> predictor;
-  if (grpc::Status found = find(request.model_name(), request.model_version(), predictor); !found.ok()) return found;
+  Servable servable;
+  if (grpc::Status found = find(request.model_name(), request.model_version(), servable); !found.ok()) return found;
   try {
-    const std::vector<std::string> outputs = RequestedInferOutputs(request, predictor->manifest().outputs);
+    const std::vector<std::string> outputs = RequestedInferOutputs(request, servable.predictor->manifest().outputs);
     int64_t version = 0;  // the version that answered: a reload may have swapped it in since find()
-    const TensorMap predictions = context_.model->predict(
-        RequestTensors(DecodeInferInputs(request, context_.max_request_bytes), *predictor), deadline, &version);
-    response.set_model_name(context_.model_name);
+    const TensorMap predictions = servable.predict(
+        RequestTensors(DecodeInferInputs(request, context_.max_request_bytes), *servable.predictor), deadline, &version);
+    response.set_model_name(servable.name);
     response.set_model_version(std::to_string(version));
     response.set_id(request.id());
     EncodeInferOutputs(predictions, outputs, response);

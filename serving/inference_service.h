@@ -1,13 +1,13 @@
 #pragma once
 /// The Open Inference Protocol's gRPC service (KServe v2, inference.GRPCInferenceService)
-/// over a ServedModel: health, server and model metadata, and ModelInfer.
+/// over the served models: health, server and model metadata, and ModelInfer.
 
 #include <atomic>
 #include <chrono>
 #include <string>
 
 #include "serving/proto/grpc_inference_service.grpc.pb.h"
-#include "serving/served_model.h"
+#include "serving/model_registry.h"
 #include "serving/server_metrics.h"
 
 namespace est::serving::detail {
@@ -18,9 +18,8 @@ inline constexpr const char* kServerVersion = "1";
 
 /// What both protocols' services know of the server.
 struct ServiceContext {
-  const ServedModel* model = nullptr;
-  /// The name clients ask for.
-  std::string model_name;
+  /// The models served.
+  const ModelRegistry* models = nullptr;
   /// Clients' bearer token ("" for none).
   std::string token;
   /// The most bytes one input may decode to.
@@ -30,6 +29,27 @@ struct ServiceContext {
   /// Where the inference calls are counted (none when null).
   ServerMetrics* metrics = nullptr;
 };
+
+/// A version of a model a call asked for (by name, and by number or label where it named one).
+struct Servable {
+  std::string name;
+  /// Held to the end of the call: a model or version unloaded meanwhile is freed by its last call.
+  std::shared_ptr<const ServedModel> model;
+  std::shared_ptr<const Predictor> predictor;
+  /// The call named the version: it runs on `predictor`; otherwise on the newest (a reload may
+  /// swap it in after find()).
+  bool pinned = false;
+
+  /// ServedModel::predict for this version.
+  TensorMap predict(const Features& request, std::chrono::steady_clock::time_point deadline, int64_t* version) const {
+    return model->predict(request, deadline, version, pinned ? predictor : nullptr);
+  }
+};
+
+/// "'a', 'b'": the names `models` serves, for a NOT_FOUND's message.
+std::string ServedNames(const ModelRegistry& models);
+/// "1, 2": the versions `model` serves.
+std::string ServedVersions(const ServedModel& model);
 
 /// Counts a gRPC call of `api` that answered `status`, begun at `start`, in `context`'s metrics.
 void RecordCall(const ServiceContext& context, const char* api, const grpc::Status& status,
@@ -67,10 +87,9 @@ class InferenceService final : public inference::GRPCInferenceService::Service {
   grpc::Status infer(const v2::ModelInferRequest& request, v2::ModelInferResponse& response,
                      std::chrono::steady_clock::time_point deadline) const;
 
-  /// OK with the version served when `name` and `version` ("" = the served one) name it;
+  /// OK with the version `name` and `version` ("" = the newest) name, when it is served;
   /// NOT_FOUND saying what is served otherwise.
-  grpc::Status find(const std::string& name, const std::string& version,
-                    std::shared_ptr<const Predictor>& predictor) const;
+  grpc::Status find(const std::string& name, const std::string& version, Servable& servable) const;
 
  private:
 

@@ -18,8 +18,7 @@
 namespace est::serving {
 
 struct ModelServer::Impl {
-  std::unique_ptr<ServedModel> model;
-  std::string model_name;
+  std::unique_ptr<ModelRegistry> models;
   std::atomic<bool> ready{false};
   std::unique_ptr<detail::InferenceService> inference;
   std::unique_ptr<detail::PredictionService> prediction;
@@ -35,35 +34,46 @@ struct ModelServer::Impl {
 };
 
 ModelServer::ModelServer(ModelFn model_fn, const std::string& export_base, ModelServerOptions options)
+    : ModelServer(std::move(model_fn),
+                  {ModelConfig()
+                       .base_path(export_base)
+                       .version_policy(options.model().version_policy())
+                       .version_labels(options.model().version_labels())},
+                  options) {}
+
+ModelServer::ModelServer(ModelFn model_fn, std::vector<ModelConfig> models, ModelServerOptions options)
     : impl_(std::make_unique<Impl>()) {
   const int64_t max_bytes = options.max_request_bytes();
   EST_CHECK(max_bytes >= 1024 && max_bytes <= std::numeric_limits<int32_t>::max(), ConfigError,
             "max_request_bytes must be between 1024 and ", std::numeric_limits<int32_t>::max(), " (gRPC's limit), got ",
             max_bytes);
-  impl_->model = std::make_unique<ServedModel>(std::move(model_fn), export_base, options.model());
-  impl_->model_name = options.model_name();
-  if (impl_->model_name.empty()) impl_->model_name = impl_->model->current()->manifest().model.name;
-  if (impl_->model_name.empty()) impl_->model_name = "default";  // TF Serving's name for a model unnamed
+  if (models.size() == 1 && models.front().name().empty()) models.front().name(options.model_name());
+  impl_->models = std::make_unique<ModelRegistry>(std::move(model_fn), options.model(), models);
   detail::ServiceContext context;
-  context.model = impl_->model.get();
-  context.model_name = impl_->model_name;
+  context.models = impl_->models.get();
   context.token = options.token();
   context.max_request_bytes = max_bytes;
   context.ready = &impl_->ready;
   context.metrics = &impl_->metrics;
   impl_->inference = std::make_unique<detail::InferenceService>(context);
   impl_->prediction = std::make_unique<detail::PredictionService>(context);
-  impl_->model_service = std::make_unique<detail::ModelService>(*impl_->prediction, options.token());
+  impl_->model_service = std::make_unique<detail::ModelService>(
+      *impl_->prediction, [models = impl_->models.get()](const std::vector<ModelConfig>& configs) {
+        return models->apply(configs);
+      },
+      options.token());
   impl_->health = std::make_unique<detail::HealthService>(
-      std::vector<std::string>{"inference.GRPCInferenceService", "tensorflow.serving.PredictionService",
-                               "tensorflow.serving.ModelService", impl_->model_name},
+      [models = impl_->models.get()](const std::string& service) {
+        return service == "inference.GRPCInferenceService" || service == "tensorflow.serving.PredictionService" ||
+               service == "tensorflow.serving.ModelService" || models->find(service) != nullptr;
+      },
       &impl_->ready);
   net::StartedServer started = net::StartGrpcServer(
       std::vector<grpc::Service*>{impl_->inference.get(), impl_->prediction.get(), impl_->model_service.get(),
                                   impl_->health.get()},
       options.host(), options.port(),
       options.tls(), static_cast<int>(std::min<int64_t>(2 * max_bytes, std::numeric_limits<int32_t>::max())),
-      "model '" + impl_->model_name + "'");
+      "est-serve");
   impl_->server = std::move(started.server);
   impl_->port = started.port;
   EST_CHECK(options.rest_port() >= -1 && options.rest_port() <= 65535, ConfigError,
@@ -72,8 +82,7 @@ ModelServer::ModelServer(ModelFn model_fn, const std::string& export_base, Model
     EST_CHECK(options.rest_request_timeout().count() > 0, ConfigError, "rest_request_timeout must be positive, got ",
               options.rest_request_timeout().count(), " ms");
     impl_->rest = std::make_unique<detail::RestApi>(*impl_->inference, *impl_->prediction, impl_->metrics,
-                                                    *impl_->model, impl_->model_name, options.token(),
-                                                    options.rest_request_timeout());
+                                                    *impl_->models, options.token(), options.rest_request_timeout());
     net::HttpServerOptions http;
     http.host = options.host();
     http.port = static_cast<uint16_t>(options.rest_port());
@@ -85,8 +94,12 @@ ModelServer::ModelServer(ModelFn model_fn, const std::string& export_base, Model
     impl_->rest_port = impl_->http->port();
   }
   impl_->ready = true;
-  Log().info("est-serve: serving model '{}' version {} from '{}' at {}{} ({}, {})", impl_->model_name,
-             impl_->model->current()->version(), export_base, net::GrpcAddress(options.host(), impl_->port),
+  std::string served;
+  for (const auto& [name, model] : impl_->models->models()) {
+    served += (served.empty() ? "'" : ", '") + name + "' (versions " + detail::ServedVersions(*model) + " of '" +
+              model->export_base() + "')";
+  }
+  Log().info("est-serve: serving {} at {}{} ({}, {})", served, net::GrpcAddress(options.host(), impl_->port),
              impl_->http ? ", REST at " + net::GrpcAddress(options.host(), impl_->rest_port) : std::string(),
              options.tls().cert_file.empty() ? "plain TCP" : "TLS", options.token().empty() ? "no token" : "token");
 }
@@ -95,9 +108,19 @@ ModelServer::~ModelServer() { shutdown(); }
 
 uint16_t ModelServer::port() const { return impl_->port; }
 uint16_t ModelServer::rest_port() const { return impl_->rest_port; }
-const std::string& ModelServer::model_name() const { return impl_->model_name; }
-const ServedModel& ModelServer::model() const { return *impl_->model; }
-ServedModel& ModelServer::model() { return *impl_->model; }
+std::vector<std::string> ModelServer::model_names() const { return impl_->models->names(); }
+
+std::shared_ptr<ServedModel> ModelServer::model(const std::string& name) const {
+  const std::vector<std::string> names = impl_->models->names();
+  EST_CHECK(!name.empty() || names.size() == 1, ConfigError, "ModelServer::model: name one of the models served (",
+            detail::ServedNames(*impl_->models), ")");
+  std::shared_ptr<ServedModel> model = impl_->models->find(name.empty() ? names.front() : name);
+  EST_CHECK(model != nullptr, ConfigError, "ModelServer::model: no model '", name, "' is served; the models are ",
+            detail::ServedNames(*impl_->models));
+  return model;
+}
+
+bool ModelServer::reconfigure(const std::vector<ModelConfig>& models) { return impl_->models->apply(models); }
 
 void ModelServer::shutdown(std::chrono::milliseconds grace) {
   std::call_once(impl_->shut_down, [&] {

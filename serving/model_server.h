@@ -1,11 +1,12 @@
 #pragma once
-/// est::serving::ModelServer: est-serve as a library. A program calls it with an export base
-/// directory (and the model_fn that made it, or nullptr to run the exports' traced programs); it
-/// serves the newest version over gRPC with both inference protocols on one port: the Open
-/// Inference Protocol (KServe v2, inference.GRPCInferenceService, as tritonclient calls it) and
-/// TensorFlow Serving's PredictionService (Predict, GetModelMetadata) and ModelService
-/// (GetModelStatus), and gRPC's grpc.health.v1.Health, with dynamic batching, hot reload, a
-/// bearer token and TLS; and both protocols over HTTP/JSON, with Prometheus metrics, where asked.
+/// est::serving::ModelServer: est-serve as a library. A program calls it with the models to serve
+/// (each an export base directory, a version policy and labels) and the model_fn that made them,
+/// or nullptr to run the exports' traced programs; it serves them over gRPC with both inference
+/// protocols on one port: the Open Inference Protocol (KServe v2, inference.GRPCInferenceService,
+/// as tritonclient calls it) and TensorFlow Serving's PredictionService (Predict,
+/// GetModelMetadata) and ModelService (GetModelStatus, HandleReloadConfigRequest), and gRPC's
+/// grpc.health.v1.Health, with dynamic batching, hot reload, a bearer token and TLS; and both
+/// protocols over HTTP/JSON, with Prometheus metrics, where asked.
 
 #include <torch/arg.h>
 
@@ -15,14 +16,15 @@
 #include <string>
 
 #include "net/tls_options.h"
+#include "serving/model_config.h"
 #include "serving/served_model.h"
 
 namespace est::serving {
 
 /// Where and how a ModelServer serves.
 struct ModelServerOptions {
-  /// The name clients ask for; when empty, the export's model name, or "default" (TensorFlow
-  /// Serving's) for an export of no name.
+  /// The name clients ask for of the model a server of one export base serves; when empty, the
+  /// export's model name, or "default" (TensorFlow Serving's) for an export of no name.
   TORCH_ARG(std::string, model_name);
   /// The address the server listens at; port 0 picks a free one (ModelServer::port()).
   TORCH_ARG(std::string, host) = "127.0.0.1";
@@ -32,7 +34,8 @@ struct ModelServerOptions {
   TORCH_ARG(net::TlsOptions, tls);
   /// A secret each call must carry as the metadata "authorization: Bearer <token>"; none when empty.
   TORCH_ARG(std::string, token);
-  /// How the model is loaded, batched and reloaded.
+  /// How each model is loaded, batched and reloaded (a ModelConfig's version policy and labels
+  /// take the place of these).
   TORCH_ARG(ServedModelOptions, model);
   /// The most bytes a request may carry (gRPC's message limit, the REST API's body limit), and
   /// one input may decode to.
@@ -44,12 +47,14 @@ struct ModelServerOptions {
   TORCH_ARG(std::chrono::milliseconds, rest_request_timeout) = std::chrono::seconds(60);
 };
 
-/// A gRPC server of one model, and its REST API where asked for.
+/// A gRPC server of models, and its REST API where asked for.
 class ModelServer {
  public:
-  /// Loads the newest version under `export_base` (CheckpointError as Predictor's), with
-  /// `model_fn` or, where it is nullptr, as the export's traced program, and
-  /// listens (CommunicationError when it cannot; ConfigError for bad options).
+  /// Loads `models` (ModelRegistry's errors), with `model_fn` or, where it is nullptr, as the
+  /// exports' traced programs, and listens (CommunicationError when it cannot; ConfigError for bad
+  /// options). A lone model of no name is named as options.model_name() says.
+  ModelServer(ModelFn model_fn, std::vector<ModelConfig> models, ModelServerOptions options = {});
+  /// One model: the versions under `export_base` that options.model()'s version policy names.
   ModelServer(ModelFn model_fn, const std::string& export_base, ModelServerOptions options = {});
   /// shutdown() with its default grace.
   ~ModelServer();
@@ -60,11 +65,14 @@ class ModelServer {
   uint16_t port() const;
   /// The REST API's port; 0 without one.
   uint16_t rest_port() const;
-  /// The name clients ask for.
-  const std::string& model_name() const;
-  /// The model served (its version now, its counts).
-  const ServedModel& model() const;
-  ServedModel& model();
+  /// The names clients ask for, in order.
+  std::vector<std::string> model_names() const;
+  /// The model `name` serves (its versions now, its counts); with "", the only one. ConfigError
+  /// naming the models served when there is no such model, or several and no name.
+  std::shared_ptr<ServedModel> model(const std::string& name = "") const;
+  /// Serves `models` from now on without a restart (ModelRegistry::apply: nothing changes when
+  /// one does not load, and the error names it). True when anything changed.
+  bool reconfigure(const std::vector<ModelConfig>& models);
 
   /// Stops taking calls: ServerReady turns false, calls running get `grace` to finish, then
   /// are cancelled; the REST API's calls running finish. Idempotent.

@@ -30,21 +30,46 @@ std::vector<std::string> FilteredOutputs(const tf::PredictRequest& request, cons
   return names;
 }
 
+/// "labels 'stable' (1), 'canary' (2)", or "no version labels".
+std::string LabelsListed(const VersionLabels& labels) {
+  std::string listed;
+  for (const auto& [label, version] : labels)
+    listed += (listed.empty() ? "labels '" : ", '") + label + "' (" + std::to_string(version) + ")";
+  return listed.empty() ? "no version labels" : listed;
+}
+
 }  // namespace
 
-grpc::Status PredictionService::find(const tf::ModelSpec& spec, std::shared_ptr<const Predictor>& predictor) const {
-  if (spec.name() != context_.model_name)
+grpc::Status PredictionService::find(const tf::ModelSpec& spec, Servable& servable) const {
+  servable.model = context_.models->find(spec.name());
+  if (servable.model == nullptr)
     return grpc::Status(grpc::StatusCode::NOT_FOUND, "Servable not found for request: Latest(" + spec.name() +
-                                                         "); this server serves '" + context_.model_name + "'");
-  predictor = context_.model->current();
-  if (spec.has_version() && spec.version().value() != predictor->version())
-    return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                        "Servable not found for request: Specific(" + spec.name() + ", " +
-                            std::to_string(spec.version().value()) + "); version " +
-                            std::to_string(predictor->version()) + " is served");
-  if (spec.version_choice_case() == tf::ModelSpec::kVersionLabel)
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "version label '" + spec.version_label() + "' is not known: est-serve has no version labels");
+                                                         "); this server serves " + ServedNames(*context_.models));
+  servable.name = spec.name();
+  if (spec.version_choice_case() == tf::ModelSpec::kVersionLabel) {
+    const std::optional<int64_t> labeled = servable.model->labeled(spec.version_label());
+    if (!labeled)
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "Unrecognized servable version label: " + spec.version_label() + " (model '" + spec.name() +
+                              "' has " + LabelsListed(servable.model->version_labels()) + ")");
+    servable.predictor = servable.model->find(*labeled);
+    servable.pinned = true;
+    if (servable.predictor == nullptr)
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          "Servable not found for request: Specific(" + spec.name() + ", " + std::to_string(*labeled) +
+                              ") (label '" + spec.version_label() + "'); versions served: " +
+                              ServedVersions(*servable.model));
+  } else if (spec.has_version()) {
+    servable.predictor = servable.model->find(spec.version().value());
+    servable.pinned = true;
+    if (servable.predictor == nullptr)
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          "Servable not found for request: Specific(" + spec.name() + ", " +
+                              std::to_string(spec.version().value()) + "); versions served: " +
+                              ServedVersions(*servable.model));
+  } else {
+    servable.predictor = servable.model->current();
+  }
   if (!spec.signature_name().empty() && spec.signature_name() != kDefaultSignature)
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "Serving signature key \"" + spec.signature_name() +
                                                                    "\" not found; the model has \"" +
@@ -65,16 +90,17 @@ grpc::Status PredictionService::Predict(grpc::ServerContext* context, const tf::
 grpc::Status PredictionService::predict(const tf::PredictRequest& request, tf::PredictResponse& response,
                                         std::chrono::steady_clock::time_point deadline) const {
   if (!request.has_model_spec()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Missing ModelSpec");
-  std::shared_ptr<const Predictor> predictor;
-  if (grpc::Status found = find(request.model_spec(), predictor); !found.ok()) return found;
+  Servable servable;
+  if (grpc::Status found = find(request.model_spec(), servable); !found.ok()) return found;
   try {
-    const std::vector<std::string> outputs = FilteredOutputs(request, predictor->manifest().outputs);
+    const std::vector<std::string> outputs = FilteredOutputs(request, servable.predictor->manifest().outputs);
     int64_t version = 0;  // the version that answered: a reload may have swapped it in since find()
-    const TensorMap predictions = context_.model->predict(
-        RequestTensors(DecodePredictInputs(request, context_.max_request_bytes), *predictor), deadline, &version);
+    const TensorMap predictions = servable.predict(
+        RequestTensors(DecodePredictInputs(request, context_.max_request_bytes), *servable.predictor), deadline,
+        &version);
     for (const std::string& name : outputs) TensorToProto(predictions.at(name), (*response.mutable_outputs())[name]);
     tf::ModelSpec& spec = *response.mutable_model_spec();
-    spec.set_name(context_.model_name);
+    spec.set_name(servable.name);
     spec.mutable_version()->set_value(version);
     spec.set_signature_name(kDefaultSignature);
     return grpc::Status::OK;
@@ -84,15 +110,23 @@ grpc::Status PredictionService::predict(const tf::PredictRequest& request, tf::P
 }
 
 grpc::Status PredictionService::model_status(const tf::ModelSpec& spec, tf::GetModelStatusResponse& response) const {
-  std::shared_ptr<const Predictor> predictor;
+  Servable servable;
   // The status of a model asks for no signature: only the name and version are checked.
   tf::ModelSpec named = spec;
   named.clear_signature_name();
-  if (grpc::Status found = find(named, predictor); !found.ok()) return found;
-  tf::ModelVersionStatus& status = *response.add_model_version_status();
-  status.set_version(predictor->version());
-  status.set_state(tf::ModelVersionStatus::AVAILABLE);
-  status.mutable_status()->set_error_code(0);  // OK
+  if (grpc::Status found = find(named, servable); !found.ok()) return found;
+  std::vector<int64_t> versions;
+  if (servable.pinned) {
+    versions.push_back(servable.predictor->version());
+  } else {
+    for (const auto& [version, predictor] : servable.model->versions()) versions.push_back(version);
+  }
+  for (int64_t version : versions) {
+    tf::ModelVersionStatus& status = *response.add_model_version_status();
+    status.set_version(version);
+    status.set_state(tf::ModelVersionStatus::AVAILABLE);
+    status.mutable_status()->set_error_code(0);  // OK
+  }
   return grpc::Status::OK;
 }
 
@@ -101,8 +135,8 @@ grpc::Status PredictionService::GetModelMetadata(grpc::ServerContext* context,
                                                  tf::GetModelMetadataResponse* response) {
   if (grpc::Status admitted = net::CheckBearerToken(*context, context_.token, kTokenSource); !admitted.ok()) return admitted;
   if (!request->has_model_spec()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Missing ModelSpec");
-  std::shared_ptr<const Predictor> predictor;
-  if (grpc::Status found = find(request->model_spec(), predictor); !found.ok()) return found;
+  Servable servable;
+  if (grpc::Status found = find(request->model_spec(), servable); !found.ok()) return found;
   if (request->metadata_field().empty())
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "GetModelMetadataRequest must specify at least one metadata_field: 'signature_def'");
@@ -111,12 +145,12 @@ grpc::Status PredictionService::GetModelMetadata(grpc::ServerContext* context,
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           "Metadata field " + field + " is not supported; expected 'signature_def'");
   tf::SignatureDefMap signatures;
-  SignatureDefMapOf(predictor->manifest(), signatures);
+  SignatureDefMapOf(servable.predictor->manifest(), signatures);
   google::protobuf::Any& any = (*response->mutable_metadata())["signature_def"];
   any.set_type_url(kSignatureDefMapType);
   any.set_value(signatures.SerializeAsString());
-  response->mutable_model_spec()->set_name(context_.model_name);
-  response->mutable_model_spec()->mutable_version()->set_value(predictor->version());
+  response->mutable_model_spec()->set_name(servable.name);
+  response->mutable_model_spec()->mutable_version()->set_value(servable.predictor->version());
   return grpc::Status::OK;
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-/// TensorFlow Serving's gRPC PredictionService (Predict, GetModelMetadata) over a
-/// ServedModel, for clients written for TF Serving.
+/// TensorFlow Serving's gRPC PredictionService (Predict, GetModelMetadata) over the served
+/// models, for clients written for TF Serving.
 
 #include "serving/inference_service.h"
 #include "serving/proto/prediction_service.grpc.pb.h"
@@ -26,12 +26,9 @@ class PredictionService final : public tensorflow::serving::PredictionService::S
   /// served when it names none (TF Serving's NOT_FOUND otherwise).
   grpc::Status model_status(const tf::ModelSpec& spec, tf::GetModelStatusResponse& response) const;
 
-  /// OK with the version served when `spec` names it (TF Serving's NOT_FOUND and
-  /// FAILED_PRECONDITION otherwise).
-  grpc::Status find(const tf::ModelSpec& spec, std::shared_ptr<const Predictor>& predictor) const;
-
-  /// The name clients ask for.
-  const std::string& model_name() const { return context_.model_name; }
+  /// OK with the version `spec` names (by number or label; the newest when it names none) when
+  /// it is served (TF Serving's NOT_FOUND, INVALID_ARGUMENT and FAILED_PRECONDITION otherwise).
+  grpc::Status find(const tf::ModelSpec& spec, Servable& servable) const;
   /// The most bytes one input may decode to.
   int64_t max_request_bytes() const { return context_.max_request_bytes; }
 

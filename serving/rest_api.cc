@@ -8,13 +8,11 @@
 namespace est::serving::detail {
 
 RestApi::RestApi(const InferenceService& inference, const PredictionService& prediction, ServerMetrics& metrics,
-                 const ServedModel& model, std::string model_name, std::string token,
-                 std::chrono::milliseconds request_timeout)
+                 const ModelRegistry& models, std::string token, std::chrono::milliseconds request_timeout)
     : kserve_(inference),
       tf_serving_(prediction),
       metrics_(metrics),
-      model_(model),
-      model_name_(std::move(model_name)),
+      models_(models),
       token_(std::move(token)),
       request_timeout_(request_timeout) {}
 
@@ -33,7 +31,7 @@ net::HttpResponse RestApi::handle(const net::HttpRequest& request) const {
   if (request.path == "/metrics") {
     net::HttpResponse page;
     page.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    page.body = metrics_.text(model_name_, model_);
+    page.body = metrics_.text(models_);
     return page;
   }
   const auto deadline = start + request_timeout_;

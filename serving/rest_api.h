@@ -16,12 +16,11 @@ namespace est::serving::detail {
 /// The REST routes of one ModelServer.
 class RestApi {
  public:
-  /// `model` is what /metrics reports on, served as `model_name`; each call waits for the model
-  /// `request_timeout` at most; `token` ("" for none) is required of every call but the health
-  /// probes (/v2/health/live and /v2/health/ready, which Kubernetes calls).
+  /// `models` are what /metrics reports on; each call waits for the model `request_timeout` at
+  /// most; `token` ("" for none) is required of every call but the health probes
+  /// (/v2/health/live and /v2/health/ready, which Kubernetes calls).
   RestApi(const InferenceService& inference, const PredictionService& prediction, ServerMetrics& metrics,
-          const ServedModel& model, std::string model_name, std::string token,
-          std::chrono::milliseconds request_timeout);
+          const ModelRegistry& models, std::string token, std::chrono::milliseconds request_timeout);
 
   /// Answers `request`: 404 naming the APIs' routes for another path.
   net::HttpResponse handle(const net::HttpRequest& request) const;
@@ -30,8 +29,7 @@ class RestApi {
   KServeRest kserve_;
   TfServingRest tf_serving_;
   ServerMetrics& metrics_;
-  const ServedModel& model_;
-  const std::string model_name_;
+  const ModelRegistry& models_;
   const std::string token_;
   const std::chrono::milliseconds request_timeout_;
 };

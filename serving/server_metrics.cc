@@ -1,9 +1,12 @@
 #include "serving/server_metrics.h"
 
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <sstream>
+#include <vector>
 
-#include "serving/served_model.h"
+#include "serving/model_registry.h"
 
 namespace est::serving {
 namespace {
@@ -39,7 +42,7 @@ void ServerMetrics::record(const std::string& api, const std::string& code, doub
   ++latency.count;
 }
 
-std::string ServerMetrics::text(const std::string& name, const ServedModel& model) const {
+std::string ServerMetrics::text(const ModelRegistry& models) const {
   std::ostringstream out;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -63,34 +66,48 @@ std::string ServerMetrics::text(const std::string& name, const ServedModel& mode
       out << "est_serve_request_duration_seconds_count{api=\"" << LabelValue(api) << "\"} " << latency.count << '\n';
     }
   }
-  const BatchingStats batching = model.batching_stats();
-  const std::string label = "{model=\"" + LabelValue(name) + "\"}";
+  struct Counted {
+    std::string label;  ///< {model="name"}
+    BatchingStats batching;
+    ServedModelStats stats;
+    std::map<int64_t, std::shared_ptr<const Predictor>> versions;
+  };
+  std::vector<Counted> counted;
+  for (const auto& [name, model] : models.models())
+    counted.push_back({"model=\"" + LabelValue(name) + "\"", model->batching_stats(), model->stats(), model->versions()});
   Header(out, "est_serve_batches_total", "counter", "Model calls of the dynamic batcher.");
-  out << "est_serve_batches_total" << label << ' ' << batching.batches << '\n';
+  for (const Counted& model : counted) out << "est_serve_batches_total{" << model.label << "} " << model.batching.batches << '\n';
   Header(out, "est_serve_batch_size", "histogram", "Examples in one model call of the dynamic batcher.");
-  int64_t cumulative = 0;
-  for (size_t i = 0; i < batching.batch_sizes.size(); ++i) {
-    cumulative += batching.batch_sizes[i];
-    out << "est_serve_batch_size_bucket{model=\"" << LabelValue(name) << "\",le=\"";
-    if (i < std::size(kBatchSizeBounds))
-      out << kBatchSizeBounds[i];
-    else
-      out << "+Inf";
-    out << "\"} " << cumulative << '\n';
+  for (const Counted& model : counted) {
+    int64_t cumulative = 0;
+    for (size_t i = 0; i < model.batching.batch_sizes.size(); ++i) {
+      cumulative += model.batching.batch_sizes[i];
+      out << "est_serve_batch_size_bucket{" << model.label << ",le=\"";
+      if (i < std::size(kBatchSizeBounds))
+        out << kBatchSizeBounds[i];
+      else
+        out << "+Inf";
+      out << "\"} " << cumulative << '\n';
+    }
+    out << "est_serve_batch_size_sum{" << model.label << "} " << model.batching.examples << '\n';
+    out << "est_serve_batch_size_count{" << model.label << "} " << model.batching.batches << '\n';
   }
-  out << "est_serve_batch_size_sum" << label << ' ' << batching.examples << '\n';
-  out << "est_serve_batch_size_count" << label << ' ' << batching.batches << '\n';
   Header(out, "est_serve_queue_depth", "gauge", "Requests waiting for a batch now.");
-  out << "est_serve_queue_depth" << label << ' ' << batching.queued << '\n';
+  for (const Counted& model : counted) out << "est_serve_queue_depth{" << model.label << "} " << model.batching.queued << '\n';
   Header(out, "est_serve_queue_refused_total", "counter", "Requests refused because the queue was full.");
-  out << "est_serve_queue_refused_total" << label << ' ' << batching.refused << '\n';
-  const ServedModelStats stats = model.stats();
-  Header(out, "est_serve_reloads_total", "counter", "New versions served, and versions that did not load.");
-  out << "est_serve_reloads_total{model=\"" << LabelValue(name) << "\",result=\"loaded\"} " << stats.reloads << '\n';
-  out << "est_serve_reloads_total{model=\"" << LabelValue(name) << "\",result=\"failed\"} " << stats.failed_reloads
-      << '\n';
-  Header(out, "est_serve_model_version", "gauge", "The version served, by model.");
-  out << "est_serve_model_version" << label << ' ' << model.current()->version() << '\n';
+  for (const Counted& model : counted)
+    out << "est_serve_queue_refused_total{" << model.label << "} " << model.batching.refused << '\n';
+  Header(out, "est_serve_reloads_total", "counter", "Versions loaded after the first, and versions that did not load.");
+  for (const Counted& model : counted) {
+    out << "est_serve_reloads_total{" << model.label << ",result=\"loaded\"} " << model.stats.reloads << '\n';
+    out << "est_serve_reloads_total{" << model.label << ",result=\"failed\"} " << model.stats.failed_reloads << '\n';
+  }
+  Header(out, "est_serve_model_version", "gauge", "The newest version served, by model.");
+  for (const Counted& model : counted)
+    out << "est_serve_model_version{" << model.label << "} " << model.versions.rbegin()->first << '\n';
+  Header(out, "est_serve_model_versions_loaded", "gauge", "How many versions are served, by model.");
+  for (const Counted& model : counted)
+    out << "est_serve_model_versions_loaded{" << model.label << "} " << model.versions.size() << '\n';
   return out.str();
 }
 

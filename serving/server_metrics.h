@@ -1,7 +1,7 @@
 #pragma once
 /// ServerMetrics: what est-serve counts for Prometheus (its /metrics page, in Prometheus' text
 /// exposition format 0.0.4): the calls of each API by status, their latency, and the served
-/// model's batches, queue and version.
+/// models' batches, queues and versions.
 
 #include <array>
 #include <cstdint>
@@ -12,7 +12,7 @@
 
 namespace est::serving {
 
-class ServedModel;
+class ModelRegistry;
 
 /// The counts of one server; thread-safe.
 class ServerMetrics {
@@ -22,10 +22,11 @@ class ServerMetrics {
   void record(const std::string& api, const std::string& code, double seconds);
 
   /// The metrics page: est_serve_requests_total{api,code}, est_serve_request_duration_seconds
-  /// (a histogram by api), and of `model` (served as `name`): est_serve_batches_total,
+  /// (a histogram by api), and of each model of `models`: est_serve_batches_total,
   /// est_serve_batch_size (a histogram of examples per model call), est_serve_queue_depth,
-  /// est_serve_queue_refused_total, est_serve_reloads_total, est_serve_model_version.
-  std::string text(const std::string& name, const ServedModel& model) const;
+  /// est_serve_queue_refused_total, est_serve_reloads_total, est_serve_model_version (the
+  /// newest served), est_serve_model_versions_loaded.
+  std::string text(const ModelRegistry& models) const;
 
  private:
   /// Upper bounds of the latency histogram's buckets, seconds.

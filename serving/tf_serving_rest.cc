@@ -194,18 +194,18 @@ std::optional<net::HttpResponse> TfServingRest::handle(const net::HttpRequest& r
     return JsonError(404, "Malformed request: unknown method ':" + verb + "'; expected :predict");
   }
   if (request.method != "GET" && request.method != "HEAD") return JsonError(405, "use GET for " + request.path);
-  std::shared_ptr<const Predictor> predictor;
-  if (grpc::Status found = service_.find(spec, predictor); !found.ok()) return JsonErrorOf(found);
-  const std::string version = std::to_string(predictor->version());
+  Servable servable;
+  if (grpc::Status found = service_.find(spec, servable); !found.ok()) return JsonErrorOf(found);
+  const std::string version = std::to_string(servable.predictor->version());
   if (what == "metadata") {
     tf::SignatureDefMap signatures;
-    SignatureDefMapOf(predictor->manifest(), signatures);
+    SignatureDefMapOf(servable.predictor->manifest(), signatures);
     std::string signature_json;
     google::protobuf::util::JsonPrintOptions options;
     options.preserve_proto_field_names = true;
     (void)google::protobuf::util::MessageToJsonString(signatures, &signature_json, options);
     nlohmann::json body = {
-        {"model_spec", {{"name", service_.model_name()}, {"signature_name", ""}, {"version", version}}},
+        {"model_spec", {{"name", servable.name}, {"signature_name", ""}, {"version", version}}},
         {"metadata", {{"signature_def", nlohmann::json::parse(signature_json)}}}};
     return JsonResponse(200, body);
   }
@@ -222,13 +222,13 @@ std::optional<net::HttpResponse> TfServingRest::handle(const net::HttpRequest& r
 
 net::HttpResponse TfServingRest::predict(const net::HttpRequest& http, const tf::ModelSpec& spec,
                                          std::chrono::steady_clock::time_point deadline) const {
-  std::shared_ptr<const Predictor> predictor;
-  if (grpc::Status found = service_.find(spec, predictor); !found.ok()) return JsonErrorOf(found);
+  Servable servable;
+  if (grpc::Status found = service_.find(spec, servable); !found.ok()) return JsonErrorOf(found);
   tf::PredictRequest request;
   *request.mutable_model_spec() = spec;
   bool row = true;
   try {
-    row = DecodePredictJson(http.body, predictor->manifest(), service_.max_request_bytes(), request);
+    row = DecodePredictJson(http.body, servable.predictor->manifest(), service_.max_request_bytes(), request);
   } catch (const RequestError& bad) {
     return JsonError(400, bad.what());
   }

@@ -612,11 +612,11 @@ std::vector<Figure> MeasureServer(const Flags& flags, const std::string& base, b
   std::vector<Figure> figures;
   const std::string mode = batching ? "batched" : "unbatched";
   auto measure = [&](int clients, double rate, Api api) {
-    const serving::BatchingStats before = server.model().batching_stats();
+    const serving::BatchingStats before = server.model()->batching_stats();
     Load load;
     load.api = api;
     load.port = api == Api::kGrpc ? server.port() : server.rest_port();
-    load.model_name = server.model_name();
+    load.model_name = server.model_names().front();
     load.net = &net;
     load.clients = clients;
     load.channels = flags.channels;
@@ -624,7 +624,7 @@ std::vector<Figure> MeasureServer(const Flags& flags, const std::string& base, b
     load.requests = flags.requests;
     load.rate = rate;
     const LoadResult result = GenerateLoad(load);
-    const serving::BatchingStats after = server.model().batching_stats();
+    const serving::BatchingStats after = server.model()->batching_stats();
     const std::string count = std::to_string(clients);
     const std::string loop = rate > 0 ? "_open" : "";
     const char* api_name = api == Api::kGrpc ? "grpc" : api == Api::kKServeRest ? "kserve_rest" : "tf_rest";
@@ -673,7 +673,7 @@ std::vector<Figure> MeasureHotReload(const Flags& flags, est::Estimator& estimat
   std::atomic<bool> stop{false};
   Load load;
   load.port = server.port();
-  load.model_name = server.model_name();
+  load.model_name = server.model_names().front();
   load.net = &net;
   load.clients = flags.reload_clients;
   load.channels = flags.channels;
@@ -695,7 +695,7 @@ std::vector<Figure> MeasureHotReload(const Flags& flags, est::Estimator& estimat
     for (int i = 0; i < flags.reloads; ++i) {
       std::this_thread::sleep_for(pause);
       ExportVersion(estimator, net, base);
-      if (server.model().reload()) ++served;
+      if (server.model()->reload()) ++served;
     }
     std::this_thread::sleep_for(pause);
   } catch (...) {
@@ -719,8 +719,8 @@ std::vector<Figure> MeasureHotReload(const Flags& flags, est::Estimator& estimat
   if (!result.first_error.empty()) failed.extra["first_error"] = result.first_error;
   Figure versions{"serve_hot_reload_versions", "versions served vs exported under load", "versions",
                   static_cast<double>(served), static_cast<double>(flags.reloads), "== 1"};
-  versions.extra = {{"reloads_counted", server.model().stats().reloads},
-                    {"failed_reloads", server.model().stats().failed_reloads}};
+  versions.extra = {{"reloads_counted", server.model()->stats().reloads},
+                    {"failed_reloads", server.model()->stats().failed_reloads}};
   return {failed, versions};
 }
 

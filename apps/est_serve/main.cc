@@ -1,7 +1,9 @@
 // est-serve: serves exports (Estimator::export_saved_model, est-train --export) over gRPC, with
 // both inference protocols on one port: the Open Inference Protocol (KServe v2, as tritonclient
-// calls it) and TensorFlow Serving's PredictionService. An export's traced program runs without
-// the model's code; an export of the weights alone runs with a built-in model's model_fn (--model).
+// calls it) and TensorFlow Serving's PredictionService, and over REST. An export's traced program
+// runs without the model's code; an export of the weights alone runs with a built-in model's
+// model_fn (--model). One export base, a model config file (TensorFlow Serving's) or a model
+// repository (Triton's layout) says what is served.
 
 #include <CLI/CLI.hpp>
 
@@ -10,11 +12,13 @@
 #include <cstdio>
 #include <fstream>
 #include <thread>
+#include <vector>
 
 #include "apps/common/number_checks.h"
 #include "apps/common/parse_flags.h"
 #include "apps/est_train/models.h"
 #include "common/file_util.h"
+#include "common/logging.h"
 #include "common/stop_signals.h"
 #include "common/quoted_text.h"
 #include "serving/model_server.h"
@@ -25,6 +29,9 @@ struct Flags {
   std::string model;
   std::string export_dir;
   std::string model_name;
+  std::string model_config_file;
+  std::string model_repository;
+  int64_t config_poll_seconds = 0;
   std::string host = "127.0.0.1";
   int64_t port = 8500;
   std::string port_file;
@@ -51,13 +58,36 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "Run the exports with this built-in model's model_fn (est-train --model), as exports of the weights "
                  "alone need; by default each export's traced program runs, which needs no model code")
       ->check(CLI::IsMember({"fashion_mnist_cnn", "linear", "transformer_lm"}));
-  app.add_option("--export-dir,--model_base_path", flags.export_dir,
-                 "An export base directory (MODEL_DIR/export/<exporter>, TensorFlow Serving's model base path): its "
-                 "newest version is served, and newer ones as they appear")
-      ->required()
-      ->check(CLI::ExistingDirectory);
+  const char* models = "What is served (one of)";
+  auto* export_dir =
+      app.add_option("--export-dir,--model_base_path", flags.export_dir,
+                     "An export base directory (MODEL_DIR/export/<exporter>, TensorFlow Serving's model base path): "
+                     "its newest version is served, and newer ones as they appear")
+          ->check(CLI::ExistingDirectory)
+          ->group(models);
+  auto* config_file =
+      app.add_option("--model_config_file,--model-config-file", flags.model_config_file,
+                     "TensorFlow Serving's model config file: a model_config_list in protobuf's text format naming "
+                     "each model's name, base_path, model_version_policy and version_labels")
+          ->check(CLI::ExistingFile)
+          ->group(models);
+  auto* repository = app.add_option("--model-repository,--model_repository", flags.model_repository,
+                                    "A model repository (Triton's layout): each folder in it is an export base, "
+                                    "served as the model of the folder's name (its newest version)")
+                         ->check(CLI::ExistingDirectory)
+                         ->group(models);
+  export_dir->excludes(config_file)->excludes(repository);
+  config_file->excludes(repository);
+  app.add_option("--model_config_file_poll_wait_seconds,--repository-poll-secs", flags.config_poll_seconds,
+                 "How often the model config file, or the model repository, is read again for models added, removed "
+                 "or changed, seconds; 0: never")
+      ->check(est_apps::IntegerIn<int64_t>(0, 86'400))
+      ->capture_default_str();
   app.add_option("--model-name,--model_name", flags.model_name,
-                 "The name clients ask for (default: the name the newest export records, else \"default\")");
+                 "The name clients ask for of --export-dir's model (default: the name the newest export records, else "
+                 "\"default\")")
+      ->excludes(config_file)
+      ->excludes(repository);
   app.add_option("--host", flags.host, "The address to listen at")->capture_default_str();
   app.add_option("--port", flags.port, "The port to listen at; 0 picks a free one (see --port-file)")
       ->check(est_apps::IntegerIn<int64_t>(0, 65535))
@@ -95,7 +125,7 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->check(est_apps::IntegerIn<int64_t>(1, est::serving::kMaxModelInstances))
       ->capture_default_str();
   app.add_option("--reload-interval-ms", flags.reload_interval_ms,
-                 "How often --export-dir is looked at for a new version; 0: never")
+                 "How often each model's export base is looked at for new versions; 0: never")
       ->check(est_apps::IntegerIn<int64_t>(0, 86'400'000))
       ->capture_default_str();
   app.add_option("--max-request-mib", flags.max_request_mib, "The largest request, MiB")
@@ -144,7 +174,34 @@ std::string ReadToken(const std::string& path) {
   return token;
 }
 
+/// The models the flags name: --export-dir's, --model_config_file's or --model-repository's.
+std::vector<est::serving::ModelConfig> ModelsOf(const Flags& flags) {
+  if (!flags.model_config_file.empty()) return est::serving::ReadModelConfigFile(flags.model_config_file);
+  if (!flags.model_repository.empty()) return est::serving::ModelRepositoryConfigs(flags.model_repository);
+  return {est::serving::ModelConfig().name(flags.model_name).base_path(flags.export_dir)};
+}
+
+/// Reads the model config file or repository again, and serves what it names when that changed.
+/// What does not read or load is logged, and what is served stays.
+void ApplyModels(const Flags& flags, est::serving::ModelServer& server,
+                 std::vector<est::serving::ModelConfig>& applied) {
+  try {
+    std::vector<est::serving::ModelConfig> models = ModelsOf(flags);
+    if (models == applied) return;
+    server.reconfigure(models);
+    applied = std::move(models);
+  } catch (const est::Error& error) {
+    est::Log().warn("est-serve: the models served stay as they were: {}", error.what());
+  }
+}
+
 int Run(const Flags& flags) {
+  EST_CHECK(!flags.export_dir.empty() || !flags.model_config_file.empty() || !flags.model_repository.empty(),
+            est::ConfigError,
+            "say what to serve: --export-dir (--model_base_path), --model_config_file or --model-repository");
+  EST_CHECK(flags.config_poll_seconds == 0 || flags.export_dir.empty(), est::ConfigError,
+            "--model_config_file_poll_wait_seconds reads a --model_config_file or --model-repository again; with "
+            "--export-dir, --reload-interval-ms says how often new versions are looked for");
   est_train::ModelRecipe recipe = RecipeOf(flags.model);
   est::serving::ServedModelOptions model;
   auto predictor = est::serving::PredictorOptions().serving_input_fn(recipe.serving_input).instances(flags.instances);
@@ -166,9 +223,9 @@ int Run(const Flags& flags) {
   EST_CHECK(flags.tls_ca_file.empty() || !flags.tls_cert_file.empty(), est::ConfigError,
             "--tls-ca-file needs --tls-cert-file and --tls-key-file: the server's own certificate comes first");
   est::StopSignalGuard stop_signals;  // SIGTERM and SIGINT stop the server gracefully
-  est::serving::ModelServer server(recipe.model_fn, flags.export_dir,
+  std::vector<est::serving::ModelConfig> applied = ModelsOf(flags);
+  est::serving::ModelServer server(recipe.model_fn, applied,
                                    est::serving::ModelServerOptions()
-                                       .model_name(flags.model_name)
                                        .host(flags.host)
                                        .port(static_cast<uint16_t>(flags.port))
                                        .tls(tls)
@@ -180,7 +237,13 @@ int Run(const Flags& flags) {
   if (!flags.rest_port_file.empty())
     est::WriteFileAtomic(flags.rest_port_file, std::to_string(server.rest_port()) + "\n");
   if (!flags.port_file.empty()) est::WriteFileAtomic(flags.port_file, std::to_string(server.port()) + "\n");
-  while (est::StopSignalGuard::pending() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto next_poll = std::chrono::steady_clock::now() + std::chrono::seconds(flags.config_poll_seconds);
+  while (est::StopSignalGuard::pending() == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (flags.config_poll_seconds == 0 || std::chrono::steady_clock::now() < next_poll) continue;
+    ApplyModels(flags, server, applied);
+    next_poll = std::chrono::steady_clock::now() + std::chrono::seconds(flags.config_poll_seconds);
+  }
   std::fprintf(stderr, "est-serve: %s: stopping (calls running get 5 s)\n",
                est::StopSignalName(est::StopSignalGuard::pending()));
   server.shutdown(std::chrono::seconds(5));

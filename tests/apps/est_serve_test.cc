@@ -174,7 +174,8 @@ TEST_CASE("est-serve refuses an export of another model, and a bad flag, with on
   const RunResult other = RunCommand(std::string(EST_SERVE_PATH) + " --model fashion_mnist_cnn --port 0 --export-dir " +
                                      model_dir + "/export/final");
   CHECK(other.exit_code == 1);
-  CHECK_THAT(other.output, Catch::StartsWith("est-serve: error: the export '" + model_dir + "/export/final/") &&
+  CHECK_THAT(other.output, Catch::StartsWith("est-serve: error: no version under '" + model_dir +
+                                             "/export/final' that version policy latest 1 names loads (version ") &&
                                Catch::Contains("is of model 'linear' version '1'; expected model 'fashion_mnist_cnn'"));
   const RunResult missing = RunCommand(std::string(EST_SERVE_PATH) + " --export-dir " + (dir / "none").string());
   CHECK(missing.exit_code != 0);
@@ -183,6 +184,80 @@ TEST_CASE("est-serve refuses an export of another model, and a bad flag, with on
       RunCommand(std::string(EST_SERVE_PATH) + " --instances 0 --export-dir " + model_dir + "/export/final");
   CHECK(no_instances.exit_code != 0);
   CHECK_THAT(no_instances.output, Catch::Contains("--instances") && Catch::Contains("from 1 to 256, got '0'"));
+  const RunResult nothing = RunCommand(std::string(EST_SERVE_PATH) + " --port 0");
+  CHECK(nothing.exit_code == 1);
+  CHECK_THAT(nothing.output, Catch::Contains("say what to serve: --export-dir (--model_base_path), "
+                                             "--model_config_file or --model-repository"));
+  std::ofstream(dir / "models.config") << "model_config_list { config { name: 'a' base_path: 'model/export/final' } }";
+  const RunResult both = RunCommand(std::string(EST_SERVE_PATH) + " --export-dir " + model_dir +
+                                    "/export/final --model_config_file " + (dir / "models.config").string());
+  CHECK(both.exit_code != 0);
+  CHECK_THAT(both.output, Catch::Contains("--export-dir") && Catch::Contains("excludes"));
+}
+
+TEST_CASE("est-serve serves the models of a model config file, and the file changed without a restart",
+          "[apps][serving]") {
+  const fs::path dir = est::testing::FreshTempDir("est_serve_config");
+  const std::string model_dir = (dir / "model").string();
+  const RunResult trained = RunCommand(std::string(EST_TRAIN_PATH) + " --model linear --model-dir " + model_dir +
+                                       " --max-steps 30 --log-step-count-steps 100 --export final");
+  INFO(trained.output);
+  REQUIRE(trained.exit_code == 0);
+  const std::string base = model_dir + "/export/final";
+  std::string version;
+  for (const auto& entry : fs::directory_iterator(base)) version = entry.path().filename().string();
+  // TensorFlow Serving's text format, a relative base path and an absolute one.
+  auto config = [&](const std::string& second) {
+    return "model_config_list {\n"
+           "  config {\n    name: 'first'\n    base_path: 'model/export/final'\n"
+           "    version_labels { key: 'stable' value: " + version + " }\n  }\n"
+           "  config {\n    name: '" + second + "'\n    base_path: '" + base + "'\n"
+           "    model_version_policy { all {} }\n  }\n}\n";
+  };
+  const std::string config_file = (dir / "models.config").string();
+  est::WriteFileAtomic(config_file, config("second"));
+  const Server server = Start({"--model_config_file", config_file, "--model_config_file_poll_wait_seconds", "1",
+                               "--port", "0", "--port-file", (dir / "port").string(), "--rest_api_port", "0",
+                               "--rest-port-file", (dir / "rest_port").string()},
+                              dir);
+  const auto give_up = Clock::now() + std::chrono::seconds(60);
+  while (!fs::exists(dir / "port") && Clock::now() < give_up) {
+    REQUIRE(::waitpid(server.pid, nullptr, WNOHANG) == 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  REQUIRE(fs::exists(dir / "rest_port"));
+  const auto rest_port = static_cast<uint16_t>(std::stoi(est::ReadFile((dir / "rest_port").string())));
+  auto status_of = [&](const std::string& method, const std::string& path, const std::string& body = "") {
+    return est::testing::HttpExchange(rest_port, method, path, body).status;
+  };
+  const std::string instances = R"({"instances": [[1.0], [2.0]]})";
+  CHECK(status_of("GET", "/v1/models/first") == 200);
+  CHECK(status_of("POST", "/v1/models/first/labels/stable:predict", instances) == 200);
+  CHECK(status_of("POST", "/v1/models/first/labels/canary:predict", instances) == 400);
+  CHECK(status_of("POST", "/v2/models/second/versions/" + version + "/infer",
+                  R"({"inputs": [{"name": "x", "shape": [2, 1], "datatype": "FP32", "data": [1, 2]}]})") == 200);
+  CHECK(status_of("GET", "/v1/models/third") == 404);
+
+  // The file changed: "third" in place of "second", without a restart.
+  est::WriteFileAtomic(config_file, config("third"));
+  while (status_of("GET", "/v1/models/third") != 200 && Clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK(status_of("GET", "/v1/models/third") == 200);
+  CHECK(status_of("GET", "/v1/models/second") == 404);
+  CHECK(status_of("GET", "/v1/models/first") == 200);
+
+  // A file that does not parse: logged, and what is served stays.
+  est::WriteFileAtomic(config_file, "model_config_list { config { name: 'x' ");
+  while (est::ReadFile(server.err.string()).find("the models served stay as they were") == std::string::npos &&
+         Clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK(status_of("GET", "/v1/models/third") == 200);
+
+  ::kill(server.pid, SIGTERM);
+  CHECK(Wait(server) == 0);
+  const std::string log = est::ReadFile(server.err.string());
+  CHECK_THAT(log, Catch::Contains("model config file '" + config_file + "'") && Catch::Contains("line 1"));
+  CHECK_THAT(log, Catch::Contains("model 'second' is no longer served"));
 }
 
 }  // namespace est_serve_test

@@ -61,6 +61,33 @@ def load_expected(path):
             np.array(expected["positive"], dtype=bool), [bytes.fromhex(r) for r in expected["records"]])
 
 
+class Versioned:
+    """expected.json's model "versioned": its name, its two versions as strings (first, whose
+    answers are expected.json's own, and newest), and the newest's answers y and positive."""
+
+    def __init__(self, path):
+        import numpy as np
+        with open(path) as file:
+            expected = json.load(file)
+        versioned = expected["versioned"]
+        self.name = versioned["name"]
+        self.first = str(versioned["first"])
+        self.newest = str(versioned["newest"])
+        self.y = np.array(versioned["y"], dtype=np.float32)
+        self.positive = np.array(versioned["positive"], dtype=bool)
+        # The versions must answer differently for the checks to tell which one answered.
+        check(np.abs(self.y - np.array(expected["y"], dtype=np.float32)).max() > 1e-4,
+              "the model 'versioned' answers alike in both versions")
+
+    def check_y(self, y, expected, what):
+        """`y` (a sequence of floats) is `expected` within Y_TOLERANCE."""
+        import numpy as np
+        y = np.asarray(y, dtype=np.float32)
+        check(y.shape == expected.shape, f"{what}: y has shape {y.shape}, expected {expected.shape}")
+        difference = np.abs(y - expected).max()
+        check(difference <= Y_TOLERANCE, f"{what}: y differs from that version's answers by {difference}")
+
+
 def run_checks(client, args, steps, describe_error, close):
     """Runs `steps` in turn and prints the outcome as `client`: 0 when all held, else 1. A
     CheckFailed, or an exception describe_error turns into a text (None for others), fails."""

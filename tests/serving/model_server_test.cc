@@ -21,6 +21,7 @@
 
 #include "common/file_util.h"
 #include "estimator/export/export_directory.h"
+#include "serving/model_config.h"
 #include "serving/model_server.h"
 #include "serving/proto/grpc_inference_service.grpc.pb.h"
 #include "serving/proto/health.grpc.pb.h"
@@ -478,7 +479,7 @@ TEST_CASE("a full queue answers RESOURCE_EXHAUSTED and a deadline DEADLINE_EXCEE
     v2::ModelInferResponse response;
     return client.infer(InferRequest(testing::Rows(0, 1)), response).error_code();
   });
-  while (server.model().batching_stats().queued == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  while (server.model()->batching_stats().queued == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   v2::ModelInferResponse response;
   const grpc::Status full = client.infer(InferRequest(testing::Rows(1, 1)), response);
   CHECK(full.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
@@ -492,9 +493,9 @@ TEST_CASE("a full queue answers RESOURCE_EXHAUSTED and a deadline DEADLINE_EXCEE
   CHECK(late.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
   // The server dropped it too: counted expired when its batch ran, not computed.
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (server.model().batching_stats().expired == 0 && std::chrono::steady_clock::now() < give_up)
+  while (server.model()->batching_stats().expired == 0 && std::chrono::steady_clock::now() < give_up)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  CHECK(server.model().batching_stats().expired == 1);
+  CHECK(server.model()->batching_stats().expired == 1);
 }
 
 TEST_CASE("a server with a token refuses calls without it", "[serving][server]") {
@@ -529,7 +530,7 @@ TEST_CASE("ModelService.GetModelStatus says the version served is AVAILABLE, and
     if (version) request.mutable_model_spec()->mutable_version()->set_value(*version);
     return stub->GetModelStatus(&context, request, &response);
   };
-  const int64_t served = server.model().current()->version();
+  const int64_t served = server.model()->current()->version();
   for (const std::optional<int64_t> version : {std::optional<int64_t>(), std::optional<int64_t>(served)}) {
     tf::GetModelStatusResponse response;
     REQUIRE(status_of(version, response).ok());
@@ -609,7 +610,7 @@ TEST_CASE("a new version is served once it appears, and a corrupt one only once 
   options.model().reload_interval(std::chrono::milliseconds(50));
   ModelServer server(testing::ServedRegression, trained.base(), options);
   const Client client(server.port());
-  const int64_t first = server.model().current()->version();
+  const int64_t first = server.model()->current()->version();
   auto served_version = [&] {
     v2::ModelInferResponse response;
     REQUIRE(client.infer(InferRequest(testing::Rows(0, 2)), response).ok());
@@ -621,19 +622,19 @@ TEST_CASE("a new version is served once it appears, and a corrupt one only once 
   fs::create_directories(corrupt);
   std::ofstream(corrupt / "export.json") << "{ not json";
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (server.model().stats().failed_reloads == 0 && std::chrono::steady_clock::now() < give_up)
+  while (server.model()->stats().failed_reloads == 0 && std::chrono::steady_clock::now() < give_up)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  CHECK(server.model().stats().failed_reloads == 1);
+  CHECK(server.model()->stats().failed_reloads == 1);
   CHECK(served_version().model_version() == std::to_string(first));
   // It is not tried again while its files stay as they are.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  CHECK(server.model().stats().failed_reloads == 1);
+  CHECK(server.model()->stats().failed_reloads == 1);
 
   // Its files mended (the first version's copied in, as a copy by hand finishes): served.
   for (const char* file : {"variables.pt", "export.json"})
     fs::copy_file(fs::path(trained.base()) / std::to_string(first) / file, corrupt / file,
                   fs::copy_options::overwrite_existing);
-  while (server.model().current()->version() != first + 1 && std::chrono::steady_clock::now() < give_up)
+  while (server.model()->current()->version() != first + 1 && std::chrono::steady_clock::now() < give_up)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   CHECK(served_version().model_version() == std::to_string(first + 1));
 
@@ -642,13 +643,13 @@ TEST_CASE("a new version is served once it appears, and a corrupt one only once 
                                                     ExportOptions().model(testing::RegressionIdentity()));
   const Predictor expected(testing::ServedRegression, newer);
   REQUIRE(expected.version() > first + 1);
-  while (server.model().current()->version() != expected.version() && std::chrono::steady_clock::now() < give_up)
+  while (server.model()->current()->version() != expected.version() && std::chrono::steady_clock::now() < give_up)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   const v2::ModelInferResponse response = served_version();
   CHECK(response.model_version() == std::to_string(expected.version()));
   CHECK(torch::allclose(Output(response, "y"), expected.predict({{"x", testing::Rows(0, 2)}}).at("y"), 1e-6, 1e-6));
-  CHECK(server.model().stats().reloads == 2);
-  CHECK(server.model().stats().failed_reloads == 1);
+  CHECK(server.model()->stats().reloads == 2);
+  CHECK(server.model()->stats().failed_reloads == 1);
 }
 
 TEST_CASE("traced exports reloaded under load: no request fails, a corrupt program is refused and the old one serves on",
@@ -657,8 +658,8 @@ TEST_CASE("traced exports reloaded under load: no request fails, a corrupt progr
   ModelServerOptions options = Options();
   options.model().reload_interval(std::chrono::milliseconds(50)).predictor(PredictorOptions());
   ModelServer server(nullptr, trained.base(), options);  // the exports' programs, no model_fn
-  REQUIRE(server.model().current()->runs_program());
-  const int64_t first = server.model().current()->version();
+  REQUIRE(server.model()->current()->runs_program());
+  const int64_t first = server.model()->current()->version();
 
   // Four clients ask all along; every answer must be OK, from whichever version served it.
   std::atomic<bool> stop{false};
@@ -682,16 +683,16 @@ TEST_CASE("traced exports reloaded under load: no request fails, a corrupt progr
     program.seekp(64);
     program.put('\x55');
   }
-  while (server.model().stats().failed_reloads == 0 && std::chrono::steady_clock::now() < give_up)
+  while (server.model()->stats().failed_reloads == 0 && std::chrono::steady_clock::now() < give_up)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  CHECK(server.model().stats().failed_reloads == 1);
-  CHECK(server.model().current()->version() == first);
+  CHECK(server.model()->stats().failed_reloads == 1);
+  CHECK(server.model()->current()->version() == first);
 
   // A newer version, trained further: served, its program's answers.
   const std::string newer = testing::TrainAndExport(trained.estimator, 40, testing::RegressionServingInput,
                                                     ExportOptions().model(testing::RegressionIdentity()));
   const Predictor expected(newer);
-  while (server.model().current()->version() != expected.version() && std::chrono::steady_clock::now() < give_up)
+  while (server.model()->current()->version() != expected.version() && std::chrono::steady_clock::now() < give_up)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   const int64_t answered_before = answered;
   while (answered < answered_before + 20 && std::chrono::steady_clock::now() < give_up)
@@ -705,7 +706,7 @@ TEST_CASE("traced exports reloaded under load: no request fails, a corrupt progr
   REQUIRE(client.infer(InferRequest(testing::Rows(0, 2)), response).ok());
   CHECK(response.model_version() == std::to_string(expected.version()));
   CHECK(torch::allclose(Output(response, "y"), expected.predict({{"x", testing::Rows(0, 2)}}).at("y"), 1e-6, 1e-6));
-  CHECK(server.model().stats().reloads == 1);
+  CHECK(server.model()->stats().reloads == 1);
 }
 
 TEST_CASE("a server whose newest versions are corrupt serves the newest that loads, and says why the others do not",
@@ -729,30 +730,32 @@ TEST_CASE("a server whose newest versions are corrupt serves the newest that loa
   ModelServerOptions options = Options();
   options.model().reload_interval(std::chrono::milliseconds(50));
   ModelServer server(testing::ServedRegression, trained.base(), options);
-  CHECK(server.model().current()->version() == good);
+  CHECK(server.model()->current()->version() == good);
   const std::string text = log.text();
   CHECK(text.find("est-serve: version " + std::to_string(good + 2) + " at '" + (base / std::to_string(good + 2)).string() +
-                  "' does not load, so an older one is served") != std::string::npos);
+                  "' does not load, so it is not served") != std::string::npos);
   CHECK(text.find("est-serve: version " + std::to_string(good + 1)) != std::string::npos);
   CHECK(text.find("nested deeper than 100 arrays and objects") != std::string::npos);
-  CHECK(text.find("serving version " + std::to_string(good) + " (global step 20), the newest that loads") !=
+  CHECK(text.find("serving version " + std::to_string(good) + " (global step 20) of '" + trained.base() + "'") !=
         std::string::npos);
   // Neither is tried again as it is; once mended, the newest is served.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  CHECK(server.model().stats().failed_reloads == 0);
-  CHECK(server.model().current()->version() == good);
+  CHECK(server.model()->stats().failed_reloads == 0);
+  CHECK(server.model()->current()->version() == good);
   est::WriteFileAtomic((base / std::to_string(good + 2) / "export.json").string(), manifest);
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (server.model().current()->version() != good + 2 && std::chrono::steady_clock::now() < give_up)
+  while (server.model()->current()->version() != good + 2 && std::chrono::steady_clock::now() < give_up)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  CHECK(server.model().current()->version() == good + 2);
+  CHECK(server.model()->current()->version() == good + 2);
 
   // No version loads: one error naming each.
   fs::remove_all(base / std::to_string(good));
   std::ofstream(base / std::to_string(good + 2) / "export.json") << "[";
   CHECK_THROWS_MATCHES(ModelServer(testing::ServedRegression, trained.base(), Options()), CheckpointError,
                        est::testing::MessageMatches(
-                           Catch::StartsWith("no version under '" + trained.base() + "' loads (version " +
+                           Catch::StartsWith("model 'regression' (base path '" + trained.base() +
+                                             "') cannot be served: no version under '" + trained.base() +
+                                             "' that version policy latest 1 names loads (version " +
                                              std::to_string(good + 2) + ": ") &&
                            Catch::Contains("; version " + std::to_string(good + 1) + ": ") &&
                            Catch::Contains("nested deeper than 100")));
@@ -801,6 +804,170 @@ TEST_CASE("a request larger than max_request_bytes is refused naming --max-reque
                                           Catch::EndsWith(" bytes; the most a request may carry is 4096 "
                                                           "(max_request_bytes, est-serve --max-request-mib)"));
   CHECK(client.infer(InferRequest(testing::Rows(0, 2)), response).ok());
+}
+
+TEST_CASE("several models and versions from one config: a request names a version, a label or none",
+          "[serving][server][versions]") {
+  Trained trained("server_versions");
+  const Predictor first(testing::ServedRegression, trained.base());
+  const Predictor second(testing::ServedRegression,
+                         testing::TrainAndExport(trained.estimator, 40, testing::RegressionServingInput,
+                                                 ExportOptions().model(testing::RegressionIdentity())));
+  Trained other("server_versions_other");
+  const Predictor other_predictor(testing::ServedRegression, other.base());
+  const std::string v1 = std::to_string(first.version());
+  const std::string v2 = std::to_string(second.version());
+  ModelServer server(testing::ServedRegression,
+                     {ModelConfig()
+                          .name("regression")
+                          .base_path(trained.base())
+                          .version_policy(VersionPolicy::All())
+                          .version_labels({{"stable", first.version()}, {"canary", second.version()}}),
+                      ModelConfig().name("other").base_path(other.base())},
+                     Options());
+  CHECK(server.model_names() == std::vector<std::string>{"other", "regression"});
+  const Client client(server.port());
+  const at::Tensor x = testing::Rows(0, 4);
+
+  // KServe v2: no version is the newest; a version number is that version.
+  auto infer = [&](const std::string& model, const std::string& version, v2::ModelInferResponse& response) {
+    v2::ModelInferRequest request = InferRequest(x, model);
+    request.set_model_version(version);
+    return client.infer(request, response);
+  };
+  v2::ModelInferResponse response;
+  REQUIRE(infer("regression", "", response).ok());
+  CHECK(response.model_version() == v2);
+  CHECK(torch::allclose(Output(response, "y"), second.predict({{"x", x}}).at("y"), 1e-6, 1e-6));
+  REQUIRE(infer("regression", v1, response).ok());
+  CHECK(response.model_version() == v1);
+  CHECK(torch::allclose(Output(response, "y"), first.predict({{"x", x}}).at("y"), 1e-6, 1e-6));
+  CHECK_FALSE(torch::allclose(Output(response, "y"), second.predict({{"x", x}}).at("y"), 1e-6, 1e-6));
+  REQUIRE(infer("other", "", response).ok());
+  CHECK(response.model_name() == "other");
+  CHECK(torch::allclose(Output(response, "y"), other_predictor.predict({{"x", x}}).at("y"), 1e-6, 1e-6));
+  const grpc::Status unknown_version = infer("regression", "999", response);
+  CHECK(unknown_version.error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK_THAT(unknown_version.error_message(), Catch::Contains("versions served: " + v1 + ", " + v2));
+  const grpc::Status unknown_model = infer("nope", "", response);
+  CHECK(unknown_model.error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK_THAT(unknown_model.error_message(), Catch::Contains("serves 'other', 'regression'"));
+
+  v2::ModelMetadataRequest metadata_request;
+  metadata_request.set_name("regression");
+  v2::ModelMetadataResponse metadata;
+  REQUIRE(client.v2->ModelMetadata(client.context().get(), metadata_request, &metadata).ok());
+  CHECK(std::vector<std::string>(metadata.versions().begin(), metadata.versions().end()) ==
+        std::vector<std::string>{v1, v2});
+  v2::ModelReadyRequest ready_request;
+  ready_request.set_name("regression");
+  ready_request.set_version(v1);
+  v2::ModelReadyResponse ready;
+  REQUIRE(client.v2->ModelReady(client.context().get(), ready_request, &ready).ok());
+  CHECK(ready.ready());
+  ready_request.set_version("999");
+  REQUIRE(client.v2->ModelReady(client.context().get(), ready_request, &ready).ok());
+  CHECK_FALSE(ready.ready());
+
+  // TensorFlow Serving: a label names its version; an unknown label is refused naming the known.
+  auto predict = [&](const std::function<void(tf::ModelSpec&)>& spec, tf::PredictResponse& answer) {
+    tf::PredictRequest request;
+    request.mutable_model_spec()->set_name("regression");
+    spec(*request.mutable_model_spec());
+    (*request.mutable_inputs())["x"] = Proto(x);
+    return client.tf->Predict(client.context().get(), request, &answer);
+  };
+  tf::PredictResponse answer;
+  REQUIRE(predict([](tf::ModelSpec& spec) { spec.set_version_label("stable"); }, answer).ok());
+  CHECK(answer.model_spec().version().value() == first.version());
+  CHECK(torch::allclose(FromProto(answer.outputs().at("y")), first.predict({{"x", x}}).at("y"), 1e-6, 1e-6));
+  REQUIRE(predict([](tf::ModelSpec& spec) { spec.set_version_label("canary"); }, answer).ok());
+  CHECK(answer.model_spec().version().value() == second.version());
+  REQUIRE(predict([&](tf::ModelSpec& spec) { spec.mutable_version()->set_value(first.version()); }, answer).ok());
+  CHECK(answer.model_spec().version().value() == first.version());
+  const grpc::Status unknown_label = predict([](tf::ModelSpec& spec) { spec.set_version_label("beta"); }, answer);
+  CHECK(unknown_label.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK_THAT(unknown_label.error_message(), Catch::Contains("Unrecognized servable version label: beta") &&
+                                                Catch::Contains("'canary' (" + v2 + ")"));
+
+  // ModelService lists both versions; health knows both models.
+  auto model_service = tensorflow::serving::ModelService::NewStub(client.channel);
+  tf::GetModelStatusRequest status_request;
+  status_request.mutable_model_spec()->set_name("regression");
+  tf::GetModelStatusResponse status;
+  REQUIRE(model_service->GetModelStatus(client.context().get(), status_request, &status).ok());
+  REQUIRE(status.model_version_status_size() == 2);
+  CHECK(status.model_version_status(0).version() == first.version());
+  CHECK(status.model_version_status(1).version() == second.version());
+  auto health = grpc::health::v1::Health::NewStub(client.channel);
+  grpc::health::v1::HealthCheckRequest check;
+  grpc::health::v1::HealthCheckResponse healthy;
+  check.set_service("other");
+  REQUIRE(health->Check(client.context().get(), check, &healthy).ok());
+  CHECK(healthy.status() == grpc::health::v1::HealthCheckResponse::SERVING);
+  check.set_service("nope");
+  CHECK(health->Check(client.context().get(), check, &healthy).error_code() == grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_CASE("a version or model no longer served answers the requests it has, and is then freed",
+          "[serving][server][versions]") {
+  Trained trained("server_unload");
+  ModelServerOptions options = Options();
+  options.model().version_policy(VersionPolicy::Latest(1));
+  ModelServer server(testing::ServedRegression, trained.base(), options);
+  const int64_t first = server.model()->current()->version();
+  std::weak_ptr<const Predictor> first_loaded = server.model()->find(first);
+
+  // Four clients ask for the first version by number all along.
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> answered{0}, not_found{0}, failed{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 4; ++c)
+    clients.emplace_back([&] {
+      const Client client(server.port());
+      while (!stop) {
+        v2::ModelInferRequest request = InferRequest(testing::Rows(0, 2));
+        request.set_model_version(std::to_string(first));
+        v2::ModelInferResponse response;
+        const grpc::StatusCode code = client.infer(request, response).error_code();
+        (code == grpc::StatusCode::OK ? answered : code == grpc::StatusCode::NOT_FOUND ? not_found : failed)++;
+      }
+    });
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (answered < 20 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+
+  // A newer version: the latest 1 policy serves it in place of the first, whose running
+  // requests are answered; then its requests are refused and it is freed.
+  testing::TrainAndExport(trained.estimator, 40, testing::RegressionServingInput,
+                          ExportOptions().model(testing::RegressionIdentity()));
+  REQUIRE(server.model()->reload());
+  CHECK(server.model()->find(first) == nullptr);
+  while (not_found == 0 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  stop = true;
+  for (auto& client : clients) client.join();
+  CHECK(failed == 0);
+  CHECK(answered >= 20);
+  CHECK(not_found > 0);
+  CHECK(first_loaded.expired());
+  CHECK(server.model()->stats().unloads == 1);
+
+  // A new config adds a model and drops the first without a restart.
+  const std::weak_ptr<ServedModel> dropped = server.model();
+  CHECK(server.reconfigure({ModelConfig().name("renamed").base_path(trained.base())}));
+  CHECK(server.model_names() == std::vector<std::string>{"renamed"});
+  CHECK(dropped.expired());
+  const Client client(server.port());
+  v2::ModelInferResponse response;
+  CHECK(client.infer(InferRequest(testing::Rows(0, 2), "renamed"), response).ok());
+  CHECK(client.infer(InferRequest(testing::Rows(0, 2), "regression"), response).error_code() ==
+        grpc::StatusCode::NOT_FOUND);
+  // One that does not load is named, and what is served stays.
+  CHECK_THROWS_WITH(server.reconfigure({ModelConfig().name("renamed").base_path(trained.base()),
+                                        ModelConfig().name("missing").base_path(trained.base() + "/none")}),
+                    Catch::Contains("model 'missing'"));
+  CHECK(client.infer(InferRequest(testing::Rows(0, 2), "renamed"), response).ok());
 }
 
 }  // namespace model_server_test

@@ -230,7 +230,7 @@ TEST_CASE("a ModelServer's REST API answers both APIs as the Predictor does, and
   CHECK(testing::Contains(metrics.body, "est_serve_request_duration_seconds_count{api=\"tf_serving_rest\"}"));
   CHECK(testing::Contains(metrics.body, "est_serve_batch_size_bucket{model=\"served_regression\",le=\"4\"}"));
   CHECK(testing::Contains(metrics.body, "est_serve_model_version{model=\"served_regression\"} " +
-                                            std::to_string(server.model().current()->version())));
+                                            std::to_string(server.model()->current()->version())));
 }
 
 }  // namespace rest_api_test

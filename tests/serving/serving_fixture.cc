@@ -1,7 +1,9 @@
 // A model server for the tests that call it with other programs' clients (real_clients_test.py
 // runs Triton's and TensorFlow Serving's Python clients against it). It trains ServedRegression
 // briefly in DIR/model, exports it under DIR/model/export, writes what Estimator::predict answers
-// for the rows the clients send, and serves the export until its stdin ends.
+// for the rows the clients send, and serves the export until its stdin ends, as the model
+// "served_regression"; beside it, the model "versioned" of two versions in DIR/versioned: a copy
+// of that export, and one trained further, with the labels "stable" and "canary".
 //
 //   serving_fixture --dir DIR [--token T] [--tls] [--records]
 //
@@ -10,6 +12,10 @@
 //                       "records": [16 strings]}: testing::Rows(0, 16), Estimator::predict's
 //                      answers for them, and the rows as tf.train.Example records with float
 //                      feature "x" (testing::ExampleRecords), each as its bytes' hex digits;
+//                      "versioned": {"name": "versioned", "first": V1, "newest": V2, "y": [16 floats],
+//                      "positive": [16 bools]}: the versions of the model "versioned" ("stable"
+//                      is V1, whose answers are the ones above; "canary" is V2) and V2's answers;
+//                      "base_paths": {"served_regression": PATH, "versioned": PATH};
 //   DIR/server.json    {"port": N, "rest_port": M, "ca_file": PATH or ""}, atomically, once the
 //                      server listens: gRPC at N, the REST API at M.
 // With --token, calls must carry "authorization: Bearer T"; with --tls the server serves TLS
@@ -130,8 +136,22 @@ int Serve(const Arguments& arguments) {
   Estimator estimator(testing::ServedRegression, (dir / "model").string(), testing::QuietConfig());
   const ServingInputFn serving_input =
       arguments.records ? ServingInputFn(testing::RegressionRecordsInput) : ServingInputFn(testing::RegressionServingInput);
-  testing::TrainAndExport(estimator, 20, serving_input, ExportOptions().model(testing::RegressionIdentity()));
-  WriteFileAtomic((dir / "expected.json").string(), ExpectedAnswers(estimator).dump(2) + "\n");
+  const ExportOptions identity = ExportOptions().model(testing::RegressionIdentity());
+  const fs::path first = testing::TrainAndExport(estimator, 20, serving_input, identity);
+  nlohmann::json expected = ExpectedAnswers(estimator);
+  // The model "versioned": a copy of that export, and a version trained further.
+  fs::create_directories(dir / "versioned");
+  fs::copy(first, dir / "versioned" / first.filename(), fs::copy_options::recursive);
+  estimator.train(testing::RegressionInput, TrainOptions().max_steps(40));
+  const fs::path newest = estimator.export_saved_model((dir / "versioned").string(), serving_input, identity);
+  const nlohmann::json newer = ExpectedAnswers(estimator);
+  const int64_t first_version = std::stoll(first.filename().string());
+  const int64_t newest_version = std::stoll(newest.filename().string());
+  expected["versioned"] = {{"name", "versioned"}, {"first", first_version}, {"newest", newest_version},
+                           {"y", newer["y"]}, {"positive", newer["positive"]}};
+  expected["base_paths"] = {{testing::RegressionIdentity().name, (dir / "model" / "export").string()},
+                            {"versioned", (dir / "versioned").string()}};
+  WriteFileAtomic((dir / "expected.json").string(), expected.dump(2) + "\n");
 
   serving::ModelServerOptions options =
       serving::ModelServerOptions().host("127.0.0.1").port(0).rest_port(0).model(
@@ -139,7 +159,15 @@ int Serve(const Arguments& arguments) {
               serving::PredictorOptions().model(testing::RegressionIdentity()).serving_input_fn(serving_input)));
   options.token(arguments.token);
   if (arguments.tls) options.tls(MakeServerCertificates(dir / "tls"));
-  serving::ModelServer server(testing::ServedRegression, (dir / "model" / "export").string(), options);
+  serving::ModelServer server(
+      testing::ServedRegression,
+      {serving::ModelConfig().name(testing::RegressionIdentity().name).base_path((dir / "model" / "export").string()),
+       serving::ModelConfig()
+           .name("versioned")
+           .base_path((dir / "versioned").string())
+           .version_policy(serving::VersionPolicy::All())
+           .version_labels({{"stable", first_version}, {"canary", newest_version}})},
+      options);
   const nlohmann::json listening = {
       {"port", server.port()}, {"rest_port", server.rest_port()}, {"ca_file", options.tls().ca_file}};
   WriteFileAtomic((dir / "server.json").string(), listening.dump() + "\n");

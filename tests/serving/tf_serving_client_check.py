@@ -11,6 +11,7 @@ usage: tf_serving_client_check.py --url HOST:PORT --model NAME --version V --exp
                                   [--token T] [--ca FILE] [--records]
 """
 
+import json
 import os
 import sys
 
@@ -22,10 +23,11 @@ import tensorflow as tf  # noqa: E402
 from tensorflow.core.framework import tensor_pb2, tensor_shape_pb2, types_pb2  # noqa: E402
 from tensorflow_serving.apis import get_model_metadata_pb2  # noqa: E402
 from tensorflow_serving.apis import get_model_status_pb2  # noqa: E402
+from tensorflow_serving.apis import model_management_pb2  # noqa: E402
 from tensorflow_serving.apis import predict_pb2  # noqa: E402
 from tensorflow_serving.apis import prediction_service_pb2_grpc  # noqa: E402
 
-from client_check_common import (CALL_TIMEOUT_S, Y_TOLERANCE, check, check_message,  # noqa: E402
+from client_check_common import (CALL_TIMEOUT_S, Y_TOLERANCE, Versioned, check, check_message,  # noqa: E402
                                  load_expected, parse_arguments, refusal, run_checks)
 
 
@@ -64,6 +66,20 @@ class Checks:
         self.stub = prediction_service_pb2_grpc.PredictionServiceStub(self.channel)
         self.x, self.y, self.positive, records = load_expected(args.expected)
         self.fixture_records = records
+        self.versioned = Versioned(args.expected)
+        # ModelService.GetModelStatus with tensorflow-serving-api's messages (its
+        # model_service_pb2 module does not import under protobuf 4, so the method is called by
+        # its path).
+        self.get_status = self.channel.unary_unary(
+            "/tensorflow.serving.ModelService/GetModelStatus",
+            request_serializer=get_model_status_pb2.GetModelStatusRequest.SerializeToString,
+            response_deserializer=get_model_status_pb2.GetModelStatusResponse.FromString)
+        self.handle_reload = self.channel.unary_unary(
+            "/tensorflow.serving.ModelService/HandleReloadConfigRequest",
+            request_serializer=model_management_pb2.ReloadConfigRequest.SerializeToString,
+            response_deserializer=model_management_pb2.ReloadConfigResponse.FromString)
+        with open(args.expected) as file:
+            self.base_paths = json.load(file)["base_paths"]
 
     def request(self, inputs, model=None, signature_name="", output_filter=()):
         request = predict_pb2.PredictRequest()
@@ -79,7 +95,7 @@ class Checks:
         return self.stub.Predict(self.request(inputs, **options), timeout=CALL_TIMEOUT_S,
                                  metadata=self.metadata if metadata == "ours" else metadata)
 
-    def check_answer(self, response, rows, what):
+    def check_answer(self, response, rows, what, model=None):
         check(set(response.outputs) == {"y", "positive"},
               f"{what}: outputs {list(response.outputs)}")
         y = tf.make_ndarray(response.outputs["y"])
@@ -94,7 +110,7 @@ class Checks:
         check(np.array_equal(positive, self.positive[rows]),
               f"{what}: positive {positive}, expected {self.positive[rows]}")
         spec = response.model_spec
-        check(spec.name == self.model and spec.version.value == self.version,
+        check(spec.name == (model or self.model) and spec.version.value == self.version,
               f"{what}: answered by {spec.name} version {spec.version.value}, "
               f"expected {self.version}")
         check(spec.signature_name == "serving_default",
@@ -190,13 +206,9 @@ class Checks:
                       ["token"], "a call with a wrong token")
 
     def model_status(self):
-        """ModelService.GetModelStatus with tensorflow-serving-api's messages (its
-        model_service_pb2 module does not import under protobuf 4, so the method is called by its
-        path): the version served is AVAILABLE; another version is NOT_FOUND."""
-        get_status = self.channel.unary_unary(
-            "/tensorflow.serving.ModelService/GetModelStatus",
-            request_serializer=get_model_status_pb2.GetModelStatusRequest.SerializeToString,
-            response_deserializer=get_model_status_pb2.GetModelStatusResponse.FromString)
+        """ModelService.GetModelStatus: the version served is AVAILABLE; another version is
+        NOT_FOUND."""
+        get_status = self.get_status
         request = get_model_status_pb2.GetModelStatusRequest()
         request.model_spec.name = self.model
         response = get_status(request, timeout=CALL_TIMEOUT_S, metadata=self.metadata)
@@ -209,6 +221,67 @@ class Checks:
         request.model_spec.version.value = self.version + 1
         check_refusal(lambda: get_status(request, timeout=CALL_TIMEOUT_S, metadata=self.metadata),
                       grpc.StatusCode.NOT_FOUND, [str(self.version + 1)], "GetModelStatus of another version")
+
+    def versions(self):
+        """A second model, of two versions with the labels "stable" and "canary": a label or a
+        number names the version that answers; an unknown label is INVALID_ARGUMENT naming it;
+        GetModelStatus lists both versions."""
+        versioned = self.versioned
+        for label, number, version, y in (("stable", None, versioned.first, self.y),
+                                          ("canary", None, versioned.newest, versioned.y),
+                                          (None, int(versioned.first), versioned.first, self.y),
+                                          (None, None, versioned.newest, versioned.y)):
+            request = self.request({"x": tf.make_tensor_proto(self.x)}, model=versioned.name)
+            if label:
+                request.model_spec.version_label = label
+            if number is not None:
+                request.model_spec.version.value = number
+            response = self.stub.Predict(request, timeout=CALL_TIMEOUT_S, metadata=self.metadata)
+            check(response.model_spec.name == versioned.name and response.model_spec.version.value == int(version),
+                  f"asked for {request.model_spec}: answered by {response.model_spec.name} version "
+                  f"{response.model_spec.version.value}, expected {version}")
+            versioned.check_y(tf.make_ndarray(response.outputs["y"]), y, f"{versioned.name} version {version}")
+        request = self.request({"x": tf.make_tensor_proto(self.x)}, model=versioned.name)
+        request.model_spec.version_label = "beta"
+        check_refusal(lambda: self.stub.Predict(request, timeout=CALL_TIMEOUT_S, metadata=self.metadata),
+                      grpc.StatusCode.INVALID_ARGUMENT, ["beta", "stable"], "an unknown label")
+        status_request = get_model_status_pb2.GetModelStatusRequest()
+        status_request.model_spec.name = versioned.name
+        response = self.get_status(status_request, timeout=CALL_TIMEOUT_S, metadata=self.metadata)
+        versions = [str(status.version) for status in response.model_version_status]
+        check(versions == [versioned.first, versioned.newest], f"GetModelStatus of {versioned.name}: {versions}")
+
+    def reload(self, extra=None):
+        """HandleReloadConfigRequest of the fixture's two models (and `extra`, a name and base
+        path): the response."""
+        request = model_management_pb2.ReloadConfigRequest()
+        served = request.config.model_config_list.config.add(name=self.model, base_path=self.base_paths[self.model])
+        served.model_platform = "tensorflow"
+        versioned = request.config.model_config_list.config.add(name=self.versioned.name,
+                                                                base_path=self.base_paths[self.versioned.name])
+        versioned.model_version_policy.all.SetInParent()
+        versioned.version_labels["stable"] = int(self.versioned.first)
+        versioned.version_labels["canary"] = int(self.versioned.newest)
+        if extra:
+            request.config.model_config_list.config.add(name=extra[0], base_path=extra[1])
+        return self.handle_reload(request, timeout=CALL_TIMEOUT_S, metadata=self.metadata)
+
+    def reload_config(self):
+        """ModelService.HandleReloadConfigRequest adds a model and removes it again without a
+        restart; a model that does not load is FAILED_PRECONDITION naming it, and what is served
+        stays."""
+        response = self.reload(("reloaded", self.base_paths[self.model]))
+        check(response.status.error_code == 0, f"reload adding a model: {response.status}")
+        self.check_answer(self.predict({"x": tf.make_tensor_proto(self.x)}, model="reloaded"),
+                          list(range(len(self.x))), "the model a reload added", model="reloaded")
+        error = refusal(lambda: self.reload(("missing", self.base_paths[self.model] + "/missing")), grpc.RpcError)
+        check(error.code() == grpc.StatusCode.FAILED_PRECONDITION and "model 'missing'" in error.details(),
+              f"reload of a model that does not load: {error.code()} {error.details()}")
+        check(self.predict({"x": tf.make_tensor_proto(self.x)}, model="reloaded").outputs,
+              "the served models changed after a reload that failed")
+        check(self.reload().status.error_code == 0, "reload back to the fixture's models")
+        check_refusal(lambda: self.predict({"x": tf.make_tensor_proto(self.x)}, model="reloaded"),
+                      grpc.StatusCode.NOT_FOUND, ["reloaded"], "a model a reload removed")
 
     def tls(self):
         """A client without TLS cannot call a server that serves TLS."""
@@ -265,7 +338,8 @@ class Checks:
 def main():
     args = parse_arguments(__doc__)
     checks = Checks(args)
-    steps = [checks.prediction, checks.model_metadata, checks.model_status, checks.bad_requests]
+    steps = [checks.prediction, checks.model_metadata, checks.model_status, checks.versions, checks.reload_config,
+             checks.bad_requests]
     if args.records:
         steps = [checks.records]
     if args.token:

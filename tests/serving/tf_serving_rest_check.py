@@ -18,7 +18,7 @@ import sys
 import numpy as np
 import requests
 
-from client_check_common import (CALL_TIMEOUT_S, Y_TOLERANCE, check, check_message,
+from client_check_common import (CALL_TIMEOUT_S, Y_TOLERANCE, Versioned, check, check_message,
                                  load_expected, parse_arguments, run_checks)
 
 
@@ -35,6 +35,7 @@ class Checks:
         self.verify = args.ca or True
         self.x, self.y, self.positive, records = load_expected(args.expected)
         self.records = records
+        self.versioned = Versioned(args.expected)
 
     def get(self, path, session=None):
         return (session or self.session).get(self.base + path, timeout=CALL_TIMEOUT_S, verify=self.verify)
@@ -102,6 +103,22 @@ class Checks:
         single = self.predict({"inputs": self.x[:1].tolist()})["outputs"]
         self.check_rows(single["y"], single["positive"], [0], "one unnamed columnar input")
 
+    def versions(self):
+        """A second model, of two versions with the labels "stable" and "canary", as TF Serving's
+        REST API names them in the path: /labels/L and /versions/V; GET lists both versions."""
+        versioned = self.versioned
+        response = self.get(f"/v1/models/{versioned.name}")
+        check(response.status_code == 200, f"GET {versioned.name}: HTTP {response.status_code}: {response.text}")
+        versions = [status["version"] for status in response.json()["model_version_status"]]
+        check(versions == [versioned.first, versioned.newest], f"GET {versioned.name}: versions {versions}")
+        base = f"/v1/models/{versioned.name}"
+        for path, y in ((f"{base}/labels/stable", self.y), (f"{base}/labels/canary", versioned.y),
+                        (f"{base}/versions/{versioned.first}", self.y), (base, versioned.y)):
+            predictions = self.predict({"instances": self.x.tolist()}, path=path + ":predict")["predictions"]
+            versioned.check_y([p["y"] for p in predictions], y, path)
+        self.refused(self.post(f"{base}/labels/beta:predict", {"instances": self.x.tolist()}), 400, ["beta"],
+                     "an unknown label")
+
     def bad_requests(self):
         path = f"/v1/models/{self.model}:predict"
         self.refused(self.post(path, '{"instances": [[1, 2, 3]'), 400, ["JSON"], "JSON cut short")
@@ -146,7 +163,7 @@ class Checks:
 def main():
     args = parse_arguments(__doc__)
     checks = Checks(args)
-    steps = [checks.status, checks.metadata, checks.prediction, checks.bad_requests]
+    steps = [checks.status, checks.metadata, checks.prediction, checks.versions, checks.bad_requests]
     if args.records:
         steps = [checks.status, checks.records_prediction]
     if args.token:

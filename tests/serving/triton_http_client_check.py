@@ -17,7 +17,7 @@ import numpy as np
 import tritonclient.http as triton
 from tritonclient.utils import InferenceServerException
 
-from client_check_common import (CALL_TIMEOUT_S, Y_TOLERANCE, check, check_message,
+from client_check_common import (CALL_TIMEOUT_S, Y_TOLERANCE, Versioned, check, check_message,
                                  load_expected, parse_arguments, refusal, run_checks)
 
 
@@ -47,6 +47,7 @@ class Checks:
             network_timeout=CALL_TIMEOUT_S, connection_timeout=CALL_TIMEOUT_S)
         self.x, self.y, self.positive, records = load_expected(args.expected)
         self.records = np.array(records, dtype=np.object_)
+        self.versioned = Versioned(args.expected)
 
     def infer(self, inputs, model=None, outputs=None, version=""):
         # A copy of the headers each call: tritonclient adds Inference-Header-Content-Length to
@@ -110,6 +111,25 @@ class Checks:
         check(names == ["positive"], f"asked for positive only, got {names}")
         check(np.array_equal(result.as_numpy("positive"), self.positive), "the subset's positive")
 
+    def versions(self):
+        """A second model, of two versions: each answers when named, the newest when none is;
+        the metadata lists both; a version not served is 404 naming those that are."""
+        versioned = self.versioned
+        metadata = self.client.get_model_metadata(versioned.name, headers=self.headers)
+        check(metadata["versions"] == [versioned.first, versioned.newest],
+              f"metadata versions of {versioned.name}: {metadata['versions']}")
+        check(self.client.is_model_ready(versioned.name, versioned.first, headers=self.headers),
+              f"{versioned.name} version {versioned.first} is not ready")
+        for version, y in (("", versioned.y), (versioned.first, self.y), (versioned.newest, versioned.y)):
+            result = self.infer([input_of("x", self.x)], model=versioned.name, version=version)
+            response = result.get_response()
+            answered = version or versioned.newest
+            check(response["model_name"] == versioned.name and response["model_version"] == answered,
+                  f"version {answered!r}: answered by {response['model_name']} version {response['model_version']}")
+            versioned.check_y(result.as_numpy("y"), y, f"{versioned.name} version {answered}")
+        check_refusal(lambda: self.infer([input_of("x", self.x)], model=versioned.name, version="1"), "404",
+                      ["versions served", versioned.first], "a version not served")
+
     def bad_requests(self):
         rows = self.x[:2]
         check_refusal(lambda: self.infer([input_of("x", rows), input_of("z", rows)]), "400", ["'z'"],
@@ -165,7 +185,7 @@ class Checks:
 def main():
     args = parse_arguments(__doc__)
     checks = Checks(args)
-    steps = [checks.health, checks.metadata, checks.inference, checks.bad_requests]
+    steps = [checks.health, checks.metadata, checks.inference, checks.versions, checks.bad_requests]
     if args.records:
         steps = [checks.health, checks.records_inference]
     if args.token:
