@@ -3,6 +3,7 @@
 #include <set>
 
 #include "serving/call_status.h"
+#include "serving/example_input.h"
 #include "serving/tf_serving_codec.h"
 
 namespace est::serving::detail {
@@ -107,6 +108,91 @@ grpc::Status PredictionService::predict(const tf::PredictRequest& request, tf::P
   } catch (...) {
     return StatusOfError(std::current_exception());
   }
+}
+
+grpc::Status PredictionService::Classify(grpc::ServerContext* context, const tf::ClassificationRequest* request,
+                                         tf::ClassificationResponse* response) {
+  if (grpc::Status admitted = net::CheckBearerToken(*context, context_.token, kTokenSource); !admitted.ok()) return admitted;
+  const auto start = std::chrono::steady_clock::now();
+  grpc::Status status = CheckRequestSize(request->ByteSizeLong(), context_.max_request_bytes);
+  if (status.ok()) status = classify(*request, *response, CallDeadline(*context));
+  RecordCall(context_, "tf_serving_grpc", status, start);
+  return status;
+}
+
+grpc::Status PredictionService::Regress(grpc::ServerContext* context, const tf::RegressionRequest* request,
+                                        tf::RegressionResponse* response) {
+  if (grpc::Status admitted = net::CheckBearerToken(*context, context_.token, kTokenSource); !admitted.ok()) return admitted;
+  const auto start = std::chrono::steady_clock::now();
+  grpc::Status status = CheckRequestSize(request->ByteSizeLong(), context_.max_request_bytes);
+  if (status.ok()) status = regress(*request, *response, CallDeadline(*context));
+  RecordCall(context_, "tf_serving_grpc", status, start);
+  return status;
+}
+
+grpc::Status PredictionService::examples_output(const tf::ModelSpec& spec, const tf::Input& input, bool classify,
+                                                std::chrono::steady_clock::time_point deadline, at::Tensor& values,
+                                                tf::ModelSpec& answered) const {
+  Servable servable;
+  if (grpc::Status found = find(spec, servable); !found.ok()) return found;
+  const ExportManifest& manifest = servable.predictor->manifest();
+  const std::string output = classify ? ClassifyOutput(manifest) : RegressOutput(manifest);
+  if (output.empty())
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        classify ? "Expected a classification output 'scores' or 'probabilities' (floats, a row of "
+                                   "class scores per example); model '" + servable.name + "' has " +
+                                       QuotedNames(manifest.outputs) + ": use Predict"
+                                 : "Expected a regression output 'outputs', 'predictions' or one float output of a "
+                                   "value per example; model '" + servable.name + "' has " +
+                                       QuotedNames(manifest.outputs) + ": use Predict");
+  try {
+    int64_t version = 0;
+    const TensorMap predictions =
+        servable.predict(ExampleTensors(SerializedExamples(input), *servable.predictor), deadline, &version);
+    values = predictions.at(output).to(at::kFloat).contiguous();
+    answered.set_name(servable.name);
+    answered.mutable_version()->set_value(version);
+    answered.set_signature_name(kDefaultSignature);
+    return grpc::Status::OK;
+  } catch (...) {
+    return StatusOfError(std::current_exception());
+  }
+}
+
+grpc::Status PredictionService::classify(const tf::ClassificationRequest& request, tf::ClassificationResponse& response,
+                                         std::chrono::steady_clock::time_point deadline) const {
+  if (!request.has_model_spec()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Missing ModelSpec");
+  at::Tensor scores;
+  if (grpc::Status status = examples_output(request.model_spec(), request.input(), true, deadline, scores,
+                                            *response.mutable_model_spec());
+      !status.ok())
+    return status;
+  scores = scores.reshape({scores.size(0), -1});
+  const float* values = scores.data_ptr<float>();
+  for (int64_t row = 0; row < scores.size(0); ++row) {
+    tf::Classifications& classes = *response.mutable_result()->add_classifications();
+    for (int64_t column = 0; column < scores.size(1); ++column) {
+      tf::Class& label = *classes.add_classes();
+      label.set_label(std::to_string(column));  // the class index, as canned TF classifiers label classes
+      label.set_score(values[row * scores.size(1) + column]);
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status PredictionService::regress(const tf::RegressionRequest& request, tf::RegressionResponse& response,
+                                        std::chrono::steady_clock::time_point deadline) const {
+  if (!request.has_model_spec()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Missing ModelSpec");
+  at::Tensor outputs;
+  if (grpc::Status status = examples_output(request.model_spec(), request.input(), false, deadline, outputs,
+                                            *response.mutable_model_spec());
+      !status.ok())
+    return status;
+  outputs = outputs.reshape({-1});
+  const float* values = outputs.data_ptr<float>();
+  for (int64_t row = 0; row < outputs.size(0); ++row)
+    response.mutable_result()->add_regressions()->set_value(values[row]);
+  return grpc::Status::OK;
 }
 
 grpc::Status PredictionService::model_status(const tf::ModelSpec& spec, tf::GetModelStatusResponse& response) const {

@@ -1,6 +1,6 @@
 #pragma once
-/// TensorFlow Serving's gRPC PredictionService (Predict, GetModelMetadata) over the served
-/// models, for clients written for TF Serving.
+/// TensorFlow Serving's gRPC PredictionService (Predict, Classify, Regress, GetModelMetadata)
+/// over the served models, for clients written for TF Serving.
 
 #include "serving/inference_service.h"
 #include "serving/proto/prediction_service.grpc.pb.h"
@@ -16,10 +16,24 @@ class PredictionService final : public tensorflow::serving::PredictionService::S
                        tf::PredictResponse* response) override;
   grpc::Status GetModelMetadata(grpc::ServerContext* context, const tf::GetModelMetadataRequest* request,
                                 tf::GetModelMetadataResponse* response) override;
+  grpc::Status Classify(grpc::ServerContext* context, const tf::ClassificationRequest* request,
+                        tf::ClassificationResponse* response) override;
+  grpc::Status Regress(grpc::ServerContext* context, const tf::RegressionRequest* request,
+                       tf::RegressionResponse* response) override;
 
   /// Predict past the token check, as the REST API's :predict makes it too, waiting until
   /// `deadline` at most.
   grpc::Status predict(const tf::PredictRequest& request, tf::PredictResponse& response,
+                       std::chrono::steady_clock::time_point deadline) const;
+
+  /// Classify past the token check (and the REST API's :classify): the examples' rows of the
+  /// model's "scores" (else "probabilities") output, each class labelled by its index.
+  /// FAILED_PRECONDITION for a model of neither output.
+  grpc::Status classify(const tf::ClassificationRequest& request, tf::ClassificationResponse& response,
+                        std::chrono::steady_clock::time_point deadline) const;
+  /// Regress past the token check (and :regress): the examples' values of the model's "outputs",
+  /// else "predictions", else its one float output of a value per example.
+  grpc::Status regress(const tf::RegressionRequest& request, tf::RegressionResponse& response,
                        std::chrono::steady_clock::time_point deadline) const;
 
   /// GetModelStatus's answer: the status of the version `spec` names, or of every version
@@ -33,6 +47,11 @@ class PredictionService final : public tensorflow::serving::PredictionService::S
   int64_t max_request_bytes() const { return context_.max_request_bytes; }
 
  private:
+  /// The examples of `input` run on the version `spec` names: the float values of the output
+  /// Classify (`classify`) or Regress answers with, and the spec of the version that answered.
+  grpc::Status examples_output(const tf::ModelSpec& spec, const tf::Input& input, bool classify,
+                               std::chrono::steady_clock::time_point deadline, at::Tensor& values,
+                               tf::ModelSpec& answered) const;
 
   const ServiceContext context_;
 };

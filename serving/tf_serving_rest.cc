@@ -11,6 +11,7 @@
 #include "common/json_from_outside.h"
 #include "estimator/export/export_manifest.h"
 #include "serving/call_status.h"
+#include "serving/example_json.h"
 #include "serving/json_tensor.h"
 #include "serving/predictor.h"
 #include "serving/proto/tf_serving.pb.h"
@@ -184,14 +185,12 @@ std::optional<net::HttpResponse> TfServingRest::handle(const net::HttpRequest& r
   std::string what, verb;
   if (request.path.rfind(prefix, 0) != 0 || !ParseModelPath(request.path.substr(prefix.size()), spec, what, verb))
     return JsonError(404, "Malformed request: " + request.method + " " + request.path +
-                          "; TensorFlow Serving's paths are /v1/models/NAME[/versions/V|/labels/L][/metadata|:predict]");
+                          "; TensorFlow Serving's paths are /v1/models/NAME[/versions/V|/labels/L][/metadata|:predict|:classify|:regress]");
   if (!verb.empty()) {
     if (request.method != "POST") return JsonError(405, "use POST for :" + verb);
     if (verb == "predict") return predict(request, spec, deadline);
-    if (verb == "classify" || verb == "regress")
-      return JsonError(501, ":" + verb + " is not served by est-serve: use :predict (docs/serving.md lists what of "
-                                     "TensorFlow Serving's API est-serve answers)");
-    return JsonError(404, "Malformed request: unknown method ':" + verb + "'; expected :predict");
+    if (verb == "classify" || verb == "regress") return examples(request, spec, verb == "classify", deadline);
+    return JsonError(404, "Malformed request: unknown method ':" + verb + "'; expected :predict, :classify or :regress");
   }
   if (request.method != "GET" && request.method != "HEAD") return JsonError(405, "use GET for " + request.path);
   Servable servable;
@@ -218,6 +217,30 @@ std::optional<net::HttpResponse> TfServingRest::handle(const net::HttpRequest& r
                         {"status", {{"error_code", served.status().error_code() == 0 ? "OK" : "UNKNOWN"},
                                     {"error_message", served.status().error_message()}}}});
   return JsonResponse(200, {{"model_version_status", versions}});
+}
+
+net::HttpResponse TfServingRest::examples(const net::HttpRequest& http, tf::ModelSpec spec, bool classify,
+                                          std::chrono::steady_clock::time_point deadline) const {
+  tf::Input input;
+  try {
+    input = DecodeExamplesJson(http.body, service_.max_request_bytes(), spec);
+  } catch (const RequestError& bad) {
+    return JsonError(400, bad.what());
+  }
+  if (classify) {
+    tf::ClassificationRequest request;
+    *request.mutable_model_spec() = std::move(spec);
+    *request.mutable_input() = std::move(input);
+    tf::ClassificationResponse response;
+    if (grpc::Status done = service_.classify(request, response, deadline); !done.ok()) return JsonErrorOf(done);
+    return JsonResponse(200, ClassificationJson(response.result()));
+  }
+  tf::RegressionRequest request;
+  *request.mutable_model_spec() = std::move(spec);
+  *request.mutable_input() = std::move(input);
+  tf::RegressionResponse response;
+  if (grpc::Status done = service_.regress(request, response, deadline); !done.ok()) return JsonErrorOf(done);
+  return JsonResponse(200, RegressionJson(response.result()));
 }
 
 net::HttpResponse TfServingRest::predict(const net::HttpRequest& http, const tf::ModelSpec& spec,

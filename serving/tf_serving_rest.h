@@ -1,7 +1,7 @@
 #pragma once
 /// TensorFlow Serving's REST API over the gRPC service's calls, as its documentation writes it:
-/// model status and metadata (/v1/models/NAME[/versions/V|/labels/L][/metadata]) and :predict in
-/// the row ("instances") and columnar ("inputs") formats.
+/// model status and metadata (/v1/models/NAME[/versions/V|/labels/L][/metadata]), :predict in
+/// the row ("instances") and columnar ("inputs") formats, and :classify and :regress of examples.
 
 #include <chrono>
 #include <optional>
@@ -34,6 +34,9 @@ class TfServingRest {
                                           std::chrono::steady_clock::time_point deadline) const;
 
  private:
+  /// :classify (`classify`) or :regress.
+  net::HttpResponse examples(const net::HttpRequest& request, tf::ModelSpec spec, bool classify,
+                             std::chrono::steady_clock::time_point deadline) const;
   net::HttpResponse predict(const net::HttpRequest& request, const tf::ModelSpec& spec,
                             std::chrono::steady_clock::time_point deadline) const;
 

@@ -13,7 +13,9 @@
 #include <cstring>
 #include <string>
 
+#include "data/example/example.pb.h"
 #include "estimator/export/export_manifest.h"
+#include "serving/example_json.h"
 #include "serving/json_tensor.h"
 #include "serving/kserve_rest.h"
 #include "serving/model_server.h"
@@ -149,6 +151,48 @@ TEST_CASE("a TensorFlow Serving :predict body, row or columnar, becomes the Pred
   CHECK(testing::Contains(Refusal([&] { DecodePredictJson(R"({"instances": [], "inputs": {}})", manifest, 64, request); }),
                           "not both"));
   CHECK(testing::Contains(Refusal([&] { DecodePredictJson("{", manifest, 64, request); }), "JSON Parse error"));
+}
+
+TEST_CASE("a :classify or :regress body becomes the tf.train.Examples it writes as JSON", "[serving][rest]") {
+  tf::ModelSpec spec;
+  const tf::Input input = DecodeExamplesJson(
+      R"({"signature_name": "serving_default", "examples": [{"x": [1.5, 2, 3e0], "ids": [4, -5], "word": "cat",
+          "image": {"b64": "AAH/"}}, {"x": 7.0}]})",
+      1 << 20, spec);
+  CHECK(spec.signature_name() == "serving_default");
+  REQUIRE(input.example_list().examples_size() == 2);
+  tfexample::Example first;
+  REQUIRE(first.ParseFromString(input.example_list().examples(0)));
+  const auto& features = first.features().feature();
+  // A number with a fraction or exponent makes the list float; whole numbers alone, int64.
+  CHECK(std::vector<float>(features.at("x").float_list().value().begin(), features.at("x").float_list().value().end()) ==
+        std::vector<float>{1.5f, 2.f, 3.f});
+  CHECK(std::vector<int64_t>(features.at("ids").int64_list().value().begin(),
+                             features.at("ids").int64_list().value().end()) == std::vector<int64_t>{4, -5});
+  CHECK(features.at("word").bytes_list().value(0) == "cat");
+  CHECK(features.at("image").bytes_list().value(0) == std::string("\x00\x01\xff", 3));
+  tfexample::Example second;
+  REQUIRE(second.ParseFromString(input.example_list().examples(1)));
+  CHECK(second.features().feature().at("x").float_list().value(0) == 7.f);
+
+  const tf::Input with_context = DecodeExamplesJson(R"({"context": {"x": [1.0]}, "examples": [{}, {"y": 2}]})", 64, spec);
+  REQUIRE(with_context.example_list_with_context().examples_size() == 2);
+  tfexample::Example context;
+  REQUIRE(context.ParseFromString(with_context.example_list_with_context().context()));
+  CHECK(context.features().feature().at("x").float_list().value(0) == 1.f);
+
+  auto refusal = [](const std::string& body) {
+    tf::ModelSpec ignored;
+    return Refusal([&] { DecodeExamplesJson(body, 64, ignored); });
+  };
+  CHECK(testing::Contains(refusal(R"({"instances": [[1.0]]})"), "Missing 'examples' key"));
+  CHECK(testing::Contains(refusal(R"({"examples": [{"x": [1, "a"]}]})"), "feature 'x' mixes numbers and strings"));
+  CHECK(testing::Contains(refusal(R"({"examples": [{"x": true}]})"), "feature 'x' holds boolean"));
+  CHECK(testing::Contains(refusal(R"({"examples": [[1.0]]})"), "example 0 is array"));
+  CHECK(testing::Contains(refusal(R"({"examples": [], "inputs": {}})"), "unknown key 'inputs'"));
+  CHECK(testing::Contains(refusal(R"({"examples": [{"x": "AAAA"}], "context": 3})"), "'context' is number"));
+  CHECK(testing::Contains(refusal(R"({"examples": [{"image": {"b64": "!!"}}]})"), "'image'"));
+  CHECK(testing::Contains(refusal("{"), "JSON Parse error"));
 }
 
 TEST_CASE("a ModelServer's REST API answers both APIs as the Predictor does, and refuses what it must with a JSON error",

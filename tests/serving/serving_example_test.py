@@ -65,6 +65,15 @@ def serve_and_check(serve, base, expected, work):
         predictions = post(port, f"/v1/models/{MODEL}:predict", {"instances": rows})["predictions"]
         check_answers("est-serve's TF Serving REST :predict", [p["class"] for p in predictions],
                       [p["probabilities"] for p in predictions], expected)
+        # :classify of the rows as tf.train.Examples: each class's probability, labelled by its index.
+        results = post(port, f"/v1/models/{MODEL}:classify",
+                       {"examples": [{"features": [float(v) for v in row]} for row in rows]})["results"]
+        for row, pairs in enumerate(results):
+            if [label for label, _ in pairs] != [str(i) for i in range(len(pairs))]:
+                fail(f":classify row {row}: labels {[label for label, _ in pairs]}, expected the class indices")
+        check_answers("est-serve's TF Serving REST :classify",
+                      [max(range(len(pairs)), key=lambda i: pairs[i][1]) for pairs in results],
+                      [[score for _, score in pairs] for pairs in results], expected)
         answer = post(port, f"/v2/models/{MODEL}/infer", {"inputs": [
             {"name": "features", "shape": [len(rows), len(rows[0])], "datatype": "FP32", "data": rows}]})
         outputs = {output["name"]: output for output in answer["outputs"]}

@@ -22,9 +22,11 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from tensorflow.core.framework import tensor_pb2, tensor_shape_pb2, types_pb2  # noqa: E402
 from tensorflow_serving.apis import get_model_metadata_pb2  # noqa: E402
+from tensorflow_serving.apis import classification_pb2  # noqa: E402
 from tensorflow_serving.apis import get_model_status_pb2  # noqa: E402
 from tensorflow_serving.apis import model_management_pb2  # noqa: E402
 from tensorflow_serving.apis import predict_pb2  # noqa: E402
+from tensorflow_serving.apis import regression_pb2  # noqa: E402
 from tensorflow_serving.apis import prediction_service_pb2_grpc  # noqa: E402
 
 from client_check_common import (CALL_TIMEOUT_S, Y_TOLERANCE, Versioned, check, check_message,  # noqa: E402
@@ -251,6 +253,46 @@ class Checks:
         versions = [str(status.version) for status in response.model_version_status]
         check(versions == [versioned.first, versioned.newest], f"GetModelStatus of {versioned.name}: {versions}")
 
+    def examples(self, request, records, context=None):
+        """Fills a Classify or Regress request's input with the fixture's rows as tf.train.Example
+        messages (its records, parsed by TensorFlow's own Example), and a context where given."""
+        request.model_spec.name = self.model
+        examples = [tf.train.Example.FromString(record) for record in records]
+        if context is None:
+            request.input.example_list.examples.extend(examples)
+        else:
+            request.input.example_list_with_context.examples.extend(examples)
+            request.input.example_list_with_context.context.CopyFrom(context)
+        return request
+
+    def classify_regress(self):
+        """Regress of tf.train.Example messages answers the model's one float output of a value
+        per example (y); with the examples' feature in a context they share, too; Classify of a
+        model without class scores is FAILED_PRECONDITION naming the outputs it needs; no
+        example is INVALID_ARGUMENT."""
+        response = self.stub.Regress(self.examples(regression_pb2.RegressionRequest(), self.fixture_records),
+                                     timeout=CALL_TIMEOUT_S, metadata=self.metadata)
+        values = np.array([r.value for r in response.result.regressions], dtype=np.float32)
+        check(values.shape == self.y.shape and np.abs(values - self.y).max() <= Y_TOLERANCE,
+              f"Regress: {values}, Estimator::predict's y {self.y}")
+        check(response.model_spec.name == self.model and response.model_spec.version.value == self.version,
+              f"Regress answered by {response.model_spec}")
+        # The first row's x in a context every example shares: each answers the first row's y.
+        context = tf.train.Example.FromString(self.fixture_records[0])
+        empty = [tf.train.Example().SerializeToString()] * 3
+        response = self.stub.Regress(self.examples(regression_pb2.RegressionRequest(), empty, context),
+                                     timeout=CALL_TIMEOUT_S, metadata=self.metadata)
+        values = [r.value for r in response.result.regressions]
+        check(len(values) == 3 and all(abs(v - self.y[0]) <= Y_TOLERANCE for v in values),
+              f"Regress with a context: {values}, expected {self.y[0]} thrice")
+        request = self.examples(classification_pb2.ClassificationRequest(), self.fixture_records[:2])
+        check_refusal(lambda: self.stub.Classify(request, timeout=CALL_TIMEOUT_S, metadata=self.metadata),
+                      grpc.StatusCode.FAILED_PRECONDITION, ["'scores'", "'probabilities'", "'y'"],
+                      "Classify of a regression model")
+        check_refusal(lambda: self.stub.Regress(self.examples(regression_pb2.RegressionRequest(), []),
+                                                timeout=CALL_TIMEOUT_S, metadata=self.metadata),
+                      grpc.StatusCode.INVALID_ARGUMENT, ["Input is empty"], "Regress of no example")
+
     def reload(self, extra=None):
         """HandleReloadConfigRequest of the fixture's two models (and `extra`, a name and base
         path): the response."""
@@ -338,10 +380,10 @@ class Checks:
 def main():
     args = parse_arguments(__doc__)
     checks = Checks(args)
-    steps = [checks.prediction, checks.model_metadata, checks.model_status, checks.versions, checks.reload_config,
-             checks.bad_requests]
+    steps = [checks.prediction, checks.model_metadata, checks.model_status, checks.versions, checks.classify_regress,
+             checks.reload_config, checks.bad_requests]
     if args.records:
-        steps = [checks.records]
+        steps = [checks.records, checks.classify_regress]
     if args.token:
         steps.append(checks.token)
     if args.ca:

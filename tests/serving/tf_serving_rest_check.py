@@ -119,6 +119,31 @@ class Checks:
         self.refused(self.post(f"{base}/labels/beta:predict", {"instances": self.x.tolist()}), 400, ["beta"],
                      "an unknown label")
 
+    def regress(self):
+        """:regress of examples written as JSON objects, as TF Serving's REST API documentation
+        writes them, answers y; with a context; :classify of a model without class scores is
+        400 naming the outputs it needs."""
+        path = f"/v1/models/{self.model}:regress"
+        response = self.post(path, {"examples": [{"x": row} for row in self.x.tolist()]})
+        check(response.status_code == 200, f":regress: HTTP {response.status_code}: {response.text}")
+        self.check_y(response.json()["results"], "regress")
+        response = self.post(path, {"signature_name": "serving_default", "context": {"x": self.x[0].tolist()},
+                                    "examples": [{}, {}]})
+        check(response.status_code == 200, f":regress with a context: HTTP {response.status_code}: {response.text}")
+        results = response.json()["results"]
+        check(len(results) == 2 and all(abs(r - float(self.y[0])) <= Y_TOLERANCE for r in results),
+              f":regress with a context: {results}, expected {self.y[0]} twice")
+        self.refused(self.post(f"/v1/models/{self.model}:classify", {"examples": [{"x": self.x[0].tolist()}]}), 400,
+                     ["'scores'", "'probabilities'"], ":classify of a regression model")
+        self.refused(self.post(path, {"instances": [[1.0, 2.0, 3.0]]}), 400, ["examples"], ":regress without examples")
+        self.refused(self.post(path, {"examples": [{"x": [1, 2, 3]}]}), 400, ["'x'"], "int64 values for floats")
+
+    def check_y(self, y, what):
+        y = np.array(y, dtype=np.float32)
+        check(y.shape == self.y.shape, f"{what}: y has shape {y.shape}")
+        difference = np.abs(y - self.y).max()
+        check(difference <= Y_TOLERANCE, f"{what}: y differs from Estimator::predict's by {difference}")
+
     def bad_requests(self):
         path = f"/v1/models/{self.model}:predict"
         self.refused(self.post(path, '{"instances": [[1, 2, 3]'), 400, ["JSON"], "JSON cut short")
@@ -163,9 +188,9 @@ class Checks:
 def main():
     args = parse_arguments(__doc__)
     checks = Checks(args)
-    steps = [checks.status, checks.metadata, checks.prediction, checks.versions, checks.bad_requests]
+    steps = [checks.status, checks.metadata, checks.prediction, checks.versions, checks.regress, checks.bad_requests]
     if args.records:
-        steps = [checks.status, checks.records_prediction]
+        steps = [checks.status, checks.records_prediction, checks.regress]
     if args.token:
         steps.append(checks.token)
     if args.ca:
