@@ -15,6 +15,7 @@
 #include "estimator/model_call.h"
 #include "estimator/export/export_directory.h"
 #include "estimator/export/exported_program.h"
+#include "estimator/export/parsing_serving_input.h"
 #include "estimator/export/serving_signature.h"
 #include "estimator/model_context.h"
 
@@ -75,10 +76,16 @@ struct Predictor::Impl {
       EST_CHECK(receiver.records_input == manifest.records_input, CheckpointError,
                 "the serving input differs from the export's: requests carry ", RequestForm(receiver.records_input),
                 " here but ", RequestForm(manifest.records_input), " in the export '", loaded.path, "'");
-    } else {
-      EST_CHECK(manifest.records_input.empty(), CheckpointError, "the export '", loaded.path, "' takes ",
-                RequestForm(manifest.records_input), ", which only its serving input parses; expected "
+    } else if (!manifest.records_input.empty()) {
+      // The records, parsed as the export records their features.
+      EST_CHECK(!manifest.record_features.empty(), CheckpointError, "the export '", loaded.path, "' takes ",
+                RequestForm(manifest.records_input), " whose bytes features only its serving input decodes; expected "
                 "PredictorOptions::serving_input_fn, the one it was exported with");
+      receiver = RecordedServingInputFn(manifest.record_features, manifest.records_input)();
+      const std::string difference = SignatureDifference(receiver.inputs, manifest.inputs, "input", "as its records' "
+                                                         "features say", "in its signature");
+      EST_CHECK(difference.empty(), CheckpointError, "the export '", loaded.path, "' is corrupt: ", difference);
+    } else {
       receiver.inputs = manifest.inputs;
     }
   }

@@ -1,5 +1,7 @@
 #include "estimator/export/export_manifest.h"
 
+#include <ATen/ATen.h>
+
 #include "common/crc32c.h"
 #include "common/error.h"
 #include "common/json_from_outside.h"
@@ -32,6 +34,56 @@ std::vector<TensorSpec> SpecsFromJson(const nlohmann::json& list) {
   return specs;
 }
 
+/// [{"name", "dtype", "shape", "default": [values, row-major] or null}].
+nlohmann::json RecordFeaturesJson(const std::vector<RecordFeature>& features) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const RecordFeature& feature : features) {
+    nlohmann::json values = nullptr;
+    if (feature.default_value.defined()) {
+      const at::Tensor flat = feature.default_value.reshape({-1}).contiguous();
+      values = nlohmann::json::array();
+      for (int64_t i = 0; i < flat.numel(); ++i) {
+        if (feature.dtype == at::kLong)
+          values.push_back(flat.data_ptr<int64_t>()[i]);
+        else
+          values.push_back(flat.data_ptr<float>()[i]);
+      }
+    }
+    list.push_back({{"name", feature.name}, {"dtype", DtypeName(feature.dtype)}, {"shape", feature.shape},
+                    {"default", std::move(values)}});
+  }
+  return list;
+}
+
+std::vector<RecordFeature> RecordFeaturesFromJson(const nlohmann::json& list) {
+  std::vector<RecordFeature> features;
+  for (const nlohmann::json& item : list) {
+    RecordFeature feature;
+    feature.name = item.at("name").get<std::string>();
+    feature.dtype = ParseDtype(item.at("dtype").get<std::string>());
+    EST_CHECK(feature.dtype == at::kFloat || feature.dtype == at::kLong, ConfigError, "record feature '", feature.name,
+              "' is ", DtypeName(feature.dtype), "; expected float32 or int64");
+    feature.shape = item.at("shape").get<std::vector<int64_t>>();
+    int64_t count = 1;
+    for (int64_t size : feature.shape) {
+      EST_CHECK(size >= 0 && size <= (int64_t{1} << 24), ConfigError, "record feature '", feature.name, "' has size ",
+                size, "; expected 0 to 2^24");
+      count *= size;
+      EST_CHECK(count <= (int64_t{1} << 24), ConfigError, "record feature '", feature.name, "' holds more than 2^24 values");
+    }
+    const nlohmann::json& values = item.at("default");
+    if (!values.is_null()) {
+      EST_CHECK(values.is_array() && static_cast<int64_t>(values.size()) == count, ConfigError, "record feature '",
+                feature.name, "' has a default of ", values.size(), " values; its shape holds ", count);
+      feature.default_value = feature.dtype == at::kLong
+                                  ? at::tensor(values.get<std::vector<int64_t>>(), at::kLong).reshape(feature.shape)
+                                  : at::tensor(values.get<std::vector<float>>(), at::kFloat).reshape(feature.shape);
+    }
+    features.push_back(std::move(feature));
+  }
+  return features;
+}
+
 }  // namespace
 
 ExportFileRecord ExportFileRecord::Of(std::string file, const std::string& contents) {
@@ -41,6 +93,7 @@ ExportFileRecord ExportFileRecord::Of(std::string file, const std::string& conte
 std::string ExportManifest::to_json() const {
   nlohmann::json signature = {{"inputs", ToJson(inputs)}, {"outputs", ToJson(outputs)}};
   if (!records_input.empty()) signature["records_input"] = records_input;
+  if (!record_features.empty()) signature["record_features"] = RecordFeaturesJson(record_features);
   nlohmann::json json = {
       {"format", kFormat},
       {"format_version", kFormatVersion},
@@ -87,6 +140,8 @@ ExportManifest ExportManifest::Parse(const std::string& text, const std::string&
     manifest.inputs = SpecsFromJson(json.at("signature").at("inputs"));
     manifest.outputs = SpecsFromJson(json.at("signature").at("outputs"));
     manifest.records_input = json.at("signature").value("records_input", "");
+    if (json.at("signature").contains("record_features"))  // exports made before record_features have none
+      manifest.record_features = RecordFeaturesFromJson(json.at("signature").at("record_features"));
     const nlohmann::json& weights = json.at("weights");
     manifest.weights_bytes = weights.at("bytes").get<uint64_t>();
     manifest.weights_crc32c = weights.at("crc32c").get<uint32_t>();

@@ -81,6 +81,9 @@ struct ExportManifest {
   /// The request's one input of serialized records that the serving input parses into `inputs`
   /// (ServingInputReceiver::records_input); empty when requests carry `inputs` themselves.
   std::string records_input;
+  /// The records' features (ServingInputReceiver::record_features), by which a server parses
+  /// them without the serving input; empty when it cannot (or requests carry tensors).
+  std::vector<RecordFeature> record_features;
   /// The weights are the moving averages of the variables (RunConfig::moving_average).
   bool moving_averages = false;
   /// The weights file's size and CRC32C.

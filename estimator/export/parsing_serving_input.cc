@@ -41,18 +41,42 @@ std::vector<TensorSpec> FeatureTensors(const data::ExampleSpec& spec, const std:
   return tensors;
 }
 
+/// The features of `spec` as an export records them; none when one is a bytes feature.
+std::vector<RecordFeature> RecordedFeatures(const data::ExampleSpec& spec) {
+  std::vector<RecordFeature> features;
+  for (const auto& [name, feature] : spec) {
+    if (feature.type() == data::FeatureType::kBytes) return {};
+    features.push_back({name, feature.type() == data::FeatureType::kFloat32 ? at::kFloat : at::kLong, feature.shape(),
+                        feature.default_tensor()});
+  }
+  return features;
+}
+
 }  // namespace
+
+ServingInputFn RecordedServingInputFn(const std::vector<RecordFeature>& features, const std::string& input_name) {
+  data::ExampleSpec spec;
+  for (const RecordFeature& feature : features) {
+    data::FeatureSpec parsed = data::FeatureSpec::FixedLen(
+        feature.dtype == at::kFloat ? data::FeatureType::kFloat32 : data::FeatureType::kInt64, feature.shape);
+    if (feature.default_value.defined()) parsed.default_value(feature.default_value);
+    spec.emplace(feature.name, std::move(parsed));
+  }
+  return ParsingServingInputFn(std::move(spec), ParsingServingInputOptions().input_name(input_name));
+}
 
 ServingInputFn ParsingServingInputFn(data::ExampleSpec spec, ParsingServingInputOptions options) {
   EST_CHECK(!options.input_name().empty(), ConfigError, "ParsingServingInputFn: input_name is empty");
   EST_CHECK(!spec.empty(), ConfigError, "ParsingServingInputFn: the example spec has no features");
   std::vector<TensorSpec> tensors = FeatureTensors(spec, options.bytes_features());
   ValidateServingInputs(tensors);
+  const std::vector<RecordFeature> recorded = RecordedFeatures(spec);
   auto parser = std::make_shared<const data::RecordParser>(data::ParseExample(std::move(spec)));
-  return [tensors = std::move(tensors), parser, input_name = options.input_name()] {
+  return [tensors = std::move(tensors), recorded, parser, input_name = options.input_name()] {
     ServingInputReceiver receiver;
     receiver.inputs = tensors;
     receiver.records_input = input_name;
+    receiver.record_features = recorded;
     receiver.parse_records = [tensors, parser, input_name](const std::vector<std::string>& records) {
       if (records.empty()) return ExampleRequest(tensors, 0);
       std::map<std::string, std::vector<at::Tensor>> columns;

@@ -30,4 +30,9 @@ struct ParsingServingInputOptions {
 /// options.bytes_features. A record that does not parse is a DataError naming it and the feature.
 ServingInputFn ParsingServingInputFn(data::ExampleSpec spec, ParsingServingInputOptions options = {});
 
+/// The serving input of an export's records as its manifest records them (ExportManifest::
+/// record_features), taking them in input `input_name`: what a server parses them with when it
+/// has no serving input of the model's.
+ServingInputFn RecordedServingInputFn(const std::vector<RecordFeature>& features, const std::string& input_name);
+
 }  // namespace est

@@ -49,6 +49,7 @@ std::string Estimator::Impl::export_saved_model(const std::string& export_dir_ba
   manifest.metrics = options.metrics();
   manifest.inputs = receiver.inputs;
   manifest.records_input = receiver.records_input;
+  manifest.record_features = receiver.record_features;
   manifest.outputs = OutputSignature(receiver.inputs, predict);
   manifest.moving_averages = restore == RestoreMode::kMovingAverages;
   std::map<std::string, at::Tensor> weights;

@@ -25,6 +25,10 @@ struct ServingInputReceiver {
   /// Turns a request's records into the tensors of `inputs` (set with records_input); a
   /// DataError names what is wrong with a record.
   std::function<Features(const std::vector<std::string>& records)> parse_records = nullptr;
+  /// The records' features, recorded in the export so that a server parses them without this
+  /// serving input (ParsingServingInputFn sets them when every feature is float32 or int64;
+  /// bytes features go through decoders, which are code).
+  std::vector<RecordFeature> record_features = {};
 };
 
 /// Makes the ServingInputReceiver of an export (tf.estimator's serving_input_receiver_fn).

@@ -31,6 +31,18 @@ struct TensorSpec {
   std::string mismatch(const at::Tensor& tensor, const std::string& what) const;
 };
 
+/// A float32 or int64 feature of the tf.train.Example records a signature of records takes
+/// (tf.io.FixedLenFeature): what a server needs to parse them without the serving input.
+struct RecordFeature {
+  std::string name;
+  /// at::kFloat (a float_list) or at::kLong (an int64_list).
+  at::ScalarType dtype = at::kFloat;
+  /// The shape of one example's values.
+  std::vector<int64_t> shape;
+  /// What fills a missing feature, of `shape`; undefined: a missing one is an error.
+  at::Tensor default_value;
+};
+
 /// The specs' names, quoted and comma-separated ("'x', 'y'"), for messages.
 std::string QuotedNames(const std::vector<TensorSpec>& specs);
 

@@ -201,9 +201,12 @@ TEST_CASE("a Predictor of serialized tf.Example records parses them into the ten
   CHECK_THAT(testing::ErrorMessageOf<RequestError>([&] { direct.parse_records({}); }),
              Catch::Contains("the model takes tensors ('x'), not serialized records"));
 
-  // The export's serving input is needed to parse, and another one is refused.
-  CHECK_THAT(RefusalOf([&] { Predictor(testing::ServedRegression, path); }),
-             Catch::Contains("takes serialized records in input 'examples', which only its serving input parses"));
+  // Without the serving input the records are parsed as the export records their features;
+  // another serving input is refused.
+  const Predictor without(testing::ServedRegression, path);
+  const std::vector<std::string> records = testing::ExampleRecords(testing::Rows(0, 4));
+  CHECK(torch::equal(without.predict(without.parse_records(records)).at("y"),
+                     predictor.predict(predictor.parse_records(records)).at("y")));
   CHECK_THAT(RefusalOf([&] {
                Predictor(testing::ServedRegression, path,
                          PredictorOptions().serving_input_fn(testing::RegressionServingInput));

@@ -21,7 +21,8 @@
 // With --token, calls must carry "authorization: Bearer T"; with --tls the server serves TLS
 // with a certificate made in DIR/tls by openssl, signed by DIR/tls/ca.pem (the ca_file). With
 // --records the export's serving input is testing::RegressionRecordsInput: requests carry
-// serialized tf.train.Example records in input "examples" instead of "x".
+// serialized tf.train.Example records in input "examples" instead of "x", and the server runs
+// the exports' traced programs with no code of the model's (no model_fn, no serving input).
 // Exit status: 0 after stdin's end and a clean shutdown, 1 bad usage, 2 any error (printed).
 
 #include <torch/torch.h>
@@ -153,14 +154,16 @@ int Serve(const Arguments& arguments) {
                             {"versioned", (dir / "versioned").string()}};
   WriteFileAtomic((dir / "expected.json").string(), expected.dump(2) + "\n");
 
-  serving::ModelServerOptions options =
-      serving::ModelServerOptions().host("127.0.0.1").port(0).rest_port(0).model(
-          serving::ServedModelOptions().predictor(
-              serving::PredictorOptions().model(testing::RegressionIdentity()).serving_input_fn(serving_input)));
+  // Tensors: model_fn runs, with its serving input. Records: the exports run as they stand, by
+  // their traced programs, parsing records by the features the exports record.
+  serving::PredictorOptions predictor = serving::PredictorOptions().model(testing::RegressionIdentity());
+  if (!arguments.records) predictor.serving_input_fn(serving_input);
+  serving::ModelServerOptions options = serving::ModelServerOptions().host("127.0.0.1").port(0).rest_port(0).model(
+      serving::ServedModelOptions().predictor(predictor));
   options.token(arguments.token);
   if (arguments.tls) options.tls(MakeServerCertificates(dir / "tls"));
   serving::ModelServer server(
-      testing::ServedRegression,
+      arguments.records ? nullptr : ModelFn(testing::ServedRegression),
       {serving::ModelConfig().name(testing::RegressionIdentity().name).base_path((dir / "model" / "export").string()),
        serving::ModelConfig()
            .name("versioned")

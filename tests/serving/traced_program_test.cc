@@ -85,6 +85,44 @@ TEST_CASE("a traced program of a records export takes the parsed tensors", "[ser
   const at::Tensor x = testing::Rows(10, 7);
   const Features parsed = predictor.parse_records(testing::ExampleRecords(x));
   CHECK(torch::allclose(predictor.predict(parsed).at("y"), EstimatorAnswers(*estimator, x).at("y"), 0, 1e-6));
+
+  // The export records its records' features: a Predictor with no serving input parses them so.
+  const Predictor alone(path);
+  REQUIRE(alone.manifest().record_features.size() == 1);
+  CHECK(alone.manifest().record_features.front().name == "x");
+  CHECK(alone.manifest().record_features.front().shape == std::vector<int64_t>{3});
+  CHECK(torch::equal(alone.predict(alone.parse_records(testing::ExampleRecords(x))).at("y"),
+                     predictor.predict(parsed).at("y")));
+  CHECK_THAT(testing::ErrorMessageOf<serving::RequestError>([&] { alone.parse_records({"\xff\xff"}); }),
+             Catch::Contains("record 0 of input 'examples'"));
+}
+
+TEST_CASE("an export records the defaults of its records' features; one of bytes features needs its serving input",
+          "[serving][program][records]") {
+  auto estimator = Trained(testing::ServedRegression, "program_record_defaults");
+  // "x" defaults to [1, 2, 3] where a record lacks it; "unused" is parsed and not used.
+  const ServingInputFn with_defaults = [] {
+    return ParsingServingInputFn(
+        {{"x", data::FeatureSpec::FixedLen(data::FeatureType::kFloat32, {3}).default_value(torch::tensor({1.f, 2.f, 3.f}))},
+         {"unused", data::FeatureSpec::FixedLen(data::FeatureType::kInt64, {2}).default_value(torch::tensor(7L))}})();
+  };
+  const std::string path = estimator->export_saved_model(estimator->model_dir() + "/export", with_defaults);
+  const Predictor alone(path);
+  REQUIRE(alone.manifest().record_features.size() == 2);
+  CHECK(torch::equal(alone.manifest().record_features[0].default_value, torch::tensor({7L, 7L})));
+  const Features parsed = alone.parse_records({std::string()});  // an empty record: every default
+  CHECK(torch::equal(parsed.at("x"), torch::tensor({{1.f, 2.f, 3.f}})));
+  CHECK(torch::equal(parsed.at("unused"), torch::tensor({{7L, 7L}})));
+
+  const ServingInputFn with_bytes = [] {
+    return ParsingServingInputFn(
+        {{"x", data::FeatureSpec::FixedLen(data::FeatureType::kFloat32, {3})},
+         {"raw", data::FeatureSpec::FixedLen(data::FeatureType::kBytes)}},
+        ParsingServingInputOptions().bytes_features({{"raw", at::kByte, {-1, -1}}}))();
+  };
+  const std::string bytes_path = estimator->export_saved_model(estimator->model_dir() + "/export", with_bytes);
+  CHECK_THAT(testing::ErrorMessageOf<CheckpointError>([&] { Predictor{bytes_path}; }),
+             Catch::Contains("bytes features only its serving input decodes"));
 }
 
 TEST_CASE("a model_fn the tracer cannot record is refused at export, naming what differs", "[serving][program]") {
