@@ -237,7 +237,8 @@ void WriteServingRequestSeeds(const fs::path& dir) {
 }
 
 /// The REST APIs' bodies (rest_request_fuzzer): KServe v2 infer bodies, JSON and with binary
-/// data; TensorFlow Serving :predict bodies in the row and columnar formats, and records as b64.
+/// data; TensorFlow Serving :predict bodies in the row and columnar formats, and records as b64;
+/// a :classify body of examples with a context.
 void WriteRestRequestSeeds(const fs::path& dir) {
   Write(dir, "kserve_json",
         std::string(1, '\0') + R"({"id":"1","inputs":[{"name":"x","shape":[2,3],"datatype":"FP32",)"
@@ -258,6 +259,9 @@ void WriteRestRequestSeeds(const fs::path& dir) {
   Write(dir, "tf_columnar",
         std::string(1, '\1') + R"({"signature_name":"serving_default","inputs":{"x":[[1,2,3]],"ids":[[7,8]]}})");
   Write(dir, "tf_records", std::string(1, '\3') + R"({"instances":[{"b64":"CgA="},"raw"]})");
+  Write(dir, "tf_examples",
+        std::string(1, '\5') + R"({"context":{"ids":[4,5]},"examples":[{"x":[1.0,2.5,-3e0],"w":"a"},)"
+                               R"({"x":[0.5,0.0,1.0],"img":{"b64":"AAH/"}}]})");
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 /// picks the API. Byte 0 % 4 == 0: a KServe v2 infer body; == 2: the same with the next two
 /// bytes as its Inference-Header-Content-Length (the JSON part's length, binary data after it);
 /// odd: a TensorFlow Serving :predict body (row or columnar), for a model of a float32 [-1, 3]
-/// and an int64 [-1, 2] input (1) or of serialized records (3). A RequestError is the expected
+/// and an int64 [-1, 2] input (1, but 5 % 8: a :classify or :regress body of tf.train.Examples
+/// instead, each of which must then parse as one) or of serialized records (3). A RequestError is the expected
 /// answer to a bad body; anything else (a crash, another exception, an allocation beyond the
 /// byte limit) is a bug. What decodes must then decode as the gRPC requests it became, as the
 /// server decodes them, to tensors of the declared shapes.
@@ -15,7 +16,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "data/example/example.pb.h"
 #include "estimator/export/export_manifest.h"
+#include "serving/example_json.h"
 #include "serving/kserve_codec.h"
 #include "serving/kserve_rest.h"
 #include "serving/predictor.h"
@@ -86,6 +89,22 @@ void DecodeTf(const std::string& body, const est::ExportManifest& manifest) {
     Require(tensor.nbytes() <= static_cast<size_t>(kMaxBytes), "a tensor beyond the byte limit");
 }
 
+void DecodeExamples(const std::string& body) {
+  est::serving::tf::ModelSpec spec;
+  est::serving::tf::Input input;
+  try {
+    input = est::serving::DecodeExamplesJson(body, kMaxBytes, spec);
+  } catch (const est::serving::RequestError&) {
+    return;
+  }
+  const auto& examples = input.has_example_list() ? input.example_list().examples()
+                                                  : input.example_list_with_context().examples();
+  for (const std::string& bytes : examples) {
+    est::tfexample::Example example;
+    Require(example.ParseFromString(bytes), "an example that does not parse");
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
@@ -102,7 +121,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
         DecodeKServe(body.substr(2), std::to_string(static_cast<uint8_t>(body[0]) | static_cast<uint8_t>(body[1]) << 8));
       break;
     case 1:
-      DecodeTf(body, tensors);
+      if (bytes[0] % 8 == 5)
+        DecodeExamples(body);
+      else
+        DecodeTf(body, tensors);
       break;
     default:
       DecodeTf(body, records);
