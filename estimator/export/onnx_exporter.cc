@@ -17,6 +17,7 @@
 #include "estimator/export/export_manifest.h"
 #include "estimator/export/onnx_graph.h"
 #include "estimator/export/onnx_op_context.h"
+#include "estimator/export/program_tracer.h"
 
 namespace est {
 namespace onnx_exporter {
@@ -30,23 +31,13 @@ constexpr int64_t kProbeSizes[2] = {2, 5};
 const char* const kShapeQueries[] = {"aten::size", "aten::dim", "aten::numel", "prim::dtype", "prim::device",
                                      "prim::layout", "aten::is_floating_point"};
 
-/// A request of `inputs` with free sizes `free_size`, as the program's arguments.
+/// A request of `inputs` with free sizes `free_size` (RandomRequest's), as the program's arguments.
 std::vector<c10::IValue> ProbeRequest(const std::vector<TensorSpec>& inputs, int64_t free_size,
                                       at::Generator& generator) {
-  std::vector<c10::IValue> request;
-  for (const TensorSpec& input : inputs) {
-    std::vector<int64_t> sizes = input.shape;
-    for (int64_t& size : sizes)
-      if (size < 0) size = free_size;
-    const auto options = at::TensorOptions().dtype(input.dtype);
-    if (at::isFloatingType(input.dtype))
-      request.emplace_back(at::randn(sizes, generator, options));
-    else if (input.dtype == at::kBool)
-      request.emplace_back(at::randint(0, 2, sizes, generator, at::kLong).to(at::kBool));
-    else
-      request.emplace_back(at::randint(0, 3, sizes, generator, options));
-  }
-  return request;
+  Features request = RandomRequest(inputs, free_size, generator);
+  std::vector<c10::IValue> arguments;
+  for (const TensorSpec& input : inputs) arguments.emplace_back(std::move(request.at(input.name)));
+  return arguments;
 }
 
 /// The ValueInfo of a graph input or output of `spec`; a free size is a named dimension.

@@ -38,25 +38,6 @@ std::string Identifier(const std::string& name) {
   return identifier;
 }
 
-/// A request of `inputs` with free sizes `free_size`: floats normally distributed (both signs, so
-/// that branches on values go both ways), integers in [0, 3), booleans either, from `generator`.
-Features RandomRequest(const std::vector<TensorSpec>& inputs, int64_t free_size, at::Generator& generator) {
-  Features request;
-  for (const TensorSpec& input : inputs) {
-    std::vector<int64_t> sizes = input.shape;
-    for (int64_t& size : sizes)
-      if (size < 0) size = free_size;
-    const auto options = at::TensorOptions().dtype(input.dtype);
-    if (at::isFloatingType(input.dtype))
-      request[input.name] = at::randn(sizes, generator, options);
-    else if (input.dtype == at::kBool)
-      request[input.name] = at::randint(0, 2, sizes, generator, at::kLong).to(at::kBool);
-    else
-      request[input.name] = at::randint(0, 3, sizes, generator, options);
-  }
-  return request;
-}
-
 /// Where the program's outputs differ from model_fn's, or "".
 std::string OutputDifference(const TensorMap& expected, const TensorMap& actual) {
   for (const auto& [name, want] : expected) {
@@ -85,6 +66,23 @@ std::string OutputDifference(const TensorMap& expected, const TensorMap& actual)
 }
 
 }  // namespace
+
+Features RandomRequest(const std::vector<TensorSpec>& inputs, int64_t free_size, at::Generator& generator) {
+  Features request;
+  for (const TensorSpec& input : inputs) {
+    std::vector<int64_t> sizes = input.shape;
+    for (int64_t& size : sizes)
+      if (size < 0) size = free_size;
+    const auto options = at::TensorOptions().dtype(input.dtype);
+    if (at::isFloatingType(input.dtype))
+      request[input.name] = at::randn(sizes, generator, options);
+    else if (input.dtype == at::kBool)
+      request[input.name] = at::randint(0, 2, sizes, generator, at::kLong).to(at::kBool);
+    else
+      request[input.name] = at::randint(0, 3, sizes, generator, options);
+  }
+  return request;
+}
 
 std::string TraceProgram(const std::vector<TensorSpec>& inputs, const NamedTensors& variables,
                          const std::function<TensorMap(const Features&)>& predict) {

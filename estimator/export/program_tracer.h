@@ -1,6 +1,8 @@
 #pragma once
 /// Traces a model's prediction function into the TorchScript program of an export (model.pt).
 
+#include <ATen/core/Generator.h>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -22,6 +24,10 @@ namespace est {
 /// names the output that differs, or the error of a program that fails there, with what the
 /// tracer cannot record (branches on values, sizes read in C++ and passed back as numbers, work
 /// outside LibTorch's operators). Sets every variable's requires_grad to false.
+/// A request of `inputs` with free sizes `free_size`: floats normally distributed (both signs, so
+/// that branches on values go both ways), integers in [0, 3), booleans either, from `generator`.
+Features RandomRequest(const std::vector<TensorSpec>& inputs, int64_t free_size, at::Generator& generator);
+
 std::string TraceProgram(const std::vector<TensorSpec>& inputs, const NamedTensors& variables,
                          const std::function<TensorMap(const Features&)>& predict);
 

@@ -71,6 +71,17 @@ int Wait(const Server& server) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/// Waits (60 s at most) until `server` has written DIR/port, which it does once it listens (after
+/// DIR/rest_port, where asked for); fails when it exits first.
+void WaitUntilListening(const Server& server, const fs::path& dir) {
+  const auto give_up = Clock::now() + std::chrono::seconds(60);
+  while (!fs::exists(dir / "port") && Clock::now() < give_up) {
+    REQUIRE(::waitpid(server.pid, nullptr, WNOHANG) == 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  REQUIRE(fs::exists(dir / "port"));
+}
+
 }  // namespace
 
 TEST_CASE("est-serve serves est-train's export over both protocols until SIGTERM", "[apps][serving]") {
@@ -92,12 +103,7 @@ TEST_CASE("est-serve serves est-train's export over both protocols until SIGTERM
                                  "--rest-port-file", (dir / "rest_port").string()};
   if (!program) args.insert(args.end(), {"--model", "linear"});
   const Server server = Start(args, dir);
-  const auto give_up = Clock::now() + std::chrono::seconds(60);
-  while (!fs::exists(dir / "port") && Clock::now() < give_up) {
-    REQUIRE(::waitpid(server.pid, nullptr, WNOHANG) == 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  REQUIRE(fs::exists(dir / "port"));
+  WaitUntilListening(server, dir);
   const std::string port = est::ReadFile((dir / "port").string());
   auto channel = grpc::CreateChannel("127.0.0.1:" + port.substr(0, port.find('\n')), grpc::InsecureChannelCredentials());
   auto context = [] {
@@ -220,12 +226,9 @@ TEST_CASE("est-serve serves the models of a model config file, and the file chan
                                "--port", "0", "--port-file", (dir / "port").string(), "--rest_api_port", "0",
                                "--rest-port-file", (dir / "rest_port").string()},
                               dir);
-  const auto give_up = Clock::now() + std::chrono::seconds(60);
-  while (!fs::exists(dir / "port") && Clock::now() < give_up) {
-    REQUIRE(::waitpid(server.pid, nullptr, WNOHANG) == 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitUntilListening(server, dir);
   REQUIRE(fs::exists(dir / "rest_port"));
+  const auto give_up = Clock::now() + std::chrono::seconds(60);
   const auto rest_port = static_cast<uint16_t>(std::stoi(est::ReadFile((dir / "rest_port").string())));
   auto status_of = [&](const std::string& method, const std::string& path, const std::string& body = "") {
     return est::testing::HttpExchange(rest_port, method, path, body).status;
