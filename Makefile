@@ -72,9 +72,11 @@ fuzz: sanitize-build
 
 # The benchmarks of the README's Performance section, against their peers (PyTorch DDP
 # from Debian's python3-torch, a hand-written LibTorch loop, raw Gloo, raw file I/O, tf.data,
-# tf.estimator). The input and estimator groups install TensorFlow into $(BUILD_DIR)/tf-venv
-# themselves (`make tensorflow`'s script), and skip their TensorFlow figures with a line saying
-# why when they cannot.
+# tf.estimator, TorchServe). The input and estimator groups install TensorFlow into
+# $(BUILD_DIR)/tf-venv themselves (`make tensorflow`'s script), the serve group TorchServe into
+# $(BUILD_DIR)/torchserve-venv, and skip those figures with a line saying why when they cannot.
+# The bench package set adds Java, which TorchServe's frontend runs on.
+bench: DEPS_SET = bench
 bench: build
 	/usr/bin/python3 apps/bench/run_benchmarks.py --build $(BUILD_DIR)
 

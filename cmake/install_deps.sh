@@ -3,8 +3,8 @@
 # Idempotent and quiet when nothing is missing; runs `apt-get update` only when it must.
 set -euo pipefail
 
-# install_deps.sh [demo|all]: `demo` installs what `make demo` builds and runs; `all` (the
-# default) adds what `make test` needs besides.
+# install_deps.sh [demo|all|bench]: `demo` installs what `make demo` builds and runs; `all` (the
+# default) adds what `make test` needs besides; `bench` adds Java for make bench's TorchServe.
 #
 # libopenblas0-openmp is the BLAS libtorch recommends: without it Debian's reference BLAS
 # makes dense layers about 10x slower. libdnnl-dev: the headers of the oneDNN libtorch links,
@@ -24,11 +24,15 @@ packages=(
 # est-train in the MPI tests; python3-yaml reads the Kubernetes manifests in their test;
 # slurmctld, slurmd, slurm-client and munge make the private Slurm of the Slurm tests
 # (tests/slurm/local_slurm.sh starts its own daemons; the system's stay unconfigured).
-case "${1:-all}" in
+set_name="${1:-all}"
+case "$set_name" in
   demo) ;;
-  all) packages+=(clang libclang-rt-14-dev python3 python3-venv python3-torch python3-yaml openssl fortunes openmpi-bin
-         slurmctld slurmd slurm-client munge) ;;
-  *) echo "install_deps: unknown package set '$1'; expected demo or all" >&2; exit 2 ;;
+  all | bench)
+    packages+=(clang libclang-rt-14-dev python3 python3-venv python3-torch python3-yaml openssl fortunes openmpi-bin
+               slurmctld slurmd slurm-client munge)
+    # make bench's TorchServe peer: its frontend runs on Java.
+    if [ "$set_name" = bench ]; then packages+=(openjdk-17-jre-headless); fi ;;
+  *) echo "install_deps: unknown package set '$set_name'; expected demo, all or bench" >&2; exit 2 ;;
 esac
 
 missing=()

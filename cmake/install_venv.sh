@@ -16,6 +16,7 @@ fi
 log=/tmp/est-pip-$module.log
 echo "install_venv: creating $venv with $*"
 rm -rf "$venv"
-/usr/bin/python3 -m venv "$venv"
+# EST_VENV_SYSTEM_SITE_PACKAGES=1: the environment sees Debian's Python packages (python3-torch).
+/usr/bin/python3 -m venv ${EST_VENV_SYSTEM_SITE_PACKAGES:+--system-site-packages} "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check "$@" >"$log" 2>&1 \
   || { rm -rf "$venv"; echo "install_venv: pip install $* failed, see $log" >&2; tail -20 "$log" >&2; exit 1; }

@@ -105,6 +105,10 @@ Figures (see docs/performance.md):
                  own forward (Predictor with it) on the same export, interleaved; examples/s (target >= 0.95)
   serve_json_decode_{kserve,tf}_us  microseconds to decode one REST body of one example (784 floats; the MLP's
                  1024): KServe v2's infer JSON, TensorFlow Serving's :predict row format (no peer)
+  serve_vs_torchserve_64_clients  est-serve serving the export's traced program (no model code) vs TorchServe 0.12
+                 serving the same model.pt (apps/bench/torchserve_handler.py; BUILD_DIR/torchserve-venv beside
+                 Debian's torch; Java), both batching at most 64 with the same delay, 64 clients posting the same
+                 :predict body over keep-alive HTTP, requests/s (skipped with a line saying why without Java)
   serve_{kserve,tf}_rest_batched_64_clients  the REST APIs (KServe v2 infer, TF Serving :predict, JSON, keep-alive
                  connections) at 64 clients, batched, requests/s, vs gRPC ModelInfer at 64 clients on the same server
   serve_grpc_{unbatched,batched}_{1,8,64}_clients  est-serve (ModelServer on 127.0.0.1) under 1, 8 or 64 client
@@ -670,6 +674,23 @@ class Runner:
             return None, f"installing TensorFlow into {venv} failed: {last} (see /tmp/est-pip-tensorflow.log)"
         return os.path.join(venv, "bin", "python"), None
 
+    def torchserve_venv(self):
+        """BUILD_DIR/torchserve-venv, where TorchServe is (installed once, beside Debian's
+        python3-torch, which runs its worker), or None and why not. TorchServe's frontend is Java."""
+        venv = os.path.join(self.build, "torchserve-venv")
+        if shutil.which("java") is None:
+            return None, "no java (TorchServe's frontend runs on Java 11 or newer: apt install openjdk-17-jre-headless)"
+        if self.quick and not os.path.exists(os.path.join(venv, "bin", "torchserve")):
+            return None, f"no TorchServe in {venv} (--quick installs nothing; make bench installs it)"
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "cmake", "install_venv.sh")
+        result = subprocess.run(["bash", script, venv, "ts", "torchserve==0.12.*", "torch-model-archiver==0.12.*"],
+                                capture_output=True, text=True, timeout=1800,
+                                env=dict(os.environ, EST_VENV_SYSTEM_SITE_PACKAGES="1"))
+        if result.returncode != 0:
+            last = (result.stderr.strip().splitlines() or ["no output"])[-1]
+            return None, f"installing TorchServe into {venv} failed: {last} (see /tmp/est-pip-ts.log)"
+        return venv, None
+
     def shard_glob(self, directory):
         """The training shards of `directory` that the input figures read (--quick: the first)."""
         return os.path.join(directory, "train-00000-of-*" if self.quick else "train-*")
@@ -731,6 +752,12 @@ class Runner:
         command = [os.path.join(self.bin, "serve_bench"), "--model", model, "--threads", "1", "--repetitions", "1",
                    "--clients", ",".join(str(c) for c in SERVE_CLIENTS), "--reload-clients", str(SERVE_RELOAD_CLIENTS),
                    "--max-batch-size", str(SERVE_BATCH), "--max-queue-delay-us", str(SERVE_DELAY_US)] + sizes
+        venv, why_not = self.torchserve_venv()
+        if venv:
+            command += ["--torchserve-venv", venv, "--torchserve-handler",
+                        os.path.join(os.path.dirname(os.path.abspath(__file__)), "torchserve_handler.py")]
+        else:
+            print(f"serve: no TorchServe peer: {why_not}")
         output = run(command, self.single_thread)
         return [line for line in json_lines(output) if line.get("bench") == "serve"]
 
@@ -1249,6 +1276,9 @@ def main():
     for batch in (1, SERVE_BATCH):
         peers[f"serve_program_batch_{batch}"] = ("model_fn's own forward on the same export (a Predictor with model_fn), "
                                                  "1 thread (ours: the export's traced program)")
+    peers[f"serve_vs_torchserve_{most}_clients"] = (
+        f"TorchServe 0.12 serving the same model.pt (apps/bench/torchserve_handler.py, Debian's torch 1.13), batch "
+        f"{SERVE_BATCH}, the same :predict body from {most} clients (ours: est-serve's TF :predict by the traced program)")
     peers["serve_json_decode_kserve_us"] = "none (ours: decoding one KServe v2 infer JSON body of one example)"
     peers["serve_json_decode_tf_us"] = "none (ours: decoding one TF Serving :predict row-format body of one example)"
     for api, what in (("kserve", "KServe v2 infer"), ("tf", "TF Serving :predict")):

@@ -21,7 +21,11 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -35,6 +39,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -87,6 +92,10 @@ struct Flags {
   int reload_clients = 8;
   int64_t reload_pause_ms = 200;  ///< load before, between and after the reloads
   std::string dir;
+  /// TorchServe's virtual environment and apps/bench/torchserve_handler.py: the peer of est-serve
+  /// on the same model.pt; none when empty.
+  std::string torchserve_venv;
+  std::string torchserve_handler;
 };
 
 double Seconds(Clock::duration duration) { return std::chrono::duration<double>(duration).count(); }
@@ -319,8 +328,9 @@ class StartLine {
 };
 
 /// The API clients call: KServe v2's ModelInfer over gRPC, or over HTTP/JSON (KServe v2's infer,
-/// TensorFlow Serving's :predict).
-enum class Api { kGrpc, kKServeRest, kTfServingRest };
+/// TensorFlow Serving's :predict, or that :predict body posted to TorchServe's
+/// /predictions/MODEL, which apps/bench/torchserve_handler.py reads).
+enum class Api { kGrpc, kKServeRest, kTfServingRest, kTorchServe };
 
 /// What clients send.
 struct Load {
@@ -547,8 +557,10 @@ LoadResult GenerateLoad(const Load& load) {
       std::unique_ptr<HttpConnection> connection;
       if (load.api != Api::kGrpc) connection = std::make_unique<HttpConnection>(load.port);
       const std::string path = load.api == Api::kTfServingRest ? "/v1/models/" + load.model_name + ":predict"
-                                                                : "/v2/models/" + load.model_name + "/infer";
-      const std::string body = load.api == Api::kGrpc ? "" : RestBody(load.api, image);
+                               : load.api == Api::kTorchServe  ? "/predictions/" + load.model_name
+                                                               : "/v2/models/" + load.model_name + "/infer";
+      const std::string body =
+          load.api == Api::kGrpc ? "" : RestBody(load.api == Api::kTorchServe ? Api::kTfServingRest : load.api, image);
       auto call = [&](bool timed, Clock::time_point since) {
         if (connection)
           RestInfer(*connection, path, body, timed, result, since);
@@ -663,6 +675,138 @@ std::vector<Figure> MeasureServer(const Flags& flags, const std::string& base, b
   }
   server.shutdown();
   return figures;
+}
+
+/// A TCP port on 127.0.0.1 free now (bound, then let go): TorchServe takes its ports by number.
+uint16_t FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  EST_CHECK(fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+                ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0,
+            est::CommunicationError, "no free port for TorchServe");
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+/// TorchServe (frontend and Python worker) in a process group of its own, stopped when destroyed.
+class TorchServeProcess {
+ public:
+  /// Starts `venv`'s torchserve on `store` with `config`, its output in `log`, LibTorch on
+  /// `threads` threads.
+  TorchServeProcess(const std::string& venv, const std::string& store, const std::string& config,
+                    const std::string& log, int threads) {
+    std::vector<std::string> args{venv + "/bin/torchserve", "--start",     "--foreground", "--ncs",
+                                  "--model-store",          store,         "--ts-config",  config};
+    std::vector<char*> argv;
+    for (auto& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> environment{"PATH=" + venv + "/bin:/usr/bin:/bin", "OMP_NUM_THREADS=" + std::to_string(threads),
+                                         "HOME=" + std::string(std::getenv("HOME") ? std::getenv("HOME") : "/tmp")};
+    std::vector<char*> envp;
+    for (auto& entry : environment) envp.push_back(entry.data());
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attributes, 0);
+    const int rc = ::posix_spawn(&pid_, argv[0], &actions, &attributes, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
+    EST_CHECK(rc == 0, est::IoError, "cannot start ", argv[0], ": ", std::strerror(rc));
+  }
+  ~TorchServeProcess() {
+    ::kill(-pid_, SIGTERM);
+    const auto give_up = Clock::now() + std::chrono::seconds(30);
+    while (::waitpid(pid_, nullptr, WNOHANG) == 0 && Clock::now() < give_up)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ::kill(-pid_, SIGKILL);  // the Python worker, where it outlived the frontend
+    ::waitpid(pid_, nullptr, WNOHANG);
+  }
+  TorchServeProcess(const TorchServeProcess&) = delete;
+  TorchServeProcess& operator=(const TorchServeProcess&) = delete;
+
+  /// Whether the frontend still runs.
+  bool running() const { return ::waitpid(pid_, nullptr, WNOHANG) == 0; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+/// est-serve (by the export's traced program, no model code) and TorchServe (the same model.pt
+/// through apps/bench/torchserve_handler.py), both batching as flags say, under the most clients
+/// in closed loop with the same :predict body over keep-alive HTTP: est-serve's requests/s vs
+/// TorchServe's.
+Figure MeasureTorchServe(const Flags& flags, const std::string& base, const std::string& version_dir,
+                         const std::string& work) {
+  const ServedNet& net = NetOf(flags.model);
+  const int most = *std::max_element(flags.clients.begin(), flags.clients.end());
+  const fs::path dir = fs::path(work) / "torchserve";
+  fs::create_directories(dir / "store");
+  const std::string archive = flags.torchserve_venv + "/bin/torch-model-archiver --model-name served --version 1 " +
+                              "--serialized-file '" + version_dir + "/model.pt' --handler '" +
+                              flags.torchserve_handler + "' --export-path '" + (dir / "store").string() +
+                              "' --force > '" + (dir / "archive.log").string() + "' 2>&1";
+  EST_CHECK(std::system(archive.c_str()) == 0, est::IoError, "torch-model-archiver failed: ", archive);
+  const uint16_t port = FreePort();
+  const int64_t delay_ms = std::max<int64_t>(1, flags.max_queue_delay_us / 1000);
+  const nlohmann::json models = {
+      {"served", {{"1", {{"marName", "served.mar"}, {"minWorkers", flags.instances}, {"maxWorkers", flags.instances},
+                         {"batchSize", flags.max_batch_size}, {"maxBatchDelay", delay_ms}, {"responseTimeout", 120}}}}}};
+  std::ofstream((dir / "config.properties").string())
+      << "inference_address=http://127.0.0.1:" << port << "\nmanagement_address=http://127.0.0.1:" << FreePort()
+      << "\nmetrics_address=http://127.0.0.1:" << FreePort()
+      << "\ndisable_token_authorization=true\ninstall_py_dep_per_model=false\nload_models=served.mar\nmodels="
+      << models.dump() << "\n";
+  TorchServeProcess torchserve(flags.torchserve_venv, (dir / "store").string(), (dir / "config.properties").string(),
+                               (dir / "torchserve.log").string(), flags.threads);
+  // Ready once a prediction is answered.
+  const std::string body = RestBody(Api::kTfServingRest, RandomExamples(net, 1));
+  const auto give_up = Clock::now() + std::chrono::seconds(180);
+  for (bool ready = false; !ready;) {
+    EST_CHECK(torchserve.running() && Clock::now() < give_up, est::CommunicationError,
+              "TorchServe did not answer within 180 s; see ", (dir / "torchserve.log").string());
+    try {
+      HttpConnection connection(port);
+      std::string answer;
+      ready = connection.post("/predictions/served", body, answer) == 200;
+    } catch (const est::CommunicationError&) {
+    }
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  serving::ModelServer server(nullptr, base, ServerOptions(flags, /*batching=*/true));
+  auto measure = [&](Api api, uint16_t at, const std::string& name) {
+    Load load;
+    load.api = api;
+    load.port = at;
+    load.model_name = name;
+    load.net = &net;
+    load.clients = most;
+    load.warmup = flags.warmup_requests;
+    load.requests = flags.requests;
+    return GenerateLoad(load);
+  };
+  const LoadResult ours = measure(Api::kTfServingRest, server.rest_port(), server.model_names().front());
+  const LoadResult theirs = measure(Api::kTorchServe, port, "served");
+  server.shutdown();
+  Figure figure{"serve_vs_torchserve_" + std::to_string(most) + "_clients",
+                "est-serve vs TorchServe, same model.pt, " + Clients(most), "requests/s", ours.requests_per_sec(),
+                theirs.requests_per_sec(), "none"};
+  figure.extra = {{"clients", most},
+                  {"p50_ms", Percentile(ours.latencies_ms, 50)},
+                  {"p99_ms", Percentile(ours.latencies_ms, 99)},
+                  {"torchserve_p50_ms", Percentile(theirs.latencies_ms, 50)},
+                  {"torchserve_p99_ms", Percentile(theirs.latencies_ms, 99)},
+                  {"failed", ours.failed},
+                  {"torchserve_failed", theirs.failed}};
+  if (!theirs.first_error.empty()) figure.extra["torchserve_first_error"] = theirs.first_error;
+  return figure;
 }
 
 /// Clients sending while `flags.reloads` new versions are exported into `base` and reloaded:
@@ -818,6 +962,10 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--reload-pause-ms", flags.reload_pause_ms, "Load before, between and after the reloads")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--torchserve-venv", flags.torchserve_venv,
+                 "A virtual environment with torchserve and torch-model-archiver: TorchServe serves the export's "
+                 "model.pt beside est-serve (needs --torchserve-handler and Java)");
+  app.add_option("--torchserve-handler", flags.torchserve_handler, "apps/bench/torchserve_handler.py");
   app.add_option("--dir", flags.dir,
                  "Directory for the model and its exports (default: a new one, removed at the end)");
 }
@@ -895,6 +1043,7 @@ int Run(const Flags& flags) {
   }
 
   for (Figure& figure : MeasureHotReload(flags, estimator, base)) figures.push_back(std::move(figure));
+  if (!flags.torchserve_venv.empty()) figures.push_back(MeasureTorchServe(flags, base, version_dir, dir.path));
   Print(figures, flags);
   return 0;
 }
