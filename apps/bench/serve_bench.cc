@@ -698,13 +698,15 @@ class TorchServeProcess {
   /// `threads` threads.
   TorchServeProcess(const std::string& venv, const std::string& store, const std::string& config,
                     const std::string& log, int threads) {
+    const std::string logs = (fs::path(log).parent_path() / "logs").string();  // not the working directory's
     std::vector<std::string> args{venv + "/bin/torchserve", "--start",     "--foreground", "--ncs",
                                   "--model-store",          store,         "--ts-config",  config};
     std::vector<char*> argv;
     for (auto& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);
     std::vector<std::string> environment{"PATH=" + venv + "/bin:/usr/bin:/bin", "OMP_NUM_THREADS=" + std::to_string(threads),
-                                         "HOME=" + std::string(std::getenv("HOME") ? std::getenv("HOME") : "/tmp")};
+                                         "HOME=" + std::string(std::getenv("HOME") ? std::getenv("HOME") : "/tmp"),
+                                         "LOG_LOCATION=" + logs, "METRICS_LOCATION=" + logs};
     std::vector<char*> envp;
     for (auto& entry : environment) envp.push_back(entry.data());
     envp.push_back(nullptr);
