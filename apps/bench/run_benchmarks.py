@@ -677,7 +677,7 @@ class Runner:
     def torchserve_venv(self):
         """BUILD_DIR/torchserve-venv, where TorchServe is (installed once, beside Debian's
         python3-torch, which runs its worker), or None and why not. TorchServe's frontend is Java."""
-        venv = os.path.join(self.build, "torchserve-venv")
+        venv = os.path.abspath(os.path.join(self.build, "torchserve-venv"))
         if shutil.which("java") is None:
             return None, "no java (TorchServe's frontend runs on Java 11 or newer: apt install openjdk-17-jre-headless)"
         if self.quick and not os.path.exists(os.path.join(venv, "bin", "torchserve")):
