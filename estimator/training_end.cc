@@ -39,7 +39,16 @@ std::optional<TrainingEnd> ReadTrainingEnd(const std::string& model_dir) {
   const std::string path = PathIn(model_dir);
   std::error_code error;
   if (!std::filesystem::exists(path, error)) return std::nullopt;
-  const ParsedJson parsed = ParseJsonFromOutside(ReadFile(path));
+  std::string text;
+  try {
+    text = ReadFile(path);
+  } catch (const IoError&) {
+    // The chief removes the record as it trains again: gone between the look and the read, it is
+    // absent, not an error.
+    if (!std::filesystem::exists(path, error)) return std::nullopt;
+    throw;
+  }
+  const ParsedJson parsed = ParseJsonFromOutside(text);
   const nlohmann::json& record = parsed.value;
   EST_CHECK(parsed.ok() && record.is_object() && record.contains("global_step") &&
                 record["global_step"].is_number_integer() && record.contains("job") && record["job"].is_string(),
