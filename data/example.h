@@ -15,7 +15,9 @@
 /// - Bytes features: each value goes through the feature's decoder (by default: its bytes
 ///   as a uint8 1-D tensor; DecodeRaw for raw numbers); the decoded tensors are stacked
 ///   into shape + the decoded shape (a FixedLen bytes feature of shape [] gives the one
-///   decoded tensor itself).
+///   decoded tensor itself). With an ids decoder instead (FeatureSpec::ids_decoder) each value
+///   becomes int64s written straight into the feature's tensor: how the feature columns turn
+///   strings into vocabulary ids, hash buckets or fingerprints while parsing.
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/ScalarType.h>
@@ -40,6 +42,11 @@ std::string FeatureTypeName(FeatureType type);
 /// Turns one bytes value of a feature into a tensor.
 using BytesDecoder = std::function<at::Tensor(std::string_view bytes)>;
 
+/// Turns one bytes value of a feature into `ids_per_value` int64s written at `ids` (a
+/// vocabulary id, a hash bucket, a fingerprint): no tensor per value, for features of many
+/// short strings.
+using BytesToIds = std::function<void(std::string_view bytes, int64_t* ids)>;
+
 /// The default BytesDecoder: the bytes themselves, as a uint8 [size] tensor.
 at::Tensor BytesAsUint8(std::string_view bytes);
 
@@ -62,6 +69,10 @@ class FeatureSpec {
   FeatureSpec& default_value(at::Tensor value);
   /// How each bytes value becomes a tensor (bytes features only).
   FeatureSpec& decoder(BytesDecoder decoder);
+  /// Instead of a decoder: each bytes value becomes `ids_per_value` (>= 1) int64s, so that a
+  /// FixedLen feature of shape S parses to int64 S (S + [ids_per_value] when more than one),
+  /// and a VarLen one to int64 [values] (or [values, ids_per_value]), empty ones included.
+  FeatureSpec& ids_decoder(BytesToIds decoder, int64_t ids_per_value = 1);
 
   /// The kind of values.
   FeatureType type() const { return type_; }
@@ -71,8 +82,12 @@ class FeatureSpec {
   const std::vector<int64_t>& shape() const { return shape_; }
   /// The default of a FixedLen feature; undefined when it has none.
   const at::Tensor& default_tensor() const { return default_value_; }
-  /// The decoder of a bytes feature (never empty for one).
+  /// The decoder of a bytes feature (never empty for one without an ids decoder).
   const BytesDecoder& bytes_decoder() const { return decoder_; }
+  /// The ids decoder of a bytes feature; empty unless ids_decoder() set one.
+  const BytesToIds& bytes_to_ids() const { return ids_decoder_; }
+  /// How many int64s the ids decoder writes for each value.
+  int64_t ids_per_value() const { return ids_per_value_; }
 
  private:
   FeatureSpec(FeatureType type, bool fixed_length, std::vector<int64_t> shape);
@@ -82,6 +97,8 @@ class FeatureSpec {
   std::vector<int64_t> shape_;
   at::Tensor default_value_;
   BytesDecoder decoder_;
+  BytesToIds ids_decoder_;
+  int64_t ids_per_value_ = 1;
 };
 
 /// Features by name, as tf.io.parse_single_example's `features` dictionary.

@@ -54,6 +54,18 @@ FeatureSpec& FeatureSpec::decoder(BytesDecoder decoder) {
             " feature has no bytes to decode");
   EST_CHECK(decoder != nullptr, ConfigError, "FeatureSpec::decoder: the decoder is empty");
   decoder_ = std::move(decoder);
+  ids_decoder_ = nullptr;
+  return *this;
+}
+
+FeatureSpec& FeatureSpec::ids_decoder(BytesToIds decoder, int64_t ids_per_value) {
+  EST_CHECK(type_ == FeatureType::kBytes, ConfigError, "FeatureSpec::ids_decoder: a ", FeatureTypeName(type_),
+            " feature has no bytes to decode");
+  EST_CHECK(decoder != nullptr, ConfigError, "FeatureSpec::ids_decoder: the decoder is empty");
+  EST_CHECK(ids_per_value >= 1, ConfigError, "FeatureSpec::ids_decoder: ids_per_value is ", ids_per_value,
+            "; it must be at least 1");
+  ids_decoder_ = std::move(decoder);
+  ids_per_value_ = ids_per_value;
   return *this;
 }
 

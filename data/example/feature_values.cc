@@ -127,6 +127,28 @@ at::Tensor FeatureValues::numbers(FeatureType type, at::IntArrayRef shape) const
   return tensor;
 }
 
+at::Tensor FeatureValues::ids(const FeatureSpec& spec, const std::string& name, int64_t count,
+                              std::vector<int64_t> shape) const {
+  const int64_t width = spec.ids_per_value();
+  if (width > 1) shape.push_back(width);
+  at::Tensor tensor = at::empty(shape, at::kLong);
+  int64_t* out = tensor.data_ptr<int64_t>();
+  int64_t value = 0;
+  for (std::string_view list : lists_) {
+    ForEachValueField(list, [&](const wire::Field& field) {
+      if (field.type != wire::WireType::kLengthDelimited) return;
+      try {
+        spec.bytes_to_ids()(field.bytes, out + value * width);
+      } catch (const Error& e) {
+        EST_THROW(DataError, "feature '", name, "', value ", value, ": ", e.what());
+      }
+      ++value;
+    });
+  }
+  EST_ASSERT(value == count, "feature '", name, "': counted ", count, " bytes values but decoded ", value);
+  return tensor;
+}
+
 at::Tensor FeatureValues::decoded(const FeatureSpec& spec, const std::string& name, int64_t count, bool stack) const {
   std::vector<at::Tensor> tensors;
   tensors.reserve(static_cast<size_t>(count));
@@ -166,6 +188,7 @@ at::Tensor FeatureValues::fixed_len(const FeatureSpec& spec, const std::string& 
   EST_CHECK(values == expected, DataError, "feature '", name, "' has ", values, " ", FeatureTypeName(spec.type()),
             " value(s); its shape ", DescribeShape(spec.shape()), " needs ", expected);
   if (spec.type() != FeatureType::kBytes) return numbers(spec.type(), spec.shape());
+  if (spec.bytes_to_ids()) return ids(spec, name, values, spec.shape());
   if (spec.shape().empty()) return decoded(spec, name, values, /*stack=*/false);  // one value: no copy
   at::Tensor stacked = decoded(spec, name, values);
   std::vector<int64_t> shape = spec.shape();
@@ -176,6 +199,7 @@ at::Tensor FeatureValues::fixed_len(const FeatureSpec& spec, const std::string& 
 at::Tensor FeatureValues::var_len(const FeatureSpec& spec, const std::string& name, int64_t* length) const {
   *length = present_ ? count(spec, name) : 0;
   if (spec.type() != FeatureType::kBytes) return numbers(spec.type(), {*length});
+  if (spec.bytes_to_ids()) return ids(spec, name, *length, {*length});
   return decoded(spec, name, *length);
 }
 

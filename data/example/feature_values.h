@@ -35,6 +35,9 @@ class FeatureValues {
   int64_t count(const FeatureSpec& spec, const std::string& name) const;
   /// The values as a float32 or int64 tensor of `shape`, which holds exactly their count.
   at::Tensor numbers(FeatureType type, at::IntArrayRef shape) const;
+  /// Each bytes value turned into ids by `spec`'s ids decoder: int64 `shape` + [ids_per_value]
+  /// (without that dimension when it is 1), where `shape` holds exactly `count` elements.
+  at::Tensor ids(const FeatureSpec& spec, const std::string& name, int64_t count, std::vector<int64_t> shape) const;
   /// Each bytes value decoded by `spec`'s decoder, stacked along a new dim 0, or with
   /// `stack` false, the decoder's tensor for the one value there is.
   at::Tensor decoded(const FeatureSpec& spec, const std::string& name, int64_t count, bool stack = true) const;

@@ -155,6 +155,48 @@ TEST_CASE("ParseExample gives VarLen features as values and a length, padded_bat
   CHECK(torch::equal(batches->features.at("words"), torch::tensor({{1, -1}, {2, 0}}, torch::kInt16)));
 }
 
+TEST_CASE("An ids decoder turns each bytes value into int64s without a tensor per value", "[data][example]") {
+  // Two ids per value: its length and its first byte.
+  const auto length_and_first = [](std::string_view bytes, int64_t* ids) {
+    if (bytes == "bad") throw est::DataError("not a word");
+    ids[0] = static_cast<int64_t>(bytes.size());
+    ids[1] = bytes.empty() ? -1 : static_cast<int64_t>(bytes[0]);
+  };
+  const auto length_only = [](std::string_view bytes, int64_t* ids) { ids[0] = static_cast<int64_t>(bytes.size()); };
+  ExampleSpec spec{{"pair", FeatureSpec::FixedLen(FeatureType::kBytes, {2}).ids_decoder(length_only)},
+                   {"words", FeatureSpec::VarLen(FeatureType::kBytes).ids_decoder(length_and_first, 2)},
+                   {"one", FeatureSpec::FixedLen(FeatureType::kBytes).ids_decoder(length_only)
+                               .default_value(torch::tensor(7, torch::kLong))}};
+  auto parse = ParseExample(spec);
+  tfexample::Example first;
+  AddBytes(first.mutable_features(), "pair", {"ab", ""});
+  AddBytes(first.mutable_features(), "words", {"xyz", "q"});
+  const Element a = parse(first.SerializeAsString());
+  CHECK(torch::equal(a.features.at("pair"), torch::tensor({2, 0}, torch::kLong)));
+  CHECK(torch::equal(a.features.at("words"), torch::tensor({{3, 'x'}, {1, 'q'}}, torch::kLong)));
+  CHECK(a.features.at("words_length").item<int64_t>() == 2);
+  CHECK(a.features.at("one").item<int64_t>() == 7);
+
+  tfexample::Example second;  // no words: an empty int64 [0, 2], which pads with the first
+  AddBytes(second.mutable_features(), "pair", {"", "abcd"});
+  AddBytes(second.mutable_features(), "one", {"12345"});
+  const Element b = parse(second.SerializeAsString());
+  CHECK(b.features.at("words").sizes() == torch::IntArrayRef({0, 2}));
+  CHECK(b.features.at("words").scalar_type() == torch::kLong);
+  CHECK(b.features.at("one").item<int64_t>() == 5);
+  const Element batch = FromElements({a, b}).padded_batch(2).make_iterator()->next().value();
+  CHECK(torch::equal(batch.features.at("words"), torch::tensor({{{3, 'x'}, {1, 'q'}}, {{0, 0}, {0, 0}}}, torch::kLong)));
+  CHECK(torch::equal(batch.features.at("words_length"), torch::tensor({2, 0}, torch::kLong)));
+
+  tfexample::Example bad;
+  AddBytes(bad.mutable_features(), "pair", {"a", "b"});
+  AddBytes(bad.mutable_features(), "words", {"ok", "bad"});
+  CHECK_THROWS_AS(parse(bad.SerializeAsString()), DataError);
+  CHECK_THROWS_WITH(parse(bad.SerializeAsString()), Catch::Contains("feature 'words', value 1: not a word"));
+  CHECK_THROWS_AS(FeatureSpec::FixedLen(FeatureType::kInt64).ids_decoder(length_only), ConfigError);
+  CHECK_THROWS_AS(FeatureSpec::VarLen(FeatureType::kBytes).ids_decoder(length_only, 0), ConfigError);
+}
+
 TEST_CASE("ParseExample reads every encoding protobuf allows", "[data][example]") {
   ExampleSpec spec{{"f", FeatureSpec::FixedLen(FeatureType::kFloat32, {3})},
                    {"i", FeatureSpec::VarLen(FeatureType::kInt64)}};
