@@ -28,5 +28,6 @@ install(FILES ${PROJECT_BINARY_DIR}/TorchEstimatorConfig.cmake
   ${PROJECT_BINARY_DIR}/TorchEstimatorConfigVersion.cmake
   ${PROJECT_SOURCE_DIR}/cmake/FindNCCL.cmake
   ${PROJECT_SOURCE_DIR}/cmake/FindLibCsv.cmake
+  ${PROJECT_SOURCE_DIR}/cmake/FindFarmHash.cmake
   ${PROJECT_SOURCE_DIR}/cmake/FindMicroHttpd.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/TorchEstimator)

@@ -10,11 +10,15 @@ set -euo pipefail
 # makes dense layers about 10x slower. libdnnl-dev: the headers of the oneDNN libtorch links,
 # whose matrix products the kernels run on AVX-512 CPUs (kernels/onednn_matmul.h). catch2 is
 # header-only, and configuring needs it. libmicrohttpd-dev: the HTTP server of est-serve's REST APIs.
+# libfarmhash-dev: TensorFlow's string fingerprint, which feature columns hash with.
+# libleveldb-dev: the table format of TensorFlow's checkpoint index, written and read by checkpoint/;
+# its CMake package links snappy, which the package does not pull in: libsnappy-dev.
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libtorch-dev libgloo-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libopenblas0-openmp libdnnl-dev
   libspdlog-dev libcli11-dev nlohmann-json3-dev catch2 zlib1g-dev libcsv-dev libmicrohttpd-dev
+  libfarmhash-dev libleveldb-dev libsnappy-dev
   dataset-fashion-mnist
 )
 # For `make test`: clang and libclang-rt-14-dev (its sanitizer and libFuzzer runtimes) build
