@@ -18,7 +18,7 @@
 /// the uint64 fingerprints of strings that a crossed column combines (their bits stored
 /// in int64). Strings themselves become ids or fingerprints in the input pipeline, one
 /// value at a time (the per-value functions of hash_bucket.h, vocabulary.h and
-/// fingerprint.h, or the decoders of example_decoders.h), so a model sees int64 tensors only.
+/// fingerprint.h, run by the ParsingPlan's ids decoders), so a model sees int64 tensors only.
 /// A raw string batch, where one is needed, is a StringRows.
 ///
 /// Dense inputs (a FixedLen feature, [batch, k]) become rows by DropIgnoredValues, as
