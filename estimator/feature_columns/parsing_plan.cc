@@ -1,5 +1,6 @@
 #include "estimator/feature_columns/parsing_plan.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "common/error.h"
@@ -51,10 +52,12 @@ void ParsingPlan::add_floats(const std::string& key) { add(key, Kind::kFloats); 
 
 void ParsingPlan::add_strings(const std::string& key, const std::string& use, StringToId id_of) {
   Feature& entry = add(key, Kind::kStrings);
-  for (const Use& existing : entry.uses) {
-    if (existing.name == use) return;
-  }
-  entry.uses.push_back(Use{use, std::move(id_of)});
+  // Slots in the order of the uses' names: plans of the same uses agree, whatever the order of
+  // their columns.
+  auto place = std::lower_bound(entry.uses.begin(), entry.uses.end(), use,
+                                [](const Use& existing, const std::string& name) { return existing.name < name; });
+  if (place != entry.uses.end() && place->name == use) return;
+  entry.uses.insert(place, Use{use, std::move(id_of)});
 }
 
 const ParsingPlan::Feature& ParsingPlan::feature(const std::string& key) const {

@@ -5,8 +5,10 @@
 /// fingerprint for a cross): one int64 per distinct use, so strings never leave the parser.
 ///
 /// Like TensorFlow's spec, categorical and weight features are VarLen, numeric ones FixedLen.
-/// A string feature read by k different uses parses to int64 [values, k] (k = 1: [values]); the
-/// columns find their slot by their use.
+/// A string feature read by k different uses parses to int64 [values, k] (k = 1: [values]), the
+/// uses in the order of their names, so that every plan of the same uses lays them out alike; the
+/// columns find their slot by their use. Parse and read a batch with plans of the same columns
+/// (a plan of other uses is a DataError when the batch is read).
 
 #include <ATen/core/Tensor.h>
 

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "estimator/feature_columns/fingerprint.h"
 #include "estimator/feature_columns/hash_bucket.h"
 #include "estimator/feature_columns/id_mapping.h"
 
@@ -37,6 +38,7 @@ Vocabulary::Vocabulary(std::string key, int64_t num_oov_buckets, int64_t default
 }
 
 void Vocabulary::add(std::string entry, const std::string& where) {
+  fingerprint_ = FingerprintCat64(fingerprint_, Fingerprint64(entry));
   const auto [it, added] = index_.emplace(std::move(entry), size_);
   EST_CHECK(added, ConfigError, "vocabulary column '", key_, "': ", where, " repeats the entry '", it->first,
             "' (entry ", it->second, "); every entry must be distinct");
@@ -88,6 +90,11 @@ Vocabulary Vocabulary::FromFile(std::string key, const std::string& path, std::o
   EST_CHECK(!vocabulary_size || line_number == *vocabulary_size, ConfigError, "vocabulary column '", name,
             "': vocabulary_size is ", *vocabulary_size, " but ", path, " has only ", line_number, " lines");
   return vocabulary;
+}
+
+uint64_t Vocabulary::fingerprint() const {
+  uint64_t options = FingerprintCat64(static_cast<uint64_t>(num_oov_buckets_), static_cast<uint64_t>(default_value_));
+  return FingerprintCat64(FingerprintCat64(fingerprint_, options), integer_keys_ ? 1 : 0);
 }
 
 int64_t Vocabulary::out_of_vocabulary(std::string_view text) const {

@@ -56,6 +56,9 @@ class Vocabulary {
   int64_t num_buckets() const { return size_ + num_oov_buckets_; }
   /// Whether the keys are integers.
   bool integer_keys() const { return integer_keys_; }
+  /// A fingerprint of what the lookup does (entries in order, OOV buckets, default): equal
+  /// vocabularies map every value alike.
+  uint64_t fingerprint() const;
 
  private:
   Vocabulary(std::string key, int64_t num_oov_buckets, int64_t default_value, bool integer_keys);
@@ -67,6 +70,8 @@ class Vocabulary {
   int64_t default_value_;
   bool integer_keys_;
   int64_t size_ = 0;
+  /// FingerprintCat64 over the entries' Fingerprint64s, in order.
+  uint64_t fingerprint_ = 0;
   /// Entries by their text (an integer key by its decimal text).
   std::unordered_map<std::string, int64_t> index_;
 };

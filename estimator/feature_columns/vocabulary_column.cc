@@ -15,8 +15,9 @@ VocabularyCategoricalColumn::VocabularyCategoricalColumn(std::shared_ptr<const V
 }
 
 std::string VocabularyCategoricalColumn::use() const {
-  // Two columns of one key may hold different vocabularies: the use names this one.
-  return "vocabulary:" + std::to_string(reinterpret_cast<uintptr_t>(vocabulary_.get()));
+  // Two columns of one key may hold different vocabularies: the use names this one by what it
+  // does, so that plans built from equal columns (the model's, the input's) agree.
+  return "vocabulary:" + std::to_string(vocabulary_->fingerprint());
 }
 
 void VocabularyCategoricalColumn::plan_parsing(ParsingPlan& plan) const {

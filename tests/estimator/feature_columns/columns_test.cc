@@ -211,6 +211,25 @@ TEST_CASE("feature columns: the parse spec is TensorFlow's", "[feature_columns]"
   CHECK(two_uses.at("device").ids_per_value() == 2);
 }
 
+TEST_CASE("feature columns: plans of the same columns in any order read each other's batches", "[feature_columns]") {
+  const Columns columns;
+  // Equal columns made apart (as est-serve rebuilds them) and listed in another order.
+  const CategoricalColumnPtr device_again =
+      categorical_column_with_vocabulary_list("device", std::vector<std::string>{"mobile", "desktop", "tablet"});
+  const ParsingPlan parsing({columns.cross, columns.device});
+  const ParsingPlan reading({device_again, crossed_column({columns.category, "device"}, 11)});
+  const est::Features features = ParsedBatch(parsing);
+  const CategoricalIds read = device_again->ids(ColumnInputs(features, reading));
+  const CategoricalIds parsed = columns.device->ids(ColumnInputs(features, parsing));
+  CHECK(read.ids.equal(parsed.ids));
+  CHECK(IdsToRows(read) == IntRows{{0}, {1}, {2}, {0}, {}});
+  CHECK(columns.cross->ids(ColumnInputs(features, reading)).ids.equal(columns.cross->ids(ColumnInputs(features, parsing)).ids));
+  // A batch parsed for other uses is refused, not misread.
+  const ParsingPlan device_only({columns.device});
+  CHECK_THROWS_WITH(columns.device->ids(ColumnInputs(ParsedBatch(device_only), reading)),
+                    Catch::Contains("\"device\" is Long [5, 1]; the plan parses it to int64 [batch, values, 2]"));
+}
+
 TEST_CASE("feature columns: names are TensorFlow's", "[feature_columns]") {
   const Columns columns;
   CHECK(columns.age_buckets->name() == "age_bucketized");
