@@ -40,7 +40,8 @@ TensorMap MultiLabelHead::predictions(const at::Tensor& logits) const {
 }
 
 at::Tensor MultiLabelHead::processed_labels(const at::Tensor& labels, const at::Tensor& logits) const {
-  at::Tensor processed = detail::LabelsOfShape(kMultiLabelHead, labels, logits.size(0), n_classes_, logits.scalar_type());
+  at::Tensor processed =
+      detail::LabelsOfShape(kMultiLabelHead, labels, logits.size(0), n_classes_, logits.scalar_type());
   detail::CheckLabelRange(kMultiLabelHead, processed, 0.0, 1.0);
   return processed;
 }

@@ -30,8 +30,8 @@ ColumnInputs::ColumnInputs(const Features& features, const ParsingPlan& plan) : 
 
 const at::Tensor& ColumnInputs::feature(const std::string& key) const {
   const auto found = features_.find(key);
-  EST_CHECK(found != features_.end() && found->second.defined(), DataError, "feature columns: the batch has no feature \"",
-            key, "\"");
+  EST_CHECK(found != features_.end() && found->second.defined(), DataError,
+            "feature columns: the batch has no feature \"", key, "\"");
   return found->second;
 }
 

@@ -17,9 +17,8 @@ CategoricalIds IdentityCategoricalColumn::ids(const ColumnInputs& inputs) const 
   return identity_.ids(inputs.integers(identity_.key()));
 }
 
-std::shared_ptr<const IdentityCategoricalColumn> categorical_column_with_identity(std::string key,
-                                                                                  int64_t num_buckets,
-                                                                                  std::optional<int64_t> default_value) {
+std::shared_ptr<const IdentityCategoricalColumn> categorical_column_with_identity(
+    std::string key, int64_t num_buckets, std::optional<int64_t> default_value) {
   return std::make_shared<IdentityCategoricalColumn>(std::move(key), num_buckets, default_value);
 }
 

@@ -223,7 +223,8 @@ TEST_CASE("feature columns: plans of the same columns in any order read each oth
   const CategoricalIds parsed = columns.device->ids(ColumnInputs(features, parsing));
   CHECK(read.ids.equal(parsed.ids));
   CHECK(IdsToRows(read) == IntRows{{0}, {1}, {2}, {0}, {}});
-  CHECK(columns.cross->ids(ColumnInputs(features, reading)).ids.equal(columns.cross->ids(ColumnInputs(features, parsing)).ids));
+  const CategoricalIds cross_read = columns.cross->ids(ColumnInputs(features, reading));
+  CHECK(cross_read.ids.equal(columns.cross->ids(ColumnInputs(features, parsing)).ids));
   // A batch parsed for other uses is refused, not misread.
   const ParsingPlan device_only({columns.device});
   CHECK_THROWS_WITH(columns.device->ids(ColumnInputs(ParsedBatch(device_only), reading)),
