@@ -1,5 +1,6 @@
 #include "checkpoint/checkpoint_files.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <system_error>
 
@@ -20,7 +21,13 @@ bool SamePrefix(const std::string& a, const std::string& b) {
 
 std::string IndexPath(const std::string& prefix) { return prefix + ".index"; }
 
-std::string DataPath(const std::string& prefix) { return prefix + ".data-00000-of-00001"; }
+std::string DataPath(const std::string& prefix) { return DataPath(prefix, 0, 1); }
+
+std::string DataPath(const std::string& prefix, int shard, int num_shards) {
+  char suffix[48];
+  std::snprintf(suffix, sizeof(suffix), ".data-%05d-of-%05d", shard, num_shards);
+  return prefix + suffix;
+}
 
 bool IsCheckpointFileName(std::string_view name) {
   if (name == kStateFileName) return true;

@@ -1,6 +1,6 @@
 #pragma once
 /// The files of a checkpoint `<prefix>`, named as TensorFlow names them:
-/// `<prefix>.index` (the manifest) and `<prefix>.data-00000-of-00001` (tensor bytes).
+/// `<prefix>.index` (the index) and `<prefix>.data-00000-of-00001` (tensor bytes).
 
 #include <cstdint>
 #include <string>
@@ -17,11 +17,15 @@ std::string CheckpointPrefix(const std::string& dir, int64_t step);
 /// True when two prefixes name the same checkpoint (compared as normalized absolute paths).
 bool SamePrefix(const std::string& a, const std::string& b);
 
-/// `<prefix>.index`: the serialized manifest.
+/// `<prefix>.index`: what the data files hold and where.
 std::string IndexPath(const std::string& prefix);
 
 /// `<prefix>.data-00000-of-00001`: the bytes of every tensor and blob.
 std::string DataPath(const std::string& prefix);
+
+/// `<prefix>.data-<shard>-of-<num_shards>`, numbers of five digits: one data file of a bundle
+/// that TensorFlow wrote in several.
+std::string DataPath(const std::string& prefix, int shard, int num_shards);
 
 /// True when `name` is the name of a file that checkpoints consist of: the state file
 /// `checkpoint`, `model.ckpt-<step>.index` or `model.ckpt-<step>.data-00000-of-00001`.

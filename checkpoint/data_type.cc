@@ -3,7 +3,7 @@
 #include <array>
 #include <utility>
 
-#include "checkpoint/manifest.pb.h"
+#include "checkpoint/data_type.pb.h"
 
 namespace est::checkpoint {
 namespace {

@@ -38,7 +38,8 @@ void DecodeIndex(std::string_view bytes, const std::string& index_path, proto::M
   EST_CHECK(bytes.size() >= kTrailerSize &&
                 static_cast<unsigned char>(bytes[bytes.size() - kTrailerSize]) == kChecksumTag,
             CheckpointError, "checkpoint index '", index_path, "' (", bytes.size(),
-            " bytes) is truncated or not a checkpoint index: it does not end with its checksum");
+            " bytes) is truncated or not a checkpoint index: it ends neither with a tensor bundle's "
+            "table footer nor with a manifest's checksum");
   const std::string_view body = bytes.substr(0, bytes.size() - kTrailerSize);
   const uint32_t stored = LoadLittleEndian32(bytes.data() + body.size() + 1);
   const uint32_t computed = crc32c::Value(body);

@@ -1,7 +1,8 @@
 #pragma once
-/// The bytes of a `<prefix>.index` file: a serialized Manifest whose last field,
-/// index_crc32c, holds the CRC32C of every byte before it. The file stays a plain
-/// protobuf message (protoc --decode reads it), and truncation anywhere is detected.
+/// The bytes of a `<prefix>.index` file of the format this library wrote before tensor
+/// bundles (read, so that older model_dirs restore): a serialized Manifest whose last field,
+/// index_crc32c, holds the CRC32C of every byte before it. The file stays a plain protobuf
+/// message (protoc --decode reads it), and truncation anywhere is detected.
 
 #include <cstdint>
 #include <string>

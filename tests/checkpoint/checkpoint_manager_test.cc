@@ -255,12 +255,17 @@ TEST_CASE("a full disk during a save names the path and leaves the previous chec
   CHECK(ListDirectory(dir) == FilesOf({1}));
 
   SECTION("the disk fills up while the state file is written") {
-    // The checkpoint's own files fit; the state file does not.
-    const auto limit = static_cast<rlim_t>(std::max(index_before.size(), data_before.size()) + 8);
+    // The checkpoint's own files fit; the state file does not. A bundle's index outgrows the
+    // state file unless the checkpoint is small: one element, no blob (measured beside).
+    const std::vector<std::pair<std::string, at::Tensor>> small = {{"w", at::ones({1})}};
+    const std::string measured = (FreshTempDir("manager_full_disk_measure") / "model.ckpt-2").string();
+    WriteCheckpoint(measured, small, {}, 2);
+    const auto limit = static_cast<rlim_t>(
+        std::max(est::ReadFile(IndexPath(measured)).size(), est::ReadFile(DataPath(measured)).size()) + 8);
     REQUIRE(state_before.size() > limit + 8);
     {
       est::testing::FileSizeLimit full_disk(limit);
-      CHECK_THROWS_MATCHES(Save(manager, 2), CheckpointError,
+      CHECK_THROWS_MATCHES(manager.save(2, small, {}), CheckpointError,
                            est::testing::MessageMatches(Catch::Contains((dir / "checkpoint").string()) &&
                                                         Catch::Contains("File too large")));
     }

@@ -2,7 +2,9 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 #include "checkpoint/checkpoint_files.h"
 #include "checkpoint/checkpoint_writer.h"
@@ -40,22 +42,30 @@ NamedTensors EveryKindOfTensor() {
   };
 }
 
-std::string WriteSample(const std::string& dir, int64_t step = 11) {
+std::string WriteSample(Format format, const std::string& dir, int64_t step = 11) {
   const std::string prefix = CheckpointPrefix(dir, step);
-  WriteCheckpoint(prefix,
-                  {{"a", at::arange(16, at::kFloat)}, {"b", at::arange(16, at::kFloat) * 2}},
-                  {{"state", "payload"}}, step);
+  WriteInFormat(format, prefix,
+                {{"a", at::arange(16, at::kFloat)}, {"b", at::arange(16, at::kFloat) * 2}},
+                {{"state", "payload"}}, step);
   return prefix;
+}
+
+/// Both formats, one after the other; the test's output names the one that failed.
+Format EachFormat() {
+  const Format format = GENERATE(Format::kBundle, Format::kManifest);
+  UNSCOPED_INFO("format: " << FormatName(format));
+  return format;
 }
 
 }  // namespace
 
 TEST_CASE("every dtype and layout round-trips", "[checkpoint]") {
+  const Format format = EachFormat();
   auto dir = FreshTempDir("reader_roundtrip");
   const std::string prefix = CheckpointPrefix(dir.string(), 938);
   const NamedTensors tensors = EveryKindOfTensor();
   REQUIRE_FALSE(tensors[11].second.is_contiguous());
-  WriteCheckpoint(prefix, tensors, {}, 938);
+  WriteInFormat(format, prefix, tensors, {}, 938);
 
   CheckpointReader reader(prefix);
   CHECK(reader.prefix() == prefix);
@@ -73,6 +83,9 @@ TEST_CASE("every dtype and layout round-trips", "[checkpoint]") {
     CHECK(read.sizes() == tensor.sizes());
     CHECK(at::equal(read, tensor.detach()));
   }
+  // A bundle holds the step as TensorFlow does: the int64 scalar tensor global_step.
+  if (format == Format::kBundle) names.push_back("global_step");
+  std::sort(names.begin(), names.end());
   CHECK(reader.tensor_names() == names);
   CHECK(reader.tensor("scalar").dim() == 0);
   CHECK(reader.tensor("scalar").item<double>() == 2.5);
@@ -82,14 +95,16 @@ TEST_CASE("every dtype and layout round-trips", "[checkpoint]") {
 }
 
 TEST_CASE("blobs round-trip byte for byte", "[checkpoint]") {
+  const Format format = EachFormat();
   auto dir = FreshTempDir("reader_blobs");
   const std::string prefix = CheckpointPrefix(dir.string(), 1);
   const std::string binary("\0\x01\xff\n binary", 11);
-  WriteCheckpoint(prefix, {},
-                  {{"optimizer", binary}, {"empty", ""}, {"input_position", "epoch=2;offset=640"}},
-                  1);
+  WriteInFormat(format, prefix, {},
+                {{"optimizer", binary}, {"empty", ""}, {"input_position", "epoch=2;offset=640"}},
+                1);
   CheckpointReader reader(prefix);
-  CHECK(reader.tensor_names().empty());
+  CHECK(reader.tensor_names() ==
+        (format == Format::kBundle ? std::vector<std::string>{"global_step"} : std::vector<std::string>{}));
   CHECK(reader.blob_names() == std::vector<std::string>{"empty", "input_position", "optimizer"});
   CHECK(reader.blob("optimizer") == binary);
   CHECK(reader.blob("empty") == std::string());
@@ -99,10 +114,11 @@ TEST_CASE("blobs round-trip byte for byte", "[checkpoint]") {
 }
 
 TEST_CASE("an absent tensor is named along with some that exist", "[checkpoint]") {
+  const Format format = EachFormat();
   auto dir = FreshTempDir("reader_absent");
   const std::string prefix = CheckpointPrefix(dir.string(), 1);
-  WriteCheckpoint(prefix, {{"cnn.conv1.weight", at::ones({1})}, {"cnn.conv1.bias", at::ones({1})}},
-                  {}, 1);
+  WriteInFormat(format, prefix, {{"cnn.conv1.weight", at::ones({1})}, {"cnn.conv1.bias", at::ones({1})}},
+                {}, 1);
   CheckpointReader reader(prefix);
   CHECK_FALSE(reader.has_tensor("cnn.weight"));
   CHECK_THROWS_WITH(reader.tensor("cnn.weight"), Catch::Contains("'cnn.weight'") &&
@@ -114,7 +130,7 @@ TEST_CASE("an absent tensor is named along with some that exist", "[checkpoint]"
 
 TEST_CASE("a flipped byte in a tensor fails with the file and the tensor named", "[checkpoint]") {
   auto dir = FreshTempDir("reader_flipped_tensor");
-  const std::string prefix = WriteSample(dir.string());
+  const std::string prefix = WriteSample(EachFormat(), dir.string());
   FlipByte(DataPath(prefix), TensorOffset(prefix, "b") + 5);
   CheckpointReader reader(prefix);
   CHECK(at::equal(reader.tensor("a"), at::arange(16, at::kFloat)));
@@ -127,9 +143,8 @@ TEST_CASE("a flipped byte in a tensor fails with the file and the tensor named",
 
 TEST_CASE("a flipped byte in a blob fails when it is read", "[checkpoint]") {
   auto dir = FreshTempDir("reader_flipped_blob");
-  const std::string prefix = WriteSample(dir.string());
-  const auto manifest = ReadManifest(prefix);
-  FlipByte(DataPath(prefix), manifest.blobs(0).offset());
+  const std::string prefix = WriteSample(EachFormat(), dir.string());
+  FlipByte(DataPath(prefix), BlobOffset(prefix, "state"));
   CheckpointReader reader(prefix);
   CHECK_THROWS_WITH(reader.blob("state"),
                     Catch::Contains(DataPath(prefix)) && Catch::Contains("blob 'state'"));
@@ -138,15 +153,15 @@ TEST_CASE("a flipped byte in a blob fails when it is read", "[checkpoint]") {
 
 TEST_CASE("a truncated data file fails at open, naming it", "[checkpoint]") {
   auto dir = FreshTempDir("reader_truncated_data");
-  const std::string prefix = WriteSample(dir.string());
-  TruncateFile(DataPath(prefix), ReadManifest(prefix).data_size() - 1);
+  const std::string prefix = WriteSample(EachFormat(), dir.string());
+  TruncateFile(DataPath(prefix), std::filesystem::file_size(DataPath(prefix)) - 1);
   CHECK_THROWS_WITH(CheckpointReader(prefix),
                     Catch::Contains(DataPath(prefix)) && Catch::Contains("truncated"));
 }
 
 TEST_CASE("a missing data file fails at open, naming it", "[checkpoint]") {
   auto dir = FreshTempDir("reader_missing_data");
-  const std::string prefix = WriteSample(dir.string());
+  const std::string prefix = WriteSample(EachFormat(), dir.string());
   std::filesystem::remove(DataPath(prefix));
   CHECK_THROWS_WITH(CheckpointReader(prefix), Catch::Contains(DataPath(prefix)));
 }
@@ -156,7 +171,7 @@ TEST_CASE("a missing, truncated or garbage index fails at open, naming it", "[ch
   CHECK_THROWS_WITH(CheckpointReader((dir / "model.ckpt-404").string()),
                     Catch::Contains(IndexPath((dir / "model.ckpt-404").string())));
 
-  const std::string prefix = WriteSample(dir.string());
+  const std::string prefix = WriteSample(EachFormat(), dir.string());
   const std::string index = est::ReadFile(IndexPath(prefix));
   for (size_t length : {size_t{0}, size_t{1}, index.size() / 2, index.size() - 1}) {
     est::WriteFileAtomic(IndexPath(prefix), index.substr(0, length));
@@ -168,10 +183,8 @@ TEST_CASE("a missing, truncated or garbage index fails at open, naming it", "[ch
 
 TEST_CASE("an index whose entries overrun the data file is rejected", "[checkpoint]") {
   auto dir = FreshTempDir("reader_overrun");
-  const std::string prefix = WriteSample(dir.string());
-  proto::Manifest manifest = ReadManifest(prefix);
-  manifest.mutable_tensors(1)->set_offset(manifest.data_size() - 8);
-  est::WriteFileAtomic(IndexPath(prefix), EncodeIndex(manifest));
+  const std::string prefix = WriteSample(EachFormat(), dir.string());
+  SetTensorOffset(prefix, "b", std::filesystem::file_size(DataPath(prefix)) - 8);
   CHECK_THROWS_WITH(CheckpointReader(prefix), Catch::Contains(IndexPath(prefix)) &&
                                                   Catch::Contains("'b'") &&
                                                   Catch::Contains("beyond the end"));
@@ -179,7 +192,7 @@ TEST_CASE("an index whose entries overrun the data file is rejected", "[checkpoi
 
 TEST_CASE("a moved reader keeps reading, even after the files are deleted", "[checkpoint]") {
   auto dir = FreshTempDir("reader_moved");
-  const std::string prefix = WriteSample(dir.string());
+  const std::string prefix = WriteSample(EachFormat(), dir.string());
   CheckpointReader first(prefix);
   CheckpointReader second(std::move(first));
   RemoveCheckpointFiles(prefix);
@@ -189,10 +202,11 @@ TEST_CASE("a moved reader keeps reading, even after the files are deleted", "[ch
 
 TEST_CASE("the index of another checkpoint fails its CRCs, naming the file and the tensor", "[checkpoint]") {
   auto dir = FreshTempDir("reader_other_index");
-  const std::string prefix = WriteSample(dir.string(), 11);
+  const Format format = EachFormat();
+  const std::string prefix = WriteSample(format, dir.string(), 11);
   const std::string other = CheckpointPrefix(dir.string(), 12);
-  WriteCheckpoint(other, {{"a", at::arange(16, at::kFloat) + 1}, {"b", at::arange(16, at::kFloat) * 3}},
-                  {{"state", "PAYLOAD"}}, 12);
+  WriteInFormat(format, other, {{"a", at::arange(16, at::kFloat) + 1}, {"b", at::arange(16, at::kFloat) * 3}},
+                {{"state", "PAYLOAD"}}, 12);
   est::WriteFileAtomic(IndexPath(prefix), est::ReadFile(IndexPath(other)));
   CheckpointReader reader(prefix);
   CHECK_THROWS_MATCHES(reader.verify(), CheckpointError,
@@ -202,10 +216,8 @@ TEST_CASE("the index of another checkpoint fails its CRCs, naming the file and t
 
 TEST_CASE("an index whose shape disagrees with its byte size is rejected, naming both", "[checkpoint]") {
   auto dir = FreshTempDir("reader_wrong_shape");
-  const std::string prefix = WriteSample(dir.string());
-  proto::Manifest manifest = ReadManifest(prefix);
-  manifest.mutable_tensors(0)->set_shape(0, 15);
-  est::WriteFileAtomic(IndexPath(prefix), EncodeIndex(manifest));
+  const std::string prefix = WriteSample(EachFormat(), dir.string());
+  SetFirstDimension(prefix, "a", 15);
   CHECK_THROWS_MATCHES(CheckpointReader(prefix), CheckpointError,
                        est::testing::MessageMatches(Catch::Contains(IndexPath(prefix)) && Catch::Contains("'a'") &&
                                                     Catch::Contains("size of 64")));

@@ -1,20 +1,27 @@
 #pragma once
-/// Helpers shared by the checkpoint tests: damaging files on purpose, reading a
-/// manifest, capturing log lines.
+/// Helpers shared by the checkpoint tests: damaging files on purpose, reading and rewriting
+/// the index of either format, writing a checkpoint of the older manifest format, capturing
+/// log lines.
 
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "checkpoint/checkpoint_files.h"
+#include "checkpoint/checkpoint_writer.h"
 #include "checkpoint/index_codec.h"
+#include "checkpoint/leveldb_table.h"
 #include "checkpoint/manifest.pb.h"
+#include "checkpoint/tensor_bundle_index.h"
 #include "common/file_util.h"
+#include "tests/checkpoint/manifest_checkpoint_writer.h"
 #include "tests/log_capture.h"
 
 namespace est::checkpoint::testing {
@@ -57,20 +64,110 @@ inline void TruncateFile(const std::string& path, uint64_t size) {
   std::filesystem::resize_file(path, size);
 }
 
-/// The manifest of the checkpoint `<prefix>`.
+/// The index formats a reader must read.
+enum class Format { kBundle, kManifest };
+
+/// The format's name, for test output.
+inline const char* FormatName(Format format) {
+  return format == Format::kBundle ? "tensor bundle" : "manifest";
+}
+
+/// Writes a checkpoint in `format`: WriteCheckpoint's bundle or the older manifest.
+inline void WriteInFormat(Format format, const std::string& prefix,
+                          const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                          const std::map<std::string, std::string>& blobs, int64_t global_step) {
+  if (format == Format::kBundle) {
+    WriteCheckpoint(prefix, tensors, blobs, global_step);
+  } else {
+    WriteManifestCheckpoint(prefix, tensors, blobs, global_step);
+  }
+}
+
+/// True when the index of `<prefix>` is a tensor bundle's.
+inline bool IsBundle(const std::string& prefix) {
+  return HasTableMagic(ReadFile(IndexPath(prefix)));
+}
+
+/// The manifest of the checkpoint `<prefix>` (manifest format).
 inline proto::Manifest ReadManifest(const std::string& prefix) {
   proto::Manifest manifest;
   DecodeIndex(ReadFile(IndexPath(prefix)), IndexPath(prefix), manifest);
   return manifest;
 }
 
-/// The offset in the data file of the tensor called `name`.
+/// The index of the checkpoint `<prefix>` (bundle format).
+inline TensorBundleIndex ReadBundleIndex(const std::string& prefix) {
+  return DecodeBundleIndex(ReadFile(IndexPath(prefix)), IndexPath(prefix));
+}
+
+/// The entry of `key` in a bundle's index.
+inline proto::BundleEntryProto& FindEntry(TensorBundleIndex& index, const std::string& key) {
+  for (auto& [name, entry] : index.entries) {
+    if (name == key) return entry;
+  }
+  throw std::runtime_error("no entry " + key);
+}
+
+/// Writes `index` as the index of `<prefix>`.
+inline void RewriteBundleIndex(const std::string& prefix, const TensorBundleIndex& index) {
+  WriteFileAtomic(IndexPath(prefix), EncodeBundleIndex(index.entries, index.header.num_shards()));
+}
+
+/// The offset in the data file of the tensor called `name`, in either format.
 inline uint64_t TensorOffset(const std::string& prefix, const std::string& name) {
+  if (IsBundle(prefix)) {
+    TensorBundleIndex index = ReadBundleIndex(prefix);
+    return static_cast<uint64_t>(FindEntry(index, name).offset());
+  }
   const proto::Manifest manifest = ReadManifest(prefix);
   for (const auto& entry : manifest.tensors()) {
     if (entry.name() == name) return entry.offset();
   }
   throw std::runtime_error("no tensor " + name);
+}
+
+/// The offset in the data file of the blob called `name`, in either format.
+inline uint64_t BlobOffset(const std::string& prefix, const std::string& name) {
+  if (IsBundle(prefix)) {
+    TensorBundleIndex index = ReadBundleIndex(prefix);
+    return static_cast<uint64_t>(FindEntry(index, kBlobKeyPrefix + name).offset());
+  }
+  const proto::Manifest manifest = ReadManifest(prefix);
+  for (const auto& entry : manifest.blobs()) {
+    if (entry.name() == name) return entry.offset();
+  }
+  throw std::runtime_error("no blob " + name);
+}
+
+/// Rewrites the index of `<prefix>` (either format) so that tensor `name` lies at `offset`.
+inline void SetTensorOffset(const std::string& prefix, const std::string& name, uint64_t offset) {
+  if (IsBundle(prefix)) {
+    TensorBundleIndex index = ReadBundleIndex(prefix);
+    FindEntry(index, name).set_offset(static_cast<int64_t>(offset));
+    RewriteBundleIndex(prefix, index);
+    return;
+  }
+  proto::Manifest manifest = ReadManifest(prefix);
+  for (auto& entry : *manifest.mutable_tensors()) {
+    if (entry.name() == name) entry.set_offset(offset);
+  }
+  WriteFileAtomic(IndexPath(prefix), EncodeIndex(manifest));
+}
+
+/// Rewrites the index of `<prefix>` (either format) so that the first dimension of tensor
+/// `name` is `size`.
+inline void SetFirstDimension(const std::string& prefix, const std::string& name, int64_t size) {
+  if (IsBundle(prefix)) {
+    TensorBundleIndex index = ReadBundleIndex(prefix);
+    FindEntry(index, name).mutable_shape()->mutable_dim(0)->set_size(size);
+    RewriteBundleIndex(prefix, index);
+    return;
+  }
+  proto::Manifest manifest = ReadManifest(prefix);
+  for (auto& entry : *manifest.mutable_tensors()) {
+    if (entry.name() == name) entry.set_shape(0, size);
+  }
+  WriteFileAtomic(IndexPath(prefix), EncodeIndex(manifest));
 }
 
 /// Names of the entries directly inside `dir`, sorted.

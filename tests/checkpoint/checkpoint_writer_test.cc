@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "checkpoint/checkpoint_files.h"
+#include "checkpoint/checkpoint_reader.h"
 #include "common/crc32c.h"
 #include "common/error.h"
 #include "common/file_util.h"
@@ -26,36 +27,77 @@ TEST_CASE("WriteCheckpoint writes an index and one data file", "[checkpoint]") {
         std::vector<std::string>{"model.ckpt-5.data-00000-of-00001", "model.ckpt-5.index"});
 }
 
-TEST_CASE("the manifest records dtype, shape, aligned offsets, sizes and CRC32C", "[checkpoint]") {
-  auto dir = FreshTempDir("writer_manifest");
+TEST_CASE("the bundle index records dtype, shape, aligned offsets, sizes and masked CRC32C",
+          "[checkpoint]") {
+  auto dir = FreshTempDir("writer_index");
   const std::string prefix = (dir / "model.ckpt-3").string();
   const at::Tensor a = at::arange(5, at::kInt);  // 20 bytes: the next entry needs padding
   const at::Tensor b = at::full({2, 2}, 1.5, at::kDouble);
-  WriteCheckpoint(prefix, {{"a", a}, {"b", b}}, {{"blob", "xyz"}}, 3);
+  WriteCheckpoint(prefix, {{"b", b}, {"a", a}}, {{"blob", "xyz"}}, 3);
 
-  const proto::Manifest manifest = ReadManifest(prefix);
+  const TensorBundleIndex index = ReadBundleIndex(prefix);
   const std::string data = est::ReadFile(DataPath(prefix));
-  CHECK(manifest.format_version() == kFormatVersion);
-  CHECK(manifest.global_step() == 3);
-  CHECK(manifest.data_size() == data.size());
-  REQUIRE(manifest.tensors_size() == 2);
-  const auto& entry_a = manifest.tensors(0);
-  const auto& entry_b = manifest.tensors(1);
-  CHECK(entry_a.name() == "a");
-  CHECK(entry_a.dtype() == proto::DT_INT32);
-  CHECK(std::vector<int64_t>(entry_a.shape().begin(), entry_a.shape().end()) ==
-        std::vector<int64_t>{5});
-  CHECK(entry_a.offset() == 0);
-  CHECK(entry_a.size() == 20);
-  CHECK(entry_a.crc32c() == est::crc32c::Value(a.data_ptr(), 20));
+  CHECK(index.header.num_shards() == 1);
+  CHECK(index.header.endianness() == proto::BundleHeaderProto::LITTLE);
+  CHECK(index.header.version().producer() == 1);
+  std::vector<std::string> keys;
+  for (const auto& [key, entry] : index.entries) keys.push_back(key);
+  CHECK(keys == std::vector<std::string>{"_est_blobs/blob", "a", "b", "global_step"});
+  const auto& entry_blob = index.entries[0].second;
+  const auto& entry_a = index.entries[1].second;
+  const auto& entry_b = index.entries[2].second;
+  const auto& entry_step = index.entries[3].second;
+  // In write order in the data file: b, a, global_step, then the blob.
   CHECK(entry_b.dtype() == proto::DT_DOUBLE);
-  CHECK(entry_b.offset() == 64);
+  REQUIRE(entry_b.shape().dim_size() == 2);
+  CHECK(entry_b.shape().dim(0).size() == 2);
+  CHECK(entry_b.offset() == 0);
   CHECK(entry_b.size() == 32);
-  CHECK(data.substr(64, 32) == std::string(static_cast<const char*>(b.data_ptr()), 32));
-  REQUIRE(manifest.blobs_size() == 1);
-  CHECK(manifest.blobs(0).offset() == 128);
-  CHECK(data.substr(128) == "xyz");
-  CHECK(manifest.blobs(0).crc32c() == est::crc32c::Value("xyz"));
+  CHECK(entry_b.crc32c() == est::crc32c::Mask(est::crc32c::Value(b.data_ptr(), 32)));
+  CHECK(data.substr(0, 32) == std::string(static_cast<const char*>(b.data_ptr()), 32));
+  CHECK(entry_a.dtype() == proto::DT_INT32);
+  CHECK(entry_a.shard_id() == 0);
+  CHECK(entry_a.offset() == 64);
+  CHECK(entry_a.size() == 20);
+  CHECK(entry_a.crc32c() == est::crc32c::Mask(est::crc32c::Value(a.data_ptr(), 20)));
+  CHECK(entry_step.dtype() == proto::DT_INT64);
+  CHECK(entry_step.shape().dim_size() == 0);
+  CHECK(entry_step.offset() == 128);
+  CHECK(data.substr(128, 8) == std::string("\x03\0\0\0\0\0\0\0", 8));
+  CHECK(entry_blob.dtype() == proto::DT_STRING);
+  CHECK(entry_blob.shape().dim_size() == 0);
+  CHECK(entry_blob.offset() == 192);
+  // TensorFlow's string layout: varint length 3, the masked CRC32C of the length as uint32, "xyz".
+  const uint32_t length = 3;
+  const uint32_t lengths_crc = est::crc32c::Mask(est::crc32c::Value(&length, 4));
+  CHECK(data.substr(192) == std::string("\x03", 1) +
+                                std::string(reinterpret_cast<const char*>(&lengths_crc), 4) + "xyz");
+  CHECK(entry_blob.size() == 8);
+  CHECK(data.size() == 200);
+}
+
+TEST_CASE("the step is the tensor global_step, or must agree with the one given",
+          "[checkpoint]") {
+  auto dir = FreshTempDir("writer_global_step");
+  const std::string prefix = (dir / "model.ckpt-7").string();
+  WriteCheckpoint(prefix, {{"global_step", at::scalar_tensor(7, at::kLong)}}, {}, 7);
+  CHECK(ReadBundleIndex(prefix).entries.size() == 1);
+  CHECK(CheckpointReader(prefix).global_step() == 7);
+  CHECK_THROWS_WITH(WriteCheckpoint(prefix, {{"global_step", at::scalar_tensor(6, at::kLong)}}, {}, 7),
+                    Catch::Contains("'global_step'") && Catch::Contains(prefix));
+  CHECK_THROWS_WITH(WriteCheckpoint(prefix, {{"global_step", at::full({1}, 7, at::kLong)}}, {}, 7),
+                    Catch::Contains("scalar"));
+  CHECK(CheckpointReader(prefix).global_step() == 7);
+}
+
+TEST_CASE("WriteCheckpoint rejects names that would collide with its own keys", "[checkpoint]") {
+  auto dir = FreshTempDir("writer_reserved");
+  const std::string prefix = (dir / "model.ckpt-1").string();
+  CHECK_THROWS_WITH(WriteCheckpoint(prefix, {{"_est_blobs/x", at::ones({1})}}, {}, 1),
+                    Catch::Contains("'_est_blobs/x'") && Catch::Contains("reserved"));
+  CHECK_THROWS_WITH(WriteCheckpoint(prefix, {{"", at::ones({1})}}, {}, 1),
+                    Catch::Contains("empty name"));
+  CHECK(ListDirectory(dir).empty());
 }
 
 TEST_CASE("WriteCheckpoint rejects repeated tensor names and writes nothing", "[checkpoint]") {
@@ -104,8 +146,6 @@ TEST_CASE("writing a prefix again replaces the checkpoint", "[checkpoint]") {
   const std::string prefix = (dir / "model.ckpt-4").string();
   WriteCheckpoint(prefix, {{"w", at::zeros({3})}}, {}, 4);
   WriteCheckpoint(prefix, {{"v", at::ones({2})}}, {}, 4);
-  const proto::Manifest manifest = ReadManifest(prefix);
-  REQUIRE(manifest.tensors_size() == 1);
-  CHECK(manifest.tensors(0).name() == "v");
+  CHECK(CheckpointReader(prefix).tensor_names() == std::vector<std::string>{"global_step", "v"});
   CHECK(ListDirectory(dir).size() == 2);
 }
