@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "common/optimizer_state_key.h"
+#include "distribute/optimizer/ftrl.h"
 
 namespace est::distribute {
 namespace {
@@ -84,6 +85,13 @@ void Apply(optim::RMSpropOptions& options, const ps::OptimizerConfig& config) {
   options.lr(config.lr()).alpha(config.alpha()).eps(config.eps()).weight_decay(config.weight_decay())
       .momentum(config.momentum()).centered(config.centered());
 }
+void Apply(est::optim::FtrlOptions& options, const ps::OptimizerConfig& config) {
+  options.lr(config.lr()).learning_rate_power(config.learning_rate_power())
+      .initial_accumulator_value(config.initial_accumulator_value()).l1(config.l1()).l2(config.l2())
+      .l2_shrinkage(config.l2_shrinkage()).beta(config.beta()).sparse_rows(config.sparse_rows());
+}
+
+constexpr const char* kSupportedKinds = "SGD, Adam, AdamW, Adagrad, RMSprop and Ftrl";
 
 }  // namespace
 
@@ -136,9 +144,19 @@ ps::OptimizerConfig DescribeOptimizer(const optim::Optimizer& optimizer, const a
     config.set_weight_decay(rmsprop->weight_decay());
     config.set_momentum(rmsprop->momentum());
     config.set_centered(rmsprop->centered());
+  } else if (auto* ftrl = dynamic_cast<const est::optim::FtrlOptions*>(&options)) {
+    config.set_kind("Ftrl");
+    config.set_lr(ftrl->lr());
+    config.set_learning_rate_power(ftrl->learning_rate_power());
+    config.set_initial_accumulator_value(ftrl->initial_accumulator_value());
+    config.set_l1(ftrl->l1());
+    config.set_l2(ftrl->l2());
+    config.set_l2_shrinkage(ftrl->l2_shrinkage());
+    config.set_beta(ftrl->beta());
+    config.set_sparse_rows(ftrl->sparse_rows());
   } else {
     EST_THROW(ConfigError, "variable '", name, "' is updated by an optimizer of type ", c10::demangle(typeid(optimizer).name()),
-              ", which parameter servers cannot apply; they apply SGD, Adam, AdamW, Adagrad and RMSprop");
+              ", which parameter servers cannot apply; they apply ", kSupportedKinds);
   }
   return config;
 }
@@ -170,8 +188,12 @@ std::unique_ptr<optim::Optimizer> MakeShardOptimizer(const ps::OptimizerConfig& 
     Apply(options, config);
     return std::make_unique<optim::RMSprop>(params, options);
   }
-  EST_THROW(ConfigError, "a ps was sent optimizer kind '", config.kind(),
-            "'; it applies SGD, Adam, AdamW, Adagrad and RMSprop");
+  if (config.kind() == "Ftrl") {
+    est::optim::FtrlOptions options;
+    Apply(options, config);
+    return std::make_unique<est::optim::Ftrl>(params, options);
+  }
+  EST_THROW(ConfigError, "a ps was sent optimizer kind '", config.kind(), "'; it applies ", kSupportedKinds);
 }
 
 void SetShardOptimizerOptions(optim::Optimizer& optimizer, const ps::OptimizerConfig& config) {
@@ -191,6 +213,9 @@ void SetShardOptimizerOptions(optim::Optimizer& optimizer, const ps::OptimizerCo
   } else if (auto* rmsprop = dynamic_cast<optim::RMSpropOptions*>(&options)) {
     CheckKind(config, "RMSprop");
     Apply(*rmsprop, config);
+  } else if (auto* ftrl = dynamic_cast<est::optim::FtrlOptions*>(&options)) {
+    CheckKind(config, "Ftrl");
+    Apply(*ftrl, config);
   } else {
     EST_ASSERT(false, "a shard optimizer made by MakeShardOptimizer");
   }
@@ -218,6 +243,9 @@ OptimizerSlots GetOptimizerSlots(const optim::Optimizer& optimizer, const at::Te
     AddIfDefined(slots, "square_avg", rmsprop->square_avg());
     AddIfDefined(slots, "momentum_buffer", rmsprop->momentum_buffer());
     AddIfDefined(slots, "grad_avg", rmsprop->grad_avg());
+  } else if (auto* ftrl = FindState<est::optim::FtrlParamState>(optimizer, variable)) {
+    AddIfDefined(slots, "accumulator", ftrl->accumulator());
+    AddIfDefined(slots, "linear", ftrl->linear());
   }
   return slots;
 }
@@ -254,6 +282,12 @@ void SetOptimizerSlots(optim::Optimizer& optimizer, const at::Tensor& variable, 
     auto state = std::make_unique<optim::RMSpropParamState>();
     state->step(StepValue(slots)).square_avg(slot("square_avg")).momentum_buffer(slot("momentum_buffer"));
     state->grad_avg(slot("grad_avg"));
+    PutState(optimizer, variable, std::move(state));
+  } else if (dynamic_cast<const est::optim::FtrlOptions*>(&options)) {
+    auto state = std::make_unique<est::optim::FtrlParamState>();
+    state->accumulator(slot("accumulator")).linear(slot("linear"));
+    EST_CHECK(state->accumulator().defined() && state->linear().defined(), ConfigError,
+              "Ftrl state needs both slots 'accumulator' and 'linear'");
     PutState(optimizer, variable, std::move(state));
   } else {
     EST_THROW(ConfigError, "optimizer state for an optimizer of type ", c10::demangle(typeid(optimizer).name()),

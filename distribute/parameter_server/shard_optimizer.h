@@ -2,8 +2,9 @@
 /// The optimizer of a model_fn as a ps task rebuilds it: its kind and options
 /// (OptimizerConfig) and its per-variable state as named tensors ("slots"), so that a ps
 /// applies to its shard exactly the update the worker's optimizer would apply to the whole
-/// variable. SGD (momentum, dampening, nesterov, weight decay), Adam, AdamW, Adagrad and
-/// RMSprop; any other optimizer is a ConfigError naming it. Internal to the parameter servers.
+/// variable. SGD (momentum, dampening, nesterov, weight decay), Adam, AdamW, Adagrad, RMSprop
+/// and est::optim::Ftrl (its "accumulator" and "linear" slots cut with the variable); any other
+/// optimizer is a ConfigError naming it. Internal to the parameter servers.
 
 #include <ATen/core/Tensor.h>
 #include <torch/optim/optimizer.h>

@@ -8,10 +8,12 @@
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_writer.h"
 #include "common/error.h"
+#include "distribute/optimizer/ftrl.h"
 #include "tests/test_util.h"
 
 using namespace est;
@@ -125,4 +127,47 @@ TEST_CASE("optimizer state that is not LibTorch's archive is a CheckpointError n
   DeserializeOptimizer(adam_bytes, "adam", *model.adam);
   CHECK_THROWS_AS(DeserializeOptimizer(adam_bytes.substr(0, adam_bytes.size() / 2), "adam", *model.adam),
                   CheckpointError);
+}
+
+TEST_CASE("Ftrl's accumulator and linear slots go through a checkpoint and training continues exactly",
+          "[estimator][ftrl]") {
+  const std::string dir = FreshTempDir("model_checkpoint_ftrl").string();
+  // An embedding (sparse_rows) and a dense layer, as a canned linear model trains them.
+  const auto make = [](ModelContext::Initializers init) {
+    auto ctx = std::make_unique<ModelContext>(std::make_shared<const nlohmann::json>(nlohmann::json::object()),
+                                              c10::Device(c10::kCPU), std::move(init));
+    auto embedding = ctx->module("embedding", [] { return torch::nn::Embedding(20, 3); });
+    auto dense = ctx->module("dense", [] { return torch::nn::Linear(3, 1); });
+    auto& ftrl = ctx->optimizer("ftrl", [&] {
+      const auto options = optim::FtrlOptions(0.2).l1(0.01).l2(0.02).l2_shrinkage(0.01);
+      return optim::Ftrl({torch::optim::OptimizerParamGroup(
+                              embedding->parameters(), std::make_unique<optim::FtrlOptions>(
+                                                           optim::FtrlOptions(options).sparse_rows(true))),
+                          torch::optim::OptimizerParamGroup(dense->parameters())},
+                         options);
+    });
+    return std::make_tuple(std::move(ctx), embedding, dense, &ftrl);
+  };
+  const auto step = [](torch::nn::Embedding& embedding, torch::nn::Linear& dense, optim::Ftrl& ftrl, int i) {
+    ftrl.zero_grad();
+    dense->forward(embedding->forward(torch::tensor({i % 20, (3 * i) % 20}))).sum().backward();
+    ftrl.step();
+  };
+  torch::manual_seed(1);
+  auto [original_ctx, original_embedding, original_dense, original_ftrl] = make({});
+  for (int i = 0; i < 3; ++i) step(original_embedding, original_dense, *original_ftrl, i);
+  const CheckpointContents contents = SnapshotModel(*original_ctx, 3);
+  REQUIRE(contents.blobs.count("optimizer/ftrl") == 1);
+  const auto reader = std::make_shared<const checkpoint::CheckpointReader>(Write(dir, contents, 3));
+
+  torch::manual_seed(99);
+  auto [ctx, embedding, dense, ftrl] = make(RestoreFromCheckpoint(reader, RestoreMode::kTraining));
+  REQUIRE(ftrl->state().size() == 3);
+  for (int i = 3; i < 6; ++i) {
+    step(original_embedding, original_dense, *original_ftrl, i);
+    step(embedding, dense, *ftrl, i);
+  }
+  CHECK(at::equal(embedding->weight, original_embedding->weight));
+  CHECK(at::equal(dense->weight, original_dense->weight));
+  CHECK(at::equal(dense->bias, original_dense->bias));
 }

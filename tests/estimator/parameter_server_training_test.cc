@@ -1,7 +1,8 @@
 // Training with ParameterServerStrategy against ps tasks in this process: one worker with one
 // or two ps tasks (a partitioned variable) equals local training to the last bit, with SGD
-// with momentum, with Adam, and with Adagrad and Adam as two optimizers; the checkpoint it
-// writes continues in local training exactly.
+// with momentum, with Adam, with Adagrad and Adam as two optimizers, and with FTRL and Adagrad
+// as TensorFlow's wide-and-deep model trains; the checkpoint it writes continues in local
+// training exactly.
 
 #include <torch/torch.h>
 
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "distribute/cluster/cluster_config.h"
+#include "distribute/optimizer/ftrl.h"
 #include "distribute/parameter_server/variable_server.h"
 #include "distribute/parameter_server/variable_service.pb.h"
 #include "distribute/parameter_server_strategy.h"
@@ -31,7 +33,8 @@ namespace est {
 namespace {
 
 // x (2) -> 64 -> tanh -> 64 -> tanh -> 1, with the optimizer params["optimizer"] names
-// ("adagrad+adam": Adagrad for the first layer, Adam for the others).
+// ("adagrad+adam": Adagrad for the first layer, Adam for the others; "ftrl+adagrad": FTRL for
+// the first layer, Adagrad as Keras's for the others).
 EstimatorSpec MlpModelFn(const Features& features, const at::Tensor& labels, Mode mode, ModelContext& ctx) {
   auto net = ctx.module("mlp", [] {
     return torch::nn::Sequential(torch::nn::Linear(2, 64), torch::nn::Tanh(), torch::nn::Linear(64, 64),
@@ -48,6 +51,18 @@ EstimatorSpec MlpModelFn(const Features& features, const at::Tensor& labels, Mod
       return torch::optim::Adam(rest, 1e-2);
     });
     return EstimatorSpec::Train(loss, {adagrad, adam});
+  }
+  if (ctx.params().value("optimizer", "sgd") == "ftrl+adagrad") {
+    auto& ftrl = ctx.optimizer("ftrl", [&] {
+      return optim::Ftrl(net->ptr(0)->parameters(),
+                         optim::FtrlOptions(0.05).l1(1e-3).l2(1e-3).l2_shrinkage(1e-3).sparse_rows(true));
+    });
+    auto& adagrad = ctx.optimizer("adagrad", [&] {
+      std::vector<at::Tensor> rest = net->ptr(2)->parameters();
+      for (const auto& parameter : net->ptr(4)->parameters()) rest.push_back(parameter);
+      return torch::optim::Adagrad(rest, torch::optim::AdagradOptions(0.05).initial_accumulator_value(0.1).eps(1e-7));
+    });
+    return EstimatorSpec::Train(loss, {ftrl, adagrad});
   }
   if (ctx.params().value("optimizer", "sgd") == "adam") {
     auto& adam = ctx.optimizer("adam", [&] { return torch::optim::Adam(net->parameters(), 1e-2); });
@@ -151,7 +166,7 @@ void CheckBitEqual(const Estimator& a, const Estimator& b) {
 }  // namespace
 
 TEST_CASE("one worker with ps tasks trains exactly as local training", "[estimator][ps]") {
-  for (const std::string optimizer : {"sgd", "adam", "adagrad+adam"}) {
+  for (const std::string optimizer : {"sgd", "adam", "adagrad+adam", "ftrl+adagrad"}) {
     for (int num_ps : {1, 2}) {
       DYNAMIC_SECTION(optimizer << " with " << num_ps << " ps task(s)") {
         testing::LogCapture log(200);

@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "common/error.h"
+#include "distribute/optimizer/ftrl.h"
 
 using namespace est::distribute;
 namespace ps = est::ps;
@@ -27,6 +28,8 @@ std::vector<std::pair<std::string, MakeOptimizer>> Kinds() {
       {"AdamW", [](const at::Tensor& w) { return std::make_unique<torch::optim::AdamW>(std::vector<at::Tensor>{w}, torch::optim::AdamWOptions(1e-2).betas({0.8, 0.99})); }},
       {"Adagrad", [](const at::Tensor& w) { return std::make_unique<torch::optim::Adagrad>(std::vector<at::Tensor>{w}, torch::optim::AdagradOptions(0.1).lr_decay(1e-3).initial_accumulator_value(0.1)); }},
       {"RMSprop", [](const at::Tensor& w) { return std::make_unique<torch::optim::RMSprop>(std::vector<at::Tensor>{w}, torch::optim::RMSpropOptions(1e-2).momentum(0.9).centered(true)); }},
+      {"Ftrl", [](const at::Tensor& w) { return std::make_unique<est::optim::Ftrl>(std::vector<at::Tensor>{w}, est::optim::FtrlOptions(0.1).l1(0.01).l2(0.02).l2_shrinkage(0.01).beta(0.1)); }},
+      {"Ftrl power -0.3", [](const at::Tensor& w) { return std::make_unique<est::optim::Ftrl>(std::vector<at::Tensor>{w}, est::optim::FtrlOptions(0.05).learning_rate_power(-0.3).initial_accumulator_value(0.2)); }},
   };
 }
 
@@ -107,10 +110,51 @@ TEST_CASE("an optimizer a ps cannot apply is a ConfigError naming it and the var
   torch::optim::LBFGS lbfgs({w}, torch::optim::LBFGSOptions(1));
   CHECK_THROWS_AS(DescribeOptimizer(lbfgs, w, "net/w"), est::ConfigError);
   CHECK_THROWS_WITH(DescribeOptimizer(lbfgs, w, "net/w"), Catch::Contains("'net/w'") && Catch::Contains("LBFGS") &&
-                                                              Catch::Contains("SGD, Adam, AdamW, Adagrad and RMSprop"));
+                                                              Catch::Contains("SGD, Adam, AdamW, Adagrad, RMSprop and Ftrl"));
   torch::optim::SGD sgd({w}, torch::optim::SGDOptions(1));
   CHECK_THROWS_WITH(DescribeOptimizer(sgd, torch::ones({4}), "other"), Catch::Contains("'other' is in no parameter group"));
   ps::OptimizerConfig unknown;
   unknown.set_kind("Adadelta");
   CHECK_THROWS_WITH(MakeShardOptimizer(unknown, w), Catch::Contains("'Adadelta'"));
+}
+
+TEST_CASE("a ps shard's Ftrl with sparse_rows leaves the rows without gradient as the worker's does", "[distribute][ps][ftrl]") {
+  torch::manual_seed(11);
+  at::Tensor whole = torch::randn({64, 48});
+  est::optim::Ftrl local({whole}, est::optim::FtrlOptions(0.2).l1(0.01).l2_shrinkage(0.02).sparse_rows(true));
+  const ps::OptimizerConfig config = DescribeOptimizer(local, whole, "embedding");
+  CHECK(config.kind() == "Ftrl");
+  CHECK(config.sparse_rows());
+  CHECK(config.l2_shrinkage() == 0.02);
+  std::vector<at::Tensor> parts = {whole.slice(0, 0, 40).clone(), whole.slice(0, 40, 64).clone()};
+  auto first = MakeShardOptimizer(config, parts[0]);
+  auto second = MakeShardOptimizer(config, parts[1]);
+  const at::Tensor untouched = whole.slice(0, 50, 51).clone();
+  for (int step = 0; step < 20; ++step) {
+    // About a tenth of the rows looked up; row 50 never; the second shard's rows none at step 3.
+    at::Tensor rows = torch::rand({64, 1}) < 0.1;
+    rows[50] = false;
+    if (step == 3) rows.slice(0, 40, 64).zero_();
+    const at::Tensor grad = torch::randn({64, 48}) * rows;
+    Step(local, whole, grad);
+    Step(*first, parts[0], grad.slice(0, 0, 40));
+    Step(*second, parts[1], grad.slice(0, 40, 64));
+  }
+  CHECK(torch::equal(torch::cat(parts), whole));
+  CHECK(torch::equal(whole.slice(0, 50, 51), untouched));
+  const OptimizerSlots slots = GetOptimizerSlots(local, whole);
+  REQUIRE(slots.size() == 2);
+  const OptimizerSlots first_slots = GetOptimizerSlots(*first, parts[0]);
+  REQUIRE(first_slots.size() == 2);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    INFO(slots[i].first);
+    CHECK(first_slots[i].first == slots[i].first);
+    CHECK(SlotIsSharded(slots[i].second));
+    CHECK(torch::equal(slots[i].second.slice(0, 0, 40), first_slots[i].second));
+  }
+  // Options pushed again (a schedule's learning rate) reach the shard.
+  static_cast<est::optim::FtrlOptions&>(local.param_groups()[0].options()).lr(0.05);
+  SetShardOptimizerOptions(*first, DescribeOptimizer(local, whole, "embedding"));
+  CHECK(static_cast<est::optim::FtrlOptions&>(first->param_groups()[0].options()).lr() == 0.05);
+  CHECK(static_cast<est::optim::FtrlOptions&>(first->param_groups()[0].options()).sparse_rows());
 }
