@@ -29,7 +29,7 @@ std::string EmbeddingColumn::name() const {
 }
 
 std::string EmbeddingColumn::table_name() const {
-  return (shared_table_.empty() ? name() : shared_table_) + "/embedding_weights";
+  return shared_table_.empty() ? name() + "/embedding_weights" : shared_table_;
 }
 
 std::vector<ColumnVariable> EmbeddingColumn::variables() const {

@@ -46,7 +46,8 @@ class EmbeddingColumn : public DenseColumn {
   std::vector<ColumnVariable> variables() const override;
   at::Tensor dense_tensor(const ColumnInputs& inputs, const ColumnVariables& variables) const override;
 
-  /// The name of the table's variable: "<name>/embedding_weights", or the shared table's.
+  /// The name of the table's variable: "<name>/embedding_weights", or the shared table's
+  /// collection name ("a_b_shared_embedding", TensorFlow's variable).
   std::string table_name() const;
   /// The column looked up.
   const CategoricalColumnPtr& categorical() const { return categorical_; }
@@ -68,9 +69,10 @@ std::shared_ptr<const EmbeddingColumn> embedding_column(CategoricalColumnPtr cat
                                                         EmbeddingColumnOptions options = {});
 
 /// tf.feature_column.shared_embeddings: one table for several categorical columns of the same
-/// num_buckets (ConfigError otherwise), named `<collection>/embedding_weights` where the
-/// collection is `shared_embedding_collection_name`, or by default the columns' names sorted and
-/// joined by "_" followed by "_shared_embedding". One column per categorical column, in order.
+/// num_buckets (ConfigError otherwise), named as its collection: `shared_embedding_collection_name`
+/// or by default the columns' names sorted and joined by "_" followed by "_shared_embedding".
+/// One column per categorical column, in order. Unlike TensorFlow 2.15's canned estimators,
+/// which leave it out of their trainable variables, training updates the table.
 std::vector<std::shared_ptr<const EmbeddingColumn>> shared_embeddings(
     const std::vector<CategoricalColumnPtr>& categorical_columns, int64_t dimension,
     EmbeddingColumnOptions options = {}, std::string shared_embedding_collection_name = "");

@@ -28,14 +28,14 @@ void RegisterColumnVariables(torch::nn::Module& module, const std::vector<DenseC
   }
 }
 
-InputLayerImpl::InputLayerImpl(std::vector<DenseColumnPtr> columns, std::string prefix)
+DenseFeatures::DenseFeatures(std::vector<DenseColumnPtr> columns, torch::nn::Module& owner, const std::string& prefix)
     : columns_(SortedByName(std::move(columns))) {
-  EST_CHECK(!columns_.empty(), ConfigError, "InputLayer: no feature columns");
-  RegisterColumnVariables(*this, columns_, prefix, variables_);
+  EST_CHECK(!columns_.empty(), ConfigError, "DenseFeatures: no feature columns");
+  RegisterColumnVariables(owner, columns_, prefix, variables_);
   for (const DenseColumnPtr& column : columns_) output_dimension_ += column->dense_dimension();
 }
 
-at::Tensor InputLayerImpl::forward(const ColumnInputs& inputs) {
+at::Tensor DenseFeatures::operator()(const ColumnInputs& inputs) const {
   std::vector<at::Tensor> parts;
   parts.reserve(columns_.size());
   for (const DenseColumnPtr& column : columns_) {
@@ -44,7 +44,10 @@ at::Tensor InputLayerImpl::forward(const ColumnInputs& inputs) {
                "feature column \"", column->name(), "\" gave ", part.sizes());
     parts.push_back(std::move(part));
   }
-  return at::cat(parts, 1);
+  return parts.size() == 1 ? parts.front() : at::cat(parts, 1);
 }
+
+InputLayerImpl::InputLayerImpl(std::vector<DenseColumnPtr> columns, const std::string& prefix)
+    : features_(std::move(columns), *this, prefix) {}
 
 }  // namespace est::feature_columns

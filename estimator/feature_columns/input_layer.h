@@ -1,6 +1,6 @@
 #pragma once
-/// InputLayer (tf.keras.layers.DenseFeatures, tf.compat.v1.feature_column.input_layer): the dense
-/// columns of a model, concatenated in the order of their names, with the variables they read.
+/// DenseFeatures and InputLayer (tf.keras.layers.DenseFeatures): the dense columns of a model,
+/// concatenated in the order of their names, with the variables they read.
 
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
@@ -13,17 +13,18 @@
 
 namespace est::feature_columns {
 
-/// A module whose parameters are its columns' variables, named `<prefix><variable name>`
-/// ("input_from_feature_columns/input_layer/user_embedding/embedding_weights" with TensorFlow's
-/// DNN prefix); forward gives float32 [batch, output_dimension()].
-class InputLayerImpl : public torch::nn::Module {
+/// The dense part of a module of one's own: registers the columns' variables on `owner` as
+/// `<prefix><variable name>` (columns sharing a table share it) and gives the columns' dense
+/// tensors side by side. A canned DNN holds one under the prefix
+/// "input_from_feature_columns/input_layer/", as TensorFlow names it.
+class DenseFeatures {
  public:
-  /// ConfigError for no columns, two columns of one name, or a name with '.', which LibTorch's
-  /// parameter names cannot hold.
-  explicit InputLayerImpl(std::vector<DenseColumnPtr> columns, std::string prefix = "");
+  /// ConfigError for no columns, two columns of one name, or a variable name with '.', which
+  /// LibTorch's parameter names cannot hold. `owner` must outlive this object.
+  DenseFeatures(std::vector<DenseColumnPtr> columns, torch::nn::Module& owner, const std::string& prefix = "");
 
-  /// The columns' dense tensors side by side.
-  at::Tensor forward(const ColumnInputs& inputs);
+  /// float32 [batch, output_dimension()].
+  at::Tensor operator()(const ColumnInputs& inputs) const;
 
   /// The sum of the columns' dense dimensions.
   int64_t output_dimension() const { return output_dimension_; }
@@ -34,6 +35,24 @@ class InputLayerImpl : public torch::nn::Module {
   std::vector<DenseColumnPtr> columns_;
   ColumnVariables variables_;
   int64_t output_dimension_ = 0;
+};
+
+/// DenseFeatures as a module of its own, whose parameters are the columns' variables.
+class InputLayerImpl : public torch::nn::Module {
+ public:
+  /// As DenseFeatures, registered on this module.
+  explicit InputLayerImpl(std::vector<DenseColumnPtr> columns, const std::string& prefix = "");
+
+  /// The columns' dense tensors side by side: float32 [batch, output_dimension()].
+  at::Tensor forward(const ColumnInputs& inputs) { return features_(inputs); }
+
+  /// The sum of the columns' dense dimensions.
+  int64_t output_dimension() const { return features_.output_dimension(); }
+  /// The columns, sorted by name.
+  const std::vector<DenseColumnPtr>& columns() const { return features_.columns(); }
+
+ private:
+  DenseFeatures features_;
 };
 TORCH_MODULE(InputLayer);
 

@@ -179,7 +179,7 @@ TEST_CASE("feature columns: shared embeddings read one table", "[feature_columns
   const auto shared = shared_embeddings({columns.category, user5}, 2, Known());
   REQUIRE(shared.size() == 2);
   CHECK(shared[0]->name() == "category_shared_embedding");
-  CHECK(shared[1]->table_name() == "category_user_shared_embedding/embedding_weights");
+  CHECK(shared[1]->table_name() == "category_user_shared_embedding");
   std::vector<DenseColumnPtr> dense(shared.begin(), shared.end());
   const ParsingPlan plan(std::vector<FeatureColumnPtr>(dense.begin(), dense.end()));
   const est::Features features = ParsedBatch(plan);

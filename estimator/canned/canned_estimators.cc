@@ -1,0 +1,149 @@
+#include "estimator/canned/canned_estimators.h"
+
+#include <ATen/ops/zeros.h>
+
+#include <cmath>
+#include <utility>
+
+#include "common/error.h"
+#include "estimator/canned/canned_model.h"
+#include "estimator/canned/regression_head.h"
+#include "estimator/feature_columns/parsing_plan.h"
+
+namespace est::canned {
+namespace {
+
+// TensorFlow 2.15's default learning rates (tensorflow_estimator's canned/*.py).
+constexpr double kLinearLearningRate = 0.2;
+constexpr double kDnnLearningRate = 0.001;
+constexpr double kCombinedLinearLearningRate = 0.005;
+constexpr double kBaselineLearningRate = 0.3;
+
+template <typename Options>
+HeadOptions HeadOptionsOf(const Options& options) {
+  return HeadOptions().weight_column(options.weight_column()).loss_reduction(options.loss_reduction());
+}
+
+template <typename Options>
+std::shared_ptr<const Head> RegressorHead(const Options& options) {
+  return std::make_shared<RegressionHead>(options.label_dimension(), HeadOptionsOf(options));
+}
+
+template <typename Options>
+std::shared_ptr<const Head> ClassifierHeadOf(const Options& options) {
+  return detail::ClassifierHead(options.n_classes(), HeadOptionsOf(options));
+}
+
+detail::LinearPart LinearPartOf(const LinearOptions& options) {
+  return {options.feature_columns(), options.sparse_combiner(), options.optimizer(), kLinearLearningRate};
+}
+
+detail::DnnPart DnnPartOf(const DNNOptions& options) {
+  return {options.feature_columns(),
+          DnnNetworkOptions()
+              .hidden_units(options.hidden_units())
+              .activation(options.activation_fn())
+              .dropout(options.dropout())
+              .batch_norm(options.batch_norm()),
+          options.optimizer(), kDnnLearningRate};
+}
+
+detail::CannedModel CombinedModel(const DNNLinearCombinedOptions& options, std::shared_ptr<const Head> head) {
+  EST_CHECK(!options.linear_feature_columns().empty() || !options.dnn_feature_columns().empty(), ConfigError,
+            "DNNLinearCombined: linear_feature_columns and dnn_feature_columns are both empty");
+  detail::CannedModel model{std::move(head), {}, {}, {}};
+  if (!options.linear_feature_columns().empty()) {
+    const double columns = static_cast<double>(options.linear_feature_columns().size());
+    model.linear = detail::LinearPart{options.linear_feature_columns(), options.linear_sparse_combiner(),
+                                      options.linear_optimizer(),
+                                      std::min(kCombinedLinearLearningRate, 1.0 / std::sqrt(columns))};
+  }
+  if (!options.dnn_feature_columns().empty()) {
+    model.dnn = detail::DnnPart{options.dnn_feature_columns(),
+                                DnnNetworkOptions()
+                                    .hidden_units(options.dnn_hidden_units())
+                                    .activation(options.dnn_activation_fn())
+                                    .dropout(options.dnn_dropout())
+                                    .batch_norm(options.batch_norm()),
+                                options.dnn_optimizer(), kDnnLearningRate};
+  }
+  return model;
+}
+
+detail::CannedModel BaselineModel(const BaselineOptions& options, std::shared_ptr<const Head> head) {
+  return {std::move(head), {}, {}, detail::BaselinePart{options.optimizer(), kBaselineLearningRate}};
+}
+
+}  // namespace
+
+LinearClassifier::LinearClassifier(const LinearOptions& options, std::string model_dir, RunConfig config,
+                                   WarmStartSettings warm_start_from)
+    : Estimator(detail::CannedModelFn({ClassifierHeadOf(options), LinearPartOf(options), {}, {}}),
+                std::move(model_dir), std::move(config), nlohmann::json::object(), std::move(warm_start_from)) {}
+
+LinearRegressor::LinearRegressor(const LinearOptions& options, std::string model_dir, RunConfig config,
+                                 WarmStartSettings warm_start_from)
+    : Estimator(detail::CannedModelFn({RegressorHead(options), LinearPartOf(options), {}, {}}),
+                std::move(model_dir), std::move(config), nlohmann::json::object(), std::move(warm_start_from)) {}
+
+DNNClassifier::DNNClassifier(const DNNOptions& options, std::string model_dir, RunConfig config,
+                             WarmStartSettings warm_start_from)
+    : Estimator(detail::CannedModelFn({ClassifierHeadOf(options), {}, DnnPartOf(options), {}}), std::move(model_dir),
+                std::move(config), nlohmann::json::object(), std::move(warm_start_from)) {}
+
+DNNRegressor::DNNRegressor(const DNNOptions& options, std::string model_dir, RunConfig config,
+                           WarmStartSettings warm_start_from)
+    : Estimator(detail::CannedModelFn({RegressorHead(options), {}, DnnPartOf(options), {}}), std::move(model_dir),
+                std::move(config), nlohmann::json::object(), std::move(warm_start_from)) {}
+
+DNNLinearCombinedClassifier::DNNLinearCombinedClassifier(const DNNLinearCombinedOptions& options,
+                                                         std::string model_dir, RunConfig config,
+                                                         WarmStartSettings warm_start_from)
+    : Estimator(detail::CannedModelFn(CombinedModel(options, ClassifierHeadOf(options))), std::move(model_dir),
+                std::move(config), nlohmann::json::object(), std::move(warm_start_from)) {}
+
+DNNLinearCombinedRegressor::DNNLinearCombinedRegressor(const DNNLinearCombinedOptions& options,
+                                                       std::string model_dir, RunConfig config,
+                                                       WarmStartSettings warm_start_from)
+    : Estimator(detail::CannedModelFn(CombinedModel(options, RegressorHead(options))), std::move(model_dir),
+                std::move(config), nlohmann::json::object(), std::move(warm_start_from)) {}
+
+BaselineClassifier::BaselineClassifier(const BaselineOptions& options, std::string model_dir, RunConfig config,
+                                       WarmStartSettings warm_start_from)
+    : Estimator(detail::CannedModelFn(BaselineModel(options, ClassifierHeadOf(options))), std::move(model_dir),
+                std::move(config), nlohmann::json::object(), std::move(warm_start_from)) {}
+
+BaselineRegressor::BaselineRegressor(const BaselineOptions& options, std::string model_dir, RunConfig config,
+                                     WarmStartSettings warm_start_from)
+    : Estimator(detail::CannedModelFn(BaselineModel(options, RegressorHead(options))), std::move(model_dir),
+                std::move(config), nlohmann::json::object(), std::move(warm_start_from)) {}
+
+data::ExampleSpec classifier_parse_example_spec(const std::vector<feature_columns::FeatureColumnPtr>& columns,
+                                                const std::string& label_key, const std::string& weight_column) {
+  data::ExampleSpec spec = feature_columns::make_parse_example_spec(columns);
+  EST_CHECK(!label_key.empty(), ConfigError, "classifier_parse_example_spec: the label key is empty");
+  EST_CHECK(spec.count(label_key) == 0, ConfigError, "classifier_parse_example_spec: the label \"", label_key,
+            "\" is also a feature the columns read");
+  spec.emplace(label_key, data::FeatureSpec::FixedLen(data::FeatureType::kInt64, {1}));
+  if (!weight_column.empty()) {
+    spec.emplace(weight_column, data::FeatureSpec::FixedLen(data::FeatureType::kFloat32, {1}));
+  }
+  return spec;
+}
+
+data::ExampleSpec regressor_parse_example_spec(const std::vector<feature_columns::FeatureColumnPtr>& columns,
+                                               const std::string& label_key, int64_t label_dimension,
+                                               const std::string& weight_column) {
+  data::ExampleSpec spec = feature_columns::make_parse_example_spec(columns);
+  EST_CHECK(!label_key.empty(), ConfigError, "regressor_parse_example_spec: the label key is empty");
+  EST_CHECK(label_dimension >= 1, ConfigError, "regressor_parse_example_spec: label_dimension ", label_dimension);
+  EST_CHECK(spec.count(label_key) == 0, ConfigError, "regressor_parse_example_spec: the label \"", label_key,
+            "\" is also a feature the columns read");
+  spec.emplace(label_key, data::FeatureSpec::FixedLen(data::FeatureType::kFloat32, {label_dimension}));
+  if (!weight_column.empty()) {
+    spec.emplace(weight_column, data::FeatureSpec::FixedLen(data::FeatureType::kFloat32, {1}));
+  }
+  return spec;
+}
+
+}  // namespace est::canned

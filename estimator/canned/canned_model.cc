@@ -1,0 +1,132 @@
+#include "estimator/canned/canned_model.h"
+
+#include <ATen/ops/zeros.h>
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <utility>
+
+#include "common/error.h"
+#include "estimator/canned/binary_class_head.h"
+#include "estimator/canned/multi_class_head.h"
+#include "estimator/feature_columns/column_inputs.h"
+#include "estimator/feature_columns/linear_model.h"
+#include "estimator/feature_columns/parsing_plan.h"
+#include "estimator/model_context.h"
+
+namespace est::canned::detail {
+namespace {
+
+/// The bias of a baseline estimator, "bias" [logits_dimension] from zero.
+class BaselineBiasImpl : public torch::nn::Module {
+ public:
+  explicit BaselineBiasImpl(int64_t logits_dimension)
+      : bias_(register_parameter("bias", at::zeros({logits_dimension}))) {}
+  at::Tensor forward(int64_t batch) { return bias_.unsqueeze(0).expand({batch, bias_.size(0)}); }
+
+ private:
+  at::Tensor bias_;
+};
+TORCH_MODULE(BaselineBias);
+
+/// The linear model's categorical weights and its columns' own variables (embedding tables),
+/// updated row by row, and the rest.
+std::pair<std::vector<at::Tensor>, std::vector<at::Tensor>> SplitLinearVariables(
+    feature_columns::LinearModel& linear) {
+  std::vector<at::Tensor> dense{linear->bias()};
+  for (const feature_columns::FeatureColumnPtr& column : linear->columns()) {
+    if (dynamic_cast<const feature_columns::CategoricalColumn*>(column.get()) == nullptr) {
+      dense.push_back(linear->weights(column->name()));
+    }
+  }
+  std::vector<at::Tensor> sparse_rows;
+  for (const at::Tensor& parameter : linear->parameters()) {
+    bool is_dense = false;
+    for (const at::Tensor& d : dense) is_dense = is_dense || d.is_same(parameter);
+    if (!is_dense) sparse_rows.push_back(parameter);
+  }
+  return {dense, sparse_rows};
+}
+
+/// The DNN's embedding tables (updated row by row) and the rest.
+std::pair<std::vector<at::Tensor>, std::vector<at::Tensor>> SplitDnnVariables(DnnNetwork& dnn) {
+  std::vector<at::Tensor> dense;
+  std::vector<at::Tensor> sparse_rows;
+  for (const auto& parameter : dnn->named_parameters()) {
+    const bool table = parameter.key().rfind("input_from_feature_columns/", 0) == 0;
+    (table ? sparse_rows : dense).push_back(parameter.value());
+  }
+  return {dense, sparse_rows};
+}
+
+int64_t BatchSize(const Features& features, const at::Tensor& labels) {
+  if (labels.defined() && labels.dim() >= 1) return labels.size(0);
+  for (const auto& [name, tensor] : features) {
+    if (tensor.defined() && tensor.dim() >= 1) return tensor.size(0);
+  }
+  EST_THROW(DataError, "baseline estimator: the batch has neither labels nor features to count its examples by");
+}
+
+}  // namespace
+
+std::shared_ptr<const Head> ClassifierHead(int64_t n_classes, HeadOptions options) {
+  EST_CHECK(n_classes >= 2, ConfigError, "classifier: n_classes is ", n_classes, "; it must be at least 2");
+  if (n_classes == 2) return std::make_shared<BinaryClassHead>(std::move(options));
+  return std::make_shared<MultiClassHead>(n_classes, std::move(options));
+}
+
+ModelFn CannedModelFn(CannedModel model) {
+  EST_CHECK(model.head != nullptr, ConfigError, "canned estimator: no head");
+  EST_CHECK(model.linear || model.dnn || model.baseline, ConfigError, "canned estimator: neither linear nor DNN part");
+  EST_CHECK(!model.linear || !model.linear->columns.empty(), ConfigError,
+            "canned estimator: the linear part has no feature columns");
+  EST_CHECK(!model.dnn || !model.dnn->columns.empty(), ConfigError,
+            "canned estimator: the DNN part has no feature columns");
+  if (model.dnn) CheckDnnNetworkOptions(model.dnn->network);
+  std::vector<feature_columns::FeatureColumnPtr> all;
+  if (model.linear) all.insert(all.end(), model.linear->columns.begin(), model.linear->columns.end());
+  if (model.dnn) all.insert(all.end(), model.dnn->columns.begin(), model.dnn->columns.end());
+  auto plan = std::make_shared<const feature_columns::ParsingPlan>(all);
+  auto shared = std::make_shared<const CannedModel>(std::move(model));
+  return [shared, plan](const Features& features, const at::Tensor& labels, Mode mode, ModelContext& ctx) {
+    const CannedModel& m = *shared;
+    const int64_t units = m.head->logits_dimension();
+    std::vector<std::reference_wrapper<torch::optim::Optimizer>> optimizers;
+    at::Tensor logits;
+    const auto add = [&logits](const at::Tensor& part) { logits = logits.defined() ? logits.add(part) : part; };
+    if (m.baseline) {
+      auto bias = ctx.module("baseline", [&] { return BaselineBias(units); });
+      add(bias->forward(BatchSize(features, labels)));
+      if (mode == Mode::kTrain) {
+        optimizers.emplace_back(MakeOptimizer(ctx, "baseline_optimizer", m.baseline->optimizer, "Ftrl",
+                                              m.baseline->default_learning_rate, bias->parameters(), {}));
+      }
+    }
+    if (m.linear || m.dnn) {
+      const feature_columns::ColumnInputs inputs(features, *plan);
+      if (m.linear) {
+        auto linear = ctx.module("linear", [&] {
+          return feature_columns::LinearModel(m.linear->columns, units, m.linear->sparse_combiner);
+        });
+        add(linear->forward(inputs));
+        if (mode == Mode::kTrain) {
+          auto [dense, sparse_rows] = SplitLinearVariables(linear);
+          optimizers.emplace_back(MakeOptimizer(ctx, "linear_optimizer", m.linear->optimizer, "Ftrl",
+                                                m.linear->default_learning_rate, dense, sparse_rows));
+        }
+      }
+      if (m.dnn) {
+        auto dnn = ctx.module("dnn", [&] { return DnnNetwork(m.dnn->columns, units, m.dnn->network); });
+        add(dnn->forward(inputs));
+        if (mode == Mode::kTrain) {
+          auto [dense, sparse_rows] = SplitDnnVariables(dnn);
+          optimizers.emplace_back(MakeOptimizer(ctx, "dnn_optimizer", m.dnn->optimizer, "Adagrad",
+                                                m.dnn->default_learning_rate, dense, sparse_rows));
+        }
+      }
+    }
+    return m.head->spec(mode, features, labels, logits, std::move(optimizers));
+  };
+}
+
+}  // namespace est::canned::detail

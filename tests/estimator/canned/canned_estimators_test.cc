@@ -1,0 +1,342 @@
+// The canned estimators: warm-started from a checkpoint TensorFlow 2.15's own
+// DNNLinearCombinedClassifier wrote (tensorflow_wide_deep_checkpoint/, made by
+// make_tensorflow_wide_deep_checkpoint.py), wide & deep predicts what TensorFlow predicted; every
+// estimator learns a known rule; checkpoints carry TensorFlow's variable names.
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "checkpoint/checkpoint_reader.h"
+#include "common/error.h"
+#include "data/example/example.pb.h"
+#include "data/tfrecord_dataset.h"
+#include "estimator/canned/canned_estimators.h"
+#include "estimator/feature_columns/feature_columns.h"
+#include "tests/test_util.h"
+
+namespace fc = est::feature_columns;
+using est::canned::DNNLinearCombinedOptions;
+
+namespace {
+
+const std::filesystem::path kFixture = EST_TENSORFLOW_WIDE_DEEP_DIR;
+
+std::vector<std::string> Categories() {
+  return {"apparel", "automotive", "baby",    "beauty",  "books",    "cameras",     "charity", "dating",
+          "education", "electronics", "finance", "food",  "furniture", "games",   "garden",  "health",
+          "home",    "insurance",  "jewelry", "movies",  "music",    "news",        "pets",    "real_estate",
+          "shoes",   "software",   "sports",  "telecom", "toys",     "travel"};
+}
+
+std::vector<std::string> Tags() {
+  std::vector<std::string> tags;
+  for (int i = 0; i < 50; ++i) tags.push_back((i < 10 ? "tag0" : "tag") + std::to_string(i));
+  return tags;
+}
+
+/// The columns of make_tensorflow_wide_deep_checkpoint.py (TENSORFLOW_CANNED_FACTS.md).
+DNNLinearCombinedOptions WideDeepOfFixture() {
+  const auto user = fc::categorical_column_with_hash_bucket("user", 100);
+  const auto category = fc::categorical_column_with_vocabulary_list("category", Categories(),
+                                                                   fc::VocabularyOptions().num_oov_buckets(2));
+  const auto device =
+      fc::categorical_column_with_vocabulary_list("device", std::vector<std::string>{"mobile", "desktop", "tablet"});
+  const auto hour = fc::categorical_column_with_identity("hour", 24);
+  const auto tags = fc::categorical_column_with_vocabulary_list("tags", Tags());
+  const auto age_buckets =
+      fc::bucketized_column(fc::numeric_column("age"), {18, 25, 30, 35, 40, 45, 50, 55, 60, 65});
+  const auto normalized = [](double mean, double scale) {
+    return fc::NumericColumnOptions().normalizer(
+        [mean, scale](const at::Tensor& x) { return x.sub(static_cast<float>(mean)).div(static_cast<float>(scale)); });
+  };
+  return DNNLinearCombinedOptions()
+      .linear_feature_columns({user, category, device, fc::crossed_column({"category", "device"}, 50), hour,
+                               age_buckets, fc::numeric_column("price"), tags})
+      .dnn_feature_columns({fc::embedding_column(user, 4), fc::indicator_column(category),
+                            fc::indicator_column(device), fc::indicator_column(hour),
+                            fc::numeric_column("age", normalized(40.0, 15.0)),
+                            fc::numeric_column("price", normalized(3.0, 2.0)),
+                            fc::embedding_column(tags, 2, fc::EmbeddingColumnOptions().combiner(fc::Combiner::kMean))})
+      .dnn_hidden_units({8, 4})
+      .linear_optimizer({"Ftrl", 0.1})
+      .dnn_optimizer({"Adagrad", 0.05});
+}
+
+std::vector<fc::FeatureColumnPtr> AllColumns(const DNNLinearCombinedOptions& options) {
+  std::vector<fc::FeatureColumnPtr> columns = options.linear_feature_columns();
+  columns.insert(columns.end(), options.dnn_feature_columns().begin(), options.dnn_feature_columns().end());
+  return columns;
+}
+
+nlohmann::json ReadJson(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  REQUIRE(in);
+  return nlohmann::json::parse(in);
+}
+
+}  // namespace
+
+namespace {
+
+/// Checks `model`'s predictions of the fixture's examples from `checkpoint` against TensorFlow's.
+void CheckTensorFlowPredictions(est::Estimator& model, const DNNLinearCombinedOptions& options,
+                                const std::string& checkpoint) {
+  const est::data::ExampleSpec spec = fc::make_parse_example_spec(AllColumns(options));
+  const auto input_fn = [&] {
+    return est::data::TFRecordDataset({(kFixture / "examples.tfrecord").string()},
+                                      est::data::TFRecordDatasetOptions().parser(est::data::ParseExample(spec)))
+        .padded_batch(7);
+  };
+  const nlohmann::json expected = ReadJson(kFixture / "predictions.json")["predictions"];
+  size_t i = 0;
+  for (const est::Prediction& prediction : model.predict(input_fn, est::PredictOptions().checkpoint_path(checkpoint))) {
+    REQUIRE(i < expected.size());
+    INFO("example " << i);
+    CHECK(prediction.at("logits").item<double>() == Approx(expected[i]["logits"][0].get<double>()).margin(1e-5));
+    CHECK(prediction.at("logistic").item<double>() == Approx(expected[i]["logistic"][0].get<double>()).margin(1e-5));
+    CHECK(prediction.at("probabilities")[1].item<double>() ==
+          Approx(expected[i]["probabilities"][1].get<double>()).margin(1e-5));
+    CHECK(prediction.at("class_ids").item<int64_t>() == expected[i]["class_ids"][0].get<int64_t>());
+    ++i;
+  }
+  CHECK(i == expected.size());
+}
+
+}  // namespace
+
+TEST_CASE("canned: wide & deep reads TensorFlow's checkpoint and predicts what TensorFlow predicted", "[canned]") {
+  const std::filesystem::path dir = est::testing::FreshTempDir("canned_tf_checkpoint");
+  const DNNLinearCombinedOptions options = WideDeepOfFixture();
+  est::canned::DNNLinearCombinedClassifier model(options, (dir / "model").string());
+  CheckTensorFlowPredictions(model, options, (kFixture / "model.ckpt-50").string());
+}
+
+TEST_CASE("canned: wide & deep warm-started from TensorFlow's checkpoint starts from TensorFlow's model", "[canned]") {
+  const std::filesystem::path dir = est::testing::FreshTempDir("canned_warm_start");
+  // One step of SGD at 1e-12 moves no prediction by more than about 1e-11: the checkpoint it
+  // leaves holds the warm-started variables.
+  const DNNLinearCombinedOptions options =
+      WideDeepOfFixture().linear_optimizer({"SGD", 1e-12}).dnn_optimizer({"SGD", 1e-12});
+  est::canned::DNNLinearCombinedClassifier model(options, (dir / "model").string(), {}, kFixture.string());
+  const est::data::ExampleSpec spec =
+      est::canned::classifier_parse_example_spec(AllColumns(options), "clicked");
+  model.train(
+      [&] {
+        return est::data::TFRecordDataset(
+                   {(kFixture / "examples.tfrecord").string()},
+                   est::data::TFRecordDatasetOptions().parser(est::data::ParseExample(spec, "clicked")))
+            .padded_batch(8);
+      },
+      est::TrainOptions().max_steps(1));
+  CheckTensorFlowPredictions(model, options, (dir / "model" / "model.ckpt-1").string());
+}
+
+namespace {
+
+/// A click-through rule a model can learn: the label is 1 where sigmoid(effect of the category +
+/// effect of the age bucket + 0.5 · price) beats a uniform draw; `spend` is 2 · category effect
+/// + price. Parsed and batched like a TFRecord input.
+struct RuleData {
+  std::vector<est::data::Element> train, eval;
+
+  RuleData(const est::data::ExampleSpec& spec, const std::string& label, int64_t train_rows, int64_t eval_rows) {
+    std::mt19937 random(73);
+    std::uniform_real_distribution<double> uniform(0.0, 1.0);
+    const std::vector<std::string> categories{"books", "toys", "garden", "music", "shoes", "travel"};
+    const std::vector<double> effects{-2.0, 1.5, -0.5, 2.0, 0.0, -1.0};
+    const auto parse = est::data::ParseExample(spec, label);
+    for (int64_t row = 0; row < train_rows + eval_rows; ++row) {
+      const size_t c = random() % categories.size();
+      const double age = 18 + 50 * uniform(random);
+      const double price = 4 * uniform(random) - 2;
+      const double logit = effects[c] + (age < 30 ? 1.0 : -1.0) + 0.5 * price;
+      est::tfexample::Example example;
+      auto& features = *example.mutable_features()->mutable_feature();
+      features["category"].mutable_bytes_list()->add_value(categories[c]);
+      features["age"].mutable_float_list()->add_value(static_cast<float>(age));
+      features["price"].mutable_float_list()->add_value(static_cast<float>(price));
+      features["clicked"].mutable_int64_list()->add_value(uniform(random) < 1 / (1 + std::exp(-logit)) ? 1 : 0);
+      features["spend"].mutable_float_list()->add_value(static_cast<float>(2 * effects[c] + price));
+      (row < train_rows ? train : eval).push_back(parse(example.SerializeAsString()));
+    }
+  }
+};
+
+est::data::Dataset Batches(const std::vector<est::data::Element>& elements, int64_t batch, bool repeat) {
+  est::data::Dataset dataset = est::data::Dataset::FromGenerator([elements] {
+    struct Replay : est::data::Iterator {
+      std::vector<est::data::Element> elements;
+      size_t next_index = 0;
+      std::optional<est::data::Element> next() override {
+        if (next_index == elements.size()) return std::nullopt;
+        return elements[next_index++];
+      }
+    };
+    auto replay = std::make_unique<Replay>();
+    replay->elements = elements;
+    return replay;
+  });
+  dataset = dataset.padded_batch(batch);
+  return repeat ? dataset.repeat() : dataset;
+}
+
+struct RuleColumns {
+  fc::CategoricalColumnPtr category = fc::categorical_column_with_vocabulary_list(
+      "category", std::vector<std::string>{"books", "toys", "garden", "music", "shoes", "travel"});
+  std::shared_ptr<const fc::NumericColumn> age = fc::numeric_column("age");
+  std::shared_ptr<const fc::NumericColumn> price = fc::numeric_column("price");
+  fc::FeatureColumnPtr age_buckets = fc::bucketized_column(age, {30});
+  std::vector<fc::FeatureColumnPtr> linear() const { return {category, age_buckets, price}; }
+  std::vector<fc::DenseColumnPtr> dnn() const {
+    const auto normalized = fc::numeric_column(
+        "age", fc::NumericColumnOptions().normalizer([](const at::Tensor& x) { return x.sub(43).div(15); }));
+    return {fc::embedding_column(category, 3), normalized, price};
+  }
+  std::vector<fc::FeatureColumnPtr> all() const {
+    std::vector<fc::FeatureColumnPtr> columns = linear();
+    for (const auto& column : dnn()) columns.push_back(column);
+    return columns;
+  }
+};
+
+/// Trains `model` on `data` for `steps` and evaluates it on the held-out rows.
+est::EvalResult TrainAndEvaluate(est::Estimator& model, const RuleData& data, int64_t steps) {
+  model.train([&] { return Batches(data.train, 32, /*repeat=*/true); }, est::TrainOptions().max_steps(steps));
+  return model.evaluate([&] { return Batches(data.eval, 100, /*repeat=*/false); });
+}
+
+}  // namespace
+
+TEST_CASE("canned: every classifier learns a known rule, its metrics named as TensorFlow's", "[canned]") {
+  const RuleColumns columns;
+  const RuleData data(est::canned::classifier_parse_example_spec(columns.all(), "clicked"), "clicked", 3000, 1000);
+  const std::filesystem::path dir = est::testing::FreshTempDir("canned_classifiers");
+  // The rule's own AUC on these rows is about 0.8; a model that learned nothing has 0.5.
+  SECTION("LinearClassifier") {
+    est::canned::LinearClassifier model(est::canned::LinearOptions().feature_columns(columns.linear()),
+                                        (dir / "linear").string());
+    const est::EvalResult result = TrainAndEvaluate(model, data, 300);
+    CHECK(result.at("auc") > 0.75);
+    for (const char* key : {"accuracy", "accuracy_baseline", "auc_precision_recall", "average_loss", "label/mean",
+                            "loss", "precision", "prediction/mean", "recall"}) {
+      CHECK(result.count(key) == 1);
+    }
+  }
+  SECTION("DNNClassifier") {
+    est::canned::DNNClassifier model(est::canned::DNNOptions()
+                                         .feature_columns(columns.dnn())
+                                         .hidden_units({16, 8})
+                                         .optimizer({"Adagrad", 0.1}),
+                                     (dir / "dnn").string());
+    CHECK(TrainAndEvaluate(model, data, 300).at("auc") > 0.75);
+  }
+  SECTION("DNNLinearCombinedClassifier") {
+    est::canned::DNNLinearCombinedClassifier model(est::canned::DNNLinearCombinedOptions()
+                                                       .linear_feature_columns(columns.linear())
+                                                       .dnn_feature_columns(columns.dnn())
+                                                       .dnn_hidden_units({16, 8})
+                                                       .linear_optimizer({"Ftrl", 0.1})
+                                                       .dnn_optimizer({"Adagrad", 0.1}),
+                                                   (dir / "wide_deep").string());
+    CHECK(TrainAndEvaluate(model, data, 300).at("auc") > 0.75);
+  }
+  SECTION("BaselineClassifier learns the prior") {
+    est::canned::BaselineClassifier model(est::canned::BaselineOptions(), (dir / "baseline").string());
+    const est::EvalResult result = TrainAndEvaluate(model, data, 300);
+    CHECK(result.at("prediction/mean") == Approx(result.at("label/mean")).margin(0.05));
+  }
+}
+
+TEST_CASE("canned: regressors learn a known rule", "[canned]") {
+  const RuleColumns columns;
+  const RuleData data(est::canned::regressor_parse_example_spec(columns.all(), "spend"), "spend", 3000, 1000);
+  const std::filesystem::path dir = est::testing::FreshTempDir("canned_regressors");
+  // The labels' variance is about 5; predicting their mean would leave an average loss near it.
+  SECTION("LinearRegressor") {
+    est::canned::LinearRegressor model(est::canned::LinearOptions().feature_columns(columns.linear()),
+                                       (dir / "linear").string());
+    CHECK(TrainAndEvaluate(model, data, 300).at("average_loss") < 0.5);
+  }
+  SECTION("DNNRegressor") {
+    est::canned::DNNRegressor model(
+        est::canned::DNNOptions().feature_columns(columns.dnn()).hidden_units({16}).optimizer({"Adagrad", 0.1}),
+        (dir / "dnn").string());
+    CHECK(TrainAndEvaluate(model, data, 300).at("average_loss") < 0.5);
+  }
+  SECTION("DNNLinearCombinedRegressor") {
+    est::canned::DNNLinearCombinedRegressor model(est::canned::DNNLinearCombinedOptions()
+                                                      .linear_feature_columns(columns.linear())
+                                                      .dnn_feature_columns(columns.dnn())
+                                                      .dnn_hidden_units({16})
+                                                      .linear_optimizer({"Ftrl", 0.2})
+                                                      .dnn_optimizer({"Adagrad", 0.1}),
+                                                  (dir / "wide_deep").string());
+    CHECK(TrainAndEvaluate(model, data, 300).at("average_loss") < 0.5);
+  }
+  SECTION("BaselineRegressor predicts the mean") {
+    est::canned::BaselineRegressor model(est::canned::BaselineOptions().optimizer({"SGD", 0.1}),
+                                         (dir / "baseline").string());
+    const est::EvalResult result = TrainAndEvaluate(model, data, 300);
+    CHECK(result.at("prediction/mean") == Approx(result.at("label/mean")).margin(0.2));
+  }
+}
+
+TEST_CASE("canned: checkpoints name the variables as TensorFlow's", "[canned]") {
+  const RuleColumns columns;
+  const RuleData data(est::canned::classifier_parse_example_spec(columns.all(), "clicked"), "clicked", 64, 0);
+  const std::filesystem::path dir = est::testing::FreshTempDir("canned_names");
+  est::canned::DNNLinearCombinedClassifier model(
+      est::canned::DNNLinearCombinedOptions()
+          .linear_feature_columns(columns.linear())
+          .dnn_feature_columns(columns.dnn())
+          .dnn_hidden_units({4, 2}),
+      (dir / "model").string());
+  model.train([&] { return Batches(data.train, 32, /*repeat=*/true); }, est::TrainOptions().max_steps(2));
+  const est::checkpoint::CheckpointReader reader((dir / "model" / "model.ckpt-2").string());
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> expected = {
+      {"dnn/hiddenlayer_0/kernel", {5, 4}},
+      {"dnn/hiddenlayer_0/bias", {4}},
+      {"dnn/hiddenlayer_1/kernel", {4, 2}},
+      {"dnn/logits/kernel", {2, 1}},
+      {"dnn/logits/bias", {1}},
+      {"dnn/input_from_feature_columns/input_layer/category_embedding/embedding_weights", {6, 3}},
+      {"linear/linear_model/age_bucketized/weights", {2, 1}},
+      {"linear/linear_model/category/weights", {6, 1}},
+      {"linear/linear_model/price/weights", {1, 1}},
+      {"linear/linear_model/bias_weights", {1}},
+      {"global_step", {}},
+  };
+  for (const auto& [name, shape] : expected) {
+    INFO(name);
+    REQUIRE(reader.has_tensor(name));
+    CHECK(reader.shape(name) == shape);
+  }
+}
+
+TEST_CASE("canned: bad options are named", "[canned]") {
+  const RuleColumns columns;
+  CHECK_THROWS_WITH(est::canned::DNNLinearCombinedClassifier(est::canned::DNNLinearCombinedOptions()),
+                    Catch::Contains("linear_feature_columns and dnn_feature_columns are both empty"));
+  CHECK_THROWS_WITH(est::canned::LinearClassifier(est::canned::LinearOptions()),
+                    Catch::Contains("the linear part has no feature columns"));
+  CHECK_THROWS_WITH(est::canned::LinearClassifier(
+                        est::canned::LinearOptions().feature_columns(columns.linear()).n_classes(1)),
+                    Catch::Contains("n_classes is 1"));
+  CHECK_THROWS_WITH(est::canned::DNNClassifier(est::canned::DNNOptions().feature_columns(columns.dnn())),
+                    Catch::Contains("hidden_units is empty"));
+  CHECK_THROWS_WITH(est::canned::DNNClassifier(
+                        est::canned::DNNOptions().feature_columns(columns.dnn()).hidden_units({4}).dropout(1.0)),
+                    Catch::Contains("dropout 1 is not in [0, 1)"));
+}
