@@ -11,6 +11,7 @@
 #include "estimator/hooks/session_run_hook.h"
 #include "estimator/metrics/mean_squared_error.h"
 #include "estimator/summary/event_reader.h"
+#include "tests/estimator/canned/canned_test_data.h"
 #include "tests/estimator/test_models.h"
 #include "tests/estimator/worker_threads.h"
 #include "tests/test_util.h"
@@ -92,6 +93,26 @@ TEST_CASE("2 workers x batch B train like 1 worker x batch 2B, only the chief wr
   }
   CHECK(chief_alone.at("mse") == Approx(whole.at("mse")).epsilon(1e-4));
   CHECK(chief_alone.at("global_step") == 30);
+}
+
+TEST_CASE("canned wide & deep: 2 workers x batch B train like 1 worker x batch 2B", "[distribute][estimator][canned]") {
+  const testing::RuleColumns columns;
+  const testing::RuleData data(canned::classifier_parse_example_spec(columns.all(), "clicked"), "clicked", 512, 0);
+  const auto input = [&](Mode, const distribute::InputContext& context) {
+    return testing::Batches(data.train, context.per_replica_batch_size(32), /*repeat=*/true, context);
+  };
+  canned::DNNLinearCombinedClassifier single(testing::RuleWideDeep(columns),
+                                             est::testing::FreshTempDir("canned_single").string(), Config(nullptr));
+  single.train(input, TrainOptions().max_steps(20));
+  const std::string shared_dir = est::testing::FreshTempDir("canned_shared").string();
+  est::testing::RunMultiWorkerThreads(2, [&](int, std::shared_ptr<distribute::Strategy> strategy) {
+    canned::DNNLinearCombinedClassifier worker(testing::RuleWideDeep(columns), shared_dir, Config(strategy));
+    worker.train(input, TrainOptions().max_steps(20));
+  });
+  canned::DNNLinearCombinedClassifier trained(testing::RuleWideDeep(columns), shared_dir, Config(nullptr));
+  CHECK(trained.get_variable_value("global_step").item<int64_t>() == 20);
+  // The embedding table, the FTRL-trained linear weights and the DNN: within float rounding.
+  CHECK(est::testing::MaxRelativeDifference(single, trained) <= 1e-5);
 }
 
 TEST_CASE("with gradient compression 2 workers train like 1 worker x batch 2B within the type's rounding",

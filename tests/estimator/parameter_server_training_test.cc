@@ -17,6 +17,7 @@
 
 #include "distribute/cluster/cluster_config.h"
 #include "distribute/optimizer/ftrl.h"
+#include "tests/estimator/canned/canned_test_data.h"
 #include "distribute/parameter_server/variable_server.h"
 #include "distribute/parameter_server/variable_service.pb.h"
 #include "distribute/parameter_server_strategy.h"
@@ -201,6 +202,26 @@ TEST_CASE("one worker with ps tasks trains exactly as local training", "[estimat
       }
     }
   }
+}
+
+TEST_CASE("canned wide & deep with its embedding and linear weights sharded over 2 ps tasks trains as unsharded",
+          "[estimator][ps][canned]") {
+  testing::LogCapture log(200);
+  const testing::RuleColumns columns;
+  const testing::RuleData data(canned::classifier_parse_example_spec(columns.all(), "clicked"), "clicked", 256, 0);
+  const auto input = [&] { return testing::Batches(data.train, 32, /*repeat=*/true); };
+  const InProcessPs ps(2);
+  // Shards of at most 32 bytes: the [6, 3] embedding table and the linear weights are cut in rows.
+  canned::DNNLinearCombinedClassifier remote(testing::RuleWideDeep(columns),
+                                             testing::FreshTempDir("ps_canned_remote").string(),
+                                             SeededConfig(ps.strategy(32), 11, 10));
+  canned::DNNLinearCombinedClassifier local(testing::RuleWideDeep(columns),
+                                            testing::FreshTempDir("ps_canned_local").string(),
+                                            SeededConfig(nullptr, 11, 10));
+  remote.train(input, TrainOptions().max_steps(20));
+  local.train(input, TrainOptions().max_steps(20));
+  CHECK_THAT(log.text(), Catch::Contains("ps 1:"));
+  CheckBitEqual(remote, local);
 }
 
 TEST_CASE("one worker with ps tasks keeps the moving averages of local training, and evaluates with them",
