@@ -62,12 +62,7 @@ MetricMap BinaryClassHead::head_metrics(const at::Tensor& labels, const at::Tens
       {"auc", metrics::Auc(labels, logistic, 200, metrics::AucCurve::kROC, weights)},
       {"auc_precision_recall", metrics::Auc(labels, logistic, 200, metrics::AucCurve::kPR, weights)},
   };
-  for (double threshold : thresholds_) {
-    const at::Tensor predicted = logistic.gt(threshold).to(labels.scalar_type());
-    result[ThresholdKey("accuracy/positive_threshold_", threshold)] = metrics::Accuracy(labels, predicted, weights);
-    result[ThresholdKey("precision/positive_threshold_", threshold)] = metrics::Precision(labels, predicted, weights);
-    result[ThresholdKey("recall/positive_threshold_", threshold)] = metrics::Recall(labels, predicted, weights);
-  }
+  AddThresholdMetrics(result, labels, logistic, weights, thresholds_);
   return result;
 }
 

@@ -59,13 +59,13 @@ detail::CannedModel CombinedModel(const DNNLinearCombinedOptions& options, std::
                                       std::min(kCombinedLinearLearningRate, 1.0 / std::sqrt(columns))};
   }
   if (!options.dnn_feature_columns().empty()) {
-    model.dnn = detail::DnnPart{options.dnn_feature_columns(),
-                                DnnNetworkOptions()
-                                    .hidden_units(options.dnn_hidden_units())
-                                    .activation(options.dnn_activation_fn())
-                                    .dropout(options.dnn_dropout())
-                                    .batch_norm(options.batch_norm()),
-                                options.dnn_optimizer(), kDnnLearningRate};
+    model.dnn = DnnPartOf(DNNOptions()
+                              .feature_columns(options.dnn_feature_columns())
+                              .hidden_units(options.dnn_hidden_units())
+                              .activation_fn(options.dnn_activation_fn())
+                              .dropout(options.dnn_dropout())
+                              .batch_norm(options.batch_norm())
+                              .optimizer(options.dnn_optimizer()));
   }
   return model;
 }

@@ -5,6 +5,8 @@
 #include <cstdio>
 
 #include "common/error.h"
+#include "estimator/metrics/accuracy.h"
+#include "estimator/metrics/precision_recall.h"
 
 namespace est::canned {
 
@@ -60,6 +62,16 @@ EstimatorSpec Head::spec(Mode mode, const Features& features, const at::Tensor& 
       return EstimatorSpec::Train(loss(labels, logits, features), std::move(optimizers));
   }
   EST_THROW(InternalError, "head: unknown mode");
+}
+
+void AddThresholdMetrics(MetricMap& metrics, const at::Tensor& labels, const at::Tensor& probabilities,
+                         const at::Tensor& weights, const std::vector<double>& thresholds) {
+  for (double threshold : thresholds) {
+    const at::Tensor predicted = probabilities.gt(threshold).to(labels.scalar_type());
+    metrics[ThresholdKey("accuracy/positive_threshold_", threshold)] = metrics::Accuracy(labels, predicted, weights);
+    metrics[ThresholdKey("precision/positive_threshold_", threshold)] = metrics::Precision(labels, predicted, weights);
+    metrics[ThresholdKey("recall/positive_threshold_", threshold)] = metrics::Recall(labels, predicted, weights);
+  }
 }
 
 std::string ThresholdKey(const std::string& prefix, double threshold) {

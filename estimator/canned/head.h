@@ -98,6 +98,11 @@ class Head {
   HeadOptions options_;
 };
 
+/// Adds accuracy, precision and recall of `probabilities` above each of `thresholds` against
+/// `labels` to `metrics`, under TensorFlow's keys ("accuracy/positive_threshold_0.5", ...).
+void AddThresholdMetrics(MetricMap& metrics, const at::Tensor& labels, const at::Tensor& probabilities,
+                         const at::Tensor& weights, const std::vector<double>& thresholds);
+
 /// `prefix` followed by `threshold` as printf's "%g" writes it, TensorFlow's metric keys of a
 /// threshold: ThresholdKey("recall/positive_threshold_", 0.5) is "recall/positive_threshold_0.5".
 std::string ThresholdKey(const std::string& prefix, double threshold);

@@ -6,10 +6,8 @@
 
 #include "common/error.h"
 #include "estimator/canned/head_labels.h"
-#include "estimator/metrics/accuracy.h"
 #include "estimator/metrics/auc.h"
 #include "estimator/metrics/mean.h"
-#include "estimator/metrics/precision_recall.h"
 
 namespace est::canned {
 namespace {
@@ -59,12 +57,7 @@ MetricMap MultiLabelHead::head_metrics(const at::Tensor& labels, const at::Tenso
       {"auc", metrics::Auc(labels, probabilities, 200, metrics::AucCurve::kROC, weights)},
       {"auc_precision_recall", metrics::Auc(labels, probabilities, 200, metrics::AucCurve::kPR, weights)},
   };
-  for (double threshold : thresholds_) {
-    const at::Tensor predicted = probabilities.gt(threshold).to(labels.scalar_type());
-    result[ThresholdKey("accuracy/positive_threshold_", threshold)] = metrics::Accuracy(labels, predicted, weights);
-    result[ThresholdKey("precision/positive_threshold_", threshold)] = metrics::Precision(labels, predicted, weights);
-    result[ThresholdKey("recall/positive_threshold_", threshold)] = metrics::Recall(labels, predicted, weights);
-  }
+  AddThresholdMetrics(result, labels, probabilities, weights, thresholds_);
   for (int64_t id : class_metrics_) {
     const std::string suffix = "/class" + std::to_string(id);
     const at::Tensor class_labels = labels.select(1, id);

@@ -13,6 +13,7 @@
 #include "data/dataset.h"
 #include "data/example.h"
 #include "data/example/example.pb.h"
+#include "tests/data/elements_dataset.h"
 
 // After the ATen headers: c10/util/Logging.h defines a CHECK that Catch2 replaces.
 #include <catch2/catch.hpp>
@@ -69,19 +70,7 @@ std::string OneFeatureExample(const std::string& name, const std::string& featur
 
 /// A dataset of `elements`, in order.
 est::data::Dataset FromElements(std::vector<Element> elements) {
-  return est::data::Dataset::FromGenerator([elements] {
-    struct Replay : est::data::Iterator {
-      std::vector<Element> elements;
-      size_t next_index = 0;
-      std::optional<Element> next() override {
-        if (next_index == elements.size()) return std::nullopt;
-        return elements[next_index++];
-      }
-    };
-    auto replay = std::make_unique<Replay>();
-    replay->elements = elements;
-    return replay;
-  });
+  return est::testing::ElementsDataset(std::move(elements));
 }
 
 }  // namespace

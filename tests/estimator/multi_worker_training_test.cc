@@ -101,12 +101,19 @@ TEST_CASE("canned wide & deep: 2 workers x batch B train like 1 worker x batch 2
   const auto input = [&](Mode, const distribute::InputContext& context) {
     return testing::Batches(data.train, context.per_replica_batch_size(32), /*repeat=*/true, context);
   };
+  // Workers as threads share LibTorch's random generator, so that each draws its initial values
+  // from a stream the other also draws from: both runs warm-start from one checkpoint instead.
+  const std::string start_dir = est::testing::FreshTempDir("canned_start").string();
+  canned::DNNLinearCombinedClassifier(testing::RuleWideDeep(columns), start_dir, Config(nullptr))
+      .train(input, TrainOptions().max_steps(1));
   canned::DNNLinearCombinedClassifier single(testing::RuleWideDeep(columns),
-                                             est::testing::FreshTempDir("canned_single").string(), Config(nullptr));
+                                             est::testing::FreshTempDir("canned_single").string(), Config(nullptr),
+                                             start_dir);
   single.train(input, TrainOptions().max_steps(20));
   const std::string shared_dir = est::testing::FreshTempDir("canned_shared").string();
   est::testing::RunMultiWorkerThreads(2, [&](int, std::shared_ptr<distribute::Strategy> strategy) {
-    canned::DNNLinearCombinedClassifier worker(testing::RuleWideDeep(columns), shared_dir, Config(strategy));
+    canned::DNNLinearCombinedClassifier worker(testing::RuleWideDeep(columns), shared_dir, Config(strategy),
+                                               start_dir);
     worker.train(input, TrainOptions().max_steps(20));
   });
   canned::DNNLinearCombinedClassifier trained(testing::RuleWideDeep(columns), shared_dir, Config(nullptr));

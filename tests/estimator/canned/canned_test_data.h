@@ -17,6 +17,7 @@
 #include "distribute/input_context.h"
 #include "estimator/canned/canned_estimators.h"
 #include "estimator/feature_columns/feature_columns.h"
+#include "tests/data/elements_dataset.h"
 
 namespace est::testing {
 
@@ -55,19 +56,7 @@ struct RuleData {
 /// per-replica batch), repeated for training.
 inline est::data::Dataset Batches(const std::vector<est::data::Element>& elements, int64_t batch, bool repeat,
                                   const est::distribute::InputContext& input = {}) {
-  est::data::Dataset dataset = est::data::Dataset::FromGenerator([elements] {
-    struct Replay : est::data::Iterator {
-      std::vector<est::data::Element> elements;
-      size_t next_index = 0;
-      std::optional<est::data::Element> next() override {
-        if (next_index == elements.size()) return std::nullopt;
-        return elements[next_index++];
-      }
-    };
-    auto replay = std::make_unique<Replay>();
-    replay->elements = elements;
-    return replay;
-  });
+  est::data::Dataset dataset = ElementsDataset(elements);
   dataset = dataset.shard(input.num_input_pipelines(), input.input_pipeline_id()).padded_batch(batch);
   return repeat ? dataset.repeat() : dataset;
 }

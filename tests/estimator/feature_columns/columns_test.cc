@@ -18,6 +18,7 @@
 #include "data/dataset.h"
 #include "data/example.h"
 #include "estimator/feature_columns/feature_columns.h"
+#include "tests/data/elements_dataset.h"
 
 using namespace std::string_literals;
 using namespace est::feature_columns;
@@ -87,19 +88,7 @@ est::Features ParsedBatch(const ParsingPlan& plan) {
   const est::data::RecordParser parse = est::data::ParseExample(plan.example_spec());
   std::vector<est::data::Element> elements;
   for (const std::string& record : kTensorFlowExamples) elements.push_back(parse(record));
-  auto dataset = est::data::Dataset::FromGenerator([elements] {
-    struct Replay : est::data::Iterator {
-      std::vector<est::data::Element> elements;
-      size_t next_index = 0;
-      std::optional<est::data::Element> next() override {
-        if (next_index == elements.size()) return std::nullopt;
-        return elements[next_index++];
-      }
-    };
-    auto replay = std::make_unique<Replay>();
-    replay->elements = elements;
-    return replay;
-  });
+  auto dataset = est::testing::ElementsDataset(elements);
   return dataset.padded_batch(static_cast<int64_t>(elements.size())).make_iterator()->next().value().features;
 }
 
