@@ -9,6 +9,10 @@ namespace {
 
 std::string LengthKey(const std::string& key) { return key + "_length"; }
 
+/// `values` [batch, ...] as [batch, k]: [batch] becomes [batch, 1]; a batch without values
+/// ([batch, 0]) stays as it is.
+at::Tensor Rows(const at::Tensor& values) { return values.dim() == 1 ? values.unsqueeze(1) : values.flatten(1); }
+
 }  // namespace
 
 ColumnInputs::ColumnInputs(const Features& features, const ParsingPlan& plan) : features_(features), plan_(plan) {
@@ -49,13 +53,13 @@ at::Tensor ColumnInputs::numeric(const std::string& key) const {
   const at::Tensor& values = feature(key);
   EST_CHECK(!values.is_complex() && values.scalar_type() != at::kBool, DataError, "feature columns: numeric feature \"",
             key, "\" is ", values.scalar_type(), "; a numeric column reads real numbers");
-  return values.reshape({batch_size_, -1}).to(at::kFloat);
+  return Rows(values).to(at::kFloat);
 }
 
 CategoricalIds ColumnInputs::integers(const std::string& key) const {
   const at::Tensor& values = feature(key);
   if (const at::Tensor* lengths = length(key)) {
-    CategoricalIds ids{values.reshape({batch_size_, -1}).to(at::kLong), *lengths, {}};
+    CategoricalIds ids{Rows(values).to(at::kLong), *lengths, {}};
     CheckLayout(ids, key);
     return ids;
   }
@@ -81,7 +85,7 @@ CategoricalIds ColumnInputs::string_ids(const std::string& key, const std::strin
 }
 
 std::pair<at::Tensor, at::Tensor> ColumnInputs::floats(const std::string& key) const {
-  const at::Tensor values = feature(key).reshape({batch_size_, -1}).to(at::kFloat);
+  const at::Tensor values = Rows(feature(key)).to(at::kFloat);
   if (const at::Tensor* lengths = length(key)) return {values, *lengths};
   return {values, at::full({batch_size_}, values.size(1), at::kLong)};
 }

@@ -182,6 +182,27 @@ TEST_CASE("feature columns: shared embeddings read one table", "[feature_columns
   CHECK_THROWS_AS(shared_embeddings({columns.category, columns.user}, 2), est::ConfigError);
 }
 
+TEST_CASE("feature columns: a batch where no example has a value of a feature", "[feature_columns]") {
+  const Columns columns;
+  const auto tags_embedding = embedding_column(columns.weighted_tags, 2, Known());
+  const auto hours = indicator_column(columns.hour);
+  const ParsingPlan plan({tags_embedding, hours, columns.age});
+  // Parsed and padded: no values at all, [batch, 0].
+  const est::Features features{{{"tags", at::zeros({3, 0}, at::kLong)},
+                                {"tags_length", at::zeros({3}, at::kLong)},
+                                {"tag_weights", at::zeros({3, 0})},
+                                {"tag_weights_length", at::zeros({3}, at::kLong)},
+                                {"hour", at::zeros({3, 0}, at::kLong)},
+                                {"hour_length", at::zeros({3}, at::kLong)},
+                                {"age", at::ones({3, 1})}}};
+  InputLayer layer(std::vector<DenseColumnPtr>{tags_embedding, hours, columns.age});
+  const at::Tensor output = layer->forward(ColumnInputs(features, plan));
+  CHECK(output.sizes() == at::IntArrayRef({3, 1 + 24 + 2}));
+  CHECK(output.slice(1, 1).abs().sum().item<double>() == 0.0);
+  LinearModel linear(std::vector<FeatureColumnPtr>{columns.weighted_tags, columns.hour});
+  CHECK(linear->forward(ColumnInputs(features, plan)).equal(at::zeros({3, 1})));
+}
+
 TEST_CASE("feature columns: the parse spec is TensorFlow's", "[feature_columns]") {
   const Columns columns;
   const est::data::ExampleSpec spec =
