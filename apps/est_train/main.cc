@@ -17,6 +17,7 @@
 #include "apps/common/number_checks.h"
 #include "apps/common/parse_flags.h"
 #include "apps/common/tls_flags.h"
+#include "apps/est_train/canned_model.h"
 #include "apps/est_train/cluster_flags.h"
 #include "apps/est_train/models.h"
 #include "apps/est_train/training_options.h"
@@ -43,11 +44,17 @@
 
 namespace {
 
+// The flags --model canned refuses (the spec gives what they would), and --batch-size, which
+// it takes where the spec does not give train.batch_size.
+constexpr const char* kCannedFlags[] = {"--learning-rate", "--lr-schedule", "--warmup-steps", "--clip-norm",
+                                        "--export",        "--exports-to-keep", "--batch-size"};
+
 /// Where Debian's fortunes package puts its text, transformer_lm's corpus.
 constexpr const char* kFortunesDir = "/usr/share/games/fortunes";
 
 struct Flags {
   std::string model = "fashion_mnist_cnn";
+  std::string spec;  ///< --model canned: the spec file
   std::string model_dir;
   std::string data_dir = est_apps::kFashionMnistDir;
   std::string data_format = "idx";
@@ -86,6 +93,7 @@ struct Flags {
   int64_t powersgd_warmup_steps = 0;
   bool powersgd_options_given = false;  ///< --powersgd-rank or --powersgd-warmup-steps was on the command line
   std::set<std::string> data_flags_given;  ///< the flags of the input (--data-*) on the command line
+  std::set<std::string> canned_flags_given;  ///< the flags of kCannedFlags on the command line
   std::string mixed_precision = "none";
   std::string channels_last = "auto";
   std::string kernels = est_apps::kKernelsBuilt ? "ops" : "off";
@@ -130,8 +138,12 @@ EarlyStopping ParseEarlyStopping(const std::string& text) {
 
 void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--model", flags.model, "Model to train")
-      ->check(CLI::IsMember({"fashion_mnist_cnn", "linear", "transformer_lm"}))
+      ->check(CLI::IsMember({"fashion_mnist_cnn", "linear", "transformer_lm", "canned"}))
       ->capture_default_str();
+  app.add_option("--spec", flags.spec,
+                 "--model canned: the JSON file naming a canned estimator of TensorFlow's (LinearClassifier, "
+                 "DNNLinearCombinedClassifier, ...), its feature columns and parameters, the label and the TFRecord "
+                 "files to train and evaluate on (docs/canned.md)");
   app.add_option("--model-dir", flags.model_dir, "Directory for checkpoints and summaries")->required();
   app.add_option("--data-dir", flags.data_dir,
                  "Directory with the Fashion-MNIST IDX files; for transformer_lm, the fortune files (default " +
@@ -502,6 +514,31 @@ est_train::FashionMnistInput FashionMnistInputOf(const Flags& flags, bool reads_
   return input;
 }
 
+// The canned estimator of --spec. Its optimizers and learning rates are the spec's, and its input
+// the spec's files; its export for serving (tf.Example requests) is not there yet.
+est_train::ModelRecipe CannedRecipeOf(const Flags& flags, bool reads_data) {
+  EST_CHECK(!flags.spec.empty(), est::ConfigError,
+            "--model canned needs --spec, the JSON file of the estimator, its columns and its input (docs/canned.md)");
+  if (!flags.data_flags_given.empty())
+    throw est::ConfigError(est::Concat(*flags.data_flags_given.begin(), " does not apply to --model canned: its "
+                                       "input is the spec's \"train\" and \"eval\" files (", flags.spec, ")"));
+  for (const std::string& name : flags.canned_flags_given) {
+    if (name == "--export" || name == "--exports-to-keep")
+      throw est::ConfigError(est::Concat(name, " does not apply to --model canned yet: a canned estimator's export "
+                                         "for est-serve (tf.Example requests) is not there yet"));
+    if (name != "--batch-size")
+      throw est::ConfigError(est::Concat(name, " does not apply to --model canned: the spec's optimizers "
+                                         "(\"optimizer\", \"linear_optimizer\", \"dnn_optimizer\", each with its "
+                                         "learning_rate) make its training steps (", flags.spec, ")"));
+  }
+  const est_train::CannedSpec spec = est_train::ReadCannedSpec(flags.spec, reads_data);
+  EST_CHECK(!spec.train.batch_size || flags.canned_flags_given.count("--batch-size") == 0, est::ConfigError,
+            "--batch-size ", flags.batch_size, " and the spec's train.batch_size ", spec.train.batch_size.value_or(0),
+            " both give the batch size; give it in one place (", flags.spec, ")");
+  const int64_t train_batch_size = spec.train.batch_size.value_or(flags.batch_size);
+  return est_train::CannedModel(spec, train_batch_size, spec.eval.batch_size.value_or(train_batch_size), flags.seed);
+}
+
 // The schedule and clipping of --lr-schedule, --warmup-steps and --clip-norm. The schedule is
 // read at its first and last steps, and at 1000 between, before training starts: a rate that is
 // not a learning rate there (NaN, infinite, overflowing) is a ConfigError now, not at that step.
@@ -565,7 +602,11 @@ int Run(const Flags& flags) {
   est_train::ModelRecipe recipe;
   nlohmann::json params = nlohmann::json::object();
   if (flags.learning_rate > 0) params["learning_rate"] = flags.learning_rate;
-  if (flags.model == "linear") {
+  EST_CHECK(flags.spec.empty() || flags.model == "canned", est::ConfigError,
+            "--spec applies to --model canned, not --model ", flags.model);
+  if (flags.model == "canned") {
+    recipe = CannedRecipeOf(flags, !config.cluster.is_ps());
+  } else if (flags.model == "linear") {
     EST_CHECK(flags.data_flags_given.empty(), est::ConfigError, *flags.data_flags_given.begin(),
               " applies to --model fashion_mnist_cnn; --model linear makes its own data");
     recipe = est_train::Linear(flags.batch_size);
@@ -581,7 +622,8 @@ int Run(const Flags& flags) {
                                         flags.batch_size, flags.seed, cnn_layers);
   }
 
-  recipe.model_fn = est_train::WithTrainingOptions(std::move(recipe.model_fn), TrainingOptionsOf(flags, recipe));
+  if (recipe.model_fn)
+    recipe.model_fn = est_train::WithTrainingOptions(std::move(recipe.model_fn), TrainingOptionsOf(flags, recipe));
   // Before any step: a metric the model's evaluation does not report would be found missing
   // only at the first checkpoint.
   std::vector<std::pair<const char*, std::string>> named_metrics;
@@ -611,7 +653,9 @@ int Run(const Flags& flags) {
   if (!flags.keep_best_by.empty())
     config.keep_best_checkpoints = est::ParseKeepBestBy(flags.keep_best_by).count(flags.keep_best);
   est::TuneProcessForTraining();  // once the flags, the cluster and the data are known good
-  est::Estimator estimator(recipe.model_fn, flags.model_dir, config, params);
+  const std::shared_ptr<est::Estimator> estimator =
+      recipe.make_estimator ? recipe.make_estimator(flags.model_dir, config)
+                            : std::make_shared<est::Estimator>(recipe.model_fn, flags.model_dir, config, params);
   auto eval_spec =
       est::EvalSpec(recipe.input_fn).throttle_secs(flags.throttle_secs).start_delay_secs(flags.start_delay_secs);
   eval_spec.steps(flags.eval_steps > 0 ? std::optional<int64_t>(flags.eval_steps) : std::nullopt);
@@ -622,9 +666,9 @@ int Run(const Flags& flags) {
     est::EarlyStoppingSchedule schedule;
     schedule.run_every_steps = flags.save_checkpoints_steps;  // evaluations follow checkpoints
     const auto hook = rule.metric.higher_is_better() ? est::StopIfNoIncreaseHook : est::StopIfNoDecreaseHook;
-    train_spec.hooks({hook(estimator.eval_dir(), rule.metric.metric(), rule.steps_without_improvement, 0, schedule)});
+    train_spec.hooks({hook(estimator->eval_dir(), rule.metric.metric(), rule.steps_without_improvement, 0, schedule)});
   }
-  est::train_and_evaluate(estimator, train_spec, eval_spec);
+  est::train_and_evaluate(*estimator, train_spec, eval_spec);
   return 0;
 }
 
@@ -660,6 +704,8 @@ int main(int argc, char** argv) {
   flags.powersgd_options_given = app.count("--powersgd-rank") + app.count("--powersgd-warmup-steps") > 0;
   for (const char* name : {"--data-dir", "--data-format", "--data-files", "--eval-data-files", "--data-compression"})
     if (app.count(name) > 0) flags.data_flags_given.insert(name);
+  for (const char* name : kCannedFlags)
+    if (app.count(name) > 0) flags.canned_flags_given.insert(name);
   // Stop signals are recorded for the whole run, not only inside train(): one that comes
   // while a failure unwinds (est-launch stops every task when one fails) must not cut off
   // the error line. Training and evaluation act on it between steps; a second one ends

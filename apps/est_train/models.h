@@ -3,12 +3,15 @@
 // a model_fn and an input_fn against the public API only.
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "apps/common/fashion_mnist_cnn.h"
 #include "data/tfrecord.h"
 
+#include "estimator/estimator.h"
 #include "estimator/export/serving_input.h"
 #include "estimator/input_fn.h"
 #include "estimator/model_fn.h"
@@ -30,6 +33,10 @@ struct ModelRecipe {
   /// The metrics its evaluation reports beside "loss" (what --keep-best-by and
   /// --early-stopping may name).
   std::vector<std::string> metrics;
+  /// Makes the Estimator, in a model_dir with a RunConfig, of a model that is an Estimator of
+  /// its own (a canned estimator, whose model_fn is its own); empty: Estimator(model_fn, ...).
+  std::function<std::shared_ptr<est::Estimator>(const std::string& model_dir, est::RunConfig config)> make_estimator =
+      nullptr;
 };
 
 /// Where FashionMnistCnn's examples come from: TFRecord shards when train_files is set,

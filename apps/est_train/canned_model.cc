@@ -1,0 +1,69 @@
+#include "apps/est_train/canned_model.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+
+#include "data/dataset.h"
+#include "data/example.h"
+#include "data/tfrecord_dataset.h"
+#include "estimator/canned/regression_head.h"
+
+namespace est_train {
+namespace {
+
+// The reads of one input: files interleaved by threads in training, one after another in
+// evaluation; sharded by file across input pipelines where there are files enough.
+est::data::Dataset CannedRecords(const SpecInput& input, const est::data::RecordParser& parser, bool training,
+                                 const est::distribute::InputContext& context) {
+  const auto options = est::data::TFRecordDatasetOptions()
+                           .reader(est::data::TFRecordReaderOptions().compression(input.compression))
+                           .parser(parser);
+  if (!training)
+    return est::data::TFRecordDataset(input.files, options)
+        .auto_shard(context.num_input_pipelines(), context.input_pipeline_id());
+  auto records = [options](const std::string& file) { return est::data::TFRecordDataset({file}, options); };
+  const int64_t cycle_length = std::min<int64_t>(4, static_cast<int64_t>(input.files.size()));
+  return est::data::Dataset::InterleaveFiles(input.files, records,
+                                             est::data::InterleaveOptions()
+                                                 .cycle_length(std::max<int64_t>(cycle_length, 1))
+                                                 .num_parallel_calls(est::data::kAutotune))
+      .auto_shard(context.num_input_pipelines(), context.input_pipeline_id());
+}
+
+// The keys the head's evaluation reports, from its metrics of a batch of one example.
+std::vector<std::string> HeadMetricNames(const est::canned::Head& head) {
+  est::Features features;
+  if (!head.options().weight_column().empty()) features[head.options().weight_column()] = at::ones({1, 1});
+  const at::Tensor logits = at::zeros({1, head.logits_dimension()});
+  const bool regression = head.logits_dimension() > 0 && dynamic_cast<const est::canned::RegressionHead*>(&head);
+  const at::Tensor labels = regression ? at::zeros({1, head.logits_dimension()}) : at::zeros({1, 1}, at::kLong);
+  std::vector<std::string> names;
+  for (const auto& [name, metric] : head.metrics(labels, logits, features)) names.push_back(name);
+  return names;
+}
+
+}  // namespace
+
+ModelRecipe CannedModel(const CannedSpec& spec, int64_t train_batch_size, int64_t eval_batch_size,
+                        uint64_t shuffle_seed) {
+  const SpecInput train = spec.train;
+  const SpecInput eval = spec.eval;
+  const est::data::RecordParser parser = est::data::ParseExample(spec.estimator.example_spec, spec.estimator.label);
+  auto input_fn = [=](est::Mode mode, const est::distribute::InputContext& context) {
+    const bool training = mode == est::Mode::kTrain;
+    auto records = CannedRecords(training ? train : eval, parser, training, context);
+    // A stream repeats before it is shuffled: a shuffle over an endless input restores a
+    // position by replaying its draws (data/dataset.h).
+    if (training) records = records.repeat().shuffle(train.shuffle_buffer, shuffle_seed);
+    const int64_t batch_size = training ? train_batch_size : eval_batch_size;
+    return records.padded_batch(context.per_replica_batch_size(batch_size)).prefetch(2);
+  };
+  ModelRecipe recipe;
+  recipe.input_fn = input_fn;
+  recipe.make_estimator = spec.estimator.make;
+  recipe.metrics = HeadMetricNames(*spec.estimator.head);
+  return recipe;
+}
+
+}  // namespace est_train
