@@ -1,9 +1,11 @@
 """TensorFlow reads our checkpoints: checkpoint_fixture writes one of every dtype, shape and some
-blobs, est-train trains its CNN a few steps and saves one; TensorFlow's own readers
-(tf.train.list_variables, tf.train.load_checkpoint, tf.compat.v1.train.NewCheckpointReader)
-must list every tensor with its dtype and shape and return the very bytes we stored: the values
-checkpoint_fixture wrote, and for est-train's checkpoint what our CheckpointReader reads
-(checkpoint_fixture dump). Blobs are the DT_STRING scalars `_est_blobs/<name>`.
+blobs; est-train trains its CNN a few steps and saves one, and its canned wide & deep
+(examples/canned/wide_deep.json on records of tests/estimator/canned/ctr_data.py), whose
+variables must carry TensorFlow's names. TensorFlow's own readers (tf.train.list_variables,
+tf.train.load_checkpoint, tf.compat.v1.train.NewCheckpointReader) must list every tensor with its
+dtype and shape and return the very bytes we stored: the values checkpoint_fixture wrote, and for
+est-train's checkpoints what our CheckpointReader reads (checkpoint_fixture dump). Blobs are the
+DT_STRING scalars `_est_blobs/<name>`.
 
 The driver runs under /usr/bin/python3 and runs the checks with TensorFlow's Python (`make
 tensorflow` makes build/tf-venv): where that is missing or cannot import tensorflow, the test
@@ -83,6 +85,40 @@ def run(command, **kwargs):
     return subprocess.run(command, timeout=TIMEOUT_S, **kwargs).returncode
 
 
+# Variables of est-train's canned wide & deep under TensorFlow's names (TENSORFLOW_CANNED_FACTS.md).
+CANNED_NAMES = ["dnn/hiddenlayer_0/kernel", "dnn/logits/bias", "linear/linear_model/bias_weights",
+                "linear/linear_model/category_X_device/weights",
+                "dnn/input_from_feature_columns/input_layer/user_embedding/embedding_weights"]
+
+
+def check_canned(fixture, est_train, python, work, env):
+    """est-train --model canned trains examples/canned/wide_deep.json on ctr_data.py's records for a
+    few steps; TensorFlow reads its checkpoint, whose variables carry TensorFlow's names."""
+    source = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    canned = os.path.join(work, "canned")
+    os.makedirs(os.path.join(canned, "data"))
+    shutil.copy(os.path.join(source, "examples", "canned", "wide_deep.json"), canned)
+    status = run([python, os.path.join(source, "tests", "estimator", "canned", "ctr_data.py"),
+                  os.path.join(canned, "data"), "--train-rows", "2000", "--eval-rows", "256", "--seed", "73"],
+                 env=env)
+    model_dir = os.path.join(canned, "model")
+    status |= run([est_train, "--model", "canned", "--spec", os.path.join(canned, "wide_deep.json"),
+                   "--model-dir", model_dir, "--max-steps", "5", "--save-checkpoints-steps", "5",
+                   "--eval-steps", "1", "--log-step-count-steps", "5"])
+    prefix = os.path.join(model_dir, "model.ckpt-5")
+    dump = os.path.join(work, "canned.json")
+    status |= run([fixture, "dump", prefix, dump])
+    if status != 0:
+        return status
+    with open(dump) as f:
+        names = json.load(f)["tensors"]
+    missing = [name for name in CANNED_NAMES if name not in names]
+    if missing:
+        print(f"FAILED {prefix}: no {missing} among {sorted(names)}")
+        return 1
+    return run([python, os.path.abspath(__file__), "check", prefix, dump], env=env)
+
+
 def main(argv):
     if len(argv) == 4 and argv[1] == "check":
         return check(argv[2], argv[3])
@@ -108,6 +144,7 @@ def main(argv):
     cnn = os.path.join(model_dir, "model.ckpt-5")
     status |= run([fixture, "dump", cnn, os.path.join(work, "cnn.json")])
     status |= run([python, os.path.abspath(__file__), "check", cnn, os.path.join(work, "cnn.json")], env=env)
+    status |= check_canned(fixture, est_train, python, work, env)
     if status == 0:
         shutil.rmtree(work)
     else:
