@@ -15,7 +15,9 @@ namespace {
 
 constexpr double kKerasEpsilon = 1e-7;
 
-/// One parameter group of the non-empty ones, each with its own copy of `options`.
+/// One parameter group of the non-empty ones, each with its own copy of `options`. The
+/// optimizers are made with the same options as their defaults too: LibTorch's Adagrad fills its
+/// accumulators from the defaults, not from a group's options.
 template <typename Options>
 std::vector<torch::optim::OptimizerParamGroup> Groups(const std::vector<at::Tensor>& dense,
                                                       const std::vector<at::Tensor>& sparse_rows,
@@ -45,26 +47,31 @@ torch::optim::Optimizer& MakeOptimizer(ModelContext& ctx, const std::string& con
             "; it must be above 0");
   if (name == "Adagrad") {
     const auto options = torch::optim::AdagradOptions(lr).initial_accumulator_value(0.1).eps(kKerasEpsilon);
-    return ctx.optimizer(context_name, [&] { return torch::optim::Adagrad(Groups(dense, sparse_rows, options)); });
+    return ctx.optimizer(context_name,
+                         [&] { return torch::optim::Adagrad(Groups(dense, sparse_rows, options), options); });
   }
   if (name == "Adam") {
     const auto options = torch::optim::AdamOptions(lr).betas({0.9, 0.999}).eps(kKerasEpsilon);
-    return ctx.optimizer(context_name, [&] { return torch::optim::Adam(Groups(dense, sparse_rows, options)); });
+    return ctx.optimizer(context_name,
+                         [&] { return torch::optim::Adam(Groups(dense, sparse_rows, options), options); });
   }
   if (name == "Ftrl") {
     optim::FtrlOptions options = spec.ftrl;
     options.lr(lr);
     optim::FtrlOptions sparse = options;
     sparse.sparse_rows(true);
-    return ctx.optimizer(context_name, [&] { return optim::Ftrl(Groups(dense, sparse_rows, options, sparse)); });
+    return ctx.optimizer(context_name,
+                         [&] { return optim::Ftrl(Groups(dense, sparse_rows, options, sparse), options); });
   }
   if (name == "RMSProp") {
     const auto options = torch::optim::RMSpropOptions(lr).alpha(0.9).eps(kKerasEpsilon);
-    return ctx.optimizer(context_name, [&] { return torch::optim::RMSprop(Groups(dense, sparse_rows, options)); });
+    return ctx.optimizer(context_name,
+                         [&] { return torch::optim::RMSprop(Groups(dense, sparse_rows, options), options); });
   }
   if (name == "SGD") {
     const auto options = torch::optim::SGDOptions(lr);
-    return ctx.optimizer(context_name, [&] { return torch::optim::SGD(Groups(dense, sparse_rows, options), options); });
+    return ctx.optimizer(context_name,
+                         [&] { return torch::optim::SGD(Groups(dense, sparse_rows, options), options); });
   }
   EST_THROW(ConfigError, "optimizer ", context_name, ": \"", name,
             "\" is not one of \"Adagrad\", \"Adam\", \"Ftrl\", \"RMSProp\", \"SGD\"");
