@@ -11,7 +11,9 @@ TFRecord shards made once into BUILD_DIR/bench-data/fashion-tfrecord; the tf.dat
 BUILD_DIR/tf-venv, installed once by cmake/install_venv.sh, or is skipped with a line saying why),
 hosts (hosts_*: needs root and network namespaces; skipped with a line saying why where it cannot run),
 lm (lm_*: the fortunes text of Debian's fortunes package), serve (serve_*: serve_bench, in one process over
-loopback gRPC), elastic (elastic_*: failures of workers in a running job).
+loopback gRPC), elastic (elastic_*: failures of workers in a running job), canned (canned_*: canned_bench vs
+TensorFlow 2.15's canned estimators on ctr_data.py's click-through data, made once into
+BUILD_DIR/bench-data/ctr with BUILD_DIR/tf-venv's Python; skipped with a line saying why without it).
 
 Every model runs on LibTorch's own layers (stock) unless a figure says "kernels": then on the CPU
 kernels of kernels/ (est::kernels), in ours and in the peer alike where the peer is ours too.
@@ -81,6 +83,17 @@ Figures (see docs/performance.md):
                  parse + batch (flat: 1.0; the growth in MiB is printed)
   input_training est-train steps/s fed from the TFRecord shards vs from the IDX files, same flags
                  (target >= 0.97)
+  canned_wide_deep_vs_tf  canned_bench's DNNLinearCombinedClassifier (the columns, rates Ftrl 0.1 / Adagrad
+                 0.05, batch 256 and file-order TFRecord input of tests/estimator/canned/tensorflow_canned.py, one
+                 intra-op thread) vs TensorFlow 2.15's (canned_tf_peer.py, one intra- and one inter-op thread),
+                 examples/s from the first step to the last (target >= 1.3)
+  canned_linear_vs_tf, canned_dnn_regressor_vs_tf  the same for LinearClassifier and DNNRegressor
+  canned_auc     wide & deep's eval AUC after the same steps, ours vs TensorFlow's (within 0.005)
+  canned_dnn_regressor_loss  DNNRegressor's eval average loss after the same steps, ours vs TensorFlow's
+  canned_time_to_auc  wide & deep: seconds of steps until the first checkpoint (every 250 steps, each
+                 evaluated on the whole eval file) at CANNED_AUC_TARGET, ours vs TensorFlow's, lower is better
+  canned_input_tfrecord_vs_tensors  our wide & deep fed from the TFRecord file vs from the same batches parsed
+                 once before training and held in memory, examples/s (target >= 0.95)
   hosts_{cnn,mlp}_{1,10}g  2 simulated hosts (network namespaces joined by a bridge over veth links
                  shaped by tc tbf to 1 or 10 Gbit/s each way; simulated_hosts.py), one worker on each,
                  bound to a CPU of its own: ours vs PyTorch DDP (gloo), examples/s (target >= 1.10)
@@ -172,7 +185,7 @@ import time
 import simulated_hosts  # beside this file
 
 GROUPS = ("overhead", "estimator", "scaling", "efficiency", "gpu", "extras", "ps", "input", "hosts", "lm", "serve",
-          "elastic")
+          "elastic", "canned")
 # The elastic group's collective timeout for the stopped worker, seconds (--quick: 3).
 STOP_TIMEOUT_SECS = 10
 # The elastic group's recovery runs: a task is killed after this step; checkpoints every so many steps.
@@ -187,6 +200,11 @@ SERVE_CLIENTS, SERVE_RELOAD_CLIENTS, SERVE_BATCH, SERVE_DELAY_US = (1, 8, 64), 8
 POWERSGD_RANK = 1
 # The estimator group's time to accuracy: Fashion-MNIST test accuracy to reach.
 TIME_TO_ACCURACY_TARGET = 0.88
+# The canned group: training steps, the checkpoints evaluated every so many (wide & deep), the eval AUC
+# whose time is reported (TensorFlow's wide & deep reaches it near step 1000), and the learning rates
+# (Ftrl, Adagrad) that make wide & deep learn (TENSORFLOW_CANNED_FACTS.md).
+CANNED_STEPS, CANNED_EVAL_EVERY, CANNED_AUC_TARGET = 2000, 250, 0.755
+CANNED_RATES = ("0.1", "0.05")
 # The gradient bucket caps (MiB) the hosts group compares with DDP's default of 25.
 BUCKET_CAPS_MB = (5, 25, 100)
 PYTHON = "/usr/bin/python3"  # Debian's, which has python3-torch
@@ -240,6 +258,16 @@ def seconds_to_target(name, evaluations, started, ended):
         print(f"time to accuracy: {name} did not reach {TIME_TO_ACCURACY_TARGET} (evaluations: "
               f"{[(step, round(accuracy, 4)) for step, accuracy, _ in evaluations]}); its figure is the whole run's")
     return (min(reached) if reached else ended) - started
+
+
+def canned_seconds_to_auc(name, curve):
+    """Seconds of steps until the first point of `curve` ([step, seconds, auc] each) at CANNED_AUC_TARGET
+    or above; where none got there, the whole run's, with a line that says so."""
+    reached = [seconds for _, seconds, auc in curve if auc >= CANNED_AUC_TARGET]
+    if not reached:
+        print(f"canned time to AUC: {name} did not reach {CANNED_AUC_TARGET} (curve: "
+              f"{[(step, round(auc, 4)) for step, _, auc in curve]}); its figure is the whole run's")
+    return reached[0] if reached else curve[-1][1]
 
 
 def json_lines(text):
@@ -736,6 +764,46 @@ class Runner:
         return logged_steps_per_sec(log.splitlines(), log_every)
 
 
+    def ctr_data(self, python):
+        """BUILD_DIR/bench-data/ctr: ctr_data.py's click-through data (100k train, 20k eval rows, seed 73;
+        --quick: ctr-quick, 3000 and 1000), made once (into a temporary directory renamed into place)."""
+        quick = self.quick
+        path = os.path.join(self.build, "bench-data", "ctr-quick" if quick else "ctr")
+        if not os.path.exists(os.path.join(path, "eval.tfrecord")):
+            partial = f"{path}.tmp-{os.getpid()}"
+            shutil.rmtree(partial, ignore_errors=True)
+            script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "estimator", "canned",
+                                  "ctr_data.py")
+            rows = ["--train-rows", "3000", "--eval-rows", "1000"] if quick else []
+            run([python, script, partial, "--seed", "73"] + rows)
+            shutil.rmtree(path, ignore_errors=True)
+            os.rename(partial, path)
+        return path
+
+    def canned_sizes(self, estimator):
+        """Steps and evaluation interval of a canned run: wide & deep's checkpoints are evaluated
+        every CANNED_EVAL_EVERY steps for the time to an AUC, the others' at the end only."""
+        if self.quick:
+            return ["--steps", "20", "--eval-every", "10" if estimator == "wide_deep" else "0"]
+        return ["--steps", str(CANNED_STEPS), "--eval-every",
+                str(CANNED_EVAL_EVERY) if estimator == "wide_deep" else "0"]
+
+    def canned_ours(self, data_dir, estimator, data_input="tfrecord"):
+        """canned_bench's JSON line: our canned `estimator` fed from the TFRecord file or from
+        tensors parsed before training, one intra-op thread."""
+        command = [os.path.join(self.bin, "canned_bench"), "--data-dir", data_dir, "--estimator", estimator,
+                   "--input", data_input, "--linear-learning-rate", CANNED_RATES[0], "--dnn-learning-rate",
+                   CANNED_RATES[1], "--threads", "1"] + self.canned_sizes(estimator)
+        return [line for line in json_lines(run(command, self.single_thread)) if line.get("bench") == "canned"][-1]
+
+    def canned_peer(self, python, data_dir, estimator):
+        """canned_tf_peer.py's JSON line: TensorFlow 2.15's canned `estimator`, the same way, one thread,
+        glibc's malloc tuned as ours tunes its own (TUNED_MALLOC)."""
+        command = [python, os.path.join(os.path.dirname(os.path.abspath(__file__)), "canned_tf_peer.py"),
+                   "--data-dir", data_dir, "--estimator", estimator, "--linear-learning-rate", CANNED_RATES[0],
+                   "--dnn-learning-rate", CANNED_RATES[1], "--threads", "1"] + self.canned_sizes(estimator)
+        return json_lines(run(command, self.peer_single_thread))[-1]
+
     def serve_bench(self, model):
         """serve_bench's JSON lines for `model` ("cnn" or "mlp"), one a figure: the Predictor vs
         hand-written LibTorch, est-serve under SERVE_CLIENTS with and without batching, hot reload
@@ -950,7 +1018,9 @@ def main():
     gpu_name, no_gpu = runner.gpu() if "gpu" in only else (None, None)
     input_threads = 2
     shard_dirs = runner.tfrecord_shards() if "input" in only else {}
-    tf_python, no_tensorflow = runner.tensorflow_python() if only & {"input", "estimator"} else (None, None)
+    tf_python, no_tensorflow = runner.tensorflow_python() if only & {"input", "estimator", "canned"} else (None, None)
+    ctr_dir = runner.ctr_data(tf_python) if "canned" in only and tf_python else None
+    canned_auc = []  # (ours, TensorFlow's) wide & deep eval AUC, per repetition
 
     no_hosts = None
     if "hosts" in only:
@@ -1148,6 +1218,27 @@ def main():
             idx_fed = runner.est_train_steps_per_sec("idx", shard_dirs)
             record("input_training", tfrecord_fed, idx_fed, "steps/s")
 
+        if ctr_dir:
+            # Interleaved: TensorFlow's run, then ours, per estimator; wide & deep also from tensors.
+            for estimator in ("wide_deep", "linear", "dnn_regressor"):
+                peer = runner.canned_peer(tf_python, ctr_dir, estimator)
+                ours = runner.canned_ours(ctr_dir, estimator)
+                record(f"canned_{estimator}_vs_tf", ours["examples_per_second"], peer["examples_per_second"],
+                       "examples/s")
+                if estimator == "wide_deep":
+                    auc = (ours["metrics"]["auc"], peer["metrics"]["auc"])
+                    canned_auc.append(auc)
+                    record("canned_auc", auc[0], auc[1], f"eval AUC after {ours['steps']} steps")
+                    record("canned_time_to_auc", canned_seconds_to_auc("canned_bench", ours["curve"]),
+                           canned_seconds_to_auc("TensorFlow", peer["curve"]),
+                           f"s of steps to eval AUC {CANNED_AUC_TARGET}, lower is better")
+                    tensors = runner.canned_ours(ctr_dir, estimator, "tensors")
+                    record("canned_input_tfrecord_vs_tensors", ours["examples_per_second"],
+                           tensors["examples_per_second"], "examples/s")
+                if estimator == "dnn_regressor":
+                    record("canned_dnn_regressor_loss", ours["metrics"]["average_loss"],
+                           peer["metrics"]["average_loss"], f"eval average loss after {ours['steps']} steps")
+
         # --quick runs the faster link only, every figure of the slower one included: both
         # rates run the same programs, and the faster moves the large models' bytes sooner.
         link_rates = HOST_LINK_RATES[-1:] if args.quick else HOST_LINK_RATES
@@ -1230,6 +1321,14 @@ def main():
              "input_parse_gzip": f"tf.data, batch then parse_example, {input_threads} threads, GZIP",
              "input_memory": "ours after 10% of the stream",
              "input_training": "est-train fed from the IDX files (in memory)",
+             "canned_wide_deep_vs_tf": "TensorFlow 2.15's DNNLinearCombinedClassifier, same columns, rates, data, "
+                                       "batch 256, 1 thread",
+             "canned_linear_vs_tf": "TensorFlow 2.15's LinearClassifier, the same",
+             "canned_dnn_regressor_vs_tf": "TensorFlow 2.15's DNNRegressor, the same",
+             "canned_auc": "TensorFlow 2.15's wide & deep after the same steps",
+             "canned_dnn_regressor_loss": "TensorFlow 2.15's DNNRegressor after the same steps",
+             "canned_time_to_auc": "TensorFlow 2.15's wide & deep, the same checkpoints and evaluations",
+             "canned_input_tfrecord_vs_tensors": "ours fed from the same batches parsed before training, in memory",
              "estimator_vs_tf": "TensorFlow 2.15 tf.estimator, same CNN, data and batch, 1 thread (ours: est-train, "
                                 "LibTorch's layers, --kernels ops)",
              "estimator_vs_tf_stock": "the same (ours: est-train --kernels off, LibTorch's own kernels)",
@@ -1317,6 +1416,12 @@ def main():
         print(f"input_parse* figures skipped (the tf.data peer): {no_tensorflow}")
     if "estimator" in only and not tf_python:
         print(f"estimator_vs_tf skipped (the tf.estimator peer): {no_tensorflow}")
+    if "canned" in only and not tf_python:
+        print(f"canned figures skipped (ctr_data.py and the TensorFlow peer need TensorFlow): {no_tensorflow}")
+    if canned_auc:
+        differences = [ours - peer for ours, peer in canned_auc]
+        print(f"canned_auc: ours - TensorFlow's, per repetition: {', '.join(f'{d:+.4f}' for d in differences)} "
+              f"(within 0.005: {'yes' if all(abs(d) <= 0.005 for d in differences) else 'NO'})")
     print(f"{'figure':<27} {'ours':>12} {'peer':>12} {'ratio':>7}  unit / peer")
     lines = []
     for figure, data in samples.items():
@@ -1335,7 +1440,7 @@ def main():
             details["pair_ratios"] = pairs
             note += f"; pairs {min(pairs):.3f} to {max(pairs):.3f}"
         print(f"{figure:<27} {ours:>12.4g} {peer_text} {ratio_text}  {data['unit']} / {peers[figure]}{note}")
-        grouped = figure.startswith(("input_", "hosts_", "serve_"))
+        grouped = figure.startswith(("input_", "hosts_", "serve_", "canned_"))
         lines.append({"bench": figure.split("_")[0] if grouped else "training",
                       "figure": figure,
                       "ours": ours, "peer": peer, "ratio": ratio, "unit": data["unit"], "peer_name": peers[figure],
