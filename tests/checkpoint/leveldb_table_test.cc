@@ -53,3 +53,31 @@ TEST_CASE("a flipped byte in a block fails its checksum", "[checkpoint]") {
   damaged[20] = static_cast<char>(~damaged[20]);  // inside the first data block
   CHECK_THROWS_AS(DecodeTable(damaged, "x.index"), est::CheckpointError);
 }
+
+TEST_CASE("a block handle pointing outside the table is refused before LevelDB allocates it", "[checkpoint]") {
+  // LevelDB allocates a block's size before reading it: a damaged footer claiming a 3.4 GB index
+  // block, or an index entry claiming a huge data block, must fail here, not exhaust memory.
+  const auto varint = [](uint64_t value) {
+    std::string out;
+    for (; value >= 0x80; value >>= 7) out.push_back(static_cast<char>((value & 0x7f) | 0x80));
+    out.push_back(static_cast<char>(value));
+    return out;
+  };
+  const auto with_footer = [&](std::string blocks, const std::string& handles) {
+    std::string footer = handles;
+    footer.resize(40, '\0');
+    for (int i = 0; i < 8; ++i) footer.push_back(static_cast<char>((0xdb4775248b80fb57ull >> (8 * i)) & 0xff));
+    return blocks + footer;
+  };
+  const std::string huge_index =
+      with_footer(std::string(100, '\0'), varint(0) + varint(8) + varint(0) + varint(3400000000u));
+  CHECK_THROWS_WITH(DecodeTable(huge_index, "x.index"), Catch::Contains("a block handle points outside the file"));
+  // An index block whose one entry (key "k") points at a data block of 3.4 GB.
+  const std::string handle = varint(0) + varint(3400000000u);
+  std::string index = varint(0) + varint(1) + varint(handle.size()) + "k" + handle;
+  index.append(std::string("\0\0\0\0\x01\0\0\0", 8));  // restart 0; one restart
+  const std::string blocks = index + std::string(5, '\0');
+  const std::string huge_data =
+      with_footer(blocks, varint(0) + varint(index.size()) + varint(0) + varint(index.size()));
+  CHECK_THROWS_WITH(DecodeTable(huge_data, "x.index"), Catch::Contains("a block handle points outside the file"));
+}
