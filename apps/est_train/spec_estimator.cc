@@ -5,9 +5,7 @@
 
 #include "apps/common/number_checks.h"
 #include "common/error.h"
-#include "estimator/canned/binary_class_head.h"
 #include "estimator/canned/canned_estimators.h"
-#include "estimator/canned/multi_class_head.h"
 #include "estimator/canned/regression_head.h"
 
 namespace est_train {
@@ -201,10 +199,7 @@ SpecEstimator ReadSpecEstimator(const SpecValue& spec, const SpecColumns& column
       estimator.example_spec =
           canned::regressor_parse_example_spec(read, common.label, common.label_dimension, common.weight_column);
     } else {
-      if (common.n_classes == 2)
-        estimator.head = std::make_shared<canned::BinaryClassHead>(head_options);
-      else
-        estimator.head = std::make_shared<canned::MultiClassHead>(common.n_classes, head_options);
+      estimator.head = canned::ClassifierHead(common.n_classes, head_options);
       estimator.example_spec = canned::classifier_parse_example_spec(read, common.label, common.weight_column);
     }
   } catch (const est::ConfigError& error) {

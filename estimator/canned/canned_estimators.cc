@@ -1,12 +1,12 @@
 #include "estimator/canned/canned_estimators.h"
 
-#include <ATen/ops/zeros.h>
-
 #include <cmath>
 #include <utility>
 
 #include "common/error.h"
+#include "estimator/canned/binary_class_head.h"
 #include "estimator/canned/canned_model.h"
+#include "estimator/canned/multi_class_head.h"
 #include "estimator/canned/regression_head.h"
 #include "estimator/feature_columns/parsing_plan.h"
 
@@ -31,7 +31,7 @@ std::shared_ptr<const Head> RegressorHead(const Options& options) {
 
 template <typename Options>
 std::shared_ptr<const Head> ClassifierHeadOf(const Options& options) {
-  return detail::ClassifierHead(options.n_classes(), HeadOptionsOf(options));
+  return ClassifierHead(options.n_classes(), HeadOptionsOf(options));
 }
 
 detail::LinearPart LinearPartOf(const LinearOptions& options) {
@@ -118,32 +118,44 @@ BaselineRegressor::BaselineRegressor(const BaselineOptions& options, std::string
     : Estimator(detail::CannedModelFn(BaselineModel(options, RegressorHead(options))), std::move(model_dir),
                 std::move(config), nlohmann::json::object(), std::move(warm_start_from)) {}
 
-data::ExampleSpec classifier_parse_example_spec(const std::vector<feature_columns::FeatureColumnPtr>& columns,
-                                                const std::string& label_key, const std::string& weight_column) {
+std::shared_ptr<const Head> ClassifierHead(int64_t n_classes, HeadOptions options) {
+  EST_CHECK(n_classes >= 2, ConfigError, "classifier: n_classes is ", n_classes, "; it must be at least 2");
+  if (n_classes == 2) return std::make_shared<BinaryClassHead>(std::move(options));
+  return std::make_shared<MultiClassHead>(n_classes, std::move(options));
+}
+
+namespace {
+
+/// The columns' spec with the label `label_key` parsed as `label` and the weight column as
+/// float32 [1]; ConfigError naming `function` for an empty label key or one the columns read.
+data::ExampleSpec SpecWithLabel(const char* function, const std::vector<feature_columns::FeatureColumnPtr>& columns,
+                                const std::string& label_key, data::FeatureSpec label,
+                                const std::string& weight_column) {
   data::ExampleSpec spec = feature_columns::make_parse_example_spec(columns);
-  EST_CHECK(!label_key.empty(), ConfigError, "classifier_parse_example_spec: the label key is empty");
-  EST_CHECK(spec.count(label_key) == 0, ConfigError, "classifier_parse_example_spec: the label \"", label_key,
+  EST_CHECK(!label_key.empty(), ConfigError, function, ": the label key is empty");
+  EST_CHECK(spec.count(label_key) == 0, ConfigError, function, ": the label \"", label_key,
             "\" is also a feature the columns read");
-  spec.emplace(label_key, data::FeatureSpec::FixedLen(data::FeatureType::kInt64, {1}));
+  spec.emplace(label_key, std::move(label));
   if (!weight_column.empty()) {
     spec.emplace(weight_column, data::FeatureSpec::FixedLen(data::FeatureType::kFloat32, {1}));
   }
   return spec;
 }
 
+}  // namespace
+
+data::ExampleSpec classifier_parse_example_spec(const std::vector<feature_columns::FeatureColumnPtr>& columns,
+                                                const std::string& label_key, const std::string& weight_column) {
+  return SpecWithLabel("classifier_parse_example_spec", columns, label_key,
+                       data::FeatureSpec::FixedLen(data::FeatureType::kInt64, {1}), weight_column);
+}
+
 data::ExampleSpec regressor_parse_example_spec(const std::vector<feature_columns::FeatureColumnPtr>& columns,
                                                const std::string& label_key, int64_t label_dimension,
                                                const std::string& weight_column) {
-  data::ExampleSpec spec = feature_columns::make_parse_example_spec(columns);
-  EST_CHECK(!label_key.empty(), ConfigError, "regressor_parse_example_spec: the label key is empty");
   EST_CHECK(label_dimension >= 1, ConfigError, "regressor_parse_example_spec: label_dimension ", label_dimension);
-  EST_CHECK(spec.count(label_key) == 0, ConfigError, "regressor_parse_example_spec: the label \"", label_key,
-            "\" is also a feature the columns read");
-  spec.emplace(label_key, data::FeatureSpec::FixedLen(data::FeatureType::kFloat32, {label_dimension}));
-  if (!weight_column.empty()) {
-    spec.emplace(weight_column, data::FeatureSpec::FixedLen(data::FeatureType::kFloat32, {1}));
-  }
-  return spec;
+  return SpecWithLabel("regressor_parse_example_spec", columns, label_key,
+                       data::FeatureSpec::FixedLen(data::FeatureType::kFloat32, {label_dimension}), weight_column);
 }
 
 }  // namespace est::canned

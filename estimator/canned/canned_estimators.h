@@ -186,6 +186,10 @@ class BaselineRegressor : public Estimator {
 };
 
 
+/// The head of a classifier of `n_classes`, as the canned classifiers choose it: BinaryClassHead
+/// for 2, MultiClassHead above; ConfigError below 2.
+std::shared_ptr<const Head> ClassifierHead(int64_t n_classes, HeadOptions options = {});
+
 /// tf.estimator.classifier_parse_example_spec: the columns' spec, the label `label_key` (int64
 /// [1]) and the weight column (float32 [1]) when given. Parse with ParseExample(spec, label_key).
 data::ExampleSpec classifier_parse_example_spec(const std::vector<feature_columns::FeatureColumnPtr>& columns,

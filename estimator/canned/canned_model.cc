@@ -7,8 +7,6 @@
 #include <utility>
 
 #include "common/error.h"
-#include "estimator/canned/binary_class_head.h"
-#include "estimator/canned/multi_class_head.h"
 #include "estimator/feature_columns/column_inputs.h"
 #include "estimator/feature_columns/linear_model.h"
 #include "estimator/feature_columns/parsing_plan.h"
@@ -68,12 +66,6 @@ int64_t BatchSize(const Features& features, const at::Tensor& labels) {
 }
 
 }  // namespace
-
-std::shared_ptr<const Head> ClassifierHead(int64_t n_classes, HeadOptions options) {
-  EST_CHECK(n_classes >= 2, ConfigError, "classifier: n_classes is ", n_classes, "; it must be at least 2");
-  if (n_classes == 2) return std::make_shared<BinaryClassHead>(std::move(options));
-  return std::make_shared<MultiClassHead>(n_classes, std::move(options));
-}
 
 ModelFn CannedModelFn(CannedModel model) {
   EST_CHECK(model.head != nullptr, ConfigError, "canned estimator: no head");

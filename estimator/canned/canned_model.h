@@ -48,8 +48,4 @@ struct CannedModel {
 /// The model_fn of `model`; ConfigError (here) for a model without parts or without columns.
 ModelFn CannedModelFn(CannedModel model);
 
-/// The head of a classifier of `n_classes` (BinaryClassHead for 2, MultiClassHead above;
-/// ConfigError below 2).
-std::shared_ptr<const Head> ClassifierHead(int64_t n_classes, HeadOptions options);
-
 }  // namespace est::canned::detail
