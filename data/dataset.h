@@ -196,4 +196,9 @@ class Dataset {
   std::shared_ptr<const DatasetNode> node_;
 };
 
+/// The batch Dataset::batch makes of `elements` (padded: Dataset::padded_batch), outside a
+/// pipeline: a server batching the examples of a request. DataError as batch gives; `elements`
+/// must not be empty.
+Element BatchElements(const std::vector<Element>& elements, bool padded);
+
 }  // namespace est::data

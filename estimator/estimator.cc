@@ -125,6 +125,8 @@ at::Tensor Estimator::get_variable_value(const std::string& name) const {
 
 const std::string& Estimator::model_dir() const { return impl_->model_dir; }
 
+const ModelFn& Estimator::model_fn() const { return impl_->model_fn; }
+
 std::string Estimator::eval_dir(const std::string& name) const { return impl_->eval_dir(name); }
 
 std::string Estimator::Impl::eval_dir(const std::string& name) const {

@@ -130,6 +130,9 @@ class Estimator {
   const RunConfig& config() const;
   /// The params handed to model_fn.
   const nlohmann::json& params() const;
+  /// The model_fn it calls (tf.estimator's Estimator.model_fn): a canned estimator's own, to
+  /// serve its exports with (serving::Predictor).
+  const ModelFn& model_fn() const;
 
   /// The state behind the Estimator (estimator_impl.h), shared by its loops.
   struct Impl;

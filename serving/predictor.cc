@@ -79,8 +79,9 @@ struct Predictor::Impl {
     } else if (!manifest.records_input.empty()) {
       // The records, parsed as the export records their features.
       EST_CHECK(!manifest.record_features.empty(), CheckpointError, "the export '", loaded.path, "' takes ",
-                RequestForm(manifest.records_input), " whose bytes features only its serving input decodes; expected "
-                "PredictorOptions::serving_input_fn, the one it was exported with");
+                RequestForm(manifest.records_input), " whose features only its serving input parses (bytes decoded, "
+                "variable-length, or strings made ids); expected PredictorOptions::serving_input_fn, the one it was "
+                "exported with");
       receiver = RecordedServingInputFn(manifest.record_features, manifest.records_input)();
       const std::string difference = SignatureDifference(receiver.inputs, manifest.inputs, "input", "as its records' "
                                                          "features say", "in its signature");

@@ -2,7 +2,8 @@
 // both inference protocols on one port: the Open Inference Protocol (KServe v2, as tritonclient
 // calls it) and TensorFlow Serving's PredictionService, and over REST. An export's traced program
 // runs without the model's code; an export of the weights alone runs with a built-in model's
-// model_fn (--model). One export base, a model config file (TensorFlow Serving's) or a model
+// model_fn (--model), or a canned estimator's of est-train's spec file (--model canned --spec).
+// One export base, a model config file (TensorFlow Serving's) or a model
 // repository (Triton's layout) says what is served.
 
 #include <CLI/CLI.hpp>
@@ -10,12 +11,14 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 #include <vector>
 
 #include "apps/common/number_checks.h"
 #include "apps/common/parse_flags.h"
+#include "apps/est_train/canned_model.h"
 #include "apps/est_train/models.h"
 #include "common/file_util.h"
 #include "common/logging.h"
@@ -27,6 +30,7 @@ namespace {
 
 struct Flags {
   std::string model;
+  std::string spec;  ///< --model canned: est-train's spec file of the estimator
   std::string export_dir;
   std::string model_name;
   std::string model_config_file;
@@ -57,7 +61,11 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--model", flags.model,
                  "Run the exports with this built-in model's model_fn (est-train --model), as exports of the weights "
                  "alone need; by default each export's traced program runs, which needs no model code")
-      ->check(CLI::IsMember({"fashion_mnist_cnn", "linear", "transformer_lm"}));
+      ->check(CLI::IsMember({"fashion_mnist_cnn", "linear", "transformer_lm", "canned"}));
+  app.add_option("--spec", flags.spec,
+                 "--model canned: est-train's spec file of the canned estimator the exports are of (its columns and "
+                 "parameters; its input files are not read); requests carry tf.Example records (docs/canned.md)")
+      ->check(CLI::ExistingFile);
   const char* models = "What is served (one of)";
   auto* export_dir =
       app.add_option("--export-dir,--model_base_path", flags.export_dir,
@@ -154,12 +162,20 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->group(tls);
 }
 
-/// The model_fn and serving input of a built-in model (no data is read: serving needs none); none
-/// for "" (the exports' programs run).
-est_train::ModelRecipe RecipeOf(const std::string& model) {
-  if (model.empty()) return {};
-  if (model == "linear") return est_train::Linear(1);
-  if (model == "transformer_lm") return est_train::TransformerLanguageModel("", false, 1, 0, 1);
+/// The model_fn and serving input of a built-in model, or of --spec's canned estimator (no data is
+/// read: serving needs none); none for "" (the exports' programs run).
+est_train::ModelRecipe RecipeOf(const Flags& flags) {
+  EST_CHECK(flags.spec.empty() || flags.model == "canned", est::ConfigError, "--spec applies to --model canned, not ",
+            flags.model.empty() ? "to exports' traced programs" : "--model " + flags.model);
+  if (flags.model.empty()) return {};
+  if (flags.model == "canned") {
+    EST_CHECK(!flags.spec.empty(), est::ConfigError, "--model canned needs --spec, est-train's spec file of the "
+              "estimator the exports are of (docs/canned.md)");
+    const std::string folder = std::filesystem::absolute(flags.spec).parent_path().string();
+    return est_train::CannedServingModel(est_train::ReadCannedSpec(flags.spec, /*list_files=*/false), folder);
+  }
+  if (flags.model == "linear") return est_train::Linear(1);
+  if (flags.model == "transformer_lm") return est_train::TransformerLanguageModel("", false, 1, 0, 1);
   return est_train::FashionMnistCnn(est_train::FashionMnistInput{}, 1, 0, est_apps::CnnLayers::kLibTorch);
 }
 
@@ -202,7 +218,7 @@ int Run(const Flags& flags) {
   EST_CHECK(flags.config_poll_seconds == 0 || flags.export_dir.empty(), est::ConfigError,
             "--model_config_file_poll_wait_seconds reads a --model_config_file or --model-repository again; with "
             "--export-dir, --reload-interval-ms says how often new versions are looked for");
-  est_train::ModelRecipe recipe = RecipeOf(flags.model);
+  est_train::ModelRecipe recipe = RecipeOf(flags);
   est::serving::ServedModelOptions model;
   auto predictor = est::serving::PredictorOptions().serving_input_fn(recipe.serving_input).instances(flags.instances);
   if (!flags.model.empty()) predictor.model({flags.model, est_train::kModelVersion});

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 
+#include "common/error.h"
 #include "data/dataset.h"
 #include "data/example.h"
 #include "data/tfrecord_dataset.h"
+#include "estimator/export/parsing_serving_input.h"
 #include "estimator/canned/regression_head.h"
 
 namespace est_train {
@@ -63,6 +65,19 @@ ModelRecipe CannedModel(const CannedSpec& spec, int64_t train_batch_size, int64_
   recipe.input_fn = input_fn;
   recipe.make_estimator = spec.estimator.make;
   recipe.metrics = HeadMetricNames(*spec.estimator.head);
+  // A baseline reads no feature: requests of no tensor would say nothing of their size.
+  if (!spec.estimator.feature_spec.empty())
+    recipe.serving_input = est::ParsingServingInputFn(spec.estimator.feature_spec);
+  recipe.export_weights_only = true;
+  return recipe;
+}
+
+ModelRecipe CannedServingModel(const CannedSpec& spec, const std::string& model_dir) {
+  EST_CHECK(!spec.estimator.feature_spec.empty(), est::ConfigError, spec.estimator.name, " (", spec.file,
+            ") reads no feature, so it has no export to serve");
+  ModelRecipe recipe;
+  recipe.model_fn = spec.estimator.make(model_dir, est::RunConfig())->model_fn();
+  recipe.serving_input = est::ParsingServingInputFn(spec.estimator.feature_spec);
   return recipe;
 }
 

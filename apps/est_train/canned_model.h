@@ -3,6 +3,7 @@
 // file (canned_spec.h), with no C++ of the user's.
 
 #include <cstdint>
+#include <string>
 
 #include "apps/est_train/canned_spec.h"
 #include "apps/est_train/models.h"
@@ -13,8 +14,18 @@ namespace est_train {
 /// own); the input_fn reads the spec's TFRecord files (sharded by file across input pipelines,
 /// parsed by classifier_parse_example_spec or regressor_parse_example_spec of the estimator's
 /// columns), training batches of `train_batch_size` (global) shuffled by `shuffle_seed`, and
-/// evaluation batches of `eval_batch_size`; metrics are its head's.
+/// evaluation batches of `eval_batch_size`; metrics are its head's. Exports hold its weights
+/// (a canned model_fn crosses and hashes in C++, which no traced program records) and take
+/// tf.train.Example records of its columns' features (TensorFlow's
+/// build_parsing_serving_input_receiver_fn of make_parse_example_spec); a baseline, which reads no
+/// feature, has no serving input.
 ModelRecipe CannedModel(const CannedSpec& spec, int64_t train_batch_size, int64_t eval_batch_size,
                         uint64_t shuffle_seed);
+
+/// What est-serve serves `spec`'s exports with (--model canned --spec): the estimator's model_fn
+/// and the serving input CannedModel exports with; nothing else of the recipe is set. No data is
+/// read; the estimator is made with `model_dir`, where it writes nothing. ConfigError for a
+/// baseline.
+ModelRecipe CannedServingModel(const CannedSpec& spec, const std::string& model_dir);
 
 }  // namespace est_train

@@ -47,7 +47,7 @@ namespace {
 // The flags --model canned refuses (the spec gives what they would), and --batch-size, which
 // it takes where the spec does not give train.batch_size.
 constexpr const char* kCannedFlags[] = {"--learning-rate", "--lr-schedule", "--warmup-steps", "--clip-norm",
-                                        "--export",        "--exports-to-keep", "--batch-size"};
+                                        "--batch-size"};
 
 /// Where Debian's fortunes package puts its text, transformer_lm's corpus.
 constexpr const char* kFortunesDir = "/usr/share/games/fortunes";
@@ -515,7 +515,7 @@ est_train::FashionMnistInput FashionMnistInputOf(const Flags& flags, bool reads_
 }
 
 // The canned estimator of --spec. Its optimizers and learning rates are the spec's, and its input
-// the spec's files; its export for serving (tf.Example requests) is not there yet.
+// the spec's files; its exports take tf.Example records (est-serve --model canned --spec).
 est_train::ModelRecipe CannedRecipeOf(const Flags& flags, bool reads_data) {
   EST_CHECK(!flags.spec.empty(), est::ConfigError,
             "--model canned needs --spec, the JSON file of the estimator, its columns and its input (docs/canned.md)");
@@ -523,9 +523,6 @@ est_train::ModelRecipe CannedRecipeOf(const Flags& flags, bool reads_data) {
     throw est::ConfigError(est::Concat(*flags.data_flags_given.begin(), " does not apply to --model canned: its "
                                        "input is the spec's \"train\" and \"eval\" files (", flags.spec, ")"));
   for (const std::string& name : flags.canned_flags_given) {
-    if (name == "--export" || name == "--exports-to-keep")
-      throw est::ConfigError(est::Concat(name, " does not apply to --model canned yet: a canned estimator's export "
-                                         "for est-serve (tf.Example requests) is not there yet"));
     if (name != "--batch-size")
       throw est::ConfigError(est::Concat(name, " does not apply to --model canned: the spec's optimizers "
                                          "(\"optimizer\", \"linear_optimizer\", \"dnn_optimizer\", each with its "
@@ -566,8 +563,11 @@ est_train::TrainingOptions TrainingOptionsOf(const Flags& flags, const est_train
 
 // The exporters of --export, each into model_dir/export/<kind>, under the model's name.
 std::vector<est::ExporterPtr> ExportersOf(const Flags& flags, const est_train::ModelRecipe& recipe) {
+  EST_CHECK(flags.exports.empty() || recipe.serving_input, est::ConfigError, "--export: --model ", flags.model,
+            " has no serving input (a canned baseline reads no feature, so requests would say nothing)");
   const est::ExporterOptions options = est::ExporterOptions(recipe.serving_input)
                                            .model({flags.model, est_train::kModelVersion})
+                                           .weights_only(recipe.export_weights_only)
                                            .exports_to_keep(flags.exports_to_keep);
   std::vector<est::ExporterPtr> exporters;
   for (const std::string& kind : std::set<std::string>(flags.exports.begin(), flags.exports.end())) {

@@ -37,6 +37,9 @@ struct ModelRecipe {
   /// its own (a canned estimator, whose model_fn is its own); empty: Estimator(model_fn, ...).
   std::function<std::shared_ptr<est::Estimator>(const std::string& model_dir, est::RunConfig config)> make_estimator =
       nullptr;
+  /// Exports hold the weights alone (ExporterOptions::weights_only): a model_fn the tracer cannot
+  /// record, which est-serve runs with --model.
+  bool export_weights_only = false;
 };
 
 /// Where FashionMnistCnn's examples come from: TFRecord shards when train_files is set,

@@ -6,6 +6,7 @@
 #include "apps/common/number_checks.h"
 #include "common/error.h"
 #include "estimator/canned/canned_estimators.h"
+#include "estimator/feature_columns/parsing_plan.h"
 #include "estimator/canned/regression_head.h"
 
 namespace est_train {
@@ -191,6 +192,7 @@ SpecEstimator ReadSpecEstimator(const SpecValue& spec, const SpecColumns& column
                                        : FactoryOf<canned::BaselineRegressor>(options, warm_start);
   }
 
+  estimator.feature_spec = fc::make_parse_example_spec(read);
   const auto head_options =
       canned::HeadOptions().weight_column(common.weight_column).loss_reduction(common.loss_reduction);
   try {

@@ -33,6 +33,8 @@ struct SpecEstimator {
   std::shared_ptr<const est::canned::Head> head;
   /// classifier_parse_example_spec or regressor_parse_example_spec of its columns.
   est::data::ExampleSpec example_spec;
+  /// make_parse_example_spec of its columns: what a serving request's records hold.
+  est::data::ExampleSpec feature_spec;
 };
 
 /// The spec's keys that are not the estimator's parameters (estimator, columns, label, train,

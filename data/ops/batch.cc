@@ -86,8 +86,10 @@ at::Tensor StackChecked(const std::vector<Element>& elements, bool padded, const
   return padded ? StackPadded(tensors) : StackTensors(tensors);
 }
 
-/// One Element whose tensors stack (padded: pad and stack) those of `elements`.
-Element Stack(const std::vector<Element>& elements, bool padded) {
+}  // namespace
+
+Element BatchElements(const std::vector<Element>& elements, bool padded) {
+  EST_CHECK(!elements.empty(), DataError, "Dataset::batch: a batch of no elements");
   const Element& first = elements.front();
   for (size_t i = 1; i < elements.size(); ++i) {
     const Features& features = elements[i].features;
@@ -115,6 +117,8 @@ Element Stack(const std::vector<Element>& elements, bool padded) {
   }
   return batch;
 }
+
+namespace {
 
 /// What a gathered element costs beside its values, at least: an Element, and for each tensor
 /// its TensorImpl, StorageImpl and allocation (and a node of the features' map). Small
@@ -194,7 +198,7 @@ class BatchNode : public DatasetNode {
       }
       if (elements.empty() || (drop_remainder_ && elements.size() < batch_size_))
         return std::nullopt;
-      return Stack(elements, padded_);
+      return BatchElements(elements, padded_);
     }
 
     /// Skips the input's elements of whole batches; stacks nothing.

@@ -3,49 +3,57 @@
 #include <ATen/ATen.h>
 
 #include <memory>
+#include <set>
 #include <utility>
 
 #include "common/error.h"
+#include "data/dataset.h"
 #include "estimator/export/serving_signature.h"
 
 namespace est {
 namespace {
 
-/// The batched tensor of each feature `spec` parses: from the spec, or from `bytes_features`.
+/// The batched tensor a bytes feature's decoder makes, as `bytes_features` states it.
+TensorSpec DecodedTensor(const std::string& name, const std::vector<TensorSpec>& bytes_features) {
+  for (const TensorSpec& candidate : bytes_features)
+    if (candidate.name == name) return candidate;
+  EST_THROW(ConfigError, "bytes feature '", name, "' needs its tensor in bytes_features (the dtype and batched shape "
+            "its decoder makes, e.g. uint8 [-1, 28, 28]), or an ids decoder (FeatureSpec::ids_decoder)");
+}
+
+/// The batched tensors of each feature `spec` parses: from the spec, or from `bytes_features`; a
+/// VarLen feature's values padded to the longest record ([-1, -1, ...]) and its lengths.
 std::vector<TensorSpec> FeatureTensors(const data::ExampleSpec& spec, const std::vector<TensorSpec>& bytes_features) {
   for (const TensorSpec& given : bytes_features) {
     auto it = spec.find(given.name);
-    EST_CHECK(it != spec.end() && it->second.type() == data::FeatureType::kBytes, ConfigError,
-              "bytes_features names '", given.name, "', which is not a bytes feature of the example spec");
+    EST_CHECK(it != spec.end() && it->second.type() == data::FeatureType::kBytes && !it->second.bytes_to_ids(),
+              ConfigError, "bytes_features names '", given.name,
+              "', which is not a bytes feature of the example spec that a decoder of tensors parses");
   }
   std::vector<TensorSpec> tensors;
   for (const auto& [name, feature] : spec) {
-    EST_CHECK(feature.fixed_length(), ConfigError, "feature '", name, "' is VarLen: a serving signature of records "
-              "takes FixedLen features only, whose shape is the same in every request");
-    if (feature.type() == data::FeatureType::kBytes) {
-      const TensorSpec* given = nullptr;
-      for (const TensorSpec& candidate : bytes_features)
-        if (candidate.name == name) given = &candidate;
-      EST_CHECK(given != nullptr, ConfigError, "bytes feature '", name, "' needs its tensor in bytes_features (the "
-                "dtype and batched shape its decoder makes, e.g. uint8 [-1, 28, 28])");
-      tensors.push_back(*given);
-      continue;
+    const bool ids = static_cast<bool>(feature.bytes_to_ids());
+    if (feature.type() == data::FeatureType::kBytes && !ids) {
+      tensors.push_back(DecodedTensor(name, bytes_features));
+    } else {
+      TensorSpec tensor{name, feature.type() == data::FeatureType::kFloat32 ? at::kFloat : at::kLong, {-1}};
+      if (feature.fixed_length())
+        tensor.shape.insert(tensor.shape.end(), feature.shape().begin(), feature.shape().end());
+      else
+        tensor.shape.push_back(-1);
+      if (ids && feature.ids_per_value() > 1) tensor.shape.push_back(feature.ids_per_value());
+      tensors.push_back(std::move(tensor));
     }
-    TensorSpec tensor;
-    tensor.name = name;
-    tensor.dtype = feature.type() == data::FeatureType::kFloat32 ? at::kFloat : at::kLong;
-    tensor.shape = {-1};
-    tensor.shape.insert(tensor.shape.end(), feature.shape().begin(), feature.shape().end());
-    tensors.push_back(std::move(tensor));
+    if (!feature.fixed_length()) tensors.push_back({name + "_length", at::kLong, {-1}});
   }
   return tensors;
 }
 
-/// The features of `spec` as an export records them; none when one is a bytes feature.
+/// The features of `spec` as an export records them; none when one is a bytes or VarLen feature.
 std::vector<RecordFeature> RecordedFeatures(const data::ExampleSpec& spec) {
   std::vector<RecordFeature> features;
   for (const auto& [name, feature] : spec) {
-    if (feature.type() == data::FeatureType::kBytes) return {};
+    if (feature.type() == data::FeatureType::kBytes || !feature.fixed_length()) return {};
     features.push_back({name, feature.type() == data::FeatureType::kFloat32 ? at::kFloat : at::kLong, feature.shape(),
                         feature.default_tensor()});
   }
@@ -71,33 +79,35 @@ ServingInputFn ParsingServingInputFn(data::ExampleSpec spec, ParsingServingInput
   std::vector<TensorSpec> tensors = FeatureTensors(spec, options.bytes_features());
   ValidateServingInputs(tensors);
   const std::vector<RecordFeature> recorded = RecordedFeatures(spec);
+  std::set<std::string> var_len;  // the features whose records may hold more or fewer values
+  for (const auto& [name, feature] : spec)
+    if (!feature.fixed_length()) var_len.insert(name);
   auto parser = std::make_shared<const data::RecordParser>(data::ParseExample(std::move(spec)));
-  return [tensors = std::move(tensors), recorded, parser, input_name = options.input_name()] {
+  return [tensors = std::move(tensors), recorded, parser, var_len, input_name = options.input_name()] {
     ServingInputReceiver receiver;
     receiver.inputs = tensors;
     receiver.records_input = input_name;
     receiver.record_features = recorded;
-    receiver.parse_records = [tensors, parser, input_name](const std::vector<std::string>& records) {
+    receiver.parse_records = [tensors, parser, var_len, input_name](const std::vector<std::string>& records) {
       if (records.empty()) return ExampleRequest(tensors, 0);
-      std::map<std::string, std::vector<at::Tensor>> columns;
+      std::vector<data::Element> elements(records.size());
       for (size_t i = 0; i < records.size(); ++i) {
-        data::Element element;
         try {
-          element = (*parser)(records[i]);
+          elements[i] = (*parser)(records[i]);
         } catch (const DataError& error) {
           EST_THROW(DataError, "record ", i, " of input '", input_name, "': ", error.what());
         }
-        for (auto& [name, tensor] : element.features) {
-          std::vector<at::Tensor>& column = columns[name];
-          EST_CHECK(column.empty() || column.front().sizes() == tensor.sizes(), DataError, "record ", i, " of input '",
-                    input_name, "': feature '", name, "' has shape ", tensor.sizes(), " but ",
-                    column.front().sizes(), " in record 0; expected the same in every record");
-          column.push_back(std::move(tensor));
+        for (const auto& [name, tensor] : elements[i].features) {
+          const at::Tensor& first = elements.front().features.at(name);
+          const bool padded = var_len.count(name) != 0;
+          const bool fits = padded ? tensor.dim() == first.dim() : tensor.sizes() == first.sizes();
+          EST_CHECK(fits, DataError, "record ", i, " of input '", input_name, "': feature '", name, "' has shape ",
+                    tensor.sizes(), " but ", first.sizes(), " in record 0; expected ",
+                    padded ? "the same rank" : "the same shape", " in every record");
         }
       }
-      Features features;
-      for (auto& [name, column] : columns) features[name] = at::stack(column, 0);
-      return features;
+      // VarLen features are padded to the longest record, as Dataset::padded_batch pads them.
+      return data::BatchElements(elements, !var_len.empty()).features;
     };
     return receiver;
   };

@@ -24,6 +24,7 @@
 #include "serving/predictor.h"
 #include "serving/proto/grpc_inference_service.grpc.pb.h"
 #include "serving/proto/prediction_service.grpc.pb.h"
+#include "tests/apps/est_serve_process.h"
 #include "tests/apps/run_command.h"
 #include "tests/http_exchange.h"
 #include "tests/test_util.h"
@@ -31,58 +32,6 @@
 namespace est_serve_test {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-namespace {
-
-/// An est-serve process, its stderr in a file.
-struct Server {
-  pid_t pid = -1;
-  fs::path err;
-};
-
-Server Start(const std::vector<std::string>& args, const fs::path& dir) {
-  std::vector<std::string> strings{EST_SERVE_PATH};
-  strings.insert(strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& arg : strings) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  Server server{-1, dir / "err"};
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, server.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  const int rc = ::posix_spawn(&server.pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  REQUIRE(rc == 0);
-  return server;
-}
-
-/// The exit status of `server` (-1 when a signal ended it); kills it after 30 s.
-int Wait(const Server& server) {
-  int status = 0;
-  const auto give_up = Clock::now() + std::chrono::seconds(30);
-  while (::waitpid(server.pid, &status, WNOHANG) == 0) {
-    if (Clock::now() > give_up) {
-      ::kill(server.pid, SIGKILL);
-      ::waitpid(server.pid, &status, 0);
-      FAIL("est-serve did not exit within 30 s; stderr:\n" << est::ReadFile(server.err.string()));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-/// Waits (60 s at most) until `server` has written DIR/port, which it does once it listens (after
-/// DIR/rest_port, where asked for); fails when it exits first.
-void WaitUntilListening(const Server& server, const fs::path& dir) {
-  const auto give_up = Clock::now() + std::chrono::seconds(60);
-  while (!fs::exists(dir / "port") && Clock::now() < give_up) {
-    REQUIRE(::waitpid(server.pid, nullptr, WNOHANG) == 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  REQUIRE(fs::exists(dir / "port"));
-}
-
-}  // namespace
 
 TEST_CASE("est-serve serves est-train's export over both protocols until SIGTERM", "[apps][serving]") {
   // The stock binary runs the export's program, or, given --model, the built-in model_fn.
@@ -102,8 +51,8 @@ TEST_CASE("est-serve serves est-train's export over both protocols until SIGTERM
                                  "--max-queue-delay-us", "500", "--instances", "2", "--rest_api_port", "0",
                                  "--rest-port-file", (dir / "rest_port").string()};
   if (!program) args.insert(args.end(), {"--model", "linear"});
-  const Server server = Start(args, dir);
-  WaitUntilListening(server, dir);
+  const est::testing::EstServe server = est::testing::StartEstServe(args, dir);
+  est::testing::WaitUntilListening(server, dir);
   const std::string port = est::ReadFile((dir / "port").string());
   auto channel = grpc::CreateChannel("127.0.0.1:" + port.substr(0, port.find('\n')), grpc::InsecureChannelCredentials());
   auto context = [] {
@@ -165,7 +114,7 @@ TEST_CASE("est-serve serves est-train's export over both protocols until SIGTERM
   for (int i = 0; i < 3; ++i) CHECK(rest_predictions[i].get<float>() == expected[i].item<float>());
 
   ::kill(server.pid, SIGTERM);
-  CHECK(Wait(server) == 0);
+  CHECK(est::testing::WaitForEstServe(server) == 0);
   const std::string log = est::ReadFile(server.err.string());
   CHECK_THAT(log, Catch::Contains("SIGTERM: stopping"));
   CHECK_THAT(log, Catch::Contains(program ? "running its traced program" : "running model_fn"));
@@ -222,11 +171,11 @@ TEST_CASE("est-serve serves the models of a model config file, and the file chan
   };
   const std::string config_file = (dir / "models.config").string();
   est::WriteFileAtomic(config_file, config("second"));
-  const Server server = Start({"--model_config_file", config_file, "--model_config_file_poll_wait_seconds", "1",
+  const est::testing::EstServe server = est::testing::StartEstServe({"--model_config_file", config_file, "--model_config_file_poll_wait_seconds", "1",
                                "--port", "0", "--port-file", (dir / "port").string(), "--rest_api_port", "0",
                                "--rest-port-file", (dir / "rest_port").string()},
                               dir);
-  WaitUntilListening(server, dir);
+  est::testing::WaitUntilListening(server, dir);
   REQUIRE(fs::exists(dir / "rest_port"));
   const auto give_up = Clock::now() + std::chrono::seconds(60);
   const auto rest_port = static_cast<uint16_t>(std::stoi(est::ReadFile((dir / "rest_port").string())));
@@ -257,7 +206,7 @@ TEST_CASE("est-serve serves the models of a model config file, and the file chan
   CHECK(status_of("GET", "/v1/models/third") == 200);
 
   ::kill(server.pid, SIGTERM);
-  CHECK(Wait(server) == 0);
+  CHECK(est::testing::WaitForEstServe(server) == 0);
   const std::string log = est::ReadFile(server.err.string());
   CHECK_THAT(log, Catch::Contains("model config file '" + config_file + "'") && Catch::Contains("line 1"));
   CHECK_THAT(log, Catch::Contains("model 'second' is no longer served"));

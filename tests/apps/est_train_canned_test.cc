@@ -1,11 +1,17 @@
 // est-train --model canned as a user runs it: the example spec of examples/canned/ trains wide &
 // deep on click-through data made here, with no C++ and no TensorFlow, to an AUC a wrong model
 // cannot reach, into a checkpoint with TensorFlow's variable names, in one process and across
-// est-launch's workers and parameter servers; flags that do not apply to a canned estimator are
-// refused.
+// est-launch's workers and parameter servers; est-serve serves its export to tf.Example requests;
+// flags that do not apply to a canned estimator are refused.
 
 #include <catch2/catch.hpp>
+#include <grpcpp/create_channel.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+
+#include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <random>
 #include <regex>
@@ -15,7 +21,10 @@
 #include "checkpoint/checkpoint_reader.h"
 #include "data/example/example.pb.h"
 #include "data/tfrecord.h"
+#include "serving/proto/prediction_service.grpc.pb.h"
+#include "tests/apps/est_serve_process.h"
 #include "tests/apps/run_command.h"
+#include "tests/http_exchange.h"
 #include "tests/test_util.h"
 
 namespace fs = std::filesystem;
@@ -112,13 +121,144 @@ TEST_CASE("est-train --model canned trains the example spec's wide & deep to a g
   }
 }
 
+namespace {
+
+// The first `count` records of `file`.
+std::vector<std::string> FirstRecords(const fs::path& file, size_t count) {
+  est::data::TFRecordReader reader(file.string());
+  std::vector<std::string> records;
+  for (std::string record; records.size() < count && reader.next(&record);) records.push_back(record);
+  return records;
+}
+
+// A tf.train.Example as TensorFlow Serving's REST API takes one: strings, whole numbers (int64s)
+// and numbers with a fraction (floats).
+nlohmann::json ExampleJson(const std::string& record) {
+  est::tfexample::Example example;
+  REQUIRE(example.ParseFromString(record));
+  nlohmann::json json = nlohmann::json::object();
+  for (const auto& [name, feature] : example.features().feature()) {
+    if (feature.has_bytes_list()) json[name] = feature.bytes_list().value(0);
+    if (feature.has_int64_list()) json[name] = feature.int64_list().value(0);
+    if (feature.has_float_list()) json[name] = static_cast<double>(feature.float_list().value(0));
+  }
+  return json;
+}
+
+// The examples' label ("clicked").
+std::vector<int> Clicks(const std::vector<std::string>& records) {
+  std::vector<int> clicks;
+  for (const std::string& record : records) {
+    est::tfexample::Example example;
+    REQUIRE(example.ParseFromString(record));
+    clicks.push_back(static_cast<int>(example.features().feature().at("clicked").int64_list().value(0)));
+  }
+  return clicks;
+}
+
+// The area under the ROC curve of `scores` for `labels`: the chance that a positive scores above
+// a negative (ties count half).
+double ExactAuc(const std::vector<float>& scores, const std::vector<int>& labels) {
+  double above = 0;
+  double pairs = 0;
+  for (size_t p = 0; p < scores.size(); ++p) {
+    if (labels[p] != 1) continue;
+    for (size_t n = 0; n < scores.size(); ++n) {
+      if (labels[n] != 0) continue;
+      above += scores[p] > scores[n] ? 1.0 : scores[p] == scores[n] ? 0.5 : 0.0;
+      pairs += 1;
+    }
+  }
+  return above / pairs;
+}
+
+}  // namespace
+
+TEST_CASE("est-serve serves est-train's canned export: tf.Example requests to Classify and Predict",
+          "[apps][canned][serving]") {
+  const fs::path dir = CannedExampleDir("est_serve_canned");
+  const auto run = RunCannedEstTrain(dir, "--max-steps 150 --save-checkpoints-steps 150 --export final");
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  const std::string base = (dir / "model" / "export" / "final").string();
+  const auto server = est::testing::StartEstServe(
+      {"--model", "canned", "--spec", (dir / "wide_deep.json").string(), "--export-dir", base, "--port", "0",
+       "--port-file", (dir / "port").string(), "--rest_api_port", "0", "--rest-port-file",
+       (dir / "rest_port").string()},
+      dir);
+  est::testing::WaitUntilListening(server, dir);
+
+  // TensorFlow Serving's REST Classify, examples as its documentation writes them.
+  const std::vector<std::string> records = FirstRecords(dir / "data" / "eval.tfrecord", 400);
+  nlohmann::json examples = nlohmann::json::array();
+  for (const std::string& record : records) examples.push_back(ExampleJson(record));
+  const auto rest_port = static_cast<uint16_t>(std::stoi(est::ReadFile((dir / "rest_port").string())));
+  const est::testing::HttpAnswer classified = est::testing::HttpExchange(
+      rest_port, "POST", "/v1/models/canned:classify", nlohmann::json{{"examples", examples}}.dump());
+  INFO(classified.body.substr(0, 2000));
+  REQUIRE(classified.status == 200);
+  const nlohmann::json results = nlohmann::json::parse(classified.body).at("results");
+  REQUIRE(results.size() == records.size());
+  std::vector<float> scores;
+  for (const nlohmann::json& result : results) {
+    REQUIRE(result.size() == 2);
+    CHECK(result[1][0] == "1");
+    CHECK(result[0][1].get<float>() + result[1][1].get<float>() == Approx(1.0).margin(1e-6));
+    scores.push_back(result[1][1].get<float>());
+  }
+  // Held-out examples ranked as the trained model's evaluation ranks them (its AUC is 0.815 here).
+  CHECK(ExactAuc(scores, Clicks(records)) > 0.75);
+
+  // TensorFlow Serving's Predict over gRPC, the serialized records as TensorFlow's client sends
+  // them: the same probabilities, bit for bit.
+  const std::string port = est::ReadFile((dir / "port").string());
+  auto channel = grpc::CreateChannel("127.0.0.1:" + port.substr(0, port.find('\n')), grpc::InsecureChannelCredentials());
+  est::serving::tf::PredictRequest predict;
+  predict.mutable_model_spec()->set_name("canned");
+  auto& input = (*predict.mutable_inputs())["examples"];
+  input.set_dtype(est::serving::tf::DT_STRING);
+  input.mutable_tensor_shape()->add_dim()->set_size(static_cast<int64_t>(records.size()));
+  for (const std::string& record : records) input.add_string_val(record);
+  predict.add_output_filter("probabilities");
+  est::serving::tf::PredictResponse predicted;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  const grpc::Status status =
+      tensorflow::serving::PredictionService::NewStub(channel)->Predict(&context, predict, &predicted);
+  INFO(status.error_message());
+  REQUIRE(status.ok());
+  const std::string& content = predicted.outputs().at("probabilities").tensor_content();
+  REQUIRE(content.size() == records.size() * 2 * sizeof(float));
+  std::vector<float> probabilities(records.size() * 2);
+  std::memcpy(probabilities.data(), content.data(), content.size());
+  for (size_t i = 0; i < records.size(); ++i) CHECK(probabilities[2 * i + 1] == scores[i]);
+
+  // A record that is not a tf.Example is refused naming it.
+  input.set_string_val(1, "\x0a\xff");
+  input.mutable_tensor_shape()->mutable_dim(0)->set_size(2);
+  while (input.string_val_size() > 2) input.mutable_string_val()->RemoveLast();
+  grpc::ClientContext bad_context;
+  const grpc::Status refused =
+      tensorflow::serving::PredictionService::NewStub(channel)->Predict(&bad_context, predict, &predicted);
+  CHECK(refused.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK_THAT(refused.error_message(), Catch::Contains("record 1 of input 'examples'"));
+
+  ::kill(server.pid, SIGTERM);
+  CHECK(est::testing::WaitForEstServe(server) == 0);
+  CHECK_THAT(est::ReadFile(server.err.string()), Catch::Contains("running model_fn"));
+
+  // --model canned needs the spec the exports were trained from.
+  const auto no_spec = est::testing::RunCommand(std::string(EST_SERVE_PATH) + " --model canned --export-dir " + base);
+  CHECK(no_spec.exit_code == 1);
+  CHECK_THAT(no_spec.output, Catch::Contains("est-serve: error: --model canned needs --spec"));
+}
+
 TEST_CASE("est-train --model canned refuses flags whose part the spec gives", "[apps][canned]") {
   const fs::path dir = CannedExampleDir("est_train_canned_flags");
   for (const auto& [args, expected] : std::vector<std::pair<std::string, std::string>>{
            {"--learning-rate 0.1", "--learning-rate does not apply to --model canned"},
            {"--lr-schedule 'CosineDecay(decay_steps=10)'", "--lr-schedule does not apply to --model canned"},
            {"--clip-norm 1", "--clip-norm does not apply to --model canned"},
-           {"--export final", "--export does not apply to --model canned yet"},
            {"--data-files x", "--data-files does not apply to --model canned"},
            {"--batch-size 32", "--batch-size 32 and the spec's train.batch_size 256 both give the batch size"}}) {
     INFO(args);

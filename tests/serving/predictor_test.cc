@@ -11,6 +11,7 @@
 #include <future>
 #include <vector>
 
+#include "data/example/example.pb.h"
 #include "estimator/export/export_directory.h"
 #include "serving/predictor.h"
 #include "tests/serving/serving_models.h"
@@ -214,11 +215,42 @@ TEST_CASE("a Predictor of serialized tf.Example records parses them into the ten
              Catch::Contains("requests carry tensors here but serialized records in input 'examples' in the export"));
 }
 
-TEST_CASE("ParsingServingInputFn refuses features without a fixed shape", "[serving][predictor][records]") {
+TEST_CASE("ParsingServingInputFn pads VarLen features as padded_batch does, and needs a bytes feature's tensor",
+          "[serving][predictor][records]") {
   using data::FeatureSpec;
   using data::FeatureType;
-  CHECK_THAT(testing::ErrorMessageOf<ConfigError>([] { ParsingServingInputFn({{"t", FeatureSpec::VarLen(FeatureType::kInt64)}}); }),
-             Catch::Contains("feature 't' is VarLen"));
+  // "t": VarLen int64s, padded; "w": a FixedLen float; "s": strings to two ids each, padded.
+  const data::BytesToIds two_ids = [](std::string_view value, int64_t* ids) {
+    ids[0] = static_cast<int64_t>(value.size());
+    ids[1] = value.empty() ? -1 : value[0];
+  };
+  const ServingInputReceiver varying = ParsingServingInputFn(
+      {{"t", FeatureSpec::VarLen(FeatureType::kInt64)},
+       {"w", FeatureSpec::FixedLen(FeatureType::kFloat32, {1})},
+       {"s", FeatureSpec::VarLen(FeatureType::kBytes).ids_decoder(two_ids, 2)}})();
+  CHECK((varying.inputs == std::vector<TensorSpec>{{"s", at::kLong, {-1, -1, 2}},
+                                                   {"s_length", at::kLong, {-1}},
+                                                   {"t", at::kLong, {-1, -1}},
+                                                   {"t_length", at::kLong, {-1}},
+                                                   {"w", at::kFloat, {-1, 1}}}));
+  CHECK(varying.record_features.empty());  // ids decoders are code: a server needs this serving input
+  auto record = [](std::vector<int64_t> t, float w, std::vector<std::string> s) {
+    tfexample::Example example;
+    auto& features = *example.mutable_features()->mutable_feature();
+    for (int64_t value : t) features["t"].mutable_int64_list()->add_value(value);
+    features["w"].mutable_float_list()->add_value(w);
+    for (const std::string& value : s) features["s"].mutable_bytes_list()->add_value(value);
+    return example.SerializeAsString();
+  };
+  const Features parsed = varying.parse_records({record({7}, 0.5F, {"ab"}), record({1, 2, 3}, 1.5F, {}),
+                                                 record({}, 2.5F, {"x", "yz"})});
+  CHECK(torch::equal(parsed.at("t"), torch::tensor({7, 0, 0, 1, 2, 3, 0, 0, 0}, torch::kLong).view({3, 3})));
+  CHECK(torch::equal(parsed.at("t_length"), torch::tensor({1, 3, 0}, torch::kLong)));
+  CHECK(torch::equal(parsed.at("w"), torch::tensor({0.5F, 1.5F, 2.5F}).view({3, 1})));
+  CHECK(torch::equal(parsed.at("s"), torch::tensor({2, 'a', 0, 0, 0, 0, 0, 0, 1, 'x', 2, 'y'}, torch::kLong).view({3, 2, 2})));
+  CHECK(torch::equal(parsed.at("s_length"), torch::tensor({1, 0, 2}, torch::kLong)));
+  CHECK(varying.parse_records({record({4, 5}, 1.0F, {})}).at("t").sizes() == at::IntArrayRef({1, 2}));
+
   CHECK_THAT(testing::ErrorMessageOf<ConfigError>([] { ParsingServingInputFn({{"image", FeatureSpec::FixedLen(FeatureType::kBytes)}}); }),
              Catch::Contains("bytes feature 'image' needs its tensor in bytes_features"));
   // A bytes feature decoded: its tensor as given.

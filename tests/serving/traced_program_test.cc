@@ -122,7 +122,7 @@ TEST_CASE("an export records the defaults of its records' features; one of bytes
   };
   const std::string bytes_path = estimator->export_saved_model(estimator->model_dir() + "/export", with_bytes);
   CHECK_THAT(testing::ErrorMessageOf<CheckpointError>([&] { Predictor{bytes_path}; }),
-             Catch::Contains("bytes features only its serving input decodes"));
+             Catch::Contains("whose features only its serving input parses"));
 }
 
 TEST_CASE("a model_fn the tracer cannot record is refused at export, naming what differs", "[serving][program]") {

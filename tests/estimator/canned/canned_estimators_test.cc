@@ -1,7 +1,8 @@
 // The canned estimators: warm-started from a checkpoint TensorFlow 2.15's own
 // DNNLinearCombinedClassifier wrote (tensorflow_wide_deep_checkpoint/, made by
 // make_tensorflow_wide_deep_checkpoint.py), wide & deep predicts what TensorFlow predicted; every
-// estimator learns a known rule; checkpoints carry TensorFlow's variable names.
+// estimator learns a known rule; checkpoints carry TensorFlow's variable names; exported with a
+// parsing serving input, wide & deep answers tf.Example requests as TensorFlow predicted.
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
@@ -21,9 +22,12 @@
 #include "checkpoint/checkpoint_reader.h"
 #include "common/error.h"
 #include "data/example/example.pb.h"
+#include "data/tfrecord.h"
 #include "data/tfrecord_dataset.h"
 #include "estimator/canned/canned_estimators.h"
+#include "estimator/export/parsing_serving_input.h"
 #include "estimator/feature_columns/feature_columns.h"
+#include "serving/predictor.h"
 #include "tests/estimator/canned/canned_test_data.h"
 #include "tests/test_util.h"
 
@@ -142,6 +146,48 @@ TEST_CASE("canned: wide & deep warm-started from TensorFlow's checkpoint starts 
       },
       est::TrainOptions().max_steps(1));
   CheckTensorFlowPredictions(model, options, (dir / "model" / "model.ckpt-1").string());
+}
+
+TEST_CASE("canned: wide & deep exported for tf.Example requests serves what TensorFlow predicted", "[canned]") {
+  const std::filesystem::path dir = est::testing::FreshTempDir("canned_serving");
+  const DNNLinearCombinedOptions options = WideDeepOfFixture();
+  est::canned::DNNLinearCombinedClassifier model(options, (dir / "model").string());
+  // TensorFlow's build_parsing_serving_input_receiver_fn(make_parse_example_spec(columns)).
+  const est::ServingInputFn serving_input = est::ParsingServingInputFn(fc::make_parse_example_spec(AllColumns(options)));
+  const std::string path = model.export_saved_model(
+      (dir / "export").string(), serving_input,
+      est::ExportOptions().checkpoint_path((kFixture / "model.ckpt-50").string()).weights_only(true));
+  const est::serving::Predictor predictor(model.model_fn(), path,
+                                          est::serving::PredictorOptions().serving_input_fn(serving_input));
+  CHECK(predictor.records_input() == "examples");
+
+  std::vector<std::string> records;
+  est::data::TFRecordReader reader((kFixture / "examples.tfrecord").string());
+  for (std::string record; reader.next(&record);) records.push_back(record);
+  const nlohmann::json expected = ReadJson(kFixture / "predictions.json")["predictions"];
+  REQUIRE(records.size() == expected.size());
+  // Requests of 1, 6 and the rest: the tags of each are padded to that request's longest list.
+  size_t first = 0;
+  for (size_t count : {size_t{1}, size_t{6}, records.size() - 7}) {
+    const std::vector<std::string> request(records.begin() + static_cast<std::ptrdiff_t>(first),
+                                           records.begin() + static_cast<std::ptrdiff_t>(first + count));
+    const est::TensorMap answer = predictor.predict(predictor.parse_records(request));
+    REQUIRE(answer.at("logits").size(0) == static_cast<int64_t>(count));
+    for (size_t i = 0; i < count; ++i) {
+      INFO("example " << first + i);
+      const nlohmann::json& want = expected[first + i];
+      const auto row = static_cast<int64_t>(i);
+      CHECK(answer.at("logits")[row][0].item<double>() == Approx(want["logits"][0].get<double>()).margin(1e-5));
+      CHECK(answer.at("probabilities")[row][1].item<double>() ==
+            Approx(want["probabilities"][1].get<double>()).margin(1e-5));
+      CHECK(answer.at("class_ids")[row][0].item<int64_t>() == want["class_ids"][0].get<int64_t>());
+    }
+    first += count;
+  }
+
+  // A record that is not a tf.Example is refused naming it.
+  std::vector<std::string> bad{records[0], "\x0a\xff"};
+  CHECK_THROWS_WITH(predictor.parse_records(bad), Catch::Contains("record 1 of input 'examples'"));
 }
 
 namespace {
