@@ -6,6 +6,7 @@
 //   canned_bench --data-dir DIR [--estimator wide_deep] [--steps 2000] [--batch-size 256]
 //                [--linear-learning-rate 0.1] [--dnn-learning-rate 0.05] [--input tfrecord|tensors]
 //                [--eval-every 250] [--threads 1] [--parse-threads 1] [--input-phases]
+//                [--warm-start-from CHECKPOINT]
 //
 // Training reads DIR/train.tfrecord in file order (no shuffle), repeated, parsed and padded into
 // batches (TFRecordDataset + ParseExample + padded_batch + prefetch, as TensorFlow's batch + map
@@ -110,6 +111,7 @@ struct Flags {
   int64_t seed = 73;
   int64_t parse_threads = 1;  ///< above 1: records parsed by a parallel map of this many threads
   bool input_phases = false;  ///< also time the input's stages alone
+  std::string warm_start_from;  ///< a checkpoint whose variables start training (TensorFlow's)
 };
 
 /// Times the training steps from the start of the first to the end of the last, and the end of
@@ -147,6 +149,7 @@ class StepTimer : public est::SessionRunHook {
 
 /// The estimator `name` with the columns and rates of tensorflow_canned.py.
 std::unique_ptr<est::Estimator> MakeEstimator(const Flags& flags, const est::RunConfig& config) {
+  const est::WarmStartSettings warm_start(flags.warm_start_from);
   const CtrColumns columns = TensorFlowCannedColumns();
   const auto ftrl = flags.linear_learning_rate > 0 ? est::canned::OptimizerSpec("Ftrl", flags.linear_learning_rate)
                                                    : est::canned::OptimizerSpec("Ftrl");
@@ -160,17 +163,18 @@ std::unique_ptr<est::Estimator> MakeEstimator(const Flags& flags, const est::Run
     // TensorFlow's default linear rate depends on the number of columns: only set what was asked.
     if (flags.linear_learning_rate > 0) options.linear_optimizer(ftrl);
     if (flags.dnn_learning_rate > 0) options.dnn_optimizer(adagrad);
-    return std::make_unique<est::canned::DNNLinearCombinedClassifier>(options, flags.model_dir, config);
+    return std::make_unique<est::canned::DNNLinearCombinedClassifier>(options, flags.model_dir, config, warm_start);
   }
   if (flags.estimator == "linear") {
     return std::make_unique<est::canned::LinearClassifier>(
-        est::canned::LinearOptions().feature_columns(columns.linear).optimizer(ftrl), flags.model_dir, config);
+        est::canned::LinearOptions().feature_columns(columns.linear).optimizer(ftrl), flags.model_dir, config,
+        warm_start);
   }
   EST_CHECK(flags.estimator == "dnn_regressor", est::ConfigError, "canned_bench: unknown --estimator '",
             flags.estimator, "' (wide_deep, linear or dnn_regressor)");
   return std::make_unique<est::canned::DNNRegressor>(
       est::canned::DNNOptions().feature_columns(columns.dnn).hidden_units({64, 32}).optimizer(adagrad),
-      flags.model_dir, config);
+      flags.model_dir, config, warm_start);
 }
 
 /// The columns an estimator reads, and its label.
@@ -335,6 +339,9 @@ int main(int argc, char** argv) {
                  "--input tfrecord: above 1, records are parsed by a parallel map of this many threads")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--warm-start-from", flags.warm_start_from,
+                 "a checkpoint (TensorFlow's initial one, model.ckpt-0) whose variables training starts from instead "
+                 "of random values, to compare training step for step");
   app.add_flag("--input-phases", flags.input_phases,
                "first time the input's stages alone (framing, parse, padded_batch), ms a batch");
   CLI11_PARSE(app, argc, argv);
