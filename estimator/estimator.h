@@ -77,6 +77,10 @@ struct ExportOptions {
   /// operator with no ONNX mapping is a ModelError naming it (docs/serving.md lists those mapped).
   /// Not with weights_only.
   TORCH_ARG(std::optional<int64_t>, onnx);
+  /// The names of a classifier's classes, in the order of its scores (`probabilities` or
+  /// `scores`): TensorFlow Serving's Classify answers by them (a canned classifier's
+  /// label_vocabulary). Empty: classes are named by their index ("0", "1", ...).
+  TORCH_ARG(std::vector<std::string>, class_labels);
 };
 
 /// The Estimator of tf.estimator for LibTorch. It calls model_fn eagerly every step;

@@ -46,6 +46,7 @@ class ExporterBase : public Exporter {
             .model(options_.model())
             .metrics(eval_result)
             .weights_only(options_.weights_only())
+            .class_labels(options_.class_labels())
             .onnx(options_.onnx()));
     last_exported_ = checkpoint_path;
     if (trim) RemoveOldExports(export_path, options_.exports_to_keep());

@@ -48,6 +48,8 @@ struct ExporterOptions {
   TORCH_ARG(bool, weights_only) = false;
   /// Also write model.onnx in this ONNX opset (ExportOptions::onnx).
   TORCH_ARG(std::optional<int64_t>, onnx);
+  /// The names of the classes (ExportOptions::class_labels).
+  TORCH_ARG(std::vector<std::string>, class_labels);
   /// The newest exports kept; older versions are removed (only their own files). Not used by
   /// FinalExporter.
   TORCH_ARG(int, exports_to_keep) = 5;

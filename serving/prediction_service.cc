@@ -132,7 +132,7 @@ grpc::Status PredictionService::Regress(grpc::ServerContext* context, const tf::
 
 grpc::Status PredictionService::examples_output(const tf::ModelSpec& spec, const tf::Input& input, bool classify,
                                                 std::chrono::steady_clock::time_point deadline, at::Tensor& values,
-                                                tf::ModelSpec& answered) const {
+                                                tf::ModelSpec& answered, std::vector<std::string>* class_labels) const {
   Servable servable;
   if (grpc::Status found = find(spec, servable); !found.ok()) return found;
   const ExportManifest& manifest = servable.predictor->manifest();
@@ -150,6 +150,7 @@ grpc::Status PredictionService::examples_output(const tf::ModelSpec& spec, const
     const TensorMap predictions =
         servable.predict(ExampleTensors(SerializedExamples(input), *servable.predictor), deadline, &version);
     values = predictions.at(output).to(at::kFloat).contiguous();
+    if (class_labels != nullptr) *class_labels = manifest.class_labels;
     answered.set_name(servable.name);
     answered.mutable_version()->set_value(version);
     answered.set_signature_name(kDefaultSignature);
@@ -163,17 +164,21 @@ grpc::Status PredictionService::classify(const tf::ClassificationRequest& reques
                                          std::chrono::steady_clock::time_point deadline) const {
   if (!request.has_model_spec()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Missing ModelSpec");
   at::Tensor scores;
+  std::vector<std::string> class_labels;
   if (grpc::Status status = examples_output(request.model_spec(), request.input(), true, deadline, scores,
-                                            *response.mutable_model_spec());
+                                            *response.mutable_model_spec(), &class_labels);
       !status.ok())
     return status;
   scores = scores.reshape({scores.size(0), -1});
+  if (class_labels.size() != static_cast<size_t>(scores.size(1))) class_labels.clear();
   const float* values = scores.data_ptr<float>();
   for (int64_t row = 0; row < scores.size(0); ++row) {
     tf::Classifications& classes = *response.mutable_result()->add_classifications();
     for (int64_t column = 0; column < scores.size(1); ++column) {
       tf::Class& label = *classes.add_classes();
-      label.set_label(std::to_string(column));  // the class index, as canned TF classifiers label classes
+      // The export's names of the classes (a label vocabulary), else the class index, as TensorFlow's
+      // canned classifiers label classes.
+      label.set_label(class_labels.empty() ? std::to_string(column) : class_labels[static_cast<size_t>(column)]);
       label.set_score(values[row * scores.size(1) + column]);
     }
   }

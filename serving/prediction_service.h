@@ -2,6 +2,9 @@
 /// TensorFlow Serving's gRPC PredictionService (Predict, Classify, Regress, GetModelMetadata)
 /// over the served models, for clients written for TF Serving.
 
+#include <string>
+#include <vector>
+
 #include "serving/inference_service.h"
 #include "serving/proto/prediction_service.grpc.pb.h"
 
@@ -48,10 +51,11 @@ class PredictionService final : public tensorflow::serving::PredictionService::S
 
  private:
   /// The examples of `input` run on the version `spec` names: the float values of the output
-  /// Classify (`classify`) or Regress answers with, and the spec of the version that answered.
+  /// Classify (`classify`) or Regress answers with, the spec of the version that answered, and
+  /// (where asked) the export's names of the classes.
   grpc::Status examples_output(const tf::ModelSpec& spec, const tf::Input& input, bool classify,
                                std::chrono::steady_clock::time_point deadline, at::Tensor& values,
-                               tf::ModelSpec& answered) const;
+                               tf::ModelSpec& answered, std::vector<std::string>* class_labels = nullptr) const;
 
   const ServiceContext context_;
 };

@@ -69,6 +69,7 @@ ModelRecipe CannedModel(const CannedSpec& spec, int64_t train_batch_size, int64_
   if (!spec.estimator.feature_spec.empty())
     recipe.serving_input = est::ParsingServingInputFn(spec.estimator.feature_spec);
   recipe.export_weights_only = true;
+  recipe.class_labels = spec.estimator.class_labels;
   return recipe;
 }
 

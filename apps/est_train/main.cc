@@ -568,6 +568,7 @@ std::vector<est::ExporterPtr> ExportersOf(const Flags& flags, const est_train::M
   const est::ExporterOptions options = est::ExporterOptions(recipe.serving_input)
                                            .model({flags.model, est_train::kModelVersion})
                                            .weights_only(recipe.export_weights_only)
+                                           .class_labels(recipe.class_labels)
                                            .exports_to_keep(flags.exports_to_keep);
   std::vector<est::ExporterPtr> exporters;
   for (const std::string& kind : std::set<std::string>(flags.exports.begin(), flags.exports.end())) {

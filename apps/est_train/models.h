@@ -40,6 +40,8 @@ struct ModelRecipe {
   /// Exports hold the weights alone (ExporterOptions::weights_only): a model_fn the tracer cannot
   /// record, which est-serve runs with --model.
   bool export_weights_only = false;
+  /// The names of its classes, which exports record (ExporterOptions::class_labels).
+  std::vector<std::string> class_labels = {};
 };
 
 /// Where FashionMnistCnn's examples come from: TFRecord shards when train_files is set,

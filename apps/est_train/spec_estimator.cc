@@ -109,6 +109,7 @@ SpecEstimator ReadSpecEstimator(const SpecValue& spec, const SpecColumns& column
   common.classifier = name.size() > 10 && name.compare(name.size() - 10, 10, "Classifier") == 0;
   std::vector<std::string> parameters{"weight_column", "loss_reduction",
                                       common.classifier ? "n_classes" : "label_dimension"};
+  if (common.classifier) parameters.push_back("label_vocabulary");
   const bool linear = name.rfind("Linear", 0) == 0;
   const bool dnn = name.rfind("DNNClassifier", 0) == 0 || name.rfind("DNNRegressor", 0) == 0;
   const bool combined = name.rfind("DNNLinearCombined", 0) == 0;
@@ -132,6 +133,14 @@ SpecEstimator ReadSpecEstimator(const SpecValue& spec, const SpecColumns& column
   common.label = spec.at("label").string();
   if (common.classifier && spec.has("n_classes"))
     common.n_classes = spec.at("n_classes").integer(2, est_apps::kMaxInt64);
+  if (spec.has("label_vocabulary")) {
+    // TensorFlow's rule: as many names as classes (n_classes, 2 unless given).
+    estimator.class_labels = spec.at("label_vocabulary").strings(2);
+    if (estimator.class_labels.size() != static_cast<size_t>(common.n_classes))
+      spec.at("label_vocabulary")
+          .fail(est::Concat("names ", estimator.class_labels.size(), " classes; expected n_classes (",
+                            common.n_classes, ") of them"));
+  }
   if (!common.classifier && spec.has("label_dimension"))
     common.label_dimension = spec.at("label_dimension").integer(1, est_apps::kMaxInt64);
   if (spec.has("weight_column")) common.weight_column = spec.at("weight_column").string();
@@ -202,7 +211,8 @@ SpecEstimator ReadSpecEstimator(const SpecValue& spec, const SpecColumns& column
           canned::regressor_parse_example_spec(read, common.label, common.label_dimension, common.weight_column);
     } else {
       estimator.head = canned::ClassifierHead(common.n_classes, head_options);
-      estimator.example_spec = canned::classifier_parse_example_spec(read, common.label, common.weight_column);
+      estimator.example_spec =
+          canned::classifier_parse_example_spec(read, common.label, common.weight_column, estimator.class_labels);
     }
   } catch (const est::ConfigError& error) {
     spec.fail(error.what());

@@ -35,6 +35,9 @@ struct SpecEstimator {
   est::data::ExampleSpec example_spec;
   /// make_parse_example_spec of its columns: what a serving request's records hold.
   est::data::ExampleSpec feature_spec;
+  /// A classifier's "label_vocabulary": its classes' names, which its labels are (as strings)
+  /// and its exports name classes by; empty: labels are class ids.
+  std::vector<std::string> class_labels;
 };
 
 /// The spec's keys that are not the estimator's parameters (estimator, columns, label, train,

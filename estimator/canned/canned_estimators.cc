@@ -1,6 +1,10 @@
 #include "estimator/canned/canned_estimators.h"
 
 #include <cmath>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include "common/error.h"
@@ -142,12 +146,34 @@ data::ExampleSpec SpecWithLabel(const char* function, const std::vector<feature_
   return spec;
 }
 
+/// A label of string classes, each parsed to its index in `label_vocabulary`.
+data::FeatureSpec LabelVocabularySpec(const std::string& label_key, const std::vector<std::string>& label_vocabulary) {
+  auto ids = std::make_shared<std::unordered_map<std::string, int64_t>>();
+  std::string listed;
+  for (const std::string& label : label_vocabulary) {
+    EST_CHECK(ids->emplace(label, static_cast<int64_t>(ids->size())).second, ConfigError,
+              "label_vocabulary: \"", label, "\" is listed twice; expected each class once");
+    if (ids->size() <= 10) listed += (listed.empty() ? "\"" : ", \"") + label + "\"";
+  }
+  if (ids->size() > 10) listed += ", ...";
+  return data::FeatureSpec::FixedLen(data::FeatureType::kBytes, {1})
+      .ids_decoder([ids, label_key, listed](std::string_view value, int64_t* id) {
+        const auto found = ids->find(std::string(value));
+        EST_CHECK(found != ids->end(), DataError, "label \"", label_key, "\" is \"", value,
+                  "\", which is not in the label vocabulary; expected one of ", listed);
+        *id = found->second;
+      });
+}
+
 }  // namespace
 
 data::ExampleSpec classifier_parse_example_spec(const std::vector<feature_columns::FeatureColumnPtr>& columns,
-                                                const std::string& label_key, const std::string& weight_column) {
+                                                const std::string& label_key, const std::string& weight_column,
+                                                const std::vector<std::string>& label_vocabulary) {
   return SpecWithLabel("classifier_parse_example_spec", columns, label_key,
-                       data::FeatureSpec::FixedLen(data::FeatureType::kInt64, {1}), weight_column);
+                       label_vocabulary.empty() ? data::FeatureSpec::FixedLen(data::FeatureType::kInt64, {1})
+                                                : LabelVocabularySpec(label_key, label_vocabulary),
+                       weight_column);
 }
 
 data::ExampleSpec regressor_parse_example_spec(const std::vector<feature_columns::FeatureColumnPtr>& columns,

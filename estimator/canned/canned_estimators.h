@@ -192,8 +192,12 @@ std::shared_ptr<const Head> ClassifierHead(int64_t n_classes, HeadOptions option
 
 /// tf.estimator.classifier_parse_example_spec: the columns' spec, the label `label_key` (int64
 /// [1]) and the weight column (float32 [1]) when given. Parse with ParseExample(spec, label_key).
+/// With a `label_vocabulary` (a canned classifier's: the classes' names, in order) the label is
+/// a string, parsed to its index in the vocabulary: the class id the heads take. A label not in
+/// it is a DataError naming it; a name listed twice a ConfigError.
 data::ExampleSpec classifier_parse_example_spec(const std::vector<feature_columns::FeatureColumnPtr>& columns,
-                                                const std::string& label_key, const std::string& weight_column = "");
+                                                const std::string& label_key, const std::string& weight_column = "",
+                                                const std::vector<std::string>& label_vocabulary = {});
 
 /// tf.estimator.regressor_parse_example_spec: the label is float32 [label_dimension].
 data::ExampleSpec regressor_parse_example_spec(const std::vector<feature_columns::FeatureColumnPtr>& columns,

@@ -94,6 +94,7 @@ std::string ExportManifest::to_json() const {
   nlohmann::json signature = {{"inputs", ToJson(inputs)}, {"outputs", ToJson(outputs)}};
   if (!records_input.empty()) signature["records_input"] = records_input;
   if (!record_features.empty()) signature["record_features"] = RecordFeaturesJson(record_features);
+  if (!class_labels.empty()) signature["class_labels"] = class_labels;
   nlohmann::json json = {
       {"format", kFormat},
       {"format_version", kFormatVersion},
@@ -142,6 +143,8 @@ ExportManifest ExportManifest::Parse(const std::string& text, const std::string&
     manifest.records_input = json.at("signature").value("records_input", "");
     if (json.at("signature").contains("record_features"))  // exports made before record_features have none
       manifest.record_features = RecordFeaturesFromJson(json.at("signature").at("record_features"));
+    if (json.at("signature").contains("class_labels"))
+      manifest.class_labels = json.at("signature").at("class_labels").get<std::vector<std::string>>();
     const nlohmann::json& weights = json.at("weights");
     manifest.weights_bytes = weights.at("bytes").get<uint64_t>();
     manifest.weights_crc32c = weights.at("crc32c").get<uint32_t>();

@@ -84,6 +84,9 @@ struct ExportManifest {
   /// The records' features (ServingInputReceiver::record_features), by which a server parses
   /// them without the serving input; empty when it cannot (or requests carry tensors).
   std::vector<RecordFeature> record_features;
+  /// The names of the classes, in the order of a classifier's scores (ExportOptions::
+  /// class_labels), which Classify answers by; empty: classes are named by their index.
+  std::vector<std::string> class_labels;
   /// The weights are the moving averages of the variables (RunConfig::moving_average).
   bool moving_averages = false;
   /// The weights file's size and CRC32C.

@@ -51,6 +51,17 @@ std::string Estimator::Impl::export_saved_model(const std::string& export_dir_ba
   manifest.records_input = receiver.records_input;
   manifest.record_features = receiver.record_features;
   manifest.outputs = OutputSignature(receiver.inputs, predict);
+  manifest.class_labels = options.class_labels();
+  if (!manifest.class_labels.empty()) {
+    const TensorSpec* scores = nullptr;
+    for (const TensorSpec& output : manifest.outputs)
+      if (output.name == "scores" || (output.name == "probabilities" && scores == nullptr)) scores = &output;
+    EST_CHECK(scores != nullptr && !scores->shape.empty() &&
+                  scores->shape.back() == static_cast<int64_t>(manifest.class_labels.size()),
+              ConfigError, "export_saved_model: ExportOptions names ", manifest.class_labels.size(),
+              " class_labels; expected as many as the classes of the output 'scores' or 'probabilities' (",
+              scores ? scores->describe() : "model_fn predicts neither", ")");
+  }
   manifest.moving_averages = restore == RestoreMode::kMovingAverages;
   std::map<std::string, at::Tensor> weights;
   for (const auto& [name, tensor] : ctx.variables()) weights.emplace(name, tensor);

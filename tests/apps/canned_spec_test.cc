@@ -9,10 +9,13 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "apps/est_train/canned_model.h"
 #include "apps/est_train/canned_spec.h"
 #include "common/error.h"
+#include "data/example.h"
+#include "data/example/example.pb.h"
 #include "tests/test_util.h"
 
 namespace fs = std::filesystem;
@@ -143,6 +146,29 @@ TEST_CASE("canned spec: every canned estimator reads with its parameters", "[app
   CHECK(Has(read(SpecOf("BaselineRegressor", nlohmann::json::object())).metrics, "average_loss"));
 }
 
+TEST_CASE("canned spec: a label_vocabulary makes labels strings, parsed to class ids, and names the classes",
+          "[apps][canned]") {
+  const est_train::CannedSpec spec = est_train::ReadCannedSpec(
+      WriteCannedSpec(SpecOf("DNNClassifier", {{"feature_columns", {"age"}}, {"hidden_units", {4}}, {"n_classes", 3},
+                                               {"label_vocabulary", {"low", "mid", "high"}}})),
+      true);
+  CHECK((spec.estimator.class_labels == std::vector<std::string>{"low", "mid", "high"}));
+  CHECK(est_train::CannedModel(spec, 8, 8, 1).class_labels == spec.estimator.class_labels);
+  const est::data::RecordParser parse = est::data::ParseExample(spec.estimator.example_spec, "y");
+  auto record = [](const std::string& label) {
+    est::tfexample::Example example;
+    auto& features = *example.mutable_features()->mutable_feature();
+    features["age"].mutable_float_list()->add_value(30);
+    features["y"].mutable_bytes_list()->add_value(label);
+    return example.SerializeAsString();
+  };
+  CHECK(parse(record("high")).labels.item<int64_t>() == 2);
+  CHECK(parse(record("low")).labels.item<int64_t>() == 0);
+  CHECK_THAT(est::testing::ErrorMessageOf<est::DataError>([&] { parse(record("none")); }),
+             Contains("label \"y\" is \"none\", which is not in the label vocabulary; expected one of \"low\", "
+                      "\"mid\", \"high\""));
+}
+
 TEST_CASE("canned spec: errors name the spec file, the JSON path and what was expected", "[apps][canned]") {
   const auto error_of = [](nlohmann::json spec, bool list_files = true) {
     const std::string file = WriteCannedSpec(spec, "canned_spec_error");
@@ -232,6 +258,11 @@ TEST_CASE("canned spec: errors name the spec file, the JSON path and what was ex
   spec = good;
   spec.erase("label");
   CHECK_THAT(error_of(spec), Contains("label: missing; the spec needs it"));
+  spec = good;
+  spec["label_vocabulary"] = {"no", "yes", "maybe"};
+  CHECK_THAT(error_of(spec), Contains("label_vocabulary: names 3 classes; expected n_classes (2) of them"));
+  spec["label_vocabulary"] = {"no", "no"};
+  CHECK_THAT(error_of(spec), Contains("\"no\" is listed twice"));
   spec = good;
   spec["train"]["compression_type"] = "gzip";
   CHECK_THAT(error_of(spec),

@@ -13,12 +13,14 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <regex>
 #include <string>
 #include <vector>
 
 #include "checkpoint/checkpoint_reader.h"
+#include "common/file_util.h"
 #include "data/example/example.pb.h"
 #include "data/tfrecord.h"
 #include "serving/proto/prediction_service.grpc.pb.h"
@@ -65,6 +67,7 @@ void WriteCannedClicks(const std::string& path, int rows, uint32_t seed) {
     features["age"].mutable_float_list()->add_value(static_cast<float>(age));
     features["price"].mutable_float_list()->add_value(static_cast<float>(price));
     features["clicked"].mutable_int64_list()->add_value(clicked ? 1 : 0);
+    features["outcome"].mutable_bytes_list()->add_value(clicked ? "click" : "skip");  // the label as a class name
     writer.write(example.SerializeAsString());
   }
   writer.close();
@@ -177,6 +180,11 @@ double ExactAuc(const std::vector<float>& scores, const std::vector<int>& labels
 TEST_CASE("est-serve serves est-train's canned export: tf.Example requests to Classify and Predict",
           "[apps][canned][serving]") {
   const fs::path dir = CannedExampleDir("est_serve_canned");
+  // The example spec with its label as class names: "outcome", "skip" or "click".
+  nlohmann::json spec = nlohmann::json::parse(est::ReadFile((dir / "wide_deep.json").string()));
+  spec["label"] = "outcome";
+  spec["label_vocabulary"] = {"skip", "click"};
+  std::ofstream(dir / "wide_deep.json") << spec.dump(2);
   const auto run = RunCannedEstTrain(dir, "--max-steps 150 --save-checkpoints-steps 150 --export final");
   INFO(run.output);
   REQUIRE(run.exit_code == 0);
@@ -202,12 +210,14 @@ TEST_CASE("est-serve serves est-train's canned export: tf.Example requests to Cl
   std::vector<float> scores;
   for (const nlohmann::json& result : results) {
     REQUIRE(result.size() == 2);
-    CHECK(result[1][0] == "1");
+    CHECK(result[0][0] == "skip");  // the classes by the label vocabulary's names
+    CHECK(result[1][0] == "click");
     CHECK(result[0][1].get<float>() + result[1][1].get<float>() == Approx(1.0).margin(1e-6));
     scores.push_back(result[1][1].get<float>());
   }
-  // Held-out examples ranked as the trained model's evaluation ranks them (its AUC is 0.815 here).
+  // Held-out examples ranked as the trained model's evaluation ranks them.
   CHECK(ExactAuc(scores, Clicks(records)) > 0.75);
+  CHECK(CannedEvalMetric(run.output, "auc") > 0.75);
 
   // TensorFlow Serving's Predict over gRPC, the serialized records as TensorFlow's client sends
   // them: the same probabilities, bit for bit.

@@ -258,6 +258,13 @@ TEST_CASE("export_saved_model refuses bad serving inputs and a model_dir without
              Catch::Contains("'x' is declared twice"));
   CHECK_THAT(refused({{{"x", at::kFloat, {}}}, nullptr}), Catch::Contains("rank 0"));
   CHECK_THAT(refused({{{"x", at::kFloat, {-2, 3}}}, nullptr}), Catch::Contains("size -2"));
+  // Class names for a model of no class scores.
+  CHECK_THAT(testing::ErrorMessageOf<ConfigError>([&] {
+               untrained.export_saved_model(base, testing::RegressionServingInput,
+                                            ExportOptions().class_labels({"no", "yes"}));
+             }),
+             Catch::Contains("2 class_labels; expected as many as the classes of the output 'scores' or "
+                             "'probabilities' (model_fn predicts neither)"));
   CHECK(ExportVersions(base).empty());
 }
 
