@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "data/csv_examples.h"
 #include "data/dataset.h"
 #include "data/example.h"
 #include "data/tfrecord_dataset.h"
@@ -14,17 +15,20 @@
 namespace est_train {
 namespace {
 
-// The reads of one input: files interleaved by threads in training, one after another in
-// evaluation; sharded by file across input pipelines where there are files enough.
-est::data::Dataset CannedRecords(const SpecInput& input, const est::data::RecordParser& parser, bool training,
+// The reads of one input, TFRecord or CSV files through `spec`: files interleaved by threads in
+// training, one after another in evaluation; sharded by file across input pipelines where there
+// are files enough.
+est::data::Dataset CannedRecords(const SpecInput& input, const SpecEstimator& estimator, bool training,
                                  const est::distribute::InputContext& context) {
   const auto options = est::data::TFRecordDatasetOptions()
                            .reader(est::data::TFRecordReaderOptions().compression(input.compression))
-                           .parser(parser);
-  if (!training)
-    return est::data::TFRecordDataset(input.files, options)
-        .auto_shard(context.num_input_pipelines(), context.input_pipeline_id());
-  auto records = [options](const std::string& file) { return est::data::TFRecordDataset({file}, options); };
+                           .parser(est::data::ParseExample(estimator.example_spec, estimator.label));
+  auto read = [input, options, spec = estimator.example_spec, label = estimator.label](std::vector<std::string> files) {
+    return input.csv ? est::data::CsvExamples(std::move(files), spec, label, input.csv_options)
+                     : est::data::TFRecordDataset(std::move(files), options);
+  };
+  if (!training) return read(input.files).auto_shard(context.num_input_pipelines(), context.input_pipeline_id());
+  auto records = [read](const std::string& file) { return read({file}); };
   const int64_t cycle_length = std::min<int64_t>(4, static_cast<int64_t>(input.files.size()));
   return est::data::Dataset::InterleaveFiles(input.files, records,
                                              est::data::InterleaveOptions()
@@ -51,10 +55,10 @@ ModelRecipe CannedModel(const CannedSpec& spec, int64_t train_batch_size, int64_
                         uint64_t shuffle_seed) {
   const SpecInput train = spec.train;
   const SpecInput eval = spec.eval;
-  const est::data::RecordParser parser = est::data::ParseExample(spec.estimator.example_spec, spec.estimator.label);
+  const SpecEstimator estimator = spec.estimator;
   auto input_fn = [=](est::Mode mode, const est::distribute::InputContext& context) {
     const bool training = mode == est::Mode::kTrain;
-    auto records = CannedRecords(training ? train : eval, parser, training, context);
+    auto records = CannedRecords(training ? train : eval, estimator, training, context);
     // A stream repeats before it is shuffled: a shuffle over an endless input restores a
     // position by replaying its draws (data/dataset.h).
     if (training) records = records.repeat().shuffle(train.shuffle_buffer, shuffle_seed);

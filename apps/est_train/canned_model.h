@@ -11,9 +11,9 @@
 namespace est_train {
 
 /// The recipe of `spec`'s estimator: ModelRecipe::make_estimator makes it (its model_fn is its
-/// own); the input_fn reads the spec's TFRecord files (sharded by file across input pipelines,
-/// parsed by classifier_parse_example_spec or regressor_parse_example_spec of the estimator's
-/// columns), training batches of `train_batch_size` (global) shuffled by `shuffle_seed`, and
+/// own); the input_fn reads the spec's TFRecord or CSV files (sharded by file across input
+/// pipelines, parsed by classifier_parse_example_spec or regressor_parse_example_spec of the
+/// estimator's columns, a CSV row as data::CsvExamples reads it), training batches of `train_batch_size` (global) shuffled by `shuffle_seed`, and
 /// evaluation batches of `eval_batch_size`; metrics are its head's. Exports hold its weights
 /// (a canned model_fn crosses and hashes in C++, which no traced program records) and take
 /// tf.train.Example records of its columns' features (TensorFlow's

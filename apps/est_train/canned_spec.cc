@@ -16,10 +16,27 @@ std::string Resolved(const std::string& path, const std::filesystem::path& base_
 }
 
 SpecInput InputOf(const SpecValue& input, bool training, const std::filesystem::path& base_dir, bool list_files) {
-  std::vector<std::string> keys{"files", "batch_size", "compression_type"};
+  std::vector<std::string> keys{"files", "format", "batch_size", "compression_type", "header", "column_names",
+                                "field_delim", "na_value"};
   if (training) keys.push_back("shuffle_buffer");
   input.expect_object(keys);
   SpecInput result;
+  if (input.has("format")) result.csv = input.at("format").choice({"tfrecord", "csv"}) == "csv";
+  for (const char* key : {"header", "column_names", "field_delim", "na_value"})
+    if (!result.csv && input.has(key)) input.at(key).fail("a parameter of \"format\": \"csv\" input");
+  if (result.csv && input.has("compression_type")) input.at("compression_type").fail("a parameter of TFRecord input");
+  if (input.has("header")) result.csv_options.header(input.at("header").boolean());
+  if (input.has("column_names")) result.csv_options.column_names(input.at("column_names").strings());
+  const bool named = !result.csv_options.column_names().empty();
+  if (result.csv && result.csv_options.header() == named)
+    input.fail("\"header\": false needs \"column_names\", and \"column_names\" goes with \"header\": false");
+  if (input.has("field_delim")) {
+    const std::string delim = input.at("field_delim").string();
+    if (delim.size() != 1 || delim == "\"" || delim == "\n" || delim == "\r")
+      input.at("field_delim").expected("one character, not a quote or a line break");
+    result.csv_options.field_delim(delim[0]);
+  }
+  if (input.has("na_value")) result.csv_options.na_value(input.at("na_value").string());
   if (input.has("batch_size")) result.batch_size = input.at("batch_size").integer(1, est_apps::kMaxInt64);
   if (training && input.has("shuffle_buffer"))
     result.shuffle_buffer = input.at("shuffle_buffer").integer(1, est_apps::kMaxInt64);

@@ -2,7 +2,7 @@
 // est-train's canned-estimator spec (--model canned --spec FILE): a JSON file that says what a
 // TensorFlow user says in Python to make a canned estimator and its input: the feature columns
 // (spec_columns.h), the estimator and its parameters (spec_estimator.h), the label, the
-// TFRecord files to train and evaluate on, and a checkpoint to warm-start from. docs/canned.md
+// TFRecord or CSV files to train and evaluate on, and a checkpoint to warm-start from. docs/canned.md
 // describes it; examples/canned/ holds one.
 
 #include <cstdint>
@@ -11,13 +11,14 @@
 #include <vector>
 
 #include "apps/est_train/spec_estimator.h"
+#include "data/csv_examples.h"
 #include "data/tfrecord.h"
 
 namespace est_train {
 
 /// Where examples come from: the spec's "train" or "eval" object.
 struct SpecInput {
-  /// The TFRecord files of tf.train.Examples that "files" (patterns) names, sorted; empty when
+  /// The files (TFRecord of tf.train.Examples, or CSV) that "files" (patterns) names, sorted; empty when
   /// not listed.
   std::vector<std::string> files;
   /// "batch_size", when given.
@@ -26,6 +27,10 @@ struct SpecInput {
   int64_t shuffle_buffer = 10000;
   /// "compression_type": "" (none), "GZIP" or "ZLIB", as tf.data.TFRecordDataset takes it.
   est::data::TFRecordCompression compression = est::data::TFRecordCompression::kNone;
+  /// "format": "csv" (else "tfrecord"): the files are CSV, a column per feature
+  /// (data::CsvExamples), read as "header", "column_names", "field_delim" and "na_value" say.
+  bool csv = false;
+  est::data::CsvExamplesOptions csv_options;
 };
 
 /// A spec file read.

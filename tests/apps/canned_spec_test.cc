@@ -264,6 +264,16 @@ TEST_CASE("canned spec: errors name the spec file, the JSON path and what was ex
   spec["label_vocabulary"] = {"no", "no"};
   CHECK_THAT(error_of(spec), Contains("\"no\" is listed twice"));
   spec = good;
+  spec["train"]["header"] = false;
+  CHECK_THAT(error_of(spec), Contains("train.header: a parameter of \"format\": \"csv\" input"));
+  spec["train"]["format"] = "csv";
+  CHECK_THAT(error_of(spec), Contains("train.compression_type: a parameter of TFRecord input"));
+  spec["train"].erase("compression_type");
+  CHECK_THAT(error_of(spec), Contains("\"header\": false needs \"column_names\""));
+  spec["train"]["field_delim"] = ";;";
+  spec["train"]["column_names"] = {"a"};
+  CHECK_THAT(error_of(spec), Contains("train.field_delim: expected one character"));
+  spec = good;
   spec["train"]["compression_type"] = "gzip";
   CHECK_THAT(error_of(spec),
              Contains("train.compression_type: expected \"\" (none), \"GZIP\" or \"ZLIB\", got \"gzip\""));

@@ -1,6 +1,6 @@
 // est-train --model canned as a user runs it: the example spec of examples/canned/ trains wide &
 // deep on click-through data made here, with no C++ and no TensorFlow, to an AUC a wrong model
-// cannot reach, into a checkpoint with TensorFlow's variable names, in one process and across
+// cannot reach (from TFRecord or CSV files alike), into a checkpoint with TensorFlow's variable names, in one process and across
 // est-launch's workers and parameter servers; est-serve serves its export to tf.Example requests;
 // flags that do not apply to a canned estimator are refused.
 
@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -38,7 +39,8 @@ constexpr const char* kCannedCategories[] = {"apparel", "books", "cameras", "dat
 constexpr const char* kCannedDevices[] = {"mobile", "desktop", "tablet"};
 
 // Writes `rows` click-through examples with the features of examples/canned/wide_deep.json, clicks
-// drawn from a logistic rule of category, category x device, age and hour (users are noise).
+// drawn from a logistic rule of category, category x device, age and hour (users are noise): as
+// tf.train.Example records at PATH.tfrecord and as the rows of PATH.csv.
 void WriteCannedClicks(const std::string& path, int rows, uint32_t seed) {
   std::mt19937 random(seed);
   std::uniform_int_distribution<int> category_of(0, 11);
@@ -48,7 +50,9 @@ void WriteCannedClicks(const std::string& path, int rows, uint32_t seed) {
   std::uniform_real_distribution<double> age_of(16, 80);
   std::uniform_real_distribution<double> price_of(0.5, 8);
   std::uniform_real_distribution<double> unit(0, 1);
-  est::data::TFRecordWriter writer(path);
+  est::data::TFRecordWriter writer(path + ".tfrecord");
+  std::ofstream csv(path + ".csv");
+  csv << "user,category,device,hour,age,price,clicked,outcome\n";
   for (int i = 0; i < rows; ++i) {
     const int category = category_of(random);
     const int device = device_of(random);
@@ -69,19 +73,24 @@ void WriteCannedClicks(const std::string& path, int rows, uint32_t seed) {
     features["clicked"].mutable_int64_list()->add_value(clicked ? 1 : 0);
     features["outcome"].mutable_bytes_list()->add_value(clicked ? "click" : "skip");  // the label as a class name
     writer.write(example.SerializeAsString());
+    char numbers[64];  // floats written so that they read back as the same float32
+    std::snprintf(numbers, sizeof numbers, "%.9g,%.9g", static_cast<double>(static_cast<float>(age)),
+                  static_cast<double>(static_cast<float>(price)));
+    csv << features["user"].bytes_list().value(0) << "," << kCannedCategories[category] << "," << kCannedDevices[device]
+        << "," << hour << "," << numbers << "," << (clicked ? 1 : 0) << "," << (clicked ? "click" : "skip") << "\n";
   }
   writer.close();
 }
 
 // The example spec beside its data: DIR/wide_deep.json, DIR/data/train-0000{0,1}.tfrecord and
-// DIR/data/eval.tfrecord.
+// DIR/data/eval.tfrecord, and the same rows in DIR/data/train-0000{0,1}.csv and DIR/data/eval.csv.
 fs::path CannedExampleDir(const std::string& name) {
   const fs::path dir = est::testing::FreshTempDir(name);
   fs::create_directories(dir / "data");
   fs::copy_file(CANNED_EXAMPLE_SPEC, dir / "wide_deep.json");
-  WriteCannedClicks((dir / "data" / "train-00000.tfrecord").string(), 8000, 1);
-  WriteCannedClicks((dir / "data" / "train-00001.tfrecord").string(), 8000, 2);
-  WriteCannedClicks((dir / "data" / "eval.tfrecord").string(), 4000, 3);
+  WriteCannedClicks((dir / "data" / "train-00000").string(), 8000, 1);
+  WriteCannedClicks((dir / "data" / "train-00001").string(), 8000, 2);
+  WriteCannedClicks((dir / "data" / "eval").string(), 4000, 3);
   return dir;
 }
 
@@ -122,6 +131,24 @@ TEST_CASE("est-train --model canned trains the example spec's wide & deep to a g
     INFO(name);
     CHECK(reader.has_tensor(name));
   }
+
+  // The same rows as CSV files ("format": "csv") train the same model: the same evaluation.
+  nlohmann::json csv_spec = nlohmann::json::parse(est::ReadFile((dir / "wide_deep.json").string()));
+  csv_spec["train"]["files"] = {"data/train*.csv"};
+  csv_spec["train"]["format"] = "csv";
+  csv_spec["eval"] = {{"files", "data/eval.csv"}, {"format", "csv"}};
+  std::ofstream(dir / "csv.json") << csv_spec.dump(2);
+  const auto csv_run = est::testing::RunCommand(std::string(EST_TRAIN_PATH) + " --model canned --spec " +
+                                                (dir / "csv.json").string() + " --model-dir " +
+                                                (dir / "csv_model").string() + " --max-steps 150 --save-checkpoints-steps 150");
+  INFO(csv_run.output);
+  REQUIRE(csv_run.exit_code == 0);
+  const std::regex evaluation("Saving dict for global step 150: [^\\n]*");
+  std::smatch from_records;
+  std::smatch from_csv;
+  REQUIRE(std::regex_search(run.output, from_records, evaluation));
+  REQUIRE(std::regex_search(csv_run.output, from_csv, evaluation));
+  CHECK(from_csv.str() == from_records.str());
 }
 
 namespace {
