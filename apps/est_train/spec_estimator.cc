@@ -8,6 +8,7 @@
 #include "estimator/canned/canned_estimators.h"
 #include "estimator/feature_columns/parsing_plan.h"
 #include "estimator/canned/regression_head.h"
+#include "estimator/schedules/schedule_text.h"
 
 namespace est_train {
 namespace canned = est::canned;
@@ -35,7 +36,8 @@ Activation ActivationOf(const SpecValue& value) {
   return [](const at::Tensor& x) { return at::silu(x); };
 }
 
-// "Ftrl", or {"name": "Ftrl", "learning_rate": 0.1, ...Keras' Ftrl parameters}.
+// "Ftrl", or {"name": "Ftrl", "learning_rate": 0.1, ...Keras' Ftrl parameters}; a learning rate
+// may be a schedule, as Python writes it: "CosineDecay(initial_learning_rate=0.1, decay_steps=1000)".
 canned::OptimizerSpec OptimizerOf(const SpecValue& value) {
   const std::vector<std::string> names{"Adagrad", "Adam", "Ftrl", "RMSProp", "SGD"};
   if (value.json().is_string()) return canned::OptimizerSpec(value.choice(names));
@@ -43,7 +45,18 @@ canned::OptimizerSpec OptimizerOf(const SpecValue& value) {
                        "l1_regularization_strength", "l2_regularization_strength",
                        "l2_shrinkage_regularization_strength", "beta"});
   canned::OptimizerSpec spec(value.at("name").choice(names));
-  if (value.has("learning_rate")) spec.learning_rate = value.at("learning_rate").number(0, kMaxRate, true);
+  if (value.has("learning_rate") && value.at("learning_rate").json().is_string()) {
+    const SpecValue text = value.at("learning_rate");
+    try {
+      EST_CHECK(!est::schedules::ScheduleTakesInitialRate(text.string()), est::ConfigError,
+                "the schedule needs its initial rate here (initial_learning_rate=..., Constant's learning_rate=...)");
+      spec.learning_rate_schedule = est::schedules::ParseLearningRateSchedule(text.string(), 0.0);
+    } catch (const est::ConfigError& error) {
+      text.fail(error.what());
+    }
+  } else if (value.has("learning_rate")) {
+    spec.learning_rate = value.at("learning_rate").number(0, kMaxRate, true);
+  }
   const std::vector<std::string> ftrl_keys{"learning_rate_power", "initial_accumulator_value",
                                            "l1_regularization_strength", "l2_regularization_strength",
                                            "l2_shrinkage_regularization_strength", "beta"};

@@ -4,7 +4,9 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "common/error.h"
 #include "estimator/feature_columns/column_inputs.h"
@@ -84,14 +86,22 @@ ModelFn CannedModelFn(CannedModel model) {
     const CannedModel& m = *shared;
     const int64_t units = m.head->logits_dimension();
     std::vector<std::reference_wrapper<torch::optim::Optimizer>> optimizers;
+    std::vector<std::pair<torch::optim::Optimizer*, const OptimizerSpec*>> made;  // each with its spec
+    const auto optimizer = [&](const std::string& name, const OptimizerSpec& spec, const char* default_name,
+                               double default_rate, const std::vector<at::Tensor>& dense,
+                               const std::vector<at::Tensor>& sparse_rows) {
+      torch::optim::Optimizer& made_one = MakeOptimizer(ctx, name, spec, default_name, default_rate, dense, sparse_rows);
+      optimizers.emplace_back(made_one);
+      made.emplace_back(&made_one, &spec);
+    };
     at::Tensor logits;
     const auto add = [&logits](const at::Tensor& part) { logits = logits.defined() ? logits.add(part) : part; };
     if (m.baseline) {
       auto bias = ctx.module("baseline", [&] { return BaselineBias(units); });
       add(bias->forward(BatchSize(features, labels)));
       if (mode == Mode::kTrain) {
-        optimizers.emplace_back(MakeOptimizer(ctx, "baseline_optimizer", m.baseline->optimizer, "Ftrl",
-                                              m.baseline->default_learning_rate, bias->parameters(), {}));
+        optimizer("baseline_optimizer", m.baseline->optimizer, "Ftrl", m.baseline->default_learning_rate,
+                  bias->parameters(), {});
       }
     }
     if (m.linear || m.dnn) {
@@ -103,8 +113,8 @@ ModelFn CannedModelFn(CannedModel model) {
         add(linear->forward(inputs));
         if (mode == Mode::kTrain) {
           auto [dense, sparse_rows] = SplitLinearVariables(linear);
-          optimizers.emplace_back(MakeOptimizer(ctx, "linear_optimizer", m.linear->optimizer, "Ftrl",
-                                                m.linear->default_learning_rate, dense, sparse_rows));
+          optimizer("linear_optimizer", m.linear->optimizer, "Ftrl", m.linear->default_learning_rate, dense,
+                    sparse_rows);
         }
       }
       if (m.dnn) {
@@ -112,12 +122,14 @@ ModelFn CannedModelFn(CannedModel model) {
         add(dnn->forward(inputs));
         if (mode == Mode::kTrain) {
           auto [dense, sparse_rows] = SplitDnnVariables(dnn);
-          optimizers.emplace_back(MakeOptimizer(ctx, "dnn_optimizer", m.dnn->optimizer, "Adagrad",
-                                                m.dnn->default_learning_rate, dense, sparse_rows));
+          optimizer("dnn_optimizer", m.dnn->optimizer, "Adagrad", m.dnn->default_learning_rate, dense, sparse_rows);
         }
       }
     }
-    return m.head->spec(mode, features, labels, logits, std::move(optimizers));
+    EstimatorSpec spec = m.head->spec(mode, features, labels, logits, std::move(optimizers));
+    for (const auto& [one, optimizer_spec] : made)
+      if (optimizer_spec->learning_rate_schedule) spec.learning_rate(*one, *optimizer_spec->learning_rate_schedule);
+    return spec;
   };
 }
 

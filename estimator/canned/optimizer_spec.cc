@@ -42,8 +42,11 @@ torch::optim::Optimizer& MakeOptimizer(ModelContext& ctx, const std::string& con
                                        const std::vector<at::Tensor>& dense,
                                        const std::vector<at::Tensor>& sparse_rows) {
   const std::string name = spec.name.empty() ? default_name : spec.name;
-  const double lr = spec.learning_rate.value_or(default_learning_rate);
+  // A schedule's rate at step 0 makes the optimizer; the framework sets its rate every step.
+  const double lr = spec.learning_rate_schedule ? (*spec.learning_rate_schedule)(0)
+                                                : spec.learning_rate.value_or(default_learning_rate);
   EST_CHECK(lr > 0, ConfigError, "optimizer ", context_name, " (", name, "): learning rate ", lr,
+            spec.learning_rate_schedule ? " at step 0 of " + spec.learning_rate_schedule->description() : "",
             "; it must be above 0");
   if (name == "Adagrad") {
     const auto options = torch::optim::AdagradOptions(lr).initial_accumulator_value(0.1).eps(kKerasEpsilon);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "distribute/optimizer/ftrl.h"
+#include "estimator/schedules/learning_rate_schedule.h"
 
 namespace torch::optim {
 class Optimizer;
@@ -42,6 +43,11 @@ struct OptimizerSpec {
   std::optional<double> learning_rate;
   /// FTRL's regularization and schedule (its lr is learning_rate's), for "Ftrl".
   optim::FtrlOptions ftrl;
+  /// The learning rate at each global step, as TensorFlow takes a LearningRateSchedule for an
+  /// optimizer's learning_rate (CosineDecay(...)): set before every step and written to
+  /// TensorBoard as `learning_rate/<optimizer>`; it takes the place of learning_rate. Empty:
+  /// learning_rate throughout.
+  std::optional<schedules::LearningRateSchedule> learning_rate_schedule;
 };
 
 /// Makes (on the first call) the optimizer `context_name` of `ctx` from `spec` (its empty name

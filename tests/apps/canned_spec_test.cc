@@ -140,7 +140,11 @@ TEST_CASE("canned spec: every canned estimator reads with its parameters", "[app
                                          {"optimizer", {{"name", "RMSProp"}, {"learning_rate", 0.01}}}}))
                 .metrics,
             "prediction/mean"));
-  CHECK(Has(read(SpecOf("DNNLinearCombinedRegressor", {{"linear_feature_columns", {"device"}}})).metrics,
+  CHECK(Has(read(SpecOf("DNNLinearCombinedRegressor",
+                        {{"linear_feature_columns", {"device"}},
+                         {"linear_optimizer",
+                          {{"name", "Ftrl"}, {"learning_rate", "CosineDecay(initial_learning_rate=0.1, decay_steps=100)"}}}}))
+                .metrics,
             "label/mean"));
   CHECK(Has(read(SpecOf("BaselineClassifier", {{"optimizer", "Ftrl"}, {"weight_column", "w"}})).metrics, "auc"));
   CHECK(Has(read(SpecOf("BaselineRegressor", nlohmann::json::object())).metrics, "average_loss"));
@@ -263,6 +267,11 @@ TEST_CASE("canned spec: errors name the spec file, the JSON path and what was ex
   CHECK_THAT(error_of(spec), Contains("label_vocabulary: names 3 classes; expected n_classes (2) of them"));
   spec["label_vocabulary"] = {"no", "no"};
   CHECK_THAT(error_of(spec), Contains("\"no\" is listed twice"));
+  spec = good;
+  spec["dnn_optimizer"] = {{"name", "Adagrad"}, {"learning_rate", "CosineDecay(decay_steps=100)"}};
+  CHECK_THAT(error_of(spec), Contains("dnn_optimizer.learning_rate: the schedule needs its initial rate here"));
+  spec["dnn_optimizer"]["learning_rate"] = "SlowDecay(0.1)";
+  CHECK_THAT(error_of(spec), Contains("dnn_optimizer.learning_rate: ") && Contains("SlowDecay"));
   spec = good;
   spec["train"]["header"] = false;
   CHECK_THAT(error_of(spec), Contains("train.header: a parameter of \"format\": \"csv\" input"));

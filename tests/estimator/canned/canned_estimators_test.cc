@@ -27,6 +27,7 @@
 #include "estimator/canned/canned_estimators.h"
 #include "estimator/export/parsing_serving_input.h"
 #include "estimator/feature_columns/feature_columns.h"
+#include "estimator/schedules/decay_schedules.h"
 #include "serving/predictor.h"
 #include "tests/estimator/canned/canned_test_data.h"
 #include "tests/test_util.h"
@@ -276,6 +277,33 @@ TEST_CASE("canned: regressors learn a known rule", "[canned]") {
     const est::EvalResult result = TrainAndEvaluate(model, data, 300);
     CHECK(result.at("prediction/mean") == Approx(result.at("label/mean")).margin(0.2));
   }
+}
+
+TEST_CASE("canned: an optimizer's learning-rate schedule sets its rate at every step", "[canned]") {
+  const RuleColumns columns;
+  const RuleData data(est::canned::regressor_parse_example_spec(columns.linear(), "spend", 1), "spend", 64, 0);
+  const std::filesystem::path dir = est::testing::FreshTempDir("canned_schedule");
+  // 0.1 at global steps 0 to 2, then 0: the linear model moves three times, then stays.
+  est::canned::OptimizerSpec sgd("SGD");
+  sgd.learning_rate_schedule = est::schedules::PiecewiseConstantDecay({2}, {0.1, 0.0});
+  est::canned::LinearRegressor model(est::canned::LinearOptions().feature_columns(columns.linear()).optimizer(sgd),
+                                     (dir / "model").string());
+  const auto input = [&] { return Batches(data.train, 16, /*repeat=*/true); };
+  const auto weights = [&](int64_t step) {
+    const est::checkpoint::CheckpointReader reader((dir / "model" / ("model.ckpt-" + std::to_string(step))).string());
+    return reader.tensor("linear/linear_model/price/weights");
+  };
+  model.train(input, est::TrainOptions().max_steps(2));
+  model.train(input, est::TrainOptions().max_steps(3));
+  model.train(input, est::TrainOptions().max_steps(6));
+  CHECK_FALSE(at::equal(weights(2), weights(3)));
+  CHECK(at::equal(weights(3), weights(6)));
+  // A schedule that starts at 0 cannot make an optimizer.
+  sgd.learning_rate_schedule = est::schedules::PiecewiseConstantDecay({5}, {0.0, 0.1});
+  est::canned::LinearRegressor stalled(est::canned::LinearOptions().feature_columns(columns.linear()).optimizer(sgd),
+                                       (dir / "stalled").string());
+  CHECK_THROWS_WITH(stalled.train(input, est::TrainOptions().max_steps(1)),
+                    Catch::Contains("learning rate 0 at step 0 of PiecewiseConstantDecay") && Catch::Contains("must be above 0"));
 }
 
 TEST_CASE("canned: checkpoints name the variables as TensorFlow's", "[canned]") {
