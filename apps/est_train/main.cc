@@ -143,7 +143,7 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--spec", flags.spec,
                  "--model canned: the JSON file naming a canned estimator of TensorFlow's (LinearClassifier, "
                  "DNNLinearCombinedClassifier, ...), its feature columns and parameters, the label and the TFRecord "
-                 "files to train and evaluate on (docs/canned.md)");
+                 "or CSV files to train and evaluate on (docs/canned.md)");
   app.add_option("--model-dir", flags.model_dir, "Directory for checkpoints and summaries")->required();
   app.add_option("--data-dir", flags.data_dir,
                  "Directory with the Fashion-MNIST IDX files; for transformer_lm, the fortune files (default " +

@@ -41,8 +41,8 @@ Activation ActivationOf(const SpecValue& value) {
 canned::OptimizerSpec OptimizerOf(const SpecValue& value) {
   const std::vector<std::string> names{"Adagrad", "Adam", "Ftrl", "RMSProp", "SGD"};
   if (value.json().is_string()) return canned::OptimizerSpec(value.choice(names));
-  value.expect_object({"name", "learning_rate", "learning_rate_power", "initial_accumulator_value",
-                       "l1_regularization_strength", "l2_regularization_strength",
+  value.expect_object({"name", "learning_rate", "clipnorm", "global_clipnorm", "learning_rate_power",
+                       "initial_accumulator_value", "l1_regularization_strength", "l2_regularization_strength",
                        "l2_shrinkage_regularization_strength", "beta"});
   canned::OptimizerSpec spec(value.at("name").choice(names));
   if (value.has("learning_rate") && value.at("learning_rate").json().is_string()) {
@@ -57,6 +57,9 @@ canned::OptimizerSpec OptimizerOf(const SpecValue& value) {
   } else if (value.has("learning_rate")) {
     spec.learning_rate = value.at("learning_rate").number(0, kMaxRate, true);
   }
+  if (value.has("clipnorm")) spec.clipnorm = value.at("clipnorm").number(0, kMaxRate, true);
+  if (value.has("global_clipnorm")) spec.global_clipnorm = value.at("global_clipnorm").number(0, kMaxRate, true);
+  if (spec.clipnorm && spec.global_clipnorm) value.fail("has clipnorm and global_clipnorm; Keras takes one of them");
   const std::vector<std::string> ftrl_keys{"learning_rate_power", "initial_accumulator_value",
                                            "l1_regularization_strength", "l2_regularization_strength",
                                            "l2_shrinkage_regularization_strength", "beta"};

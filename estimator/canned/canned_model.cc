@@ -1,9 +1,13 @@
 #include "estimator/canned/canned_model.h"
 
+#include <ATen/ops/linalg_vector_norm.h>
+#include <ATen/ops/stack.h>
 #include <ATen/ops/zeros.h>
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include <cmath>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +19,52 @@
 #include "estimator/model_context.h"
 
 namespace est::canned::detail {
+namespace {
+
+/// The optimizers whose spec clips their gradients (OptimizerSpec::clipnorm, global_clipnorm),
+/// as one gradient transform; none when no spec clips. A sparse gradient's norm is that of its
+/// values.
+GradientTransform ClipByOptimizer(const std::vector<std::pair<torch::optim::Optimizer*, const OptimizerSpec*>>& made) {
+  struct Clip {
+    std::set<const c10::TensorImpl*> variables;
+    double norm;
+    bool global;
+  };
+  std::vector<Clip> clips;
+  for (const auto& [optimizer, spec] : made) {
+    if (!spec->clipnorm && !spec->global_clipnorm) continue;
+    Clip clip{{}, spec->global_clipnorm.value_or(spec->clipnorm.value_or(0)), spec->global_clipnorm.has_value()};
+    for (const auto& group : optimizer->param_groups())
+      for (const at::Tensor& parameter : group.params()) clip.variables.insert(parameter.unsafeGetTensorImpl());
+    clips.push_back(std::move(clip));
+  }
+  if (clips.empty()) return nullptr;
+  return [clips](const std::vector<std::pair<std::string, at::Tensor>>& variables, std::vector<at::Tensor>& gradients) {
+    const auto norm_of = [](const at::Tensor& gradient) {
+      const at::Tensor values = gradient.is_sparse() ? gradient.coalesce().values() : gradient;
+      return at::linalg_vector_norm(values, 2, {}, false, at::kDouble);
+    };
+    for (const Clip& clip : clips) {
+      std::vector<size_t> mine;
+      for (size_t i = 0; i < variables.size(); ++i)
+        if (clip.variables.count(variables[i].second.unsafeGetTensorImpl()) != 0 && gradients[i].defined())
+          mine.push_back(i);
+      std::vector<at::Tensor> norms;
+      for (size_t i : mine) norms.push_back(norm_of(gradients[i]));
+      if (norms.empty()) continue;
+      const at::Tensor global = at::stack(norms).square().sum().sqrt();
+      for (size_t k = 0; k < mine.size(); ++k) {
+        const double norm = (clip.global ? global : norms[k]).item<double>();
+        if (!(norm > clip.norm) || !std::isfinite(norm)) continue;  // within the bound, or not a number
+        at::Tensor& gradient = gradients[mine[k]];
+        gradient = gradient.mul(clip.norm / norm);
+      }
+    }
+  };
+}
+
+}  // namespace
+
 namespace {
 
 /// The bias of a baseline estimator, "bias" [logits_dimension] from zero.
@@ -129,6 +179,7 @@ ModelFn CannedModelFn(CannedModel model) {
     EstimatorSpec spec = m.head->spec(mode, features, labels, logits, std::move(optimizers));
     for (const auto& [one, optimizer_spec] : made)
       if (optimizer_spec->learning_rate_schedule) spec.learning_rate(*one, *optimizer_spec->learning_rate_schedule);
+    if (GradientTransform clip = ClipByOptimizer(made)) spec.transform_gradients(std::move(clip));
     return spec;
   };
 }

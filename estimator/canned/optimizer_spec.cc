@@ -1,5 +1,7 @@
 #include "estimator/canned/optimizer_spec.h"
 
+#include <cmath>
+
 #include <torch/optim/adagrad.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/rmsprop.h>
@@ -45,6 +47,11 @@ torch::optim::Optimizer& MakeOptimizer(ModelContext& ctx, const std::string& con
   // A schedule's rate at step 0 makes the optimizer; the framework sets its rate every step.
   const double lr = spec.learning_rate_schedule ? (*spec.learning_rate_schedule)(0)
                                                 : spec.learning_rate.value_or(default_learning_rate);
+  EST_CHECK(!spec.clipnorm || !spec.global_clipnorm, ConfigError, "optimizer ", context_name, " (", name,
+            "): clipnorm and global_clipnorm are both set; expected one of them, as Keras takes");
+  for (const auto& [clip, what] : {std::pair(spec.clipnorm, "clipnorm"), std::pair(spec.global_clipnorm, "global_clipnorm")})
+    EST_CHECK(!clip || (*clip > 0 && std::isfinite(*clip)), ConfigError, "optimizer ", context_name, " (", name, "): ",
+              what, " ", clip.value_or(0), "; it must be a number above 0");
   EST_CHECK(lr > 0, ConfigError, "optimizer ", context_name, " (", name, "): learning rate ", lr,
             spec.learning_rate_schedule ? " at step 0 of " + spec.learning_rate_schedule->description() : "",
             "; it must be above 0");

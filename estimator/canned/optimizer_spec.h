@@ -48,6 +48,12 @@ struct OptimizerSpec {
   /// TensorBoard as `learning_rate/<optimizer>`; it takes the place of learning_rate. Empty:
   /// learning_rate throughout.
   std::optional<schedules::LearningRateSchedule> learning_rate_schedule;
+  /// Keras' clipnorm: each of this optimizer's gradients scaled to this norm where its norm is
+  /// above it.
+  std::optional<double> clipnorm;
+  /// Keras' global_clipnorm: this optimizer's gradients scaled by global_clipnorm / their global
+  /// norm where that is above it (tf.clip_by_global_norm over its variables). Not with clipnorm.
+  std::optional<double> global_clipnorm;
 };
 
 /// Makes (on the first call) the optimizer `context_name` of `ctx` from `spec` (its empty name

@@ -143,7 +143,9 @@ TEST_CASE("canned spec: every canned estimator reads with its parameters", "[app
   CHECK(Has(read(SpecOf("DNNLinearCombinedRegressor",
                         {{"linear_feature_columns", {"device"}},
                          {"linear_optimizer",
-                          {{"name", "Ftrl"}, {"learning_rate", "CosineDecay(initial_learning_rate=0.1, decay_steps=100)"}}}}))
+                          {{"name", "Ftrl"},
+                           {"learning_rate", "CosineDecay(initial_learning_rate=0.1, decay_steps=100)"},
+                           {"global_clipnorm", 5.0}}}}))
                 .metrics,
             "label/mean"));
   CHECK(Has(read(SpecOf("BaselineClassifier", {{"optimizer", "Ftrl"}, {"weight_column", "w"}})).metrics, "auc"));
@@ -272,6 +274,10 @@ TEST_CASE("canned spec: errors name the spec file, the JSON path and what was ex
   CHECK_THAT(error_of(spec), Contains("dnn_optimizer.learning_rate: the schedule needs its initial rate here"));
   spec["dnn_optimizer"]["learning_rate"] = "SlowDecay(0.1)";
   CHECK_THAT(error_of(spec), Contains("dnn_optimizer.learning_rate: ") && Contains("SlowDecay"));
+  spec["dnn_optimizer"] = {{"name", "Adagrad"}, {"clipnorm", 1.0}, {"global_clipnorm", 5.0}};
+  CHECK_THAT(error_of(spec), Contains("dnn_optimizer: has clipnorm and global_clipnorm"));
+  spec["dnn_optimizer"] = {{"name", "Adagrad"}, {"global_clipnorm", 0}};
+  CHECK_THAT(error_of(spec), Contains("dnn_optimizer.global_clipnorm: expected a number above 0"));
   spec = good;
   spec["train"]["header"] = false;
   CHECK_THAT(error_of(spec), Contains("train.header: a parameter of \"format\": \"csv\" input"));

@@ -306,6 +306,46 @@ TEST_CASE("canned: an optimizer's learning-rate schedule sets its rate at every 
                     Catch::Contains("learning rate 0 at step 0 of PiecewiseConstantDecay") && Catch::Contains("must be above 0"));
 }
 
+TEST_CASE("canned: an optimizer's clipnorm and global_clipnorm bound its gradients as Keras' do", "[canned]") {
+  const RuleColumns columns;
+  const RuleData data(est::canned::regressor_parse_example_spec(columns.linear(), "spend", 1), "spend", 64, 0);
+  const std::filesystem::path dir = est::testing::FreshTempDir("canned_clipping");
+  const auto input = [&] { return Batches(data.train, 64, /*repeat=*/true); };
+  // One step of SGD at 0.5 from zero weights moves each variable by 0.5 times its gradient.
+  const auto moves = [&](const std::string& name, est::canned::OptimizerSpec sgd) {
+    est::canned::LinearRegressor model(est::canned::LinearOptions().feature_columns(columns.linear()).optimizer(sgd),
+                                       (dir / name).string());
+    model.train(input, est::TrainOptions().max_steps(1));
+    const est::checkpoint::CheckpointReader reader((dir / name / "model.ckpt-1").string());
+    std::vector<double> norms;
+    for (const std::string& tensor : reader.tensor_names())
+      if (tensor.rfind("linear/linear_model/", 0) == 0) norms.push_back(reader.tensor(tensor).norm().item<double>() / 0.5);
+    return norms;
+  };
+  const auto global = [](const std::vector<double>& norms) {
+    double squares = 0;
+    for (double norm : norms) squares += norm * norm;
+    return std::sqrt(squares);
+  };
+  const std::vector<double> free = moves("free", {"SGD", 0.5});
+  REQUIRE(free.size() == 4);  // category, age buckets, price, bias
+  REQUIRE(global(free) > 0.1);
+  est::canned::OptimizerSpec clipped("SGD", 0.5);
+  clipped.global_clipnorm = 0.01;
+  const std::vector<double> by_global = moves("global", clipped);
+  CHECK(global(by_global) == Approx(0.01).epsilon(1e-4));
+  for (size_t i = 0; i < free.size(); ++i) CHECK(by_global[i] == Approx(free[i] * 0.01 / global(free)).epsilon(1e-4));
+  clipped.global_clipnorm.reset();
+  clipped.clipnorm = 0.01;
+  const std::vector<double> each = moves("each", clipped);
+  for (size_t i = 0; i < free.size(); ++i) CHECK(each[i] == Approx(std::min(free[i], 0.01)).epsilon(1e-4));
+  clipped.global_clipnorm = 0.01;
+  est::canned::LinearRegressor both(est::canned::LinearOptions().feature_columns(columns.linear()).optimizer(clipped),
+                                    (dir / "both").string());
+  CHECK_THROWS_WITH(both.train(input, est::TrainOptions().max_steps(1)),
+                    Catch::Contains("clipnorm and global_clipnorm are both set"));
+}
+
 TEST_CASE("canned: checkpoints name the variables as TensorFlow's", "[canned]") {
   const RuleColumns columns;
   const RuleData data(est::canned::classifier_parse_example_spec(columns.all(), "clicked"), "clicked", 64, 0);
