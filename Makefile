@@ -6,7 +6,8 @@ CHECKS_DIR := build-checks
 DEMO_DIR  ?= $(BUILD_DIR)/demo-model
 JOBS      ?= $(shell nproc)
 
-.PHONY: demo test sanitize fuzz installed-example release-checks limit-checks quick-benchmarks bench deps configure build \
+.PHONY: demo test sanitize fuzz installed-example release-checks limit-checks quick-benchmarks optimized-tests bench \
+  deps configure build \
   programs tensorboard tensorflow serving-clients sanitize-build checks-first-build checks-build gpu-pack clean
 
 # Builds only est-train and the libraries it links, after installing only the packages that
@@ -41,7 +42,7 @@ test: deps
 # inside a 3 GiB memory cgroup under the largest requests its flags admit (skipped, saying why,
 # where no memory cgroup can be made); and the benchmarks at a tiny size (the sanitizer tree
 # does not build them).
-release-checks: limit-checks quick-benchmarks
+release-checks: limit-checks quick-benchmarks optimized-tests
 
 # CHECKS_BUILT=1: the checks tree is built, or being built, by the make that runs this one
 # (cmake/make_test.sh); these then start no build of it.
@@ -55,6 +56,11 @@ limit-checks: $(if $(CHECKS_BUILT),,checks-first-build)
 
 quick-benchmarks: $(if $(CHECKS_BUILT),,checks-build)
 	cd $(CHECKS_DIR) && ctest --output-on-failure --no-tests=error -L bench -R _quick$$ --output-junit results-release.xml
+
+# The tests that run a program of apps/bench/, which the sanitizer tree leaves out (label
+# `optimized`): in the checks tree. tensorflow_canned_auc runs TensorFlow from build/tf-venv.
+optimized-tests: tensorflow $(if $(CHECKS_BUILT),,checks-build)
+	cd $(CHECKS_DIR) && ctest --output-on-failure --no-tests=error -L optimized --output-junit results-optimized.xml
 
 # The user's view: examples/quickstart/ against an installed copy (public headers only).
 installed-example: $(if $(CHECKS_BUILT),,checks-build)

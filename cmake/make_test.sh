@@ -78,7 +78,7 @@ make_ JOBS=1 fuzz >"$fuzz_log" 2>&1 &
 fuzz=$!
 set +m
 trap 'kill -- "-$fuzz" 2>/dev/null || true' EXIT
-make_ CHECKS_BUILT=1 installed-example quick-benchmarks
+make_ CHECKS_BUILT=1 installed-example quick-benchmarks optimized-tests
 echo "make test: waiting for the fuzzers (their output: $fuzz_log)"
 if ! wait "$fuzz"; then
   echo "make test: make fuzz failed; its output ($fuzz_log):" >&2
