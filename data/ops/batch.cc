@@ -14,7 +14,6 @@
 #include "data/ops/slice_batch_iterator.h"
 #include "data/ops/stack_tensors.h"
 
-#include <ATen/ops/zeros.h>
 
 namespace est::data {
 namespace {
@@ -47,15 +46,7 @@ at::Tensor StackPadded(const std::vector<at::Tensor>& tensors) {
   bool same = true;
   for (const at::Tensor& tensor : tensors) same = same && tensor.sizes() == at::IntArrayRef(largest);
   if (same) return StackTensors(tensors);
-  std::vector<int64_t> shape{static_cast<int64_t>(tensors.size())};
-  shape.insert(shape.end(), largest.begin(), largest.end());
-  at::Tensor batch = at::zeros(shape, tensors.front().options());
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    at::Tensor row = batch.select(0, static_cast<int64_t>(i));
-    for (int64_t d = 0; d < tensors[i].dim(); ++d) row = row.narrow(d, 0, tensors[i].size(d));
-    row.copy_(tensors[i]);
-  }
-  return batch;
+  return StackPaddedTensors(tensors, largest);
 }
 
 /// Stacks the tensors that `get` picks from each element (padded: of equal rank, padded to

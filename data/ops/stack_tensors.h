@@ -13,4 +13,10 @@ namespace est::data {
 /// any other kind goes through at::stack, which gives the same values.
 at::Tensor StackTensors(const std::vector<at::Tensor>& tensors);
 
+/// Stacks `tensors` (checked to be defined and of one rank, dtype and device) into
+/// [n, largest...], each padded at the end of every dimension with zeros. Plain contiguous CPU
+/// tensors that differ in their first dimension alone (a VarLen feature's values) are copied
+/// with memcpy, each into its row's start; others go through a copy per tensor.
+at::Tensor StackPaddedTensors(const std::vector<at::Tensor>& tensors, const std::vector<int64_t>& largest);
+
 }  // namespace est::data

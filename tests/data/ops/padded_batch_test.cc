@@ -52,6 +52,27 @@ TEST_CASE("Dataset::padded_batch pads every tensor of a batch to the largest", "
   CHECK(Drain(Growing(5).padded_batch(2, /*drop_remainder=*/true)).size() == 2);
 }
 
+TEST_CASE("Dataset::padded_batch pads inner dimensions and strided tensors too", "[data]") {
+  // "w" grows in its last dimension; "t" is a transposed (strided) view growing in its first.
+  auto elements = Dataset::FromGenerator([] {
+    struct Varied : est::data::Iterator {
+      int64_t i = 0;
+      std::optional<Element> next() override {
+        if (i == 2) return std::nullopt;
+        Element element;
+        element.features["w"] = torch::arange(1, 2 * (i + 1) + 1, torch::kLong).view({2, i + 1});
+        element.features["t"] = torch::arange(1, 2 * (i + 1) + 1, torch::kLong).view({2, i + 1}).t();
+        ++i;
+        return element;
+      }
+    };
+    return std::make_unique<Varied>();
+  });
+  const Element batch = Drain(elements.padded_batch(2)).at(0);
+  CHECK(torch::equal(batch.features.at("w"), torch::tensor({1, 0, 2, 0, 1, 2, 3, 4}, torch::kLong).view({2, 2, 2})));
+  CHECK(torch::equal(batch.features.at("t"), torch::tensor({1, 2, 0, 0, 1, 3, 2, 4}, torch::kLong).view({2, 2, 2})));
+}
+
 TEST_CASE("Dataset::padded_batch refuses ranks that differ and a batch_size below 1", "[data]") {
   auto mixed = Dataset::FromGenerator([] {
     struct Mixed : est::data::Iterator {
