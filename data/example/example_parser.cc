@@ -2,7 +2,6 @@
 // tf.train.SequenceExample read from their wire format into the tensors of a spec.
 
 #include <ATen/ops/empty.h>
-#include <ATen/ops/scalar_tensor.h>
 
 #include <memory>
 #include <utility>
@@ -131,7 +130,7 @@ void AddContextFeatures(const ExampleSpec& spec, const std::vector<FeatureValues
     }
     int64_t length = 0;
     element->features.emplace(name, value.var_len(feature, name, &length));
-    element->features.emplace(name + kLengthSuffix, at::scalar_tensor(length, at::kLong));
+    element->features.emplace(name + kLengthSuffix, HostScalar(length));
   }
 }
 
@@ -220,7 +219,7 @@ class SequenceExampleParser {
       const std::vector<std::string_view>& feature_steps = steps[i++];
       element->features.emplace(name, StepsTensor(name, feature, feature_steps));
       element->features.emplace(name + kLengthSuffix,
-                                at::scalar_tensor(static_cast<int64_t>(feature_steps.size()), at::kLong));
+                                HostScalar(static_cast<int64_t>(feature_steps.size())));
     }
   }
 

@@ -1,5 +1,6 @@
 #include "data/example/feature_values.h"
 
+#include <ATen/EmptyTensor.h>
 #include <ATen/ops/empty.h>
 
 #include <cstring>
@@ -99,9 +100,17 @@ int64_t FeatureValues::count(const FeatureSpec& spec, const std::string& name) c
   return values;
 }
 
+at::Tensor HostTensor(at::IntArrayRef shape, at::ScalarType dtype) { return at::detail::empty_cpu(shape, dtype); }
+
+at::Tensor HostScalar(int64_t value) {
+  at::Tensor scalar = HostTensor({}, at::kLong);
+  *scalar.data_ptr<int64_t>() = value;
+  return scalar;
+}
+
 at::Tensor FeatureValues::numbers(FeatureType type, at::IntArrayRef shape) const {
   const bool floats = type == FeatureType::kFloat32;
-  at::Tensor tensor = at::empty(shape, floats ? at::kFloat : at::kLong);
+  at::Tensor tensor = HostTensor(shape, floats ? at::kFloat : at::kLong);
   char* out = static_cast<char*>(tensor.data_ptr());
   for (std::string_view list : lists_) {
     ForEachValueField(list, [&](const wire::Field& field) {
@@ -131,7 +140,7 @@ at::Tensor FeatureValues::ids(const FeatureSpec& spec, const std::string& name, 
                               std::vector<int64_t> shape) const {
   const int64_t width = spec.ids_per_value();
   if (width > 1) shape.push_back(width);
-  at::Tensor tensor = at::empty(shape, at::kLong);
+  at::Tensor tensor = HostTensor(shape, at::kLong);
   int64_t* out = tensor.data_ptr<int64_t>();
   int64_t value = 0;
   for (std::string_view list : lists_) {

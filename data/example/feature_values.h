@@ -47,6 +47,13 @@ class FeatureValues {
   std::vector<std::string_view> lists_;  ///< the serialized lists of that kind
 };
 
+/// An uninitialized CPU tensor of `shape`, made without LibTorch's dispatcher: a parser makes
+/// several per record, where the dispatcher's way costs more than the parsing.
+at::Tensor HostTensor(at::IntArrayRef shape, at::ScalarType dtype);
+
+/// An int64 scalar holding `value`, made as HostTensor makes tensors.
+at::Tensor HostScalar(int64_t value);
+
 /// "[2, 3]": a shape for an error message.
 std::string DescribeShape(const std::vector<int64_t>& shape);
 
