@@ -1,7 +1,7 @@
 #pragma once
 /// TensorFlow Serving's Classify and Regress: requests of tf.train.Example records (an Input of
-/// examples, with a context they share) made into the tensors a model takes, and the outputs
-/// their answers are read from.
+/// examples, with a context they share) made into the tensors a model takes (the outputs their
+/// answers are read from: estimator/export/example_api_outputs.h).
 
 #include <string>
 #include <vector>
@@ -27,13 +27,5 @@ std::vector<std::string> SerializedExamples(const tf::Input& input);
 /// the batch). RequestError naming the example and feature that do not fit, or an input a
 /// tf.train.Example cannot carry.
 Features ExampleTensors(const std::vector<std::string>& examples, const Predictor& predictor);
-
-/// The output Classify answers with: "scores", else "probabilities" (floats, one row of class
-/// scores per example); "" when the model has neither.
-std::string ClassifyOutput(const ExportManifest& manifest);
-
-/// The output Regress answers with: "outputs", else "predictions", else the one float output of
-/// one value per example; "" when there is none.
-std::string RegressOutput(const ExportManifest& manifest);
 
 }  // namespace est::serving::detail

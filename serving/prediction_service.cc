@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "estimator/export/example_api_outputs.h"
 #include "serving/call_status.h"
 #include "serving/example_input.h"
 #include "serving/tf_serving_codec.h"

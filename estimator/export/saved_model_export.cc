@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "estimator/estimator_impl.h"
+#include "estimator/export/example_api_outputs.h"
 #include "estimator/export/export_directory.h"
 #include "estimator/export/onnx_exporter.h"
 #include "estimator/export/program_tracer.h"
@@ -53,11 +54,11 @@ std::string Estimator::Impl::export_saved_model(const std::string& export_dir_ba
   manifest.outputs = OutputSignature(receiver.inputs, predict);
   manifest.class_labels = options.class_labels();
   if (!manifest.class_labels.empty()) {
+    const std::string classify = ClassifyOutput(manifest);
     const TensorSpec* scores = nullptr;
     for (const TensorSpec& output : manifest.outputs)
-      if (output.name == "scores" || (output.name == "probabilities" && scores == nullptr)) scores = &output;
-    EST_CHECK(scores != nullptr && !scores->shape.empty() &&
-                  scores->shape.back() == static_cast<int64_t>(manifest.class_labels.size()),
+      if (output.name == classify) scores = &output;
+    EST_CHECK(scores != nullptr && scores->shape.back() == static_cast<int64_t>(manifest.class_labels.size()),
               ConfigError, "export_saved_model: ExportOptions names ", manifest.class_labels.size(),
               " class_labels; expected as many as the classes of the output 'scores' or 'probabilities' (",
               scores ? scores->describe() : "model_fn predicts neither", ")");

@@ -2,6 +2,9 @@
 
 #include <torch/torch.h>
 
+#include <functional>
+#include <utility>
+
 #include "common/error.h"
 #include "data/dataset.h"
 #include "tests/data/test_datasets.h"
@@ -16,23 +19,30 @@ using est::testing::Drain;
 
 namespace {
 
-/// Element i has "v" = [1, 2, ..., i + 1] (int64) and "m" = float ones [i + 1, 2].
-Dataset Growing(int64_t n) {
-  return Dataset::FromGenerator([n] {
-    struct Growing : est::data::Iterator {
+/// Elements make(0), ..., make(n - 1).
+Dataset Generated(int64_t n, std::function<Element(int64_t)> make) {
+  return Dataset::FromGenerator([n, make] {
+    struct Generator : est::data::Iterator {
       int64_t n, i = 0;
-      explicit Growing(int64_t n) : n(n) {}
+      std::function<Element(int64_t)> make;
+      Generator(int64_t n, std::function<Element(int64_t)> make) : n(n), make(std::move(make)) {}
       std::optional<Element> next() override {
         if (i == n) return std::nullopt;
-        Element element;
-        element.features["v"] = torch::arange(1, i + 2, torch::kLong);
-        element.features["m"] = torch::ones({i + 1, 2});
-        element.labels = torch::tensor(i);
-        ++i;
-        return element;
+        return make(i++);
       }
     };
-    return std::make_unique<Growing>(n);
+    return std::make_unique<Generator>(n, make);
+  });
+}
+
+/// Element i has "v" = [1, 2, ..., i + 1] (int64) and "m" = float ones [i + 1, 2].
+Dataset Growing(int64_t n) {
+  return Generated(n, [](int64_t i) {
+    Element element;
+    element.features["v"] = torch::arange(1, i + 2, torch::kLong);
+    element.features["m"] = torch::ones({i + 1, 2});
+    element.labels = torch::tensor(i);
+    return element;
   });
 }
 
@@ -54,19 +64,11 @@ TEST_CASE("Dataset::padded_batch pads every tensor of a batch to the largest", "
 
 TEST_CASE("Dataset::padded_batch pads inner dimensions and strided tensors too", "[data]") {
   // "w" grows in its last dimension; "t" is a transposed (strided) view growing in its first.
-  auto elements = Dataset::FromGenerator([] {
-    struct Varied : est::data::Iterator {
-      int64_t i = 0;
-      std::optional<Element> next() override {
-        if (i == 2) return std::nullopt;
-        Element element;
-        element.features["w"] = torch::arange(1, 2 * (i + 1) + 1, torch::kLong).view({2, i + 1});
-        element.features["t"] = torch::arange(1, 2 * (i + 1) + 1, torch::kLong).view({2, i + 1}).t();
-        ++i;
-        return element;
-      }
-    };
-    return std::make_unique<Varied>();
+  auto elements = Generated(2, [](int64_t i) {
+    Element element;
+    element.features["w"] = torch::arange(1, 2 * (i + 1) + 1, torch::kLong).view({2, i + 1});
+    element.features["t"] = torch::arange(1, 2 * (i + 1) + 1, torch::kLong).view({2, i + 1}).t();
+    return element;
   });
   const Element batch = Drain(elements.padded_batch(2)).at(0);
   CHECK(torch::equal(batch.features.at("w"), torch::tensor({1, 0, 2, 0, 1, 2, 3, 4}, torch::kLong).view({2, 2, 2})));
@@ -74,17 +76,10 @@ TEST_CASE("Dataset::padded_batch pads inner dimensions and strided tensors too",
 }
 
 TEST_CASE("Dataset::padded_batch refuses ranks that differ and a batch_size below 1", "[data]") {
-  auto mixed = Dataset::FromGenerator([] {
-    struct Mixed : est::data::Iterator {
-      int i = 0;
-      std::optional<Element> next() override {
-        if (i == 2) return std::nullopt;
-        Element element;
-        element.features["x"] = i++ == 0 ? torch::zeros({3}) : torch::zeros({3, 1});
-        return element;
-      }
-    };
-    return std::make_unique<Mixed>();
+  auto mixed = Generated(2, [](int64_t i) {
+    Element element;
+    element.features["x"] = i == 0 ? torch::zeros({3}) : torch::zeros({3, 1});
+    return element;
   });
   CHECK_THROWS_WITH(Drain(mixed.padded_batch(2)),
                     Catch::Contains("feature 'x' has shape [3] in element 0") && Catch::Contains("equal ranks"));
