@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "data/element.h"
@@ -48,6 +49,15 @@ enum class AutoShardPolicy {
   kData,
   /// Not at all: every pipeline reads all the input.
   kOff,
+};
+
+/// How Dataset::parse_batches groups and parses its records.
+struct ParseBatchesOptions {
+  /// Drop a last group of fewer than batch_size records, as batch's drop_remainder.
+  TORCH_ARG(bool, drop_remainder) = false;
+  /// Groups parsed at once on worker threads, as map's num_parallel_calls; 1 parses on the
+  /// consumer's thread; kAutotune: one per CPU beyond LibTorch's intra-op threads.
+  TORCH_ARG(int64_t, num_parallel_calls) = 1;
 };
 
 /// How Dataset::InterleaveFiles reads its files, as tf.data's interleave arguments.
@@ -146,6 +156,17 @@ class Dataset {
   /// largest size in the batch, as tf.data's padded_batch with its default padded_shapes
   /// and padding values. Elements of a batch must have the same keys, ranks and dtypes.
   Dataset padded_batch(int64_t batch_size, bool drop_remainder = false) const;
+
+  /// tf.data's batch(batch_size).map(parse_example): groups `batch_size` consecutive records
+  /// (elements whose one feature "record" is a record's bytes, uint8 [size], as TFRecordDataset
+  /// gives them without a parser) and turns each group into one element with `parser`
+  /// (data::ParseExampleBatch), which writes a batch's values into one tensor per feature
+  /// instead of a tensor per feature per record. Shuffle records before it. Parsing runs as map
+  /// runs its function (options' num_parallel_calls, its order, errors and skipping); skip()
+  /// skips whole groups of records without parsing them.
+  Dataset parse_batches(int64_t batch_size,
+                        std::function<Element(const std::vector<std::string_view>& records)> parser,
+                        ParseBatchesOptions options = {}) const;
 
   /// Repeats the input `count` times; -1 repeats forever. A pass that yields nothing
   /// ends the repetition, so an empty input never loops forever.

@@ -123,6 +123,21 @@ using RecordParser = std::function<Element(std::string_view record)>;
 /// and what was expected; a bad spec is a ConfigError, thrown here.
 RecordParser ParseExample(ExampleSpec spec, std::string label_key = "");
 
+/// Turns a batch of serialized records into one element.
+using BatchRecordParser = std::function<Element(const std::vector<std::string_view>& records)>;
+
+/// Parses a batch of tf.train.Example records by `spec` into one element, as tf.io.parse_example
+/// parses a batch: the element equals Dataset::padded_batch of ParseExample(spec, label_key)'s
+/// elements of the same records (VarLen features padded, with `<name>_length` [batch]), except
+/// that a FixedLen feature must parse to one shape in every record (bytes decoded to different
+/// shapes are a DataError, where padded_batch would pad them). Numbers and ids
+/// (FeatureSpec::ids_decoder) are written straight into one tensor per feature per batch, so a
+/// batch costs a few allocations rather than a few per record; bytes decoded into tensors are
+/// parsed per record and batched. A record that does not match the spec is a DataError naming
+/// it ("record 3 of " + `batch_name`) and the feature; an empty batch is a DataError.
+BatchRecordParser ParseExampleBatch(ExampleSpec spec, std::string label_key = "",
+                                    std::string batch_name = "the batch");
+
 /// Parses tf.train.SequenceExample records by `spec`, as ParseExample does; `label_key`
 /// names a context feature.
 RecordParser ParseSequenceExample(SequenceExampleSpec spec, std::string label_key = "");

@@ -5,14 +5,16 @@
 //
 //   canned_bench --data-dir DIR [--estimator wide_deep] [--steps 2000] [--batch-size 256]
 //                [--linear-learning-rate 0.1] [--dnn-learning-rate 0.05] [--input tfrecord|tensors]
-//                [--eval-every 250] [--threads 1] [--parse-threads 1] [--input-phases]
+//                [--eval-every 250] [--threads 1] [--parsing batch|record] [--parse-threads 1]
+//                [--input-phases]
 //                [--warm-start-from CHECKPOINT]
 //
-// Training reads DIR/train.tfrecord in file order (no shuffle), repeated, parsed and padded into
-// batches (TFRecordDataset + ParseExample + padded_batch + prefetch, as TensorFlow's batch + map
-// (parse_example) + prefetch), or, with --input tensors, the same batches parsed once before
+// Training reads DIR/train.tfrecord in file order (no shuffle), repeated, grouped into batches of
+// records and parsed a batch at once (TFRecordDataset + parse_batches(ParseExampleBatch) +
+// prefetch, as TensorFlow's batch + map(parse_example) + prefetch; --parsing record parses each
+// record and padded_batch'es them), or, with --input tensors, the same batches parsed once before
 // training and held in memory (the input's own cost taken away); --input-phases first times the
-// input's stages alone (framing, parsing, padded_batch), ms a batch. Examples/s is measured from the
+// input's stages alone (framing, parsing into batches), ms a batch. Examples/s is measured from the
 // start of the first step to the end of the last (a hook), as tensorflow_canned.py's StepTimer;
 // a checkpoint is saved every --eval-every steps, and after training each is evaluated on all of
 // DIR/eval.tfrecord: the curve of (step, seconds of steps so far, AUC or average loss) gives the
@@ -109,6 +111,7 @@ struct Flags {
   int threads = 1;
   std::string model_dir;
   int64_t seed = 73;
+  std::string parsing = "batch";  ///< batch (ParseExampleBatch) or record (ParseExample + padded_batch)
   int64_t parse_threads = 1;  ///< above 1: records parsed by a parallel map of this many threads
   bool input_phases = false;  ///< also time the input's stages alone
   std::string warm_start_from;  ///< a checkpoint whose variables start training (TensorFlow's)
@@ -186,19 +189,29 @@ std::pair<std::vector<fc::FeatureColumnPtr>, std::string> ColumnsAndLabel(const 
   return {all, estimator == "dnn_regressor" ? "spend" : "clicked"};
 }
 
-/// The parser of the estimator's features and label.
-est::data::RecordParser Parser(const std::string& estimator) {
+/// The parsing spec of the estimator's features and label, and the label's name.
+std::pair<est::data::ExampleSpec, std::string> SpecAndLabel(const std::string& estimator) {
   const auto [columns, label] = ColumnsAndLabel(estimator);
-  const est::data::ExampleSpec spec = label == "spend"
-                                          ? est::canned::regressor_parse_example_spec(columns, label)
-                                          : est::canned::classifier_parse_example_spec(columns, label);
-  return est::data::ParseExample(spec, label);
+  return {label == "spend" ? est::canned::regressor_parse_example_spec(columns, label)
+                           : est::canned::classifier_parse_example_spec(columns, label),
+          label};
 }
 
-/// The parsed records of `file` in file order, repeated when `repeat`: parsed by the reader, or,
-/// with `parse_threads` above 1, read as bytes and parsed by a parallel map of that many threads.
-est::data::Dataset Records(const Flags& flags, const std::string& file, bool repeat, int64_t parse_threads) {
-  const est::data::RecordParser parse = Parser(flags.estimator);
+/// Parsed, padded batches of `file`, read in file order, repeated when `repeat`: with --parsing
+/// batch, records grouped and parsed a batch at once (parse_batches + ParseExampleBatch, by
+/// `parse_threads` threads); with --parsing record, each record parsed (ParseExample, by the
+/// reader or a parallel map) and then padded_batch'ed.
+est::data::Dataset Batches(const Flags& flags, const std::string& file, bool repeat, int64_t parse_threads = 1) {
+  const auto [spec, label] = SpecAndLabel(flags.estimator);
+  if (flags.parsing == "batch") {
+    est::data::Dataset records = est::data::TFRecordDataset({file});
+    if (repeat) records = records.repeat();
+    return records.parse_batches(flags.batch_size, est::data::ParseExampleBatch(spec, label),
+                                 est::data::ParseBatchesOptions().num_parallel_calls(parse_threads));
+  }
+  EST_CHECK(flags.parsing == "record", est::ConfigError, "canned_bench: unknown --parsing '", flags.parsing,
+            "' (batch or record)");
+  const est::data::RecordParser parse = est::data::ParseExample(spec, label);
   est::data::Dataset records =
       parse_threads > 1 ? est::data::TFRecordDataset({file})
                         : est::data::TFRecordDataset({file}, est::data::TFRecordDatasetOptions().parser(parse));
@@ -212,16 +225,11 @@ est::data::Dataset Records(const Flags& flags, const std::string& file, bool rep
         },
         parse_threads);
   }
-  return records;
+  return records.padded_batch(flags.batch_size);
 }
 
-/// Parsed, padded batches of `file`, read in file order, repeated when `repeat`.
-est::data::Dataset Batches(const Flags& flags, const std::string& file, bool repeat, int64_t parse_threads = 1) {
-  return Records(flags, file, repeat, parse_threads).padded_batch(flags.batch_size);
-}
-
-/// Seconds per batch of each stage of the TFRecord input, alone on this thread, over the first
-/// `batches` batches of the training file: framing (records as bytes), + parse, + padded_batch.
+/// Seconds per batch of the TFRecord input alone on this thread, over the first `batches`
+/// batches of the training file: framing (records as bytes), and parsing into batches.
 nlohmann::json InputPhases(const Flags& flags, const std::string& file, int64_t batches) {
   const int64_t records = batches * flags.batch_size;
   const auto time = [](const est::data::Dataset& dataset) {
@@ -232,13 +240,11 @@ nlohmann::json InputPhases(const Flags& flags, const std::string& file, int64_t 
     return std::chrono::duration<double>(Clock::now() - start).count();
   };
   const double framing = time(est::data::TFRecordDataset({file}).repeat().take(records));
-  const double parse = time(Records(flags, file, true, 1).take(records));
-  const double batch = time(Batches(flags, file, true).take(batches));
+  const double total = time(Batches(flags, file, true).take(batches));
   const auto ms = [batches](double seconds) { return seconds / static_cast<double>(batches) * 1e3; };
   return {{"framing_ms_per_batch", ms(framing)},
-          {"parse_ms_per_batch", ms(parse - framing)},
-          {"padded_batch_ms_per_batch", ms(batch - parse)},
-          {"total_ms_per_batch", ms(batch)}};
+          {"parsing_ms_per_batch", ms(total - framing)},
+          {"total_ms_per_batch", ms(total)}};
 }
 
 /// One training run's figures.
@@ -335,6 +341,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--model-dir", flags.model_dir, "an empty directory; a temporary one when absent");
   app.add_option("--seed", flags.seed, "RunConfig::tf_random_seed")->capture_default_str();
+  app.add_option("--parsing", flags.parsing,
+                 "batch (records grouped, then parsed a batch at once) or record (each parsed, then padded_batch)")
+      ->check(CLI::IsMember({"batch", "record"}));
   app.add_option("--parse-threads", flags.parse_threads,
                  "--input tfrecord: above 1, records are parsed by a parallel map of this many threads")
       ->check(CLI::PositiveNumber)
@@ -383,6 +392,7 @@ int main(int argc, char** argv) {
                                  {"step_seconds", result.step_seconds},
                                  {"train_seconds", result.train_seconds},
                                  {"prepare_seconds", result.prepare_seconds},
+                                 {"parsing", flags.parsing},
                                  {"parse_threads", flags.parse_threads},
                                  {"input_phases", result.input_phases},
                                  {"metrics", result.metrics},

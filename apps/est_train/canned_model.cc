@@ -15,14 +15,14 @@
 namespace est_train {
 namespace {
 
-// The reads of one input, TFRecord or CSV files through `spec`: files interleaved by threads in
-// training, one after another in evaluation; sharded by file across input pipelines where there
-// are files enough.
+// The records of one input: TFRecord files' records as bytes, or CSV rows parsed by the
+// estimator's columns (data::CsvExamples). Files are interleaved by threads in training, read one
+// after another in evaluation; sharded by file across input pipelines where there are files
+// enough.
 est::data::Dataset CannedRecords(const SpecInput& input, const SpecEstimator& estimator, bool training,
                                  const est::distribute::InputContext& context) {
-  const auto options = est::data::TFRecordDatasetOptions()
-                           .reader(est::data::TFRecordReaderOptions().compression(input.compression))
-                           .parser(est::data::ParseExample(estimator.example_spec, estimator.label));
+  const auto options = est::data::TFRecordDatasetOptions().reader(
+      est::data::TFRecordReaderOptions().compression(input.compression));
   auto read = [input, options, spec = estimator.example_spec, label = estimator.label](std::vector<std::string> files) {
     return input.csv ? est::data::CsvExamples(std::move(files), spec, label, input.csv_options)
                      : est::data::TFRecordDataset(std::move(files), options);
@@ -35,6 +35,15 @@ est::data::Dataset CannedRecords(const SpecInput& input, const SpecEstimator& es
                                                  .cycle_length(std::max<int64_t>(cycle_length, 1))
                                                  .num_parallel_calls(est::data::kAutotune))
       .auto_shard(context.num_input_pipelines(), context.input_pipeline_id());
+}
+
+// Batches of `batch_size` of CannedRecords' records: TFRecord records parsed a batch at once
+// (ParseExampleBatch, by threads beside the step's), CSV rows padded_batch'ed.
+est::data::Dataset CannedBatches(est::data::Dataset records, const SpecInput& input, const SpecEstimator& estimator,
+                                 int64_t batch_size) {
+  if (input.csv) return records.padded_batch(batch_size);
+  return records.parse_batches(batch_size, est::data::ParseExampleBatch(estimator.example_spec, estimator.label),
+                               est::data::ParseBatchesOptions().num_parallel_calls(est::data::kAutotune));
 }
 
 // The keys the head's evaluation reports, from its metrics of a batch of one example.
@@ -58,12 +67,13 @@ ModelRecipe CannedModel(const CannedSpec& spec, int64_t train_batch_size, int64_
   const SpecEstimator estimator = spec.estimator;
   auto input_fn = [=](est::Mode mode, const est::distribute::InputContext& context) {
     const bool training = mode == est::Mode::kTrain;
-    auto records = CannedRecords(training ? train : eval, estimator, training, context);
+    const SpecInput& input = training ? train : eval;
+    auto records = CannedRecords(input, estimator, training, context);
     // A stream repeats before it is shuffled: a shuffle over an endless input restores a
     // position by replaying its draws (data/dataset.h).
     if (training) records = records.repeat().shuffle(train.shuffle_buffer, shuffle_seed);
     const int64_t batch_size = training ? train_batch_size : eval_batch_size;
-    return records.padded_batch(context.per_replica_batch_size(batch_size)).prefetch(2);
+    return CannedBatches(records, input, estimator, context.per_replica_batch_size(batch_size)).prefetch(2);
   };
   ModelRecipe recipe;
   recipe.input_fn = input_fn;

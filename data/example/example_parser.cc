@@ -8,110 +8,12 @@
 
 #include "common/error.h"
 #include "data/example.h"
+#include "data/example/example_fields.h"
 #include "data/example/feature_values.h"
-#include "data/example/wire_reader.h"
 #include "data/ops/stack_tensors.h"
 
 namespace est::data {
 namespace {
-
-/// Field numbers of example.proto and feature.proto.
-constexpr uint32_t kExampleFeatures = 1;         // Example.features
-constexpr uint32_t kSequenceContext = 1;         // SequenceExample.context
-constexpr uint32_t kSequenceFeatureLists = 2;    // SequenceExample.feature_lists
-constexpr uint32_t kMapEntries = 1;              // Features.feature, FeatureLists.feature_list
-constexpr uint32_t kMapKey = 1;
-constexpr uint32_t kMapValue = 2;
-constexpr uint32_t kFeatureListFeatures = 1;     // FeatureList.feature
-
-/// The suffix of the length that goes with a VarLen or sequence feature.
-constexpr const char* kLengthSuffix = "_length";
-
-/// The entries of a spec by name, for finding a record's features.
-using SpecIndex = std::map<std::string, size_t, std::less<>>;
-
-SpecIndex IndexOf(const ExampleSpec& spec) {
-  SpecIndex index;
-  for (const auto& entry : spec) index.emplace(entry.first, index.size());
-  return index;
-}
-
-/// The length-delimited fields numbered `number` of a serialized message, in order.
-template <typename OnField>
-void ForEachMessageField(std::string_view message, uint32_t number, OnField on_field) {
-  wire::MessageReader reader(message);
-  wire::Field field;
-  while (reader.next(&field)) {
-    if (field.number == number && field.type == wire::WireType::kLengthDelimited) on_field(field.bytes);
-  }
-}
-
-/// Calls `on_entry(key, values)` for each entry of a serialized protobuf map of messages
-/// (Features, FeatureLists) whose key is in `index`; `values` are the serialized values of
-/// the entry (a value given twice merges). A key given twice keeps its last entry, as
-/// protobuf's maps do, so on_entry must replace what an earlier call gave.
-template <typename OnEntry>
-void ForEachMapEntry(std::string_view map_message, const SpecIndex& index, OnEntry on_entry) {
-  std::vector<std::string_view> values;
-  ForEachMessageField(map_message, kMapEntries, [&](std::string_view entry) {
-    std::string_view key;
-    values.clear();
-    wire::MessageReader reader(entry);
-    wire::Field field;
-    while (reader.next(&field)) {
-      if (field.type != wire::WireType::kLengthDelimited) continue;
-      if (field.number == kMapKey) key = field.bytes;
-      if (field.number == kMapValue) values.push_back(field.bytes);
-    }
-    auto found = index.find(key);
-    if (found != index.end()) on_entry(found->second, values);
-  });
-}
-
-/// The values of each context feature in `spec`, gathered from the Features messages of a
-/// record (Example.features or SequenceExample.context; a field given twice merges).
-std::vector<FeatureValues> GatherFeatures(const std::vector<std::string_view>& features_messages,
-                                          const SpecIndex& index) {
-  std::vector<FeatureValues> values(index.size());
-  for (std::string_view features : features_messages) {
-    ForEachMapEntry(features, index, [&](size_t i, const std::vector<std::string_view>& feature_messages) {
-      values[i] = FeatureValues();
-      if (feature_messages.empty()) values[i].add({});
-      for (std::string_view feature : feature_messages) values[i].add(feature);
-    });
-  }
-  return values;
-}
-
-/// The names of the features of `spec` that give a `<name>_length` too: the VarLen ones, or
-/// all of them for a sequence spec.
-std::vector<std::string> NamesWithLength(const ExampleSpec& spec, bool sequence) {
-  std::vector<std::string> names;
-  for (const auto& entry : spec) {
-    if (sequence || !entry.second.fixed_length()) names.push_back(entry.first);
-  }
-  return names;
-}
-
-/// Checks that no `<name>_length` of `names` is also a feature of one of `specs`.
-void CheckLengthNames(const std::vector<std::string>& names, const std::vector<const ExampleSpec*>& specs,
-                      const char* what) {
-  for (const std::string& name : names) {
-    const std::string length_name = name + kLengthSuffix;
-    for (const ExampleSpec* spec : specs) {
-      EST_CHECK(spec->count(length_name) == 0, ConfigError, what, ": feature '", name, "' gives '", length_name,
-                "' too, which is also a feature of the spec");
-    }
-  }
-}
-
-/// Checks that `label_key`, when set, names a FixedLen feature of `spec`.
-void CheckLabelKey(const ExampleSpec& spec, const std::string& label_key, const char* what) {
-  if (label_key.empty()) return;
-  auto label = spec.find(label_key);
-  EST_CHECK(label != spec.end(), ConfigError, what, ": label_key '", label_key, "' is not a feature of the spec");
-  EST_CHECK(label->second.fixed_length(), ConfigError, what, ": the label feature '", label_key, "' must be FixedLen");
-}
 
 /// Puts the tensors of `spec`'s features, from `values`, into `element`.
 void AddContextFeatures(const ExampleSpec& spec, const std::vector<FeatureValues>& values, const std::string& label_key,
@@ -146,9 +48,11 @@ class ExampleParser {
   Element operator()(std::string_view record) const {
     try {
       std::vector<std::string_view> features;
-      ForEachMessageField(record, kExampleFeatures, [&](std::string_view f) { features.push_back(f); });
+      ExampleFeaturesMessages(record, &features);
+      std::vector<FeatureValues> values(index_.size());
+      GatherFeatures(features, index_, values.data());
       Element element;
-      AddContextFeatures(spec_, GatherFeatures(features, index_), label_key_, &element);
+      AddContextFeatures(spec_, values, label_key_, &element);
       return element;
     } catch (const DataError& e) {
       EST_THROW(DataError, "tf.train.Example: ", e.what());
@@ -193,8 +97,10 @@ class SequenceExampleParser {
         if (field.number == kSequenceContext) context.push_back(field.bytes);
         if (field.number == kSequenceFeatureLists) feature_lists.push_back(field.bytes);
       }
+      std::vector<FeatureValues> values(context_index_.size());
+      GatherFeatures(context, context_index_, values.data());
       Element element;
-      AddContextFeatures(spec_.context, GatherFeatures(context, context_index_), label_key_, &element);
+      AddContextFeatures(spec_.context, values, label_key_, &element);
       AddSequenceFeatures(feature_lists, &element);
       return element;
     } catch (const DataError& e) {

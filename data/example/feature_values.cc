@@ -60,9 +60,16 @@ void FeatureValues::add(std::string_view serialized_feature) {
     if (field.type != wire::WireType::kLengthDelimited) continue;
     const int kind = static_cast<int>(field.number);
     if (kind != kBytesList && kind != kFloatList && kind != kInt64List) continue;
-    if (kind != kind_) lists_.clear();
+    if (kind != kind_) {
+      lists_ = 0;
+      more_lists_.clear();
+    }
     kind_ = kind;
-    lists_.push_back(field.bytes);
+    if (lists_++ == 0) {
+      first_list_ = field.bytes;
+    } else {
+      more_lists_.push_back(field.bytes);
+    }
   }
 }
 
@@ -71,7 +78,7 @@ int64_t FeatureValues::count(const FeatureSpec& spec, const std::string& name) c
   EST_CHECK(kind_ == KindOf(spec.type()), DataError, "feature '", name, "' holds ", KindName(kind_),
             " values; the spec expects ", FeatureTypeName(spec.type()));
   int64_t values = 0;
-  for (std::string_view list : lists_) {
+  for_each_list([&](std::string_view list) {
     ForEachValueField(list, [&](const wire::Field& field) {
       switch (kind_) {
         case kBytesList:
@@ -96,7 +103,7 @@ int64_t FeatureValues::count(const FeatureSpec& spec, const std::string& name) c
           }
       }
     });
-  }
+  });
   return values;
 }
 
@@ -108,11 +115,10 @@ at::Tensor HostScalar(int64_t value) {
   return scalar;
 }
 
-at::Tensor FeatureValues::numbers(FeatureType type, at::IntArrayRef shape) const {
+void FeatureValues::write_numbers(FeatureType type, void* out_values) const {
   const bool floats = type == FeatureType::kFloat32;
-  at::Tensor tensor = HostTensor(shape, floats ? at::kFloat : at::kLong);
-  char* out = static_cast<char*>(tensor.data_ptr());
-  for (std::string_view list : lists_) {
+  char* out = static_cast<char*>(out_values);
+  for_each_list([&](std::string_view list) {
     ForEachValueField(list, [&](const wire::Field& field) {
       if (floats) {
         const bool has_floats = field.type == wire::WireType::kFixed32 || field.type == wire::WireType::kLengthDelimited;
@@ -132,18 +138,19 @@ at::Tensor FeatureValues::numbers(FeatureType type, at::IntArrayRef shape) const
         }
       }
     });
-  }
+  });
+}
+
+at::Tensor FeatureValues::numbers(FeatureType type, at::IntArrayRef shape) const {
+  at::Tensor tensor = HostTensor(shape, type == FeatureType::kFloat32 ? at::kFloat : at::kLong);
+  write_numbers(type, tensor.data_ptr());
   return tensor;
 }
 
-at::Tensor FeatureValues::ids(const FeatureSpec& spec, const std::string& name, int64_t count,
-                              std::vector<int64_t> shape) const {
+void FeatureValues::write_ids(const FeatureSpec& spec, const std::string& name, int64_t count, int64_t* out) const {
   const int64_t width = spec.ids_per_value();
-  if (width > 1) shape.push_back(width);
-  at::Tensor tensor = HostTensor(shape, at::kLong);
-  int64_t* out = tensor.data_ptr<int64_t>();
   int64_t value = 0;
-  for (std::string_view list : lists_) {
+  for_each_list([&](std::string_view list) {
     ForEachValueField(list, [&](const wire::Field& field) {
       if (field.type != wire::WireType::kLengthDelimited) return;
       try {
@@ -153,15 +160,22 @@ at::Tensor FeatureValues::ids(const FeatureSpec& spec, const std::string& name, 
       }
       ++value;
     });
-  }
+  });
   EST_ASSERT(value == count, "feature '", name, "': counted ", count, " bytes values but decoded ", value);
+}
+
+at::Tensor FeatureValues::ids(const FeatureSpec& spec, const std::string& name, int64_t count,
+                              std::vector<int64_t> shape) const {
+  if (spec.ids_per_value() > 1) shape.push_back(spec.ids_per_value());
+  at::Tensor tensor = HostTensor(shape, at::kLong);
+  write_ids(spec, name, count, tensor.data_ptr<int64_t>());
   return tensor;
 }
 
 at::Tensor FeatureValues::decoded(const FeatureSpec& spec, const std::string& name, int64_t count, bool stack) const {
   std::vector<at::Tensor> tensors;
   tensors.reserve(static_cast<size_t>(count));
-  for (std::string_view list : lists_) {
+  for_each_list([&](std::string_view list) {
     ForEachValueField(list, [&](const wire::Field& field) {
       if (field.type != wire::WireType::kLengthDelimited) return;
       at::Tensor tensor;
@@ -180,7 +194,7 @@ at::Tensor FeatureValues::decoded(const FeatureSpec& spec, const std::string& na
       }
       tensors.push_back(tensor.contiguous());
     });
-  }
+  });
   if (tensors.empty()) return at::empty({0}, at::kByte);
   if (!stack) return tensors.front();
   return StackTensors(tensors);

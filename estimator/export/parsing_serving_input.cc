@@ -3,11 +3,10 @@
 #include <ATen/ATen.h>
 
 #include <memory>
-#include <set>
+#include <string_view>
 #include <utility>
 
 #include "common/error.h"
-#include "data/dataset.h"
 #include "estimator/export/serving_signature.h"
 
 namespace est {
@@ -79,35 +78,18 @@ ServingInputFn ParsingServingInputFn(data::ExampleSpec spec, ParsingServingInput
   std::vector<TensorSpec> tensors = FeatureTensors(spec, options.bytes_features());
   ValidateServingInputs(tensors);
   const std::vector<RecordFeature> recorded = RecordedFeatures(spec);
-  std::set<std::string> var_len;  // the features whose records may hold more or fewer values
-  for (const auto& [name, feature] : spec)
-    if (!feature.fixed_length()) var_len.insert(name);
-  auto parser = std::make_shared<const data::RecordParser>(data::ParseExample(std::move(spec)));
-  return [tensors = std::move(tensors), recorded, parser, var_len, input_name = options.input_name()] {
+  // Records are parsed as a batch, VarLen features padded to the longest record as
+  // Dataset::padded_batch pads them.
+  auto parser = std::make_shared<const data::BatchRecordParser>(
+      data::ParseExampleBatch(std::move(spec), "", "input '" + options.input_name() + "'"));
+  return [tensors = std::move(tensors), recorded, parser, input_name = options.input_name()] {
     ServingInputReceiver receiver;
     receiver.inputs = tensors;
     receiver.records_input = input_name;
     receiver.record_features = recorded;
-    receiver.parse_records = [tensors, parser, var_len, input_name](const std::vector<std::string>& records) {
+    receiver.parse_records = [tensors, parser](const std::vector<std::string>& records) {
       if (records.empty()) return ExampleRequest(tensors, 0);
-      std::vector<data::Element> elements(records.size());
-      for (size_t i = 0; i < records.size(); ++i) {
-        try {
-          elements[i] = (*parser)(records[i]);
-        } catch (const DataError& error) {
-          EST_THROW(DataError, "record ", i, " of input '", input_name, "': ", error.what());
-        }
-        for (const auto& [name, tensor] : elements[i].features) {
-          const at::Tensor& first = elements.front().features.at(name);
-          const bool padded = var_len.count(name) != 0;
-          const bool fits = padded ? tensor.dim() == first.dim() : tensor.sizes() == first.sizes();
-          EST_CHECK(fits, DataError, "record ", i, " of input '", input_name, "': feature '", name, "' has shape ",
-                    tensor.sizes(), " but ", first.sizes(), " in record 0; expected ",
-                    padded ? "the same rank" : "the same shape", " in every record");
-        }
-      }
-      // VarLen features are padded to the longest record, as Dataset::padded_batch pads them.
-      return data::BatchElements(elements, !var_len.empty()).features;
+      return (*parser)(std::vector<std::string_view>(records.begin(), records.end())).features;
     };
     return receiver;
   };
