@@ -7,7 +7,7 @@
 //                [--linear-learning-rate 0.1] [--dnn-learning-rate 0.05] [--input tfrecord|tensors]
 //                [--eval-every 250] [--threads 1] [--parsing batch|record] [--parse-threads 1]
 //                [--input-phases]
-//                [--warm-start-from CHECKPOINT]
+//                [--warm-start-from CHECKPOINT] [--barrier-dir DIR]
 //
 // Training reads DIR/train.tfrecord in file order (no shuffle), repeated, grouped into batches of
 // records and parsed a batch at once (TFRecordDataset + parse_batches(ParseExampleBatch) +
@@ -22,6 +22,15 @@
 //   {"bench": "canned", "figure": "train", "estimator": ..., "input": ..., "steps": ...,
 //    "examples_per_second": ..., "step_seconds": ..., "train_seconds": ..., "metrics": {...},
 //    "curve": [[step, seconds, auc or average_loss], ...]}
+//
+// In a TF_CONFIG cluster with a ps job (as canned_tf_peer.py runs TensorFlow's), each process is
+// one task of asynchronous parameter-server training (ParameterServerStrategy): a ps task serves
+// the variables; the chief and the workers meet in --barrier-dir (a file each) before their first
+// step, train until the global step reaches --steps, and print
+//   {"bench": "canned", "figure": "cluster_task", "task": "worker 0", "steps": local steps,
+//    "first": ..., "last": ...}
+// where first and last are CLOCK_MONOTONIC seconds (the start of the first step, the end of the
+// last), so that the examples/s of all the tasks together can be measured across processes.
 
 #include <unistd.h>
 
@@ -33,15 +42,20 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "common/error.h"
 #include "data/tfrecord_dataset.h"
+#include "distribute/parameter_server_strategy.h"
+#include "estimator/train_and_evaluate.h"
 #include "estimator/canned/canned_estimators.h"
 #include "estimator/feature_columns/feature_columns.h"
 #include "estimator/process_tuning.h"
@@ -115,6 +129,7 @@ struct Flags {
   int64_t parse_threads = 1;  ///< above 1: records parsed by a parallel map of this many threads
   bool input_phases = false;  ///< also time the input's stages alone
   std::string warm_start_from;  ///< a checkpoint whose variables start training (TensorFlow's)
+  std::string barrier_dir;  ///< in a TF_CONFIG cluster: where the training tasks meet before their first step
 };
 
 /// Times the training steps from the start of the first to the end of the last, and the end of
@@ -137,6 +152,9 @@ class StepTimer : public est::SessionRunHook {
 
   /// Seconds from the start of the first step to the end of the last.
   double seconds() const { return std::chrono::duration<double>(last_ - first_).count(); }
+  /// The start of the first step and the end of the last.
+  Clock::time_point first() const { return first_; }
+  Clock::time_point last() const { return last_; }
   /// Steps timed.
   int64_t steps() const { return steps_; }
   /// (global step, seconds of steps until its end) at each multiple of `every`.
@@ -149,6 +167,39 @@ class StepTimer : public est::SessionRunHook {
   Clock::time_point last_;
   std::vector<std::pair<int64_t, double>> marks_;
 };
+
+/// Holds the first step until every training task of the cluster has reached it: each task
+/// writes a file into `dir` and waits for as many as there are training tasks (at most 10 minutes),
+/// so that the tasks' steps overlap from the first.
+class StartBarrier : public est::SessionRunHook {
+ public:
+  StartBarrier(std::string dir, std::string task, int tasks) : dir_(std::move(dir)), task_(std::move(task)), tasks_(tasks) {}
+
+  est::RunArgs before_run(est::RunContext&) override {
+    if (passed_) return {};
+    std::filesystem::create_directories(dir_);
+    std::ofstream((std::filesystem::path(dir_) / ("ready-" + task_)).string()).put('\n');
+    const Clock::time_point deadline = Clock::now() + std::chrono::minutes(10);
+    while (std::distance(std::filesystem::directory_iterator(dir_), std::filesystem::directory_iterator()) < tasks_) {
+      EST_CHECK(Clock::now() < deadline, est::Error, "canned_bench: ", task_, " waited 10 minutes in '", dir_,
+                "' for ", tasks_, " training tasks");
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    passed_ = true;
+    return {};
+  }
+
+ private:
+  std::string dir_;
+  std::string task_;
+  int tasks_;
+  bool passed_ = false;
+};
+
+/// Seconds of CLOCK_MONOTONIC (steady_clock on Linux), comparable across processes.
+double MonotonicSeconds(Clock::time_point time) {
+  return std::chrono::duration<double>(time.time_since_epoch()).count();
+}
 
 /// The estimator `name` with the columns and rates of tensorflow_canned.py.
 std::unique_ptr<est::Estimator> MakeEstimator(const Flags& flags, const est::RunConfig& config) {
@@ -315,6 +366,34 @@ RunResult Run(const Flags& flags) {
   return result;
 }
 
+/// One task of a TF_CONFIG cluster (`config`'s), training asynchronously on parameter servers:
+/// the JSON line of a training task, none for a ps task.
+std::optional<nlohmann::json> RunClusterTask(const Flags& flags, est::RunConfig config) {
+  const est::distribute::ClusterConfig& cluster = config.cluster;
+  EST_CHECK(cluster.cluster.count("ps") != 0, est::ConfigError,
+            "canned_bench: the cluster of TF_CONFIG has no ps job; it trains on parameter servers");
+  EST_CHECK(!flags.barrier_dir.empty(), est::ConfigError, "canned_bench: a cluster task needs --barrier-dir");
+  config.train_distribute = est::distribute::ParameterServerStrategy::Create();
+  config.save_checkpoints_steps = flags.steps;
+  std::unique_ptr<est::Estimator> estimator = MakeEstimator(flags, config);
+  const std::string train_file = (std::filesystem::path(flags.data_dir) / "train.tfrecord").string();
+  const auto input_fn = [&] { return Batches(flags, train_file, true, flags.parse_threads).prefetch(2); };
+  if (cluster.is_ps()) {
+    est::train_and_evaluate(*estimator, est::TrainSpec(input_fn).max_steps(flags.steps), est::EvalSpec(input_fn));
+    return std::nullopt;
+  }
+  const std::string task = cluster.job() + " " + std::to_string(cluster.task_id);
+  auto barrier = std::make_shared<StartBarrier>(flags.barrier_dir, cluster.job() + "-" + std::to_string(cluster.task_id),
+                                                cluster.num_worker_replicas);
+  auto timer = std::make_shared<StepTimer>(0);
+  estimator->train(input_fn, est::TrainOptions().max_steps(flags.steps).hooks({barrier, timer}));
+  return nlohmann::json{{"bench", "canned"},        {"figure", "cluster_task"},
+                        {"estimator", flags.estimator}, {"task", task},
+                        {"steps", timer->steps()},     {"batch_size", flags.batch_size},
+                        {"first", MonotonicSeconds(timer->first())},
+                        {"last", MonotonicSeconds(timer->last())}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -351,12 +430,21 @@ int main(int argc, char** argv) {
   app.add_option("--warm-start-from", flags.warm_start_from,
                  "a checkpoint (TensorFlow's initial one, model.ckpt-0) whose variables training starts from instead "
                  "of random values, to compare training step for step");
+  app.add_option("--barrier-dir", flags.barrier_dir,
+                 "in a TF_CONFIG cluster: the directory where the training tasks meet before their first step");
   app.add_flag("--input-phases", flags.input_phases,
                "first time the input's stages alone (framing, parse, padded_batch), ms a batch");
   CLI11_PARSE(app, argc, argv);
   try {
     est::TuneProcessForTraining();  // as est-train does: malloc thresholds, the caching CPU allocator
     at::set_num_threads(flags.threads);
+    est::RunConfig cluster_config;
+    if (!cluster_config.cluster.is_local()) {
+      EST_CHECK(!flags.model_dir.empty(), est::ConfigError, "canned_bench: a cluster task needs --model-dir");
+      cluster_config.tf_random_seed = static_cast<uint64_t>(flags.seed);
+      if (auto line = RunClusterTask(flags, cluster_config)) std::cout << line->dump() << std::endl;
+      return 0;
+    }
     const bool temporary = flags.model_dir.empty();
     if (temporary) {
       flags.model_dir = (std::filesystem::temp_directory_path() /

@@ -87,6 +87,10 @@ Figures (see docs/performance.md):
                  0.05, batch 256 and file-order TFRecord input of tests/estimator/canned/tensorflow_canned.py, one
                  intra-op thread) vs TensorFlow 2.15's (canned_tf_peer.py, one intra- and one inter-op thread),
                  examples/s from the first step to the last (target >= 1.3)
+  canned_wide_deep_ps_vs_tf  the same wide & deep trained asynchronously by 2 workers and 1 ps task (one
+                 TF_CONFIG cluster of processes on this host, one intra-op thread each): ours
+                 (ParameterServerStrategy) vs TensorFlow's estimator (between-graph replication), examples of
+                 all steps from the first step's start to the last one's end, the workers starting together
   canned_linear_vs_tf, canned_dnn_regressor_vs_tf  the same for LinearClassifier and DNNRegressor
   canned_auc     wide & deep's eval AUC after the same steps, ours vs TensorFlow's (within 0.005)
   canned_dnn_regressor_loss  DNNRegressor's eval average loss after the same steps, ours vs TensorFlow's
@@ -804,6 +808,56 @@ class Runner:
                    "--dnn-learning-rate", CANNED_RATES[1], "--threads", "1"] + self.canned_sizes(estimator)
         return json_lines(run(command, self.peer_single_thread))[-1]
 
+    def canned_cluster(self, data_dir, tf_python=None):
+        """Examples/s of wide & deep trained asynchronously by 2 workers (the chief and worker 0) and 1 ps
+        task on this host: ours (canned_bench, ParameterServerStrategy) or, given `tf_python`,
+        TensorFlow's (canned_tf_peer.py, the estimator's between-graph replication), each task a
+        process of one TF_CONFIG cluster with one intra-op thread. The training tasks meet before their
+        first step; the figure is the examples of all their steps over the time from the first step's
+        start to the last one's end (CLOCK_MONOTONIC, shared by the processes)."""
+        ports = free_ports(3)
+        cluster = {"chief": [f"localhost:{ports[0]}"], "worker": [f"localhost:{ports[1]}"],
+                   "ps": [f"localhost:{ports[2]}"]}
+        work = tempfile.mkdtemp(prefix="canned_cluster_")
+        steps = self.canned_sizes("linear")[:2]  # --steps N, no evaluation
+        flags = ["--data-dir", data_dir, "--estimator", "wide_deep", "--linear-learning-rate", CANNED_RATES[0],
+                 "--dnn-learning-rate", CANNED_RATES[1], "--threads", "1", "--model-dir", os.path.join(work, "model"),
+                 "--barrier-dir", os.path.join(work, "barrier")] + steps
+        if tf_python:
+            command = [tf_python, os.path.join(os.path.dirname(os.path.abspath(__file__)), "canned_tf_peer.py")]
+            env = self.peer_single_thread
+        else:
+            command = [os.path.join(self.bin, "canned_bench")]
+            env = self.single_thread
+        processes, logs = {}, {}
+        try:
+            for job in ("ps", "chief", "worker"):
+                logs[job] = open(os.path.join(work, f"{job}.log"), "w+")
+                task_env = dict(env, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": job, "index": 0}}))
+                processes[job] = subprocess.Popen(command + flags, env=task_env, stdout=logs[job],
+                                                  stderr=subprocess.STDOUT, text=True)
+            tasks = []
+            # TensorFlow's ps task serves until it is killed; ours returns once the chief is done.
+            for job in ("chief", "worker") if tf_python else ("chief", "worker", "ps"):
+                code = processes[job].wait(timeout=1200)
+                logs[job].seek(0)
+                output = logs[job].read()
+                if code != 0:
+                    sys.exit(f"run_benchmarks: {' '.join(command)} as the cluster's {job} failed ({code}):\n{output}")
+                tasks += [line for line in json_lines(output) if "first" in line]
+        finally:
+            for process in processes.values():
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
+            for log in logs.values():
+                log.close()
+            shutil.rmtree(work, ignore_errors=True)
+        if len(tasks) != 2:
+            sys.exit(f"run_benchmarks: the cluster's training tasks printed {len(tasks)} figures, not 2")
+        seconds = max(task["last"] for task in tasks) - min(task["first"] for task in tasks)
+        return sum(task["steps"] for task in tasks) * tasks[0]["batch_size"] / seconds
+
     def serve_bench(self, model):
         """serve_bench's JSON lines for `model` ("cnn" or "mlp"), one a figure: the Predictor vs
         hand-written LibTorch, est-serve under SERVE_CLIENTS with and without batching, hot reload
@@ -1238,6 +1292,8 @@ def main():
                 if estimator == "dnn_regressor":
                     record("canned_dnn_regressor_loss", ours["metrics"]["average_loss"],
                            peer["metrics"]["average_loss"], f"eval average loss after {ours['steps']} steps")
+            record("canned_wide_deep_ps_vs_tf", runner.canned_cluster(ctr_dir),
+                   runner.canned_cluster(ctr_dir, tf_python), "examples/s")
 
         # --quick runs the faster link only, every figure of the slower one included: both
         # rates run the same programs, and the faster moves the large models' bytes sooner.
@@ -1323,6 +1379,8 @@ def main():
              "input_training": "est-train fed from the IDX files (in memory)",
              "canned_wide_deep_vs_tf": "TensorFlow 2.15's DNNLinearCombinedClassifier, same columns, rates, data, "
                                        "batch 256, 1 thread",
+             "canned_wide_deep_ps_vs_tf": "TensorFlow 2.15's estimator on 2 workers + 1 ps (async, between-graph), "
+                                          "the same model, data and batch, 1 thread a task",
              "canned_linear_vs_tf": "TensorFlow 2.15's LinearClassifier, the same",
              "canned_dnn_regressor_vs_tf": "TensorFlow 2.15's DNNRegressor, the same",
              "canned_auc": "TensorFlow 2.15's wide & deep after the same steps",
