@@ -161,8 +161,7 @@ class BatchNode : public DatasetNode {
   int64_t cardinality() const override {
     const int64_t elements = input_->cardinality();
     if (elements < 0) return elements;
-    const auto batch_size = static_cast<int64_t>(batch_size_);
-    return elements / batch_size + (!drop_remainder_ && elements % batch_size != 0 ? 1 : 0);
+    return BatchesOf(elements, static_cast<int64_t>(batch_size_), drop_remainder_);
   }
 
  private:
@@ -200,8 +199,7 @@ class BatchNode : public DatasetNode {
       const int64_t skipped = input_->skip(wanted);
       if (skipped == wanted) return count;
       input_.reset();
-      const bool partial = skipped % batch_size != 0 && !drop_remainder_;
-      return skipped / batch_size + (partial ? 1 : 0);
+      return BatchesOf(skipped, batch_size, drop_remainder_);
     }
 
    private:

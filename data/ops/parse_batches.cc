@@ -58,7 +58,7 @@ class GroupRecordsNode : public DatasetNode {
   int64_t cardinality() const override {
     const int64_t records = input_->cardinality();
     if (records < 0) return records;
-    return records / batch_size_ + (!drop_remainder_ && records % batch_size_ != 0 ? 1 : 0);
+    return BatchesOf(records, batch_size_, drop_remainder_);
   }
 
  private:
@@ -107,8 +107,7 @@ class GroupRecordsNode : public DatasetNode {
       const int64_t skipped = input_->skip(wanted);
       if (skipped == wanted) return count;
       input_.reset();
-      const bool partial = skipped % batch_size_ != 0 && !drop_remainder_;
-      return skipped / batch_size_ + (partial ? 1 : 0);
+      return BatchesOf(skipped, batch_size_, drop_remainder_);
     }
 
    private:

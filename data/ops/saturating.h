@@ -18,4 +18,10 @@ inline int64_t SaturatingSum(int64_t a, int64_t b) {
   return a + b;
 }
 
+/// The batches of `batch_size` that `elements` (>= 0) make: a last, partial one counts unless
+/// `drop_remainder`.
+inline int64_t BatchesOf(int64_t elements, int64_t batch_size, bool drop_remainder) {
+  return elements / batch_size + (!drop_remainder && elements % batch_size != 0 ? 1 : 0);
+}
+
 }  // namespace est::data
