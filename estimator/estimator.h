@@ -81,6 +81,10 @@ struct ExportOptions {
   /// `scores`): TensorFlow Serving's Classify answers by them (a canned classifier's
   /// label_vocabulary). Empty: classes are named by their index ("0", "1", ...).
   TORCH_ARG(std::vector<std::string>, class_labels);
+  /// Files the model needs beside its weights, name → contents (a vocabulary, est-train's spec of
+  /// a canned estimator), written to the export's `assets/` as a SavedModel's assets and checked
+  /// by size and CRC32C when read (ReadExportFile). Names are plain file names: ConfigError else.
+  TORCH_ARG(ExportAssets, assets);
 };
 
 /// The Estimator of tf.estimator for LibTorch. It calls model_fn eagerly every step;

@@ -47,6 +47,7 @@ class ExporterBase : public Exporter {
             .metrics(eval_result)
             .weights_only(options_.weights_only())
             .class_labels(options_.class_labels())
+            .assets(options_.assets())
             .onnx(options_.onnx()));
     last_exported_ = checkpoint_path;
     if (trim) RemoveOldExports(export_path, options_.exports_to_keep());

@@ -50,6 +50,8 @@ struct ExporterOptions {
   TORCH_ARG(std::optional<int64_t>, onnx);
   /// The names of the classes (ExportOptions::class_labels).
   TORCH_ARG(std::vector<std::string>, class_labels);
+  /// Files written beside the weights (ExportOptions::assets).
+  TORCH_ARG(ExportAssets, assets);
   /// The newest exports kept; older versions are removed (only their own files). Not used by
   /// FinalExporter.
   TORCH_ARG(int, exports_to_keep) = 5;

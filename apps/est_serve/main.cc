@@ -2,7 +2,8 @@
 // both inference protocols on one port: the Open Inference Protocol (KServe v2, as tritonclient
 // calls it) and TensorFlow Serving's PredictionService, and over REST. An export's traced program
 // runs without the model's code; an export of the weights alone runs with a built-in model's
-// model_fn (--model), or a canned estimator's of est-train's spec file (--model canned --spec).
+// model_fn (--model), or a canned estimator's (--model canned: of the spec est-train wrote into
+// the export's assets, or of --spec).
 // One export base, a model config file (TensorFlow Serving's) or a model
 // repository (Triton's layout) says what is served.
 
@@ -24,7 +25,9 @@
 #include "common/logging.h"
 #include "common/stop_signals.h"
 #include "common/quoted_text.h"
+#include "estimator/export/export_directory.h"
 #include "serving/model_server.h"
+#include "serving/predictor.h"
 
 namespace {
 
@@ -64,7 +67,8 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->check(CLI::IsMember({"fashion_mnist_cnn", "linear", "transformer_lm", "canned"}));
   app.add_option("--spec", flags.spec,
                  "--model canned: est-train's spec file of the canned estimator the exports are of (its columns and "
-                 "parameters; its input files are not read); requests carry tf.Example records (docs/canned.md)")
+                 "parameters; its input files are not read); without it, the spec est-train wrote into the newest "
+                 "export of --export-dir; requests carry tf.Example records (docs/canned.md)")
       ->check(CLI::ExistingFile);
   const char* models = "What is served (one of)";
   auto* export_dir =
@@ -162,6 +166,30 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->group(tls);
 }
 
+/// The canned estimator --export-dir's newest export was made of: the spec est-train wrote into
+/// its assets (est_train::kCannedSpecAsset), every asset checked against the manifest first.
+est_train::ModelRecipe CannedModelOfExport(const Flags& flags) {
+  EST_CHECK(!flags.export_dir.empty(), est::ConfigError, "--model canned without --spec reads the estimator's spec "
+            "from the export of --export-dir; with --model_config_file or --model-repository give --spec");
+  const std::string version = est::serving::ResolveExportPath(flags.export_dir);
+  const std::string manifest_file = (std::filesystem::path(version) / est::kExportManifestFile).string();
+  const est::ExportManifest manifest = est::ExportManifest::Parse(est::ReadFile(manifest_file), manifest_file);
+  bool has_spec = false;
+  for (const est::ExportFileRecord& asset : manifest.assets) {
+    est::ReadExportFile(version, asset);  // its size and CRC32C
+    has_spec = has_spec || asset.file == std::string(est::kExportAssetsDir) + "/" + est_train::kCannedSpecAsset;
+  }
+  EST_CHECK(has_spec, est::ConfigError, "--model canned: the export '", version, "' holds no ", est::kExportAssetsDir,
+            "/", est_train::kCannedSpecAsset, " (exports of est-train --model canned do); give --spec, the "
+            "estimator's spec file");
+  const std::string assets = (std::filesystem::path(version) / est::kExportAssetsDir).string();
+  est::Log().info("est-serve: the canned estimator of {}/{}", assets, est_train::kCannedSpecAsset);
+  return est_train::CannedServingModel(
+      est_train::ReadCannedSpec((std::filesystem::path(assets) / est_train::kCannedSpecAsset).string(),
+                                /*list_files=*/false),
+      assets);
+}
+
 /// The model_fn and serving input of a built-in model, or of --spec's canned estimator (no data is
 /// read: serving needs none); none for "" (the exports' programs run).
 est_train::ModelRecipe RecipeOf(const Flags& flags) {
@@ -169,8 +197,7 @@ est_train::ModelRecipe RecipeOf(const Flags& flags) {
             flags.model.empty() ? "to exports' traced programs" : "--model " + flags.model);
   if (flags.model.empty()) return {};
   if (flags.model == "canned") {
-    EST_CHECK(!flags.spec.empty(), est::ConfigError, "--model canned needs --spec, est-train's spec file of the "
-              "estimator the exports are of (docs/canned.md)");
+    if (flags.spec.empty()) return CannedModelOfExport(flags);
     const std::string folder = std::filesystem::absolute(flags.spec).parent_path().string();
     return est_train::CannedServingModel(est_train::ReadCannedSpec(flags.spec, /*list_files=*/false), folder);
   }

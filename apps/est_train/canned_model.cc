@@ -3,8 +3,11 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <filesystem>
 
+#include "apps/est_train/spec_value.h"
 #include "common/error.h"
+#include "common/file_util.h"
 #include "data/csv_examples.h"
 #include "data/dataset.h"
 #include "data/example.h"
@@ -84,7 +87,28 @@ ModelRecipe CannedModel(const CannedSpec& spec, int64_t train_batch_size, int64_
     recipe.serving_input = est::ParsingServingInputFn(spec.estimator.feature_spec);
   recipe.export_weights_only = true;
   recipe.class_labels = spec.estimator.class_labels;
+  recipe.export_assets = CannedExportAssets(spec);
   return recipe;
+}
+
+std::map<std::string, std::string> CannedExportAssets(const CannedSpec& spec) {
+  nlohmann::json json = SpecValue::ReadFile(spec.file).json();
+  std::map<std::string, std::string> assets;
+  json.erase("warm_start_from");  // training's start, which serving does not read
+  const std::filesystem::path base_dir = std::filesystem::path(spec.file).parent_path();
+  if (json.contains("columns")) {
+    for (auto& [name, column] : json.at("columns").items()) {
+      if (!column.contains("categorical_column_with_vocabulary_file")) continue;
+      nlohmann::json& file = column.at("categorical_column_with_vocabulary_file").at("vocabulary_file");
+      std::filesystem::path path = file.get<std::string>();
+      if (path.is_relative()) path = base_dir / path;
+      const std::string asset = "vocabulary-" + std::to_string(assets.size()) + ".txt";
+      assets.emplace(asset, est::ReadFile(path.string()));
+      file = asset;
+    }
+  }
+  assets.emplace(kCannedSpecAsset, json.dump(2) + "\n");
+  return assets;
 }
 
 ModelRecipe CannedServingModel(const CannedSpec& spec, const std::string& model_dir) {

@@ -3,6 +3,7 @@
 // file (canned_spec.h), with no C++ of the user's.
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "apps/est_train/canned_spec.h"
@@ -21,6 +22,15 @@ namespace est_train {
 /// feature, has no serving input.
 ModelRecipe CannedModel(const CannedSpec& spec, int64_t train_batch_size, int64_t eval_batch_size,
                         uint64_t shuffle_seed);
+
+/// The asset of a canned export that holds its spec (ExportOptions::assets): the spec file with
+/// each vocabulary file an asset beside it and no warm start, so that est-serve builds the model
+/// from the export alone.
+inline constexpr const char* kCannedSpecAsset = "canned_spec.json";
+
+/// The assets of `spec`'s exports: kCannedSpecAsset, and each categorical_column_with_vocabulary_file's
+/// file as "vocabulary-<n>.txt", which the spec there names. ConfigError naming a file it cannot read.
+std::map<std::string, std::string> CannedExportAssets(const CannedSpec& spec);
 
 /// What est-serve serves `spec`'s exports with (--model canned --spec): the estimator's model_fn
 /// and the serving input CannedModel exports with; nothing else of the recipe is set. No data is

@@ -569,6 +569,7 @@ std::vector<est::ExporterPtr> ExportersOf(const Flags& flags, const est_train::M
                                            .model({flags.model, est_train::kModelVersion})
                                            .weights_only(recipe.export_weights_only)
                                            .class_labels(recipe.class_labels)
+                                           .assets(recipe.export_assets)
                                            .exports_to_keep(flags.exports_to_keep);
   std::vector<est::ExporterPtr> exporters;
   for (const std::string& kind : std::set<std::string>(flags.exports.begin(), flags.exports.end())) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,6 +43,8 @@ struct ModelRecipe {
   bool export_weights_only = false;
   /// The names of its classes, which exports record (ExporterOptions::class_labels).
   std::vector<std::string> class_labels = {};
+  /// Files exports hold beside the weights (ExporterOptions::assets): a canned estimator's spec.
+  std::map<std::string, std::string> export_assets = {};
 };
 
 /// Where FashionMnistCnn's examples come from: TFRecord shards when train_files is set,

@@ -43,12 +43,33 @@ bool IsExportFile(std::string_view name) {
   return std::find(std::begin(kExportFiles), std::end(kExportFiles), name) != std::end(kExportFiles);
 }
 
+/// Whether `name` is an asset's file (kExportAssetsDir/<plain name>).
+bool IsAssetFile(const std::string& name) {
+  const std::string prefix = std::string(kExportAssetsDir) + "/";
+  if (name.rfind(prefix, 0) != 0) return false;
+  try {
+    CheckAssetName(name.substr(prefix.size()), "an asset");
+  } catch (const ConfigError&) {
+    return false;
+  }
+  return true;
+}
+
 /// Removes export `dir`'s own files and then the directory, which is left (with a warning)
 /// where something else is in it.
 void RemoveExportFiles(const fs::path& dir) {
   std::error_code error;
   for (const char* file : kExportFiles) fs::remove(dir / file, error);
   RemoveTemporaryFiles(dir.string(), IsExportFile);
+  const fs::path assets = dir / kExportAssetsDir;
+  if (fs::is_directory(assets, error)) {  // the export's own assets: plain names, files only
+    for (const auto& entry : fs::directory_iterator(assets, error)) {
+      const std::string name = std::string(kExportAssetsDir) + "/" + entry.path().filename().string();
+      if (IsAssetFile(name) && entry.is_regular_file(error)) fs::remove(entry.path(), error);
+    }
+    RemoveTemporaryFiles(assets.string(), [](std::string_view) { return true; });
+    fs::remove(assets, error);
+  }
   if (!fs::remove(dir, error))
     Log().warn("left '{}' in place: it holds files that are not the export's ({})", dir.string(),
                error ? error.message() : "not empty");
@@ -96,8 +117,8 @@ std::string WriteExport(const std::string& export_dir_base, ExportManifest manif
                         const std::map<std::string, at::Tensor>& weights,
                         const std::map<std::string, std::string>& files) {
   for (const auto& [name, contents] : files)
-    EST_ASSERT(IsExportFile(name) && name != kExportManifestFile && name != kExportWeightsFile, "'", name,
-               "' is not a file an export holds");
+    EST_ASSERT((IsExportFile(name) || IsAssetFile(name)) && name != kExportManifestFile && name != kExportWeightsFile,
+               "'", name, "' is not a file an export holds");
   CreateDirectories(export_dir_base);
   RemoveAbandonedExports(export_dir_base);
   c10::Dict<std::string, at::Tensor> dictionary;
@@ -111,7 +132,10 @@ std::string WriteExport(const std::string& export_dir_base, ExportManifest manif
   CreateDirectories(temporary.string());
   try {
     WriteFileAtomic((temporary / kExportWeightsFile).string(), std::string_view(bytes.data(), bytes.size()));
-    for (const auto& [name, contents] : files) WriteFileAtomic((temporary / name).string(), contents);
+    for (const auto& [name, contents] : files) {
+      if (IsAssetFile(name)) CreateDirectories((temporary / kExportAssetsDir).string());
+      WriteFileAtomic((temporary / name).string(), contents);
+    }
     WriteFileAtomic((temporary / kExportManifestFile).string(), manifest.to_json());
   } catch (...) {
     RemoveExportFiles(temporary);

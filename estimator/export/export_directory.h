@@ -15,8 +15,8 @@
 namespace est {
 
 /// Writes a new version under `export_dir_base` (created when absent) holding `manifest`,
-/// `weights` (copied to the CPU) and `files` (name → contents: the program and the ONNX model
-/// the manifest records); the manifest's weights size and checksum are filled in.
+/// `weights` (copied to the CPU) and `files` (name → contents: the program, the ONNX model and
+/// the assets the manifest records); the manifest's weights size and checksum are filled in.
 /// The version is the current Unix time in seconds, or one more than the newest version when
 /// that is not above it. Atomic: the files are written and fsynced in a temporary directory
 /// (`.tmp-export-*`), which is then renamed to the version, so a version is whole or absent,

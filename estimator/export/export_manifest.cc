@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 #include "common/crc32c.h"
 #include "common/error.h"
 #include "common/json_from_outside.h"
@@ -90,6 +92,15 @@ ExportFileRecord ExportFileRecord::Of(std::string file, const std::string& conte
   return {std::move(file), contents.size(), crc32c::Value(contents)};
 }
 
+void CheckAssetName(const std::string& name, const std::string& what) {
+  const bool plain = std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+           c == '-';
+  });
+  EST_CHECK(!name.empty() && name.size() <= 255 && name.front() != '.' && plain, ConfigError, what, " name '", name,
+            "' is not a plain file name: expected letters, digits, '.', '_' and '-', not starting with '.'");
+}
+
 std::string ExportManifest::to_json() const {
   nlohmann::json signature = {{"inputs", ToJson(inputs)}, {"outputs", ToJson(outputs)}};
   if (!records_input.empty()) signature["records_input"] = records_input;
@@ -113,6 +124,11 @@ std::string ExportManifest::to_json() const {
                        {"crc32c", program->record.crc32c},
                        {"format", "torchscript"},
                        {"libtorch_version", program->libtorch_version}};
+  if (!assets.empty()) {
+    json["assets"] = nlohmann::json::array();
+    for (const ExportFileRecord& asset : assets)
+      json["assets"].push_back({{"file", asset.file}, {"bytes", asset.bytes}, {"crc32c", asset.crc32c}});
+  }
   if (onnx)
     json["onnx"] = {{"file", onnx->record.file},
                     {"bytes", onnx->record.bytes},
@@ -170,6 +186,20 @@ ExportManifest ExportManifest::Parse(const std::string& text, const std::string&
       model.record.crc32c = onnx.at("crc32c").get<uint32_t>();
       model.opset = onnx.at("opset").get<int64_t>();
       manifest.onnx = std::move(model);
+    }
+    if (json.contains("assets")) {  // exports made before ExportOptions::assets have none
+      for (const nlohmann::json& asset : json.at("assets")) {
+        ExportFileRecord record{asset.at("file").get<std::string>(), asset.at("bytes").get<uint64_t>(),
+                                asset.at("crc32c").get<uint32_t>()};
+        const std::string prefix = std::string(kExportAssetsDir) + "/";
+        try {
+          EST_CHECK(record.file.rfind(prefix, 0) == 0, ConfigError, "not in '", prefix, "'");
+          CheckAssetName(record.file.substr(prefix.size()), "the asset");
+        } catch (const ConfigError& e) {
+          EST_THROW(CheckpointError, "'", path, "' names the asset file '", record.file, "': ", e.what());
+        }
+        manifest.assets.push_back(std::move(record));
+      }
     }
   } catch (const CheckpointError&) {
     throw;

@@ -24,6 +24,16 @@ inline constexpr const char* kExportWeightsFile = "variables.pt";
 inline constexpr const char* kExportProgramFile = "model.pt";
 /// The ONNX model's file name (ExportOptions::onnx), which onnxruntime runs.
 inline constexpr const char* kExportOnnxFile = "model.onnx";
+/// Files of an export beside its weights, name → contents (ExportOptions::assets).
+using ExportAssets = std::map<std::string, std::string>;
+
+/// The folder of an export's assets (ExportOptions::assets), as a SavedModel's.
+inline constexpr const char* kExportAssetsDir = "assets";
+
+/// ConfigError unless `name` can name an asset: a plain file name ([A-Za-z0-9._-], not starting
+/// with a dot, at most 255 characters); `what` says whose.
+void CheckAssetName(const std::string& name, const std::string& what);
+
 /// The ONNX operator sets (opsets) an export writes.
 inline constexpr int64_t kOnnxMinOpset = 13;
 inline constexpr int64_t kOnnxMaxOpset = 17;
@@ -96,6 +106,9 @@ struct ExportManifest {
   std::optional<ExportProgram> program;
   /// The ONNX model; absent unless the export asked for one (ExportOptions::onnx).
   std::optional<ExportOnnxModel> onnx;
+  /// The files the model needs beside its weights (ExportOptions::assets), each named
+  /// kExportAssetsDir + "/" + its name, as a SavedModel's assets/.
+  std::vector<ExportFileRecord> assets;
 
   /// The manifest as export.json holds it.
   std::string to_json() const;

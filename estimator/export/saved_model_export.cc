@@ -26,6 +26,7 @@ std::string Estimator::Impl::export_saved_model(const std::string& export_dir_ba
               "(onnx) of the weights alone (weights_only); the ONNX model is written from the traced program");
     CheckOnnxOpset(*options.onnx(), "export_saved_model: ExportOptions::onnx");
   }
+  for (const auto& asset : options.assets()) CheckAssetName(asset.first, "export_saved_model: ExportOptions::assets:");
   auto reader = open_checkpoint(options.checkpoint_path());
   EST_CHECK(reader != nullptr, CheckpointError, "Couldn't find trained model at ", model_dir,
             "; train first or pass ExportOptions::checkpoint_path");
@@ -67,6 +68,11 @@ std::string Estimator::Impl::export_saved_model(const std::string& export_dir_ba
   std::map<std::string, at::Tensor> weights;
   for (const auto& [name, tensor] : ctx.variables()) weights.emplace(name, tensor);
   std::map<std::string, std::string> files;
+  for (const auto& [name, contents] : options.assets()) {
+    const std::string file = std::string(kExportAssetsDir) + "/" + name;
+    manifest.assets.push_back(ExportFileRecord::Of(file, contents));
+    files.emplace(file, contents);
+  }
   if (!options.weights_only()) {
     std::string program = TraceProgram(receiver.inputs, ctx.variables(), predict);
     manifest.program = ExportProgram{ExportFileRecord::Of(kExportProgramFile, program), TORCH_VERSION};

@@ -24,6 +24,7 @@
 #include "common/file_util.h"
 #include "data/example/example.pb.h"
 #include "data/tfrecord.h"
+#include "estimator/export/export_directory.h"
 #include "serving/proto/prediction_service.grpc.pb.h"
 #include "tests/apps/est_serve_process.h"
 #include "tests/apps/run_command.h"
@@ -207,19 +208,26 @@ double ExactAuc(const std::vector<float>& scores, const std::vector<int>& labels
 TEST_CASE("est-serve serves est-train's canned export: tf.Example requests to Classify and Predict",
           "[apps][canned][serving]") {
   const fs::path dir = CannedExampleDir("est_serve_canned");
-  // The example spec with its label as class names: "outcome", "skip" or "click".
+  // The example spec with its label as class names ("outcome": "skip" or "click") and the devices
+  // in a vocabulary file.
   nlohmann::json spec = nlohmann::json::parse(est::ReadFile((dir / "wide_deep.json").string()));
   spec["label"] = "outcome";
   spec["label_vocabulary"] = {"skip", "click"};
+  spec["columns"]["device"] = {{"categorical_column_with_vocabulary_file",
+                                {{"key", "device"}, {"vocabulary_file", "devices.txt"}}}};
+  std::ofstream(dir / "devices.txt") << "mobile\ndesktop\ntablet\n";
   std::ofstream(dir / "wide_deep.json") << spec.dump(2);
   const auto run = RunCannedEstTrain(dir, "--max-steps 150 --save-checkpoints-steps 150 --export final");
   INFO(run.output);
   REQUIRE(run.exit_code == 0);
   const std::string base = (dir / "model" / "export" / "final").string();
+  // The export holds what serving needs: without the spec and its vocabulary, est-serve builds the
+  // model from the spec the export's assets hold.
+  fs::remove(dir / "wide_deep.json");
+  fs::remove(dir / "devices.txt");
   const auto server = est::testing::StartEstServe(
-      {"--model", "canned", "--spec", (dir / "wide_deep.json").string(), "--export-dir", base, "--port", "0",
-       "--port-file", (dir / "port").string(), "--rest_api_port", "0", "--rest-port-file",
-       (dir / "rest_port").string()},
+      {"--model", "canned", "--export-dir", base, "--port", "0", "--port-file", (dir / "port").string(),
+       "--rest_api_port", "0", "--rest-port-file", (dir / "rest_port").string()},
       dir);
   est::testing::WaitUntilListening(server, dir);
 
@@ -284,10 +292,13 @@ TEST_CASE("est-serve serves est-train's canned export: tf.Example requests to Cl
   CHECK(est::testing::WaitForEstServe(server) == 0);
   CHECK_THAT(est::ReadFile(server.err.string()), Catch::Contains("running model_fn"));
 
-  // --model canned needs the spec the exports were trained from.
-  const auto no_spec = est::testing::RunCommand(std::string(EST_SERVE_PATH) + " --model canned --export-dir " + base);
-  CHECK(no_spec.exit_code == 1);
-  CHECK_THAT(no_spec.output, Catch::Contains("est-serve: error: --model canned needs --spec"));
+  // An asset that is not what the export's manifest records is refused, naming it.
+  const fs::path asset = fs::path(est::ExportVersionPath(base, est::ExportVersions(base).back())) / "assets" /
+                         "canned_spec.json";
+  std::ofstream(asset, std::ios::app) << " ";
+  const auto corrupt = est::testing::RunCommand(std::string(EST_SERVE_PATH) + " --model canned --export-dir " + base);
+  CHECK(corrupt.exit_code == 1);
+  CHECK_THAT(corrupt.output, Catch::Contains("canned_spec.json"));
 }
 
 TEST_CASE("est-train --model canned refuses flags whose part the spec gives", "[apps][canned]") {

@@ -208,6 +208,57 @@ TEST_CASE("a process killed before an export's rename leaves no version, and its
   CHECK(entries == 1);
 }
 
+TEST_CASE("an export's assets are written beside its weights, recorded and checked", "[serving][export]") {
+  Estimator estimator(testing::ServedRegression, testing::FreshTempDir("export_assets").string(),
+                      testing::QuietConfig(), nlohmann::json{{"width", 4}});
+  estimator.train(testing::RegressionInput, TrainOptions().max_steps(2));
+  const std::string base = (fs::path(estimator.model_dir()) / "export" / "served").string();
+  const ExportAssets assets{{"vocabulary.txt", "apple\nbanana\n"}, {"spec.json", "{}\n"}};
+  const std::string path = estimator.export_saved_model(
+      base, testing::RegressionServingInput, ExportOptions().weights_only(true).assets(assets));
+  const ExportManifest manifest = ReadExport(path).manifest;
+  REQUIRE(manifest.assets.size() == 2);
+  CHECK(manifest.assets[0].file == "assets/spec.json");
+  CHECK(manifest.assets[1].file == "assets/vocabulary.txt");
+  CHECK(manifest.assets[1].bytes == 13);
+  CHECK(ReadFile((fs::path(path) / "assets" / "vocabulary.txt").string()) == "apple\nbanana\n");
+  CHECK(ReadExportFile(path, manifest.assets[1]) == "apple\nbanana\n");
+  // What export.json says of them, as a user reads it.
+  const nlohmann::json json = nlohmann::json::parse(ReadFile((fs::path(path) / "export.json").string()));
+  CHECK(json.at("assets").at(0).at("file") == "assets/spec.json");
+  CHECK(json.at("assets").at(0).at("bytes") == 3);
+
+  SECTION("a changed asset is refused, naming it") {
+    const std::string file = (fs::path(path) / "assets" / "vocabulary.txt").string();
+    WriteFileAtomic(file, "apple\nbananA\n");
+    CHECK_THROWS_MATCHES(ReadExportFile(path, manifest.assets[1]), CheckpointError,
+                         testing::MessageMatches(Catch::Contains(file) && Catch::Contains("is corrupt")));
+    fs::remove(file);
+    CHECK_THROWS_MATCHES(ReadExportFile(path, manifest.assets[1]), CheckpointError,
+                         testing::MessageMatches(Catch::Contains("has no assets/vocabulary.txt")));
+  }
+  SECTION("a manifest naming a file outside assets/ is refused") {
+    nlohmann::json edited = json;
+    edited["assets"][0]["file"] = "assets/../variables.pt";
+    CHECK_THROWS_MATCHES(ExportManifest::Parse(edited.dump(), "export.json"), CheckpointError,
+                         testing::MessageMatches(Catch::Contains("assets/../variables.pt") &&
+                                                 Catch::Contains("not a plain file name")));
+  }
+  SECTION("names that are not plain file names are refused") {
+    for (const std::string name : {"", ".hidden", "a/b", "../up", "space name"}) {
+      INFO(name);
+      CHECK_THROWS_MATCHES(estimator.export_saved_model(base, testing::RegressionServingInput,
+                                                        ExportOptions().assets({{name, "x"}})),
+                           ConfigError, testing::MessageMatches(Catch::Contains("ExportOptions::assets")));
+    }
+  }
+  SECTION("retention removes an old version's assets with it") {
+    estimator.export_saved_model(base, testing::RegressionServingInput, ExportOptions().weights_only(true));
+    CHECK(RemoveOldExports(base, 1) == 1);
+    CHECK_FALSE(fs::exists(path));
+  }
+}
+
 TEST_CASE("a corrupt, truncated or foreign export is refused, naming the file", "[serving][export]") {
   const fs::path base = testing::FreshTempDir("export_corrupt");
   ExportManifest manifest;
