@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -14,10 +15,30 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// What requests that may share a batch have in common: every input's sizes but the first,
-// in the signature's order; requests of an input whose first size is fixed batch alone.
-std::string ShapeKey(const std::vector<TensorSpec>& inputs, const Features& request, const void* pending,
-                     const Predictor* pinned) {
+// The inputs a batch pads along dimension 1 as Dataset::padded_batch pads VarLen features: an
+// input X of shape [-1, -1, ...] beside an int64 input X_length [-1] that says how much of each
+// row holds values. None where an output has a free size beyond dimension 0, whose answers could
+// depend on the padding.
+std::set<std::string> PaddedInputs(const ExportManifest& manifest) {
+  std::set<std::string> padded;
+  for (const TensorSpec& output : manifest.outputs)
+    if (std::any_of(output.shape.begin() + std::min<size_t>(1, output.shape.size()), output.shape.end(),
+                    [](int64_t size) { return size < 0; }))
+      return padded;
+  std::set<std::string> lengths;
+  for (const TensorSpec& input : manifest.inputs)
+    if (input.dtype == at::kLong && input.shape == std::vector<int64_t>{-1}) lengths.insert(input.name);
+  for (const TensorSpec& input : manifest.inputs)
+    if (input.shape.size() >= 2 && input.shape[0] < 0 && input.shape[1] < 0 && lengths.count(input.name + "_length"))
+      padded.insert(input.name);
+  return padded;
+}
+
+// What requests that may share a batch have in common: every input's sizes but the first (and
+// but the second of a padded input), in the signature's order; requests of an input whose first
+// size is fixed batch alone.
+std::string ShapeKey(const std::vector<TensorSpec>& inputs, const std::set<std::string>& padded,
+                     const Features& request, const void* pending, const Predictor* pinned) {
   std::ostringstream key;
   if (pinned != nullptr) key << "version " << pinned << ';';  // batched only with requests of that version
   for (const TensorSpec& input : inputs) {
@@ -25,9 +46,32 @@ std::string ShapeKey(const std::vector<TensorSpec>& inputs, const Features& requ
       key << "alone " << pending;
       return key.str();
     }
-    key << input.name << ':' << request.at(input.name).sizes().slice(1) << ';';
+    const bool pads = padded.count(input.name) != 0;
+    key << input.name << (pads ? " padded:" : ":") << request.at(input.name).sizes().slice(pads ? 2 : 1) << ';';
   }
   return key.str();
+}
+
+// The requests' tensors of one input joined along dimension 0; a padded input's padded with zeros
+// at the end of dimension 1 to the widest request's.
+at::Tensor JoinRequests(const std::vector<at::Tensor>& parts, bool padded) {
+  if (!padded) return at::cat(parts, 0);
+  int64_t rows = 0;
+  int64_t widest = 0;
+  for (const at::Tensor& part : parts) {
+    rows += part.size(0);
+    widest = std::max(widest, part.size(1));
+  }
+  std::vector<int64_t> shape = parts.front().sizes().vec();
+  shape[0] = rows;
+  shape[1] = widest;
+  at::Tensor joined = at::zeros(shape, parts.front().options());
+  int64_t row = 0;
+  for (const at::Tensor& part : parts) {
+    joined.narrow(0, row, part.size(0)).narrow(1, 0, part.size(1)).copy_(part);
+    row += part.size(0);
+  }
+  return joined;
 }
 
 }  // namespace
@@ -105,7 +149,7 @@ TensorMap DynamicBatcher::predict(const Features& request, Clock::time_point dea
       EST_THROW(QueueFullError, "the request queue is full (", queue_.size(), " requests wait; max_queue_size ",
                 options_.max_queue_size(), "): try again later");
     }
-    pending->shape_key = ShapeKey(inputs, request, mine, pending->pinned.get());
+    pending->shape_key = ShapeKey(inputs, PaddedInputs(asked->manifest()), request, mine, pending->pinned.get());
     queue_.push_back(std::move(pending));
   }
   arrived_.notify_all();
@@ -208,10 +252,11 @@ void DynamicBatcher::run_batch(std::vector<std::unique_ptr<Pending>>& batch,
     if (batch.size() == 1) {
       inputs = batch.front()->request;
     } else {
+      const std::set<std::string> padded = PaddedInputs(predictor->manifest());
       for (const auto& [name, first] : batch.front()->request) {
         std::vector<at::Tensor> parts;
         for (const auto& pending : batch) parts.push_back(pending->request.at(name));
-        inputs[name] = at::cat(parts, 0);
+        inputs[name] = JoinRequests(parts, padded.count(name) != 0);
       }
     }
     for (const auto& pending : batch) rows += pending->rows;

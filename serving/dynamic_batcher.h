@@ -2,7 +2,11 @@
 /// DynamicBatcher: concurrent requests to one model, batched along dimension 0 (TF Serving's
 /// batching, Triton's dynamic batching): a request waits at most max_queue_delay for others,
 /// a batch holds at most max_batch_size examples, and each caller gets its own rows of the
-/// predictions back. The queue is bounded, and each request's deadline is kept.
+/// predictions back. The queue is bounded, and each request's deadline is kept. Requests whose
+/// sizes beyond dimension 0 differ batch apart, except a padded VarLen input (X [-1, -1, ...]
+/// beside X_length [-1], as ParsingServingInputFn and padded_batch give them): requests of
+/// different widths share a batch, padded with zeros to the widest, where every output's size
+/// beyond dimension 0 is fixed.
 
 #include <torch/arg.h>
 

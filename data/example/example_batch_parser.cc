@@ -92,14 +92,15 @@ at::Tensor FixedLenColumn(const FeatureSpec& spec, const std::string& name, cons
   shape.insert(shape.end(), record_shape.begin(), record_shape.end());
   at::Tensor batch = HostTensor(shape, DtypeOf(spec));
   const size_t row_bytes = static_cast<size_t>(expected * NumbersPerValue(spec)) * batch.element_size();
+  const at::Tensor default_value = spec.default_tensor().defined() ? spec.default_tensor().contiguous() : at::Tensor();
   auto* out = static_cast<char*>(batch.data_ptr());
   for (size_t i = 0; i < column.records; ++i, out += row_bytes) {
     InRecord(batch_name, i, [&] {
       const FeatureValues& values = column[i];
       if (values.missing()) {
-        EST_CHECK(spec.default_tensor().defined(), DataError, "feature '", name,
+        EST_CHECK(default_value.defined(), DataError, "feature '", name,
                   "' is missing from the record and its spec has no default value");
-        if (row_bytes > 0) std::memcpy(out, spec.default_tensor().data_ptr(), row_bytes);
+        if (row_bytes > 0) std::memcpy(out, default_value.data_ptr(), row_bytes);
         return 0;
       }
       const int64_t count = values.count(spec, name);

@@ -63,7 +63,76 @@ ModelFn Gated(std::shared_ptr<Gate> gate) {
   };
 }
 
+// ServedRegression behind a padded VarLen input, as ParsingServingInputFn gives them: "t" float32
+// [-1, -1] and "t_length" [-1]; "x" is each row's mean of its first t_length values, their count
+// and their sum. With `echo`, the predictions hold "t" too: an output of a free width.
+ServingInputReceiver VarLenInput() {
+  ServingInputReceiver receiver{{{"t", at::kFloat, {-1, -1}}, {"t_length", at::kLong, {-1}}}, nullptr};
+  receiver.receiver = [](const Features& request) {
+    const at::Tensor& t = request.at("t");
+    const at::Tensor length = request.at("t_length");
+    const at::Tensor kept = torch::arange(t.size(1)).unsqueeze(0).lt(length.unsqueeze(1));
+    const at::Tensor sum = (t * kept).sum(1);
+    const at::Tensor count = length.to(torch::kFloat);
+    return Features{{"x", torch::stack({sum / count.clamp_min(1), count, sum}, 1)}, {"t", t}};
+  };
+  return receiver;
+}
+ModelFn VarLenModel(std::shared_ptr<Gate> gate, bool echo) {
+  return [gate, echo](const Features& features, const at::Tensor& labels, Mode mode, ModelContext& ctx) {
+    if (mode != Mode::kPredict) return testing::ServedRegression(features, labels, mode, ctx);
+    gate->pass();
+    EstimatorSpec spec = testing::ServedRegression(features, labels, mode, ctx);
+    if (echo) spec.predictions.emplace("t", features.at("t"));
+    return spec;
+  };
+}
+// Request `r`: 1 to 3 rows of width 1 to 4, the last row's length one short of the width, and
+// values beyond each length that the model must not read.
+Features VarLenRequest(int64_t r) {
+  const int64_t rows = 1 + r % 3;
+  const int64_t width = 1 + r % 4;
+  at::Tensor length = torch::full({rows}, width, torch::kLong);
+  length[rows - 1] = width - 1;
+  return {{"t", torch::cos(torch::arange(rows * width, torch::kFloat) * 0.7 + static_cast<double>(r)).reshape({rows, width})},
+          {"t_length", length}};
+}
+
 }  // namespace
+
+TEST_CASE("requests of different widths of a padded VarLen input share a batch, padded", "[serving][batching]") {
+  for (const bool echo : {false, true}) {
+    INFO("echo " << echo);
+    auto gate = std::make_shared<Gate>();
+    Estimator estimator(VarLenModel(gate, echo), testing::FreshTempDir("batcher_varlen").string(),
+                        testing::QuietConfig());
+    const std::string path = testing::TrainAndExport(estimator, 2, VarLenInput, ExportOptions().weights_only(true));
+    auto predictor = std::make_shared<const Predictor>(VarLenModel(gate, echo), path,
+                                                       PredictorOptions().serving_input_fn(VarLenInput));
+    DynamicBatcher batcher(predictor, BatchingOptions().max_queue_delay(std::chrono::microseconds(0)));
+    // The first request's batch is held while the others queue; then they form batches.
+    gate->close();
+    std::vector<std::future<TensorMap>> answers;
+    answers.push_back(std::async(std::launch::async, [&] { return batcher.predict(VarLenRequest(0)); }));
+    REQUIRE(gate->wait_for_callers(1));
+    for (int64_t r = 1; r < 12; ++r)
+      answers.push_back(std::async(std::launch::async, [&, r] { return batcher.predict(VarLenRequest(r)); }));
+    const Clock::time_point give_up = Clock::now() + std::chrono::seconds(20);
+    while (batcher.stats().queued < 11 && Clock::now() < give_up) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    REQUIRE(batcher.stats().queued == 11);
+    gate->release();
+    for (int64_t r = 0; r < 12; ++r) {
+      INFO("request " << r);
+      const TensorMap batched = answers[static_cast<size_t>(r)].get();
+      const TensorMap alone = predictor->predict(VarLenRequest(r));
+      CHECK(torch::allclose(batched.at("y"), alone.at("y"), 1e-6, 1e-6));
+      if (echo) CHECK(torch::equal(batched.at("t"), VarLenRequest(r).at("t")));  // its own width
+    }
+    // Padded: the 11 queued requests of 4 widths in one batch. With an output of a free width no
+    // padding may change, each width batches apart.
+    CHECK(batcher.stats().batches == (echo ? 5 : 2));
+  }
+}
 
 TEST_CASE("concurrent requests are answered in fewer model calls, each with its own rows", "[serving][batching]") {
   Estimator estimator(testing::ServedRegression, testing::FreshTempDir("batcher_equal").string(),
