@@ -94,6 +94,21 @@ const std::vector<std::string>& CsvFiles() {
   return files;
 }
 
+/// The records of RecordFiles as bytes, shuffled, grouped in threes and parsed a group at once by
+/// NumberParser, on `threads` threads.
+Dataset ParsedBatches(int64_t threads) {
+  const auto options = est::data::TFRecordDatasetOptions().reader(
+      est::data::TFRecordReaderOptions().compression(est::data::TFRecordCompression::kGzip));
+  auto parse = [](const std::vector<std::string_view>& records) {
+    std::vector<Element> elements;
+    for (std::string_view record : records) elements.push_back(est::testing::NumberParser(record));
+    return est::data::BatchElements(elements, /*padded=*/false);
+  };
+  return est::data::TFRecordDataset(RecordFiles(), options)
+      .shuffle(5, 2)
+      .parse_batches(3, parse, est::data::ParseBatchesOptions().num_parallel_calls(threads));
+}
+
 Dataset InterleavedRecords(int64_t threads) {
   return Dataset::InterleaveFiles(
       RecordFiles(), [](const std::string& file) { return Records({file}); },
@@ -141,6 +156,8 @@ TEST_CASE("Iterator::skip leaves every pipeline where as many next() calls do", 
       {"CsvDataset", [] { return est::testing::NumberedCsv(CsvFiles()); }},
       {"CsvDataset, sharded by file, shuffled, batched",
        [] { return est::testing::NumberedCsv(CsvFiles(), 5).auto_shard(2, 1).shuffle(5, 2).batch(3); }},
+      {"parse_batches of shuffled records", [] { return ParsedBatches(1); }},
+      {"parse_batches with threads, repeated", [] { return ParsedBatches(3).repeat(2); }},
       {"InterleaveFiles", [] { return InterleavedRecords(1); }},
       {"InterleaveFiles with threads, repeated", [] { return InterleavedRecords(3).repeat(2); }},
   };
