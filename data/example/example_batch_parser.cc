@@ -135,7 +135,7 @@ at::Tensor VarLenColumn(const FeatureSpec& spec, const std::string& name, const 
       WriteValues(spec, name, column[i], counts[i], out);
       return 0;
     });
-    std::memset(out + counts[i] * value_bytes, 0, (longest - counts[i]) * value_bytes);
+    if (counts[i] < longest) std::memset(out + counts[i] * value_bytes, 0, (longest - counts[i]) * value_bytes);
   }
   return batch;
 }
