@@ -172,10 +172,8 @@ est_train::ModelRecipe CannedModelOfExport(const Flags& flags) {
   EST_CHECK(!flags.export_dir.empty(), est::ConfigError, "--model canned without --spec reads the estimator's spec "
             "from the export of --export-dir; with --model_config_file or --model-repository give --spec");
   const std::string version = est::serving::ResolveExportPath(flags.export_dir);
-  const std::string manifest_file = (std::filesystem::path(version) / est::kExportManifestFile).string();
-  const est::ExportManifest manifest = est::ExportManifest::Parse(est::ReadFile(manifest_file), manifest_file);
   bool has_spec = false;
-  for (const est::ExportFileRecord& asset : manifest.assets) {
+  for (const est::ExportFileRecord& asset : est::ReadExportManifest(version).assets) {
     est::ReadExportFile(version, asset);  // its size and CRC32C
     has_spec = has_spec || asset.file == std::string(est::kExportAssetsDir) + "/" + est_train::kCannedSpecAsset;
   }

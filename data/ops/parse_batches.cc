@@ -70,26 +70,26 @@ class GroupRecordsNode : public DatasetNode {
     std::optional<Element> next() override {
       if (!input_) return std::nullopt;
       records_.clear();
+      views_.clear();
+      int64_t total = 0;
       while (static_cast<int64_t>(records_.size()) < batch_size_) {
         auto element = input_->next();
         if (!element) {
           input_.reset();
           break;
         }
-        RecordBytes(*element);  // checked before it is kept
+        views_.push_back(RecordBytes(*element));  // a view of the tensor kept in records_
+        total += static_cast<int64_t>(views_.back().size());
         records_.push_back(std::move(*element));
       }
       if (records_.empty() || (drop_remainder_ && static_cast<int64_t>(records_.size()) < batch_size_))
         return std::nullopt;
-      int64_t total = 0;
-      for (const Element& record : records_) total += static_cast<int64_t>(RecordBytes(record).size());
       at::Tensor bytes = HostTensor({total}, at::kByte);
-      at::Tensor ends = HostTensor({static_cast<int64_t>(records_.size())}, at::kLong);
+      at::Tensor ends = HostTensor({static_cast<int64_t>(views_.size())}, at::kLong);
       auto* out = static_cast<char*>(bytes.data_ptr());
       int64_t* end = ends.data_ptr<int64_t>();
       int64_t offset = 0;
-      for (const Element& record : records_) {
-        const std::string_view view = RecordBytes(record);
+      for (const std::string_view view : views_) {
         if (!view.empty()) std::memcpy(out + offset, view.data(), view.size());
         offset += static_cast<int64_t>(view.size());
         *end++ = offset;
@@ -115,6 +115,7 @@ class GroupRecordsNode : public DatasetNode {
     int64_t batch_size_;
     bool drop_remainder_;
     std::vector<Element> records_;  ///< the group being gathered (its capacity kept)
+    std::vector<std::string_view> views_;  ///< their bytes
   };
 
   std::shared_ptr<const DatasetNode> input_;

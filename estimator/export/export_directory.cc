@@ -161,15 +161,19 @@ std::string WriteExport(const std::string& export_dir_base, ExportManifest manif
   }
 }
 
+ExportManifest ReadExportManifest(const std::string& version_dir) {
+  const std::string manifest_path = (fs::path(version_dir) / kExportManifestFile).string();
+  EST_CHECK(fs::is_regular_file(manifest_path), CheckpointError, "no export in '", version_dir, "': it has no ",
+            kExportManifestFile);
+  return ExportManifest::Parse(ReadFile(manifest_path), manifest_path);
+}
+
 LoadedExport ReadExport(const std::string& version_dir) {
   LoadedExport loaded;
   loaded.path = version_dir;
   loaded.version = VersionOf(fs::path(version_dir).lexically_normal().filename().string());
   if (loaded.version < 0) loaded.version = VersionOf(fs::path(version_dir).lexically_normal().parent_path().filename().string());
-  const std::string manifest_path = (fs::path(version_dir) / kExportManifestFile).string();
-  EST_CHECK(fs::is_regular_file(manifest_path), CheckpointError, "no export in '", version_dir, "': it has no ",
-            kExportManifestFile);
-  loaded.manifest = ExportManifest::Parse(ReadFile(manifest_path), manifest_path);
+  loaded.manifest = ReadExportManifest(version_dir);
 
   const std::string weights_path = (fs::path(version_dir) / kExportWeightsFile).string();
   const std::string bytes = ReadExportFile(

@@ -35,6 +35,10 @@ struct LoadedExport {
   std::map<std::string, at::Tensor> weights;
 };
 
+/// The manifest of the export in `version_dir`, without its weights. CheckpointError naming the
+/// file for a missing or corrupt manifest.
+ExportManifest ReadExportManifest(const std::string& version_dir);
+
 /// Reads the export in `version_dir`. CheckpointError naming the file and what is wrong for a
 /// missing, truncated or corrupt manifest or weights file.
 LoadedExport ReadExport(const std::string& version_dir);
